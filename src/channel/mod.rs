@@ -1,0 +1,140 @@
+//! The one seam for "ask a human": the engine hands a paused session to a
+//! [`HumanChannel`] and gets back an answer now, or "later" (the session stays
+//! paused in the store and someone resumes it when a human answers).
+//!
+//! Implementations: [`Detached`] (the CLI prints how to resume and exits 19),
+//! [`terminal::Terminal`] (`--interactive`), [`AutoApprove`]
+//! (`--auto-approve`). The Slack bot implements the same trait.
+
+pub mod terminal;
+
+use chrono::Utc;
+
+use crate::error::Result;
+use crate::gate::{Answer, Decision};
+use crate::session::Session;
+
+/// What a channel got from its human.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// An answer, to be recorded and carried out now.
+    Now(Answer),
+    /// No answer yet: leave the session paused.
+    Later,
+}
+
+/// Progress the engine reports while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    StepDone {
+        position: String,
+        agent: String,
+        tokens: u64,
+        millis: u64,
+    },
+    GateSkipped {
+        gate: String,
+    },
+    GateAnswered {
+        gate: String,
+        answer: Answer,
+    },
+    Completed,
+    Rejected {
+        reason: Option<String>,
+    },
+    Failed {
+        message: String,
+    },
+}
+
+#[allow(async_fn_in_trait)]
+pub trait HumanChannel {
+    /// Called when `session` has been saved as paused at `session.gate`.
+    async fn ask(&mut self, session: &Session) -> Result<Reply>;
+
+    /// Called as the run makes progress; channels may show it or not.
+    async fn progress(&mut self, _session: &Session, _event: &Progress) {}
+}
+
+/// Nobody is there to answer now: the CLI's default.
+pub struct Detached;
+
+impl HumanChannel for Detached {
+    async fn ask(&mut self, _session: &Session) -> Result<Reply> {
+        Ok(Reply::Later)
+    }
+}
+
+/// Approves every gate (`--auto-approve`), saying so on stderr.
+pub struct AutoApprove {
+    pub by: String,
+}
+
+impl HumanChannel for AutoApprove {
+    async fn ask(&mut self, session: &Session) -> Result<Reply> {
+        if let Some(g) = &session.gate {
+            eprintln!("⚠ auto-approving gate `{}` (--auto-approve)", g.id);
+        }
+        Ok(Reply::Now(Answer {
+            decision: Decision::Approve,
+            by: self.by.clone(),
+            at: Utc::now(),
+            via: "auto-approve".into(),
+            vars: Default::default(),
+        }))
+    }
+}
+
+/// Wraps another channel and reports progress on stderr (human text never
+/// goes to stdout, which `--json` keeps for its one object).
+pub struct WithProgress<C> {
+    pub inner: C,
+    pub quiet: bool,
+}
+
+impl<C: HumanChannel> HumanChannel for WithProgress<C> {
+    async fn ask(&mut self, session: &Session) -> Result<Reply> {
+        self.inner.ask(session).await
+    }
+
+    async fn progress(&mut self, session: &Session, event: &Progress) {
+        if !self.quiet {
+            match event {
+                Progress::StepDone {
+                    position,
+                    agent,
+                    tokens,
+                    millis,
+                } => eprintln!(
+                    "✓ {position} completed: {agent} ({tokens} tokens, {:.1}s)",
+                    *millis as f64 / 1000.0
+                ),
+                Progress::GateSkipped { gate } => {
+                    eprintln!("↷ gate `{gate}` skipped (condition false)")
+                }
+                Progress::GateAnswered { gate, answer } => {
+                    eprintln!(
+                        "✓ gate `{gate}` {} by {} ({})",
+                        answer.decision.verb(),
+                        answer.by,
+                        answer.via
+                    )
+                }
+                Progress::Completed => eprintln!("✓ workflow `{}` completed", session.workflow),
+                Progress::Rejected { reason } => eprintln!(
+                    "✗ workflow `{}` rejected{}",
+                    session.workflow,
+                    reason
+                        .as_ref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+                Progress::Failed { message } => {
+                    eprintln!("✗ workflow `{}` failed: {message}", session.workflow)
+                }
+            }
+        }
+        self.inner.progress(session, event).await
+    }
+}

@@ -1,0 +1,129 @@
+//! `--interactive`: ask the human at the terminal and wait for the answer.
+//!
+//! Reads lines from any `BufRead` (stdin in the CLI, a buffer in tests) and
+//! writes prompts to any `Write` (stderr). End of input defers: the session
+//! stays paused and can be resumed later, so closing the terminal loses nothing.
+
+use chrono::Utc;
+use std::io::{BufRead, Write};
+
+use super::{HumanChannel, Reply};
+use crate::error::Result;
+use crate::gate::{Answer, Decision};
+use crate::session::Session;
+use crate::spec::GateKind;
+
+pub struct Terminal<R, W> {
+    input: R,
+    output: W,
+    who: String,
+}
+
+impl<R: BufRead, W: Write> Terminal<R, W> {
+    pub fn new(input: R, output: W, who: String) -> Self {
+        Terminal { input, output, who }
+    }
+
+    fn line(&mut self, prompt: &str) -> Option<String> {
+        let _ = write!(self.output, "{prompt}");
+        let _ = self.output.flush();
+        let mut buf = String::new();
+        match self.input.read_line(&mut buf) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(buf.trim_end_matches(['\n', '\r']).to_string()),
+        }
+    }
+
+    fn answer(&self, decision: Decision) -> Reply {
+        Reply::Now(Answer {
+            decision,
+            by: self.who.clone(),
+            at: Utc::now(),
+            via: "terminal".into(),
+            vars: Default::default(),
+        })
+    }
+
+    /// The blocking conversation; `None` means defer.
+    fn converse(&mut self, session: &Session) -> Reply {
+        let Some(gate) = session.gate.clone() else {
+            return Reply::Later;
+        };
+        let (preview, cut) = gate.preview();
+        let _ = writeln!(self.output, "\n⏸  Gate `{}` ({})", gate.id, gate.position);
+        let _ = writeln!(self.output, "   {}", gate.prompt);
+        if gate.show_preview && !gate.context.is_empty() {
+            let _ = writeln!(self.output, "\n   [Preview]\n{preview}");
+            if cut > 0 {
+                let _ = writeln!(
+                    self.output,
+                    "   ({} characters shown, {} total: [v] shows all)",
+                    gate.preview_length,
+                    gate.preview_length + cut
+                );
+            }
+        }
+        let hitl = gate.kind == GateKind::Hitl;
+        loop {
+            let _ = writeln!(self.output, "\n   Options:");
+            let _ = writeln!(self.output, "     [a] Approve - continue");
+            let _ = writeln!(self.output, "     [r] Reject - end the run");
+            let _ = writeln!(
+                self.output,
+                "     [m] Modify - feedback, re-run the previous step"
+            );
+            if hitl {
+                let _ = writeln!(self.output, "     [t] Type a response");
+            }
+            let _ = writeln!(self.output, "     [v] View full output");
+            let _ = writeln!(
+                self.output,
+                "     [d] Defer - keep the session paused and exit"
+            );
+            let Some(choice) = self.line("   Your choice: ") else {
+                return Reply::Later;
+            };
+            match choice.trim().to_ascii_lowercase().as_str() {
+                "a" | "approve" => return self.answer(Decision::Approve),
+                "r" | "reject" => {
+                    let Some(reason) = self.line("   Reason (optional): ") else {
+                        return Reply::Later;
+                    };
+                    let reason = Some(reason.trim().to_string()).filter(|r| !r.is_empty());
+                    return self.answer(Decision::Reject { reason });
+                }
+                "m" | "modify" => {
+                    let Some(feedback) = self.line("   Feedback for the re-run: ") else {
+                        return Reply::Later;
+                    };
+                    if feedback.trim().is_empty() {
+                        let _ = writeln!(self.output, "   Feedback cannot be empty.");
+                        continue;
+                    }
+                    return self.answer(Decision::Modify { feedback });
+                }
+                "t" if hitl => {
+                    let Some(text) = self.line("   Response: ") else {
+                        return Reply::Later;
+                    };
+                    return self.answer(Decision::Respond { text });
+                }
+                "v" | "view" => {
+                    let _ = writeln!(self.output, "\n{}\n", gate.context);
+                }
+                "d" | "defer" => return Reply::Later,
+                other => {
+                    let _ = writeln!(self.output, "   `{other}` is not an option.");
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead, W: Write> HumanChannel for Terminal<R, W> {
+    async fn ask(&mut self, session: &Session) -> Result<Reply> {
+        // A terminal conversation blocks by nature; the CLI runs one session
+        // on its own runtime, so nothing else waits on this thread.
+        Ok(self.converse(session))
+    }
+}

@@ -1,0 +1,793 @@
+//! The command line (clap): `run`, `resume`, `validate`, `sessions ...`.
+//!
+//! Handlers parse flags into engine calls and map the result once to an
+//! exit code (SPEC.md) and to either human text or, with `--json`, exactly
+//! one JSON object on stdout (human text then goes to stderr).
+
+use chrono::Utc;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Map, Value};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use crate::channel::{terminal::Terminal, AutoApprove, Detached, HumanChannel, WithProgress};
+use crate::engine::{Engine, Start};
+use crate::error::{exit, Error, Result};
+use crate::gate::{Answer, Decision};
+use crate::session::{GateEventKind, Session, Status};
+use crate::spec;
+use crate::store::{self, Store};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "strands",
+    version,
+    about = "Run agent workflows that pause at durable human-in-the-loop gates"
+)]
+pub struct Cli {
+    /// Session store directory (sled). Default: ~/.local/share/strands/store
+    #[arg(long, global = true, env = "STRANDS_STORE")]
+    pub store: Option<PathBuf>,
+    /// Who you are, for the audit of answers (default: the OS user).
+    #[arg(long = "as", global = true, value_name = "NAME")]
+    pub identity: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a workflow spec; exits 19 when it pauses at a human gate.
+    Run(RunArgs),
+    /// Answer the open gate of a paused session and continue it.
+    Resume(ResumeArgs),
+    /// Check a spec without running it (exit 3 with file:line:column on errors).
+    Validate {
+        spec: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List, show, delete and clean up sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The workflow spec (YAML). Not needed with --resume.
+    pub spec: Option<PathBuf>,
+    /// Input variables, KEY=VALUE (repeatable).
+    #[arg(long = "var", value_parser = spec::parse_var)]
+    pub vars: Vec<(String, String)>,
+    /// Answer gates in this terminal instead of exiting 19.
+    #[arg(long, conflicts_with = "auto_approve")]
+    pub interactive: bool,
+    /// Approve every gate (for testing; says so on stderr).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Directory for outputs.artifacts.
+    #[arg(long, default_value = "./artifacts")]
+    pub out: PathBuf,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// strands-cli form: resume this session (with --hitl-response).
+    #[arg(long, value_name = "ID", requires = "hitl_response")]
+    pub resume: Option<String>,
+    /// strands-cli form: the answer to the open gate (same as `resume --response`).
+    #[arg(long, value_name = "TEXT", requires = "resume")]
+    pub hitl_response: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("decision").args(["approve", "reject", "modify", "response"])))]
+pub struct ResumeArgs {
+    /// Session id (or a unique prefix of at least 4 characters).
+    pub id: String,
+    /// Approve the open gate.
+    #[arg(long)]
+    pub approve: bool,
+    /// Reject: the run ends `rejected` (exit 21).
+    #[arg(long)]
+    pub reject: bool,
+    /// Why it was rejected (with --reject).
+    #[arg(long, requires = "reject")]
+    pub reason: Option<String>,
+    /// Re-run the previous agent step with --feedback, then ask again.
+    #[arg(long, requires = "feedback")]
+    pub modify: bool,
+    /// Feedback for --modify, visible to templates as `human_feedback`.
+    #[arg(long, requires = "modify")]
+    pub feedback: Option<String>,
+    /// Free-text answer for a `hitl` gate (`approved` approves).
+    #[arg(long)]
+    pub response: Option<String>,
+    /// Variable overrides that come with the answer.
+    #[arg(long = "var", value_parser = spec::parse_var)]
+    pub vars: Vec<(String, String)>,
+    /// Answer later gates in this terminal.
+    #[arg(long, conflicts_with = "auto_approve")]
+    pub interactive: bool,
+    /// Approve every later gate.
+    #[arg(long)]
+    pub auto_approve: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SessionsCommand {
+    /// Sessions, newest first.
+    List {
+        #[arg(long, value_parser = ["running", "paused", "completed", "failed", "rejected"])]
+        status: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session in full: gate, preview, history, usage.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session.
+    Delete { id: String },
+    /// Delete finished sessions older than N days (paused ones are kept).
+    Cleanup {
+        #[arg(long)]
+        max_age_days: u32,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Parses the process arguments, runs, returns the exit code.
+pub fn main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    exit::OK
+                }
+                _ => exit::USAGE,
+            };
+        }
+    };
+    init_tracing();
+    crate::provider::install_crypto();
+    let json = wants_json(&cli.command);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(&Error::io("cannot start the async runtime", e), json),
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(e) => fail(&e, json),
+    }
+}
+
+fn fail(e: &Error, json: bool) -> u8 {
+    let code = e.exit_code();
+    if json {
+        let mut obj = json!({ "status": "error", "exit_code": code, "error": { "code": code, "message": e.to_string() } });
+        if let Error::Spec(diags) = e {
+            obj["errors"] = json!(diags);
+        }
+        println!("{obj}");
+    }
+    eprintln!("error: {e}");
+    code
+}
+
+fn wants_json(c: &Command) -> bool {
+    match c {
+        Command::Run(a) => a.json,
+        Command::Resume(a) => a.json,
+        Command::Validate { json, .. } => *json,
+        Command::Sessions(SessionsCommand::List { json, .. })
+        | Command::Sessions(SessionsCommand::Show { json, .. })
+        | Command::Sessions(SessionsCommand::Cleanup { json, .. }) => *json,
+        Command::Sessions(SessionsCommand::Delete { .. }) => false,
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STRANDS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if std::env::var("STRANDS_LOG_FORMAT").is_ok_and(|v| v == "json") {
+        builder.json().try_init()
+    } else {
+        builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init()
+    };
+}
+
+fn identity(cli_as: &Option<String>) -> String {
+    cli_as
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+struct Ctx {
+    store_path: PathBuf,
+    explicit_store: bool,
+    who: String,
+}
+
+impl Ctx {
+    fn open(&self) -> Result<Store> {
+        Store::open(&self.store_path)
+    }
+    /// The exact command to resume, naming the store when it is not the default.
+    fn resume_cmd(&self, id: &str, flags: &str) -> String {
+        if self.explicit_store {
+            format!(
+                "strands --store {} resume {id} {flags}",
+                shell_quote(&self.store_path.display().to_string())
+            )
+        } else {
+            format!("strands resume {id} {flags}")
+        }
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-~:".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<u8> {
+    let ctx = Ctx {
+        explicit_store: cli.store.is_some(),
+        store_path: cli.store.clone().unwrap_or_else(store::default_path),
+        who: identity(&cli.identity),
+    };
+    match cli.command {
+        Command::Validate { spec, json } => validate(&spec, json),
+        Command::Run(args) => run(&ctx, args).await,
+        Command::Resume(args) => resume(&ctx, args).await,
+        Command::Sessions(cmd) => sessions(&ctx, cmd),
+    }
+}
+
+fn validate(path: &PathBuf, json: bool) -> Result<u8> {
+    let spec = spec::load(path)?;
+    for w in &spec.warnings {
+        eprintln!("warning: {w}");
+    }
+    if json {
+        println!(
+            "{}",
+            json!({ "valid": true, "name": spec.name, "pattern": spec.pattern.name(), "warnings": spec.warnings })
+        );
+    } else {
+        println!(
+            "✓ {} is valid ({} pattern, workflow `{}`)",
+            path.display(),
+            spec.pattern.name(),
+            spec.name
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// Which channel answers gates for this invocation.
+enum Mode {
+    Detached,
+    Interactive,
+    Auto,
+}
+
+fn mode(interactive: bool, auto: bool) -> Mode {
+    if auto {
+        Mode::Auto
+    } else if interactive {
+        Mode::Interactive
+    } else {
+        Mode::Detached
+    }
+}
+
+async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
+    if let (Some(id), Some(text)) = (&args.resume, &args.hitl_response) {
+        let answer = answer_now(
+            &ctx.who,
+            Decision::Respond { text: text.clone() },
+            &args.vars,
+        )?;
+        let resume = ResumeArgs {
+            id: id.clone(),
+            approve: false,
+            reject: false,
+            reason: None,
+            modify: false,
+            feedback: None,
+            response: None,
+            vars: Vec::new(),
+            interactive: args.interactive,
+            auto_approve: args.auto_approve,
+            json: args.json,
+        };
+        return continue_session(ctx, &resume, Some(answer)).await;
+    }
+    let Some(path) = &args.spec else {
+        return Err(Error::Usage(
+            "strands run needs a SPEC (or --resume ID --hitl-response TEXT)".into(),
+        ));
+    };
+    let spec = spec::load(path)?;
+    for w in &spec.warnings {
+        eprintln!("warning: {w}");
+    }
+    Engine::preflight(&spec)?;
+    let variables = spec.resolve_variables(&args.vars)?;
+    let store = ctx.open()?;
+    let mut engine = Engine::new(&store);
+    // Stored absolute, so a resume from another directory writes to the same place.
+    let out_dir = std::path::absolute(&args.out)
+        .map_err(|e| Error::io(format!("cannot resolve --out {}", args.out.display()), e))?;
+    let start = Start {
+        variables,
+        started_by: ctx.who.clone(),
+        out_dir,
+    };
+    let session = match mode(args.interactive, args.auto_approve) {
+        Mode::Detached => engine.start(&spec, start, &mut progress(Detached)).await?,
+        Mode::Auto => {
+            engine
+                .start(
+                    &spec,
+                    start,
+                    &mut progress(AutoApprove {
+                        by: ctx.who.clone(),
+                    }),
+                )
+                .await?
+        }
+        Mode::Interactive => {
+            let stdin = std::io::stdin();
+            let mut ch = progress(Terminal::new(
+                stdin.lock(),
+                std::io::stderr(),
+                ctx.who.clone(),
+            ));
+            engine.start(&spec, start, &mut ch).await?
+        }
+    };
+    Ok(report(ctx, &session, args.json))
+}
+
+fn progress<C: HumanChannel>(inner: C) -> WithProgress<C> {
+    WithProgress {
+        inner,
+        quiet: false,
+    }
+}
+
+fn answer_now(who: &str, decision: Decision, vars: &[(String, String)]) -> Result<Answer> {
+    let mut map = Map::new();
+    for (k, v) in vars {
+        map.insert(k.clone(), Value::String(v.clone()));
+    }
+    Ok(Answer {
+        decision,
+        by: who.to_string(),
+        at: Utc::now(),
+        via: "cli".into(),
+        vars: map,
+    })
+}
+
+async fn resume(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
+    let decision = if args.approve {
+        Some(Decision::Approve)
+    } else if args.reject {
+        Some(Decision::Reject {
+            reason: args.reason.clone(),
+        })
+    } else if args.modify {
+        Some(Decision::Modify {
+            feedback: args.feedback.clone().unwrap_or_default(),
+        })
+    } else {
+        args.response.clone().map(|text| Decision::Respond { text })
+    };
+    let answer =
+        match decision {
+            Some(d) => Some(answer_now(&ctx.who, d, &args.vars)?),
+            None if !args.vars.is_empty() => return Err(Error::Usage(
+                "--var on resume comes with a decision (--approve, --reject, --modify, --response)"
+                    .into(),
+            )),
+            None => None,
+        };
+    continue_session(ctx, &args, answer).await
+}
+
+async fn continue_session(ctx: &Ctx, args: &ResumeArgs, answer: Option<Answer>) -> Result<u8> {
+    let store = ctx.open()?;
+    let mut engine = Engine::new(&store);
+    let id = store.resolve(&args.id)?;
+    // --var values are typed by the spec's input declarations.
+    let answer = match answer {
+        Some(mut a) if !a.vars.is_empty() => {
+            let session = store.get(&id)?;
+            let spec = Engine::spec_of(&session)?;
+            let raw: Vec<(String, String)> = a
+                .vars
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect();
+            let typed = spec.resolve_variables(&raw)?;
+            a.vars = raw
+                .iter()
+                .filter_map(|(k, _)| typed.get(k).map(|v| (k.clone(), v.clone())))
+                .collect();
+            Some(a)
+        }
+        other => other,
+    };
+    let session = match mode(args.interactive, args.auto_approve) {
+        Mode::Detached => engine.resume(&id, answer, &mut progress(Detached)).await?,
+        Mode::Auto => {
+            engine
+                .resume(
+                    &id,
+                    answer,
+                    &mut progress(AutoApprove {
+                        by: ctx.who.clone(),
+                    }),
+                )
+                .await?
+        }
+        Mode::Interactive => {
+            let stdin = std::io::stdin();
+            let mut ch = progress(Terminal::new(
+                stdin.lock(),
+                std::io::stderr(),
+                ctx.who.clone(),
+            ));
+            engine.resume(&id, answer, &mut ch).await?
+        }
+    };
+    Ok(report(ctx, &session, args.json))
+}
+
+/// The exit code a session's status maps to.
+pub fn exit_code(session: &Session) -> u8 {
+    match session.status {
+        Status::Completed => exit::OK,
+        Status::Paused => exit::PAUSED,
+        Status::Rejected => exit::REJECTED,
+        Status::Failed => session
+            .failure
+            .as_ref()
+            .map(|f| f.code)
+            .unwrap_or(exit::RUNTIME),
+        Status::Running => exit::RUNTIME,
+    }
+}
+
+/// Prints the outcome of run/resume and returns its exit code.
+fn report(ctx: &Ctx, s: &Session, json: bool) -> u8 {
+    let code = exit_code(s);
+    if json {
+        println!("{}", session_json(ctx, s, false));
+        if s.status == Status::Paused {
+            eprintln!("{}", paused_text(ctx, s));
+        }
+        return code;
+    }
+    match s.status {
+        Status::Paused => println!("{}", paused_text(ctx, s)),
+        Status::Completed => {
+            println!("{}", s.output.as_deref().unwrap_or_default());
+            for a in &s.artifacts {
+                eprintln!("  wrote {a}");
+            }
+            eprintln!("session {} completed", s.id);
+        }
+        Status::Rejected => eprintln!("session {} rejected", s.id),
+        Status::Failed => eprintln!(
+            "session {} failed: {}",
+            s.id,
+            s.failure
+                .as_ref()
+                .map(|f| f.message.as_str())
+                .unwrap_or("unknown error")
+        ),
+        Status::Running => eprintln!(
+            "session {} stopped while running; `strands resume {}` continues it",
+            s.id, s.id
+        ),
+    }
+    code
+}
+
+fn paused_text(ctx: &Ctx, s: &Session) -> String {
+    let Some(g) = &s.gate else {
+        return format!("session {} is paused", s.id);
+    };
+    let mut out = String::new();
+    out.push_str(&format!(
+        "⏸  Gate `{}` ({}) in workflow `{}`\n",
+        g.id, g.position, s.workflow
+    ));
+    out.push_str(&format!("   {}\n", g.prompt));
+    if g.show_preview && !g.context.is_empty() {
+        let (preview, cut) = g.preview();
+        out.push_str("\n   [Preview]\n");
+        for line in preview.lines() {
+            out.push_str(&format!("   {line}\n"));
+        }
+        if cut > 0 {
+            out.push_str(&format!(
+                "   … {} more characters not shown ({} of {}); `strands sessions show {}` shows all\n",
+                cut,
+                g.preview_length,
+                g.preview_length + cut,
+                s.id
+            ));
+        }
+    }
+    if let Some(t) = g.timeout_at {
+        out.push_str(&format!(
+            "\n   Timeout: {} (then: {})\n",
+            t.to_rfc3339(),
+            timeout_effect(g)
+        ));
+    }
+    out.push_str(&format!("\n   Session: {}\n", s.id));
+    out.push_str(&format!(
+        "   Resume:  {}\n",
+        ctx.resume_cmd(&s.id, "--approve")
+    ));
+    out.push_str(&format!(
+        "            {}\n",
+        ctx.resume_cmd(&s.id, "--reject --reason \"...\"")
+    ));
+    if g.kind == spec::GateKind::Hitl {
+        out.push_str(&format!(
+            "            {}\n",
+            ctx.resume_cmd(&s.id, "--response \"...\"")
+        ));
+    }
+    out.push_str(&format!(
+        "            {}",
+        ctx.resume_cmd(&s.id, "--modify --feedback \"...\"")
+    ));
+    out
+}
+
+fn timeout_effect(g: &crate::gate::OpenGate) -> String {
+    match crate::gate::timeout_answer(g, Utc::now()).decision {
+        Decision::Approve => "approve".into(),
+        Decision::Respond { text } => format!("answer `{text}`"),
+        Decision::Reject { .. } => "reject".into(),
+        other => other.verb().into(),
+    }
+}
+
+/// The one JSON object scripts read.
+fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
+    let gate = s.gate.as_ref().map(|g| {
+        let (preview, cut) = g.preview();
+        json!({
+            "id": g.id,
+            "name": g.id,
+            "handle": g.handle(),
+            "instance": g.instance,
+            "kind": g.kind,
+            "position": g.position.to_string(),
+            "prompt": g.prompt,
+            "preview": if g.show_preview { Value::String(preview) } else { Value::Null },
+            "preview_cut_chars": cut,
+            "context": if full { Value::String(g.context.clone()) } else { Value::Null },
+            "default": g.default,
+            "opened_at": g.opened_at,
+            "timeout_at": g.timeout_at,
+        })
+    });
+    let gates: Vec<Value> = s
+        .history
+        .iter()
+        .map(|e| match &e.what {
+            GateEventKind::Answered { answer, waited_ms } => json!({
+                "gate": e.gate, "instance": e.instance, "event": "answered",
+                "decision": answer.decision, "by": answer.by, "at": answer.at, "via": answer.via,
+                "asked_at": e.asked_at, "waited_ms": waited_ms,
+            }),
+            GateEventKind::Skipped { condition } => json!({
+                "gate": e.gate, "event": "skipped", "condition": condition,
+            }),
+        })
+        .collect();
+    let total = s.total_usage();
+    let mut obj = json!({
+        "session_id": s.id,
+        "workflow": s.workflow,
+        "pattern": s.pattern,
+        "status": s.status,
+        "exit_code": exit_code(s),
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+        "started_by": s.started_by,
+        "gate": gate,
+        "output": s.output,
+        "artifacts": s.artifacts,
+        "gates": gates,
+        "gates_asked": s.gates_opened,
+        "human_wait_ms": s.human_wait_ms(),
+        "usage": { "total": total, "by_agent": s.usage },
+        "error": s.failure,
+    });
+    if s.status == Status::Paused {
+        obj["resume"] = json!({
+            "approve": ctx.resume_cmd(&s.id, "--approve"),
+            "reject": ctx.resume_cmd(&s.id, "--reject --reason REASON"),
+            "modify": ctx.resume_cmd(&s.id, "--modify --feedback FEEDBACK"),
+            "respond": ctx.resume_cmd(&s.id, "--response TEXT"),
+        });
+    }
+    if full {
+        obj["variables"] = Value::Object(s.variables.clone());
+        obj["state"] = serde_json::to_value(&s.state).unwrap_or(Value::Null);
+        obj["spec_path"] = json!(s.spec_path);
+        obj["spec_hash"] = json!(s.spec_hash);
+        obj["human_feedback"] = json!(s.human_feedback);
+        obj["pending_answer"] = json!(s.pending_answer);
+    }
+    obj
+}
+
+fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
+    let store = ctx.open()?;
+    match cmd {
+        SessionsCommand::List { status, json } => {
+            let status = status.as_deref().and_then(Status::parse);
+            let list = store.list(status)?;
+            if json {
+                println!("{}", json!({ "sessions": list, "count": list.len() }));
+            } else if list.is_empty() {
+                eprintln!("no sessions in {}", store.path().display());
+            } else {
+                println!(
+                    "{:<36}  {:<9}  {:<20}  {:<24}  GATE",
+                    "ID", "STATUS", "UPDATED", "WORKFLOW"
+                );
+                for s in &list {
+                    println!(
+                        "{:<36}  {:<9}  {:<20}  {:<24}  {}",
+                        s.id,
+                        s.status,
+                        s.updated_at.format("%Y-%m-%d %H:%M:%S"),
+                        s.workflow,
+                        s.gate.as_deref().unwrap_or("-")
+                    );
+                }
+            }
+            Ok(exit::OK)
+        }
+        SessionsCommand::Show { id, json } => {
+            let s = store.get(&id)?;
+            if json {
+                println!("{}", session_json(ctx, &s, true));
+            } else {
+                print_show(ctx, &s);
+            }
+            Ok(exit::OK)
+        }
+        SessionsCommand::Delete { id } => {
+            let id = store.resolve(&id)?;
+            store.delete(&id)?;
+            eprintln!("deleted session {id}");
+            Ok(exit::OK)
+        }
+        SessionsCommand::Cleanup { max_age_days, json } => {
+            let cutoff = Utc::now() - chrono::Duration::days(i64::from(max_age_days));
+            let removed = store.cleanup(cutoff)?;
+            if json {
+                println!("{}", json!({ "deleted": removed, "count": removed.len() }));
+            } else {
+                eprintln!(
+                    "deleted {} finished session(s) older than {max_age_days} day(s)",
+                    removed.len()
+                );
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn print_show(ctx: &Ctx, s: &Session) {
+    println!("Session:   {}", s.id);
+    println!("Workflow:  {} ({} pattern)", s.workflow, s.pattern);
+    println!("Status:    {}", s.status);
+    println!(
+        "Spec:      {} (sha256 {})",
+        s.spec_path,
+        &s.spec_hash[..s.spec_hash.len().min(12)]
+    );
+    println!(
+        "Started:   {} by {}",
+        s.created_at.to_rfc3339(),
+        s.started_by
+    );
+    println!("Updated:   {}", s.updated_at.to_rfc3339());
+    println!(
+        "Steps:     {} finished",
+        crate::engine::finished_steps(&s.state)
+    );
+    let u = s.total_usage();
+    println!(
+        "Tokens:    {} in, {} out, {} calls",
+        u.input_tokens, u.output_tokens, u.calls
+    );
+    if let Some(f) = &s.failure {
+        println!("Failure:   {} (exit {})", f.message, f.code);
+    }
+    if let Some(g) = &s.gate {
+        println!("\nOpen gate: {} ({}, {:?})", g.id, g.position, g.kind);
+        println!("Prompt:    {}", g.prompt);
+        if let Some(t) = g.timeout_at {
+            let state = if g.timed_out(Utc::now()) {
+                "passed; the fallback applies on the next resume"
+            } else {
+                "pending"
+            };
+            println!("Timeout:   {} ({state})", t.to_rfc3339());
+        }
+        if !g.context.is_empty() {
+            println!("Context:\n{}", g.context);
+        }
+        println!("\nResume:    {}", ctx.resume_cmd(&s.id, "--approve"));
+    }
+    if !s.history.is_empty() {
+        println!("\nHistory:");
+        for e in &s.history {
+            match &e.what {
+                GateEventKind::Answered { answer, waited_ms } => {
+                    let detail = match &answer.decision {
+                        Decision::Reject { reason: Some(r) } => format!(": {r}"),
+                        Decision::Modify { feedback } => format!(": {feedback}"),
+                        Decision::Respond { text } => format!(": {text}"),
+                        _ => String::new(),
+                    };
+                    println!(
+                        "  {} {}#{} {} by {} via {} after {:.1}s{detail}",
+                        answer.at.format("%Y-%m-%d %H:%M:%S"),
+                        e.gate,
+                        e.instance,
+                        answer.decision.verb(),
+                        answer.by,
+                        answer.via,
+                        *waited_ms as f64 / 1000.0
+                    );
+                }
+                GateEventKind::Skipped { condition } => {
+                    println!("  {} skipped (condition `{condition}` was false)", e.gate)
+                }
+            }
+        }
+    }
+    if let Some(o) = &s.output {
+        println!("\nOutput:\n{o}");
+    }
+}

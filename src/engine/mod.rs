@@ -1,0 +1,628 @@
+//! The engine: drives a session from where it stands to its next stop — a
+//! gate nobody can answer right now, completion, rejection or failure.
+//!
+//! The loop is: carry out a recorded answer if there is one; if paused, ask
+//! the [`HumanChannel`]; otherwise ask the pattern what is next and do it,
+//! checkpointing after every step. Answers are recorded in the store first
+//! (compare-and-swap, exactly once) and only then carried out, so a process
+//! that dies in between leaves a session that `resume` finishes.
+
+pub mod artifacts;
+pub mod context;
+pub mod pattern;
+
+use chrono::Utc;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+use crate::channel::{HumanChannel, Progress, Reply};
+use crate::error::{Error, Result};
+use crate::gate::{self, Answer, Outcome, Position};
+use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind, Role, Usage};
+use crate::session::{GateEvent, GateEventKind, PatternState, Session, Status, StepRecord};
+use crate::spec::{self, AgentStep, Spec};
+use crate::store::Store;
+use crate::template::Templates;
+use pattern::Next;
+
+/// How a new run is started.
+pub struct Start {
+    pub variables: serde_json::Map<String, serde_json::Value>,
+    pub started_by: String,
+    pub out_dir: PathBuf,
+}
+
+pub struct Engine<'a> {
+    store: &'a Store,
+    templates: Templates,
+    providers: BTreeMap<(ProviderKind, Option<String>), Provider>,
+    timeout: Duration,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(store: &'a Store) -> Self {
+        let timeout = std::env::var("STRANDS_LLM_TIMEOUT_SECS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(Duration::from_secs(120));
+        Engine {
+            store,
+            templates: Templates::new(),
+            providers: BTreeMap::new(),
+            timeout,
+        }
+    }
+
+    /// Refuses, before anything is saved, what this build cannot run: agents
+    /// with tools, providers it does not ship (exit 18).
+    pub fn preflight(spec: &Spec) -> Result<()> {
+        for agent in spec.agents.values() {
+            if agent.has_tools {
+                return Err(Error::Unsupported(format!(
+                    "agent `{}` declares tools; tool calling is not supported by this build yet",
+                    agent.id
+                )));
+            }
+            ProviderKind::parse(agent.provider.as_deref().unwrap_or(&spec.runtime.provider))?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new run and drives it to its first stop.
+    pub async fn start<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        start: Start,
+        channel: &mut C,
+    ) -> Result<Session> {
+        Self::preflight(spec)?;
+        let now = Utc::now();
+        let mut session = Session {
+            id: uuid::Uuid::new_v4().to_string(),
+            workflow: spec.name.clone(),
+            spec_path: spec.path.display().to_string(),
+            spec_hash: spec.hash.clone(),
+            spec_snapshot: spec.text.clone(),
+            pattern: spec.pattern.name().to_string(),
+            status: Status::Running,
+            created_at: now,
+            updated_at: now,
+            started_by: start.started_by,
+            variables: start.variables,
+            state: pattern::initial(spec),
+            gate: None,
+            pending_answer: None,
+            human_feedback: None,
+            hitl_response: None,
+            history: Vec::new(),
+            gates_opened: 0,
+            usage: BTreeMap::new(),
+            output: None,
+            artifacts: Vec::new(),
+            out_dir: start.out_dir.display().to_string(),
+            failure: None,
+            rev: 0,
+        };
+        self.store.create(&mut session)?;
+        self.drive(spec, session, channel).await
+    }
+
+    /// Loads a session's spec from its snapshot (not the file, which may have changed).
+    pub fn spec_of(session: &Session) -> Result<Spec> {
+        spec::parse(&session.spec_snapshot, Path::new(&session.spec_path))
+    }
+
+    /// Checks that an answer fits the open gate, before it is recorded, so a
+    /// bad answer changes nothing.
+    pub fn check_answer(spec: &Spec, session: &Session, answer: &Answer) -> Result<()> {
+        let Some(gate) = &session.gate else {
+            return Err(Error::Session(format!(
+                "session {} has no open gate",
+                session.id
+            )));
+        };
+        if let Outcome::Rerun { .. } = gate::interpret(gate.kind, &answer.decision)? {
+            if pattern::rerun_targets(spec, &gate.position).is_empty() {
+                return Err(Error::Usage(format!(
+                    "gate `{}` has no agent step before it to re-run; answer approve or reject",
+                    gate.id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Continues a session: with `answer` for a paused one, or without to
+    /// finish an interrupted (`running`) one. A session that is not in a
+    /// state to take the request is exit 17 and is left as it was.
+    pub async fn resume<C: HumanChannel>(
+        &mut self,
+        id: &str,
+        answer: Option<Answer>,
+        channel: &mut C,
+    ) -> Result<Session> {
+        let session = self.store.get(id)?;
+        let spec = Self::spec_of(&session)?;
+        Self::preflight(&spec)?;
+        let session = match (session.status, answer) {
+            (Status::Paused, Some(answer)) => {
+                let gate = session.gate.clone().ok_or_else(|| Error::Internal("paused without a gate".into()))?;
+                if gate.timed_out(Utc::now()) {
+                    // The fallback wins; the drive loop applies it.
+                    eprintln!(
+                        "gate `{}` timed out at {}; its fallback applies instead of this answer",
+                        gate.id,
+                        gate.timeout_at.map(|t| t.to_rfc3339()).unwrap_or_default()
+                    );
+                    session
+                } else {
+                    Self::check_answer(&spec, &session, &answer)?;
+                    match self.store.record_answer(&session.id, Some(&gate.handle()), &answer)? {
+                        Ok(s) => s,
+                        Err(refusal) => return Err(Error::Session(format!("session {}: {refusal}", session.id))),
+                    }
+                }
+            }
+            (Status::Paused, None) => {
+                let timed_out = session.gate.as_ref().is_some_and(|g| g.timed_out(Utc::now()));
+                if !timed_out {
+                    let g = session.gate.as_ref().map(|g| g.id.clone()).unwrap_or_default();
+                    return Err(Error::Usage(format!(
+                        "session {} is paused at gate `{g}`: answer with --approve, --reject [--reason R], --modify --feedback F or --response TEXT",
+                        session.id
+                    )));
+                }
+                session
+            }
+            (Status::Running, None) => session,
+            (Status::Running, Some(_)) => {
+                return Err(Error::Session(format!(
+                    "session {} is running (interrupted or answered already); `strands resume {}` without a decision continues it",
+                    session.id, session.id
+                )))
+            }
+            (status, _) => {
+                return Err(Error::Session(format!(
+                    "session {} is {status}; there is nothing to resume",
+                    session.id
+                )))
+            }
+        };
+        self.drive(&spec, session, channel).await
+    }
+
+    /// Runs until the next stop. Run failures (provider, template, budget,
+    /// artifact errors) are saved on the session as `failed` and returned in
+    /// it; only store and internal errors come back as `Err`.
+    pub async fn drive<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        mut session: Session,
+        channel: &mut C,
+    ) -> Result<Session> {
+        loop {
+            match self.advance(spec, &mut session, channel).await {
+                Ok(true) => continue,
+                Ok(false) => return Ok(session),
+                Err(e @ (Error::Store(_) | Error::Internal(_))) => return Err(e),
+                Err(e) => {
+                    session.status = Status::Failed;
+                    session.failure = Some(crate::session::Failure {
+                        code: e.exit_code(),
+                        message: e.to_string(),
+                    });
+                    self.store.checkpoint(&mut session)?;
+                    channel
+                        .progress(
+                            &session,
+                            &Progress::Failed {
+                                message: e.to_string(),
+                            },
+                        )
+                        .await;
+                    return Ok(session);
+                }
+            }
+        }
+    }
+
+    /// One move. `Ok(true)`: keep going; `Ok(false)`: stop here.
+    async fn advance<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        channel: &mut C,
+    ) -> Result<bool> {
+        if let Some(answer) = session.pending_answer.clone() {
+            self.carry_out(spec, session, answer, channel).await?;
+            return Ok(!session.status.is_terminal());
+        }
+        match session.status {
+            Status::Paused => return self.ask(spec, session, channel).await,
+            Status::Running => {}
+            _ => return Ok(false),
+        }
+        match pattern::next(spec, &session.state)? {
+            Next::Run(work) => self.run_agents(spec, session, work, channel).await?,
+            Next::Gate { position, gate } => {
+                let ctx = context::build(session, None);
+                if let Some(cond) = &gate.condition {
+                    if !self.templates.truthy(
+                        &format!("the condition of gate `{}`", gate.id),
+                        cond,
+                        &ctx,
+                    )? {
+                        let now = Utc::now();
+                        pattern::record(
+                            &mut session.state,
+                            &position,
+                            StepRecord {
+                                agent: None,
+                                response: String::new(),
+                                skipped: true,
+                                finished_at: now,
+                            },
+                        )?;
+                        session.history.push(GateEvent {
+                            gate: gate.id.clone(),
+                            instance: 0,
+                            asked_at: None,
+                            what: GateEventKind::Skipped {
+                                condition: cond.clone(),
+                            },
+                        });
+                        self.store.checkpoint(session)?;
+                        channel
+                            .progress(
+                                session,
+                                &Progress::GateSkipped {
+                                    gate: gate.id.clone(),
+                                },
+                            )
+                            .await;
+                        return Ok(true);
+                    }
+                }
+                let prompt = self.templates.render(
+                    &format!("the prompt of gate `{}`", gate.id),
+                    &gate.prompt,
+                    &ctx,
+                )?;
+                let shown = match &gate.context_display {
+                    Some(t) => self.templates.render(
+                        &format!("the context_display of gate `{}`", gate.id),
+                        t,
+                        &ctx,
+                    )?,
+                    None => pattern::last_response(&session.state).unwrap_or_default(),
+                };
+                session.gates_opened += 1;
+                session.gate = Some(gate::open(
+                    gate,
+                    position,
+                    session.gates_opened,
+                    prompt,
+                    shown,
+                    Utc::now(),
+                ));
+                session.status = Status::Paused;
+                self.store.checkpoint(session)?;
+            }
+            Next::Done { output } => {
+                let ctx = context::build(session, None);
+                let out_dir = PathBuf::from(&session.out_dir);
+                session.artifacts =
+                    artifacts::write(&self.templates, &spec.artifacts, &ctx, &out_dir)?;
+                session.output = Some(output);
+                session.status = Status::Completed;
+                self.store.checkpoint(session)?;
+                channel.progress(session, &Progress::Completed).await;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Paused: apply a due timeout, or ask the channel.
+    async fn ask<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        channel: &mut C,
+    ) -> Result<bool> {
+        let Some(gate) = session.gate.clone() else {
+            return Err(Error::Internal(format!(
+                "session {} is paused without a gate",
+                session.id
+            )));
+        };
+        let now = Utc::now();
+        let answer = if gate.timed_out(now) {
+            gate::timeout_answer(&gate, now)
+        } else {
+            match channel.ask(session).await? {
+                Reply::Later => return Ok(false),
+                Reply::Now(answer) => {
+                    Self::check_answer(spec, session, &answer)?;
+                    answer
+                }
+            }
+        };
+        match self
+            .store
+            .record_answer(&session.id, Some(&gate.handle()), &answer)?
+        {
+            Ok(updated) => {
+                *session = updated;
+                Ok(true)
+            }
+            Err(refusal) => Err(Error::Session(format!("session {}: {refusal}", session.id))),
+        }
+    }
+
+    /// Carries out a recorded answer on the open gate.
+    async fn carry_out<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        answer: Answer,
+        channel: &mut C,
+    ) -> Result<()> {
+        let gate = session.gate.clone().ok_or_else(|| {
+            Error::Internal(format!(
+                "session {} has an answer but no open gate",
+                session.id
+            ))
+        })?;
+        let outcome = gate::interpret(gate.kind, &answer.decision)?;
+        for (k, v) in &answer.vars {
+            session.variables.insert(k.clone(), v.clone());
+        }
+        let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
+        session.history.push(GateEvent {
+            gate: gate.id.clone(),
+            instance: gate.instance,
+            asked_at: Some(gate.opened_at),
+            what: GateEventKind::Answered {
+                answer: answer.clone(),
+                waited_ms,
+            },
+        });
+        session.pending_answer = None;
+        let mut rejected = None;
+        match outcome {
+            Outcome::Continue { response } => {
+                pattern::record(
+                    &mut session.state,
+                    &gate.position,
+                    StepRecord {
+                        agent: None,
+                        response: response.clone(),
+                        skipped: false,
+                        finished_at: Utc::now(),
+                    },
+                )?;
+                session.hitl_response = Some(response);
+                session.human_feedback = None;
+                session.gate = None;
+                session.status = Status::Running;
+            }
+            Outcome::Rerun { feedback } => {
+                pattern::rewind(spec, &mut session.state, &gate.position)?;
+                session.human_feedback = Some(feedback);
+                session.gate = None;
+                session.status = Status::Running;
+            }
+            Outcome::Cancel { reason } => {
+                session.gate = None;
+                session.status = Status::Rejected;
+                rejected = Some(reason);
+            }
+            Outcome::StayPaused => session.status = Status::Paused,
+        }
+        self.store.checkpoint(session)?;
+        channel
+            .progress(
+                session,
+                &Progress::GateAnswered {
+                    gate: gate.id.clone(),
+                    answer,
+                },
+            )
+            .await;
+        if let Some(reason) = rejected {
+            channel
+                .progress(session, &Progress::Rejected { reason })
+                .await;
+        }
+        Ok(())
+    }
+
+    fn provider(&mut self, spec: &Spec, agent: &str) -> Result<(Provider, String)> {
+        let a = spec
+            .agents
+            .get(agent)
+            .ok_or_else(|| Error::Internal(format!("agent `{agent}` vanished")))?;
+        let name = a.provider.as_deref().unwrap_or(&spec.runtime.provider);
+        let kind = ProviderKind::parse(name)?;
+        // runtime.host belongs to the runtime's provider; an agent that names
+        // another provider uses that provider's defaults.
+        let host = if a.provider.is_none()
+            || a.provider.as_deref() == Some(spec.runtime.provider.as_str())
+        {
+            spec.runtime.host.clone()
+        } else {
+            None
+        };
+        let model = a
+            .model_id
+            .clone()
+            .or_else(|| spec.runtime.model_id.clone())
+            .unwrap_or_else(|| default_model(kind).to_string());
+        let key = (kind, host.clone());
+        if let Some(p) = self.providers.get(&key) {
+            return Ok((p.clone(), model));
+        }
+        let p = Provider::new(&ProviderConfig {
+            kind,
+            host,
+            timeout: self.timeout,
+            retry: crate::provider::retry::RetryPolicy::from_env(),
+        })?;
+        self.providers.insert(key, p.clone());
+        Ok((p, model))
+    }
+
+    fn request(
+        &mut self,
+        spec: &Spec,
+        session: &Session,
+        step: &AgentStep,
+        position: &Position,
+    ) -> Result<(Provider, ChatRequest)> {
+        let agent = spec
+            .agents
+            .get(&step.agent)
+            .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", step.agent)))?;
+        let ctx = context::build(session, Some(&step.vars));
+        let system = self.templates.render(
+            &format!("the prompt of agent `{}`", agent.id),
+            &agent.prompt,
+            &ctx,
+        )?;
+        let input = match &step.input {
+            Some(t) => self
+                .templates
+                .render(&format!("the input of {position}"), t, &ctx)?,
+            None => pattern::last_response(&session.state).unwrap_or_else(|| system.clone()),
+        };
+        let (provider, model) = self.provider(spec, &step.agent)?;
+        Ok((
+            provider,
+            ChatRequest {
+                agent: agent.id.clone(),
+                model,
+                system,
+                messages: vec![Message {
+                    role: Role::User,
+                    content: input,
+                }],
+                temperature: agent.temperature.or(spec.runtime.temperature),
+                top_p: agent.top_p.or(spec.runtime.top_p),
+                max_tokens: agent.max_tokens.or(spec.runtime.max_tokens),
+            },
+        ))
+    }
+
+    fn check_budget(spec: &Spec, session: &Session) -> Result<()> {
+        if let Some(max) = spec.runtime.budget_max_tokens {
+            let used = session.total_usage().total();
+            if used >= max {
+                return Err(Error::Budget(format!(
+                    "{used} tokens used, runtime.budgets.max_tokens is {max}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs ready agent steps, at most `max_parallel` at a time, recording
+    /// and checkpointing each as it finishes.
+    async fn run_agents<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        work: Vec<pattern::Work<'_>>,
+        channel: &mut C,
+    ) -> Result<()> {
+        Self::check_budget(spec, session)?;
+        let mut queue = Vec::new();
+        for w in &work {
+            let (provider, req) = self.request(spec, session, w.step, &w.position)?;
+            queue.push((w.position.clone(), provider, req));
+        }
+        queue.reverse();
+        let mut running: JoinSet<(Position, String, u64, Result<crate::provider::ChatResponse>)> =
+            JoinSet::new();
+        let limit = spec.runtime.max_parallel.max(1);
+        loop {
+            while running.len() < limit {
+                let Some((position, provider, req)) = queue.pop() else {
+                    break;
+                };
+                running.spawn(async move {
+                    let started = Instant::now();
+                    let res = provider.complete(&req).await;
+                    (
+                        position,
+                        req.agent,
+                        started.elapsed().as_millis() as u64,
+                        res,
+                    )
+                });
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
+            let (position, agent, millis, res) =
+                joined.map_err(|e| Error::Internal(format!("model call task failed: {e}")))?;
+            let resp = res?;
+            session
+                .usage
+                .entry(agent.clone())
+                .or_insert_with(Usage::default)
+                .add(resp.usage);
+            pattern::record(
+                &mut session.state,
+                &position,
+                StepRecord {
+                    agent: Some(agent.clone()),
+                    response: resp.text,
+                    skipped: false,
+                    finished_at: Utc::now(),
+                },
+            )?;
+            self.store.checkpoint(session)?;
+            channel
+                .progress(
+                    session,
+                    &Progress::StepDone {
+                        position: position.to_string(),
+                        agent,
+                        tokens: resp.usage.total(),
+                        millis,
+                    },
+                )
+                .await;
+            if let Some(max) = spec.runtime.budget_max_tokens {
+                let used = session.total_usage().total();
+                if used > max {
+                    return Err(Error::Budget(format!(
+                        "{used} tokens used, runtime.budgets.max_tokens is {max}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn default_model(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::OpenAi => "gpt-4o-mini",
+        ProviderKind::Ollama => "llama3.2",
+        ProviderKind::Anthropic => "claude-sonnet-4-5",
+        ProviderKind::Echo => "echo",
+    }
+}
+
+/// The state pattern of a session, for display.
+pub fn finished_steps(state: &PatternState) -> usize {
+    match state {
+        PatternState::Chain { steps, .. } => steps.iter().flatten().count(),
+        PatternState::Workflow { tasks } => tasks.len(),
+    }
+}

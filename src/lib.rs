@@ -1,0 +1,19 @@
+//! strands: run strands-cli v0 agent workflows that stop at human gates.
+//!
+//! The data path reads as the module list: [`spec`] (load and validate a
+//! workflow) → [`engine`] (run it step by step) → [`gate`] (what a human may
+//! answer) → [`store`] (durable sessions in sled) → [`channel`] (ask a human:
+//! terminal, CLI, later Slack) → back to [`engine`] to resume.
+
+pub mod channel;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod gate;
+pub mod provider;
+pub mod session;
+pub mod spec;
+pub mod store;
+pub mod template;
+
+pub use error::{Error, Result};

@@ -1,0 +1,203 @@
+//! A run's durable state: everything needed to continue it in another
+//! process, days later, exactly where it stopped.
+//!
+//! A session is written after every step (see `store`); the engine only ever
+//! changes it in memory and hands it to the store to checkpoint.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use crate::gate::{Answer, OpenGate};
+use crate::provider::Usage;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Executing, or interrupted while executing (a crash): `strands resume ID` continues it.
+    Running,
+    /// Waiting at a human gate.
+    Paused,
+    Completed,
+    Failed,
+    /// A human (or a timeout fallback) rejected it at a gate.
+    Rejected,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Rejected => "rejected",
+        }
+    }
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Rejected)
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => Status::Running,
+            "paused" => Status::Paused,
+            "completed" => Status::Completed,
+            "failed" => Status::Failed,
+            "rejected" => Status::Rejected,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The result of one chain step or workflow task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// The agent that produced it; `None` for gates.
+    pub agent: Option<String>,
+    /// What templates read as `.response`: agent text, or the gate's answer.
+    pub response: String,
+    /// True for a gate whose condition was false.
+    #[serde(default)]
+    pub skipped: bool,
+    pub finished_at: DateTime<Utc>,
+}
+
+/// Per-pattern progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "pattern", rename_all = "snake_case")]
+pub enum PatternState {
+    Chain {
+        /// Index of the next step to run.
+        next: usize,
+        /// One slot per spec step; `None` until the step has run.
+        steps: Vec<Option<StepRecord>>,
+    },
+    Workflow {
+        /// Finished tasks by id.
+        tasks: BTreeMap<String, StepRecord>,
+    },
+}
+
+/// One event in a gate's life, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateEvent {
+    pub gate: String,
+    pub instance: u64,
+    pub asked_at: Option<DateTime<Utc>>,
+    #[serde(flatten)]
+    pub what: GateEventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum GateEventKind {
+    /// A human (or timeout/auto-approve) answered.
+    Answered { answer: Answer, waited_ms: u64 },
+    /// The gate's condition was false; it was not asked.
+    Skipped { condition: String },
+}
+
+/// Why a run failed, with the exit code it maps to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: String,
+    pub workflow: String,
+    pub spec_path: String,
+    pub spec_hash: String,
+    /// The spec text the run started with; resumes run this, not the file.
+    pub spec_snapshot: String,
+    pub pattern: String,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Who started the run.
+    pub started_by: String,
+    pub variables: Map<String, Value>,
+    pub state: PatternState,
+    /// The gate waiting for a human, while paused.
+    pub gate: Option<OpenGate>,
+    /// An answer recorded for the open gate but not yet carried out (the
+    /// process died between recording and continuing); applied on resume.
+    #[serde(default)]
+    pub pending_answer: Option<Answer>,
+    /// Feedback from the latest `modify`, visible as `human_feedback`.
+    #[serde(default)]
+    pub human_feedback: Option<String>,
+    /// The latest gate answer, visible as `hitl_response`.
+    #[serde(default)]
+    pub hitl_response: Option<String>,
+    /// Every gate asked, skipped or answered.
+    pub history: Vec<GateEvent>,
+    /// How many gates have been opened (the next instance number).
+    pub gates_opened: u64,
+    /// Token usage per agent.
+    pub usage: BTreeMap<String, Usage>,
+    /// The final output, when completed.
+    pub output: Option<String>,
+    /// Artifact files written on completion.
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    /// Where artifacts go (`--out`).
+    pub out_dir: String,
+    pub failure: Option<Failure>,
+    /// Store revision, bumped by every write (compare-and-swap).
+    pub rev: u64,
+}
+
+impl Session {
+    pub fn total_usage(&self) -> Usage {
+        let mut u = Usage::default();
+        for v in self.usage.values() {
+            u.add(*v);
+        }
+        u
+    }
+
+    /// Milliseconds spent waiting for humans over the whole run.
+    pub fn human_wait_ms(&self) -> u64 {
+        self.history
+            .iter()
+            .map(|e| match &e.what {
+                GateEventKind::Answered { waited_ms, .. } => *waited_ms,
+                GateEventKind::Skipped { .. } => 0,
+            })
+            .sum()
+    }
+
+    pub fn summary(&self) -> Summary {
+        Summary {
+            id: self.id.clone(),
+            workflow: self.workflow.clone(),
+            status: self.status,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            gate: self.gate.as_ref().map(|g| g.id.clone()),
+            prompt: self.gate.as_ref().map(|g| g.prompt.clone()),
+        }
+    }
+}
+
+/// The small record `sessions list` reads, kept beside each session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub id: String,
+    pub workflow: String,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub gate: Option<String>,
+    pub prompt: Option<String>,
+}

@@ -1,0 +1,318 @@
+//! Workflow specs: the strands-cli v0 format plus the seed's `manual_gate`.
+//!
+//! [`load`] reads a file, [`parse`] a text; both return a validated [`Spec`]
+//! or every problem found, each at file:line:column (exit 3). Patterns that
+//! strands-cli has but this build does not run yet are recognised and refused
+//! with exit 18, never with a parse error.
+//!
+//! The types here are what the engine runs: already checked, no `Option`s
+//! that validation has ruled out.
+
+mod raw;
+mod validate;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Patterns strands-cli defines; only some run in this build.
+pub const SUPPORTED_PATTERNS: &[&str] = &["chain", "workflow"];
+pub const KNOWN_PATTERNS: &[&str] = &[
+    "chain",
+    "workflow",
+    "parallel",
+    "routing",
+    "evaluator_optimizer",
+    "orchestrator_workers",
+    "graph",
+];
+
+/// A validated spec, ready to run.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub path: PathBuf,
+    /// The file's text, snapshotted into sessions so a resume runs what was started.
+    pub text: String,
+    /// SHA-256 of `text`, hex.
+    pub hash: String,
+    pub name: String,
+    pub runtime: RuntimeSpec,
+    pub agents: BTreeMap<String, AgentSpec>,
+    pub inputs: Vec<InputDecl>,
+    /// `inputs.values` from the file.
+    pub input_values: Map<String, Value>,
+    pub pattern: PatternSpec,
+    pub artifacts: Vec<ArtifactSpec>,
+    /// Problems that do not stop a run (e.g. a provider this build lacks is only
+    /// refused when a run needs it).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RuntimeSpec {
+    pub provider: String,
+    pub model_id: Option<String>,
+    pub host: Option<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// `runtime.max_parallel`, at least 1.
+    pub max_parallel: usize,
+    /// `runtime.budgets.max_tokens`.
+    pub budget_max_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    pub id: String,
+    /// System prompt template.
+    pub prompt: String,
+    pub provider: Option<String>,
+    pub model_id: Option<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Declares tools; tool calling is not in this build (refused at run time, exit 18).
+    pub has_tools: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputType {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Array,
+    Object,
+}
+
+#[derive(Debug, Clone)]
+pub struct InputDecl {
+    pub name: String,
+    pub ty: InputType,
+    pub required: bool,
+    pub default: Option<Value>,
+    pub allowed: Option<Vec<Value>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum PatternSpec {
+    Chain {
+        steps: Vec<ChainStep>,
+    },
+    Workflow {
+        tasks: Vec<Task>,
+        layers: Vec<Vec<usize>>,
+    },
+}
+
+impl PatternSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            PatternSpec::Chain { .. } => "chain",
+            PatternSpec::Workflow { .. } => "workflow",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ChainStep {
+    Agent(AgentStep),
+    Gate(GateSpec),
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentStep {
+    pub agent: String,
+    /// Input template; `None` means "the previous response" (or the agent's own prompt first).
+    pub input: Option<String>,
+    /// Step-local template variables (`vars:`).
+    pub vars: Map<String, Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub id: String,
+    pub deps: Vec<String>,
+    pub body: TaskBody,
+}
+
+#[derive(Debug, Clone)]
+pub enum TaskBody {
+    Agent(AgentStep),
+    Gate(GateSpec),
+}
+
+/// Which gate syntax a gate was written in; it decides how answers read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateKind {
+    /// strands-cli's `type: hitl`: the answer is free text; `approved` approves.
+    Hitl,
+    /// The seed's `type: manual_gate`: approve / reject / modify / defer.
+    ManualGate,
+}
+
+/// What a manual gate does when its timeout passes unanswered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    Continue,
+    Cancel,
+}
+
+/// A human gate, from either syntax, normalised.
+#[derive(Debug, Clone)]
+pub struct GateSpec {
+    pub id: String,
+    pub kind: GateKind,
+    pub prompt: String,
+    pub context_display: Option<String>,
+    /// hitl: the answer used when the timeout passes.
+    pub default: Option<String>,
+    /// Seconds; `None` (or 0 in the file) means no timeout.
+    pub timeout_secs: Option<u64>,
+    pub fallback: Fallback,
+    pub condition: Option<String>,
+    pub show_preview: bool,
+    pub preview_length: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct ArtifactSpec {
+    pub path: String,
+    pub from: String,
+}
+
+/// Default characters of preview shown at a gate.
+pub const DEFAULT_PREVIEW_LENGTH: usize = 500;
+
+/// Reads and validates a spec file.
+pub fn load(path: &Path) -> Result<Spec> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("cannot read spec {}", path.display()), e))?;
+    parse(&text, path)
+}
+
+/// Validates a spec text; `path` is used in diagnostics.
+pub fn parse(text: &str, path: &Path) -> Result<Spec> {
+    validate::parse(text, path)
+}
+
+/// Hex SHA-256 of a text.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(text.as_bytes());
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+impl Spec {
+    /// The agent steps' and gates' ids in order, for messages.
+    pub fn agent_ids(&self) -> Vec<&str> {
+        self.agents.keys().map(String::as_str).collect()
+    }
+
+    /// Merges `inputs.values`, defaults and `--var` overrides into the run's
+    /// variables, typed per the input declarations. Missing required inputs
+    /// and values of the wrong type are usage errors (exit 2).
+    pub fn resolve_variables(&self, overrides: &[(String, String)]) -> Result<Map<String, Value>> {
+        let mut vars = Map::new();
+        for decl in &self.inputs {
+            if let Some(d) = &decl.default {
+                vars.insert(decl.name.clone(), d.clone());
+            }
+        }
+        for (k, v) in &self.input_values {
+            vars.insert(k.clone(), v.clone());
+        }
+        for (k, raw) in overrides {
+            let decl = self.inputs.iter().find(|d| &d.name == k);
+            let value = match decl {
+                Some(d) => coerce(raw, d.ty).map_err(|why| {
+                    Error::Usage(format!(
+                        "--var {k}={raw}: {why} (input `{k}` is {:?})",
+                        d.ty
+                    ))
+                })?,
+                None => Value::String(raw.clone()),
+            };
+            vars.insert(k.clone(), value);
+        }
+        let mut missing = Vec::new();
+        for decl in &self.inputs {
+            match vars.get(&decl.name) {
+                None if decl.required => missing.push(decl.name.clone()),
+                Some(v) => {
+                    if let Some(allowed) = &decl.allowed {
+                        if !allowed.contains(v) {
+                            return Err(Error::Usage(format!(
+                                "input `{}` is {v}, which is not one of {}",
+                                decl.name,
+                                Value::Array(allowed.clone())
+                            )));
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+        if !missing.is_empty() {
+            let flags: Vec<String> = missing.iter().map(|m| format!("--var {m}=...")).collect();
+            return Err(Error::Usage(format!(
+                "missing required input{}: {} (pass {})",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(", "),
+                flags.join(" ")
+            )));
+        }
+        Ok(vars)
+    }
+}
+
+/// Parses one `--var` value into the declared type.
+pub fn coerce(raw: &str, ty: InputType) -> std::result::Result<Value, String> {
+    match ty {
+        InputType::String => Ok(Value::String(raw.to_string())),
+        InputType::Integer => raw
+            .trim()
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| "not an integer".to_string()),
+        InputType::Number => {
+            let n: f64 = raw.trim().parse().map_err(|_| "not a number".to_string())?;
+            serde_json::Number::from_f64(n)
+                .map(Value::Number)
+                .ok_or_else(|| "not a finite number".to_string())
+        }
+        InputType::Boolean => match raw.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => Ok(Value::Bool(true)),
+            "false" | "no" | "0" => Ok(Value::Bool(false)),
+            _ => Err("not a boolean (true/false)".to_string()),
+        },
+        InputType::Array | InputType::Object => {
+            let v: Value = serde_json::from_str(raw).map_err(|e| format!("not valid JSON: {e}"))?;
+            match (ty, &v) {
+                (InputType::Array, Value::Array(_)) | (InputType::Object, Value::Object(_)) => {
+                    Ok(v)
+                }
+                _ => Err(format!("JSON is not an {ty:?}").to_lowercase()),
+            }
+        }
+    }
+}
+
+/// Splits `k=v` command-line variables.
+pub fn parse_var(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not KEY=VALUE")),
+    }
+}

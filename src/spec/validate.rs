@@ -1,0 +1,753 @@
+//! Turns the raw document into a [`Spec`], collecting every problem with its
+//! file:line:column and a hint, so one `strands validate` shows them all.
+
+use serde::de::IgnoredAny;
+use serde_json::{Map, Value};
+use serde_saphyr::Spanned;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::raw::{self, Document};
+use super::*;
+use crate::error::{Diagnostic, Error, Result};
+use crate::provider::ProviderKind;
+use crate::template::Templates;
+
+pub fn parse(text: &str, path: &Path) -> Result<Spec> {
+    let file = path.display().to_string();
+    let head: Document<IgnoredAny> = from_yaml(text, &file)?;
+    let kind = head.pattern.kind.value.trim().to_string();
+    if !KNOWN_PATTERNS.contains(&kind.as_str()) {
+        let (line, column) = at(&head.pattern.kind);
+        return Err(Error::Spec(vec![Diagnostic {
+            file,
+            line,
+            column,
+            message: format!("unknown pattern type `{kind}`"),
+            hint: Some(format!(
+                "pattern.type is one of: {}",
+                KNOWN_PATTERNS.join(", ")
+            )),
+        }]));
+    }
+    if !SUPPORTED_PATTERNS.contains(&kind.as_str()) {
+        return Err(Error::Unsupported(format!(
+            "{file}: pattern `{kind}` is not supported yet (this build runs: {})",
+            SUPPORTED_PATTERNS.join(", ")
+        )));
+    }
+    let mut v = Validator {
+        file: file.clone(),
+        diags: Vec::new(),
+        warnings: Vec::new(),
+        templates: Templates::new(),
+    };
+    let spec = match kind.as_str() {
+        "chain" => {
+            let doc: Document<raw::ChainConfig> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let steps = v.chain(&doc.pattern.config, &common.agents);
+            common.finish(PatternSpec::Chain { steps }, text, path, &mut v)
+        }
+        _ => {
+            let doc: Document<raw::WorkflowConfig> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.workflow(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+    };
+    if v.diags.is_empty() {
+        let mut spec = spec;
+        spec.warnings = v.warnings;
+        Ok(spec)
+    } else {
+        Err(Error::Spec(v.diags))
+    }
+}
+
+/// Deserializes, turning serde-saphyr's error into one located diagnostic.
+fn from_yaml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T> {
+    serde_saphyr::from_str::<T>(text).map_err(|e| {
+        let (line, column) = e
+            .location()
+            .map(|l| (l.line() as u32, l.column() as u32))
+            .unwrap_or((1, 1));
+        let mut message = e.without_snippet().to_string();
+        if let Some(i) = message.rfind(" at line ") {
+            message.truncate(i);
+        }
+        let message = message.trim_start_matches("error: ").to_string();
+        let hint = if message.contains("unknown field") {
+            Some("remove the key or check its spelling against the strands-cli v0 format".into())
+        } else if message.contains("missing field") {
+            Some("add the required key".into())
+        } else {
+            None
+        };
+        Error::Spec(vec![Diagnostic {
+            file: file.to_string(),
+            line,
+            column,
+            message,
+            hint,
+        }])
+    })
+}
+
+fn at<T>(s: &Spanned<T>) -> (u32, u32) {
+    (s.referenced.line() as u32, s.referenced.column() as u32)
+}
+
+struct Validator {
+    file: String,
+    diags: Vec<Diagnostic>,
+    warnings: Vec<String>,
+    templates: Templates,
+}
+
+/// Everything but the pattern, validated.
+struct Common {
+    name: String,
+    runtime: RuntimeSpec,
+    agents: BTreeMap<String, AgentSpec>,
+    inputs: Vec<InputDecl>,
+    input_values: Map<String, Value>,
+    artifacts: Vec<ArtifactSpec>,
+}
+
+impl Common {
+    fn finish(self, pattern: PatternSpec, text: &str, path: &Path, _v: &mut Validator) -> Spec {
+        Spec {
+            path: path.to_path_buf(),
+            text: text.to_string(),
+            hash: sha256_hex(text),
+            name: self.name,
+            runtime: self.runtime,
+            agents: self.agents,
+            inputs: self.inputs,
+            input_values: self.input_values,
+            pattern,
+            artifacts: self.artifacts,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// What a step or task turned out to be.
+enum Body {
+    Agent(AgentStep),
+    Gate(GateSpec),
+}
+
+impl Validator {
+    fn error(
+        &mut self,
+        (line, column): (u32, u32),
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) {
+        self.diags.push(Diagnostic {
+            file: self.file.clone(),
+            line,
+            column,
+            message: message.into(),
+            hint,
+        });
+    }
+
+    /// Checks a template's syntax, locating errors inside multi-line values.
+    fn template(&mut self, s: &Spanned<String>, what: &str) {
+        if let Err(e) = self.templates.check(&s.value) {
+            let (line, col) = at(s);
+            let loc = if e.line > 1 {
+                (line + e.line - 1, 1)
+            } else {
+                (line, col)
+            };
+            self.error(
+                loc,
+                format!("template syntax error in {what}: {}", e.message),
+                Some(
+                    "templates use Jinja syntax: {{ variable }}, {% if ... %}...{% endif %}".into(),
+                ),
+            );
+        }
+    }
+
+    fn common<C>(&mut self, doc: &Document<C>) -> Common {
+        let version_ok = match &doc.version.value {
+            Value::Number(n) => n.as_u64() == Some(0),
+            Value::String(s) => s.trim() == "0",
+            _ => false,
+        };
+        if !version_ok {
+            self.error(
+                at(&doc.version),
+                format!("unsupported version {}", doc.version.value),
+                Some("this is the strands-cli v0 format: `version: 0`".into()),
+            );
+        }
+        if doc.name.value.trim().is_empty() {
+            self.error(
+                at(&doc.name),
+                "`name` is empty",
+                Some("give the workflow a name".into()),
+            );
+        }
+
+        let rt = &doc.runtime;
+        if let Err(e) = ProviderKind::parse(&rt.provider.value) {
+            self.warnings.push(format!("{}: {e}", self.file));
+        }
+        let max_parallel = rt.max_parallel.unwrap_or(4).max(1);
+        let mut budget_max_tokens = None;
+        if let Some(b) = &rt.budgets {
+            for (k, val) in &b.value {
+                match (k.as_str(), val) {
+                    ("max_tokens", Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => {
+                        budget_max_tokens = n.as_u64();
+                    }
+                    ("max_tokens", other) => self.error(
+                        at(b),
+                        format!(
+                            "runtime.budgets.max_tokens must be a positive integer, not {other}"
+                        ),
+                        None,
+                    ),
+                    (other, _) => self.warnings.push(format!(
+                        "{}: runtime.budgets.{other} is not enforced by this build",
+                        self.file
+                    )),
+                }
+            }
+        }
+        let runtime = RuntimeSpec {
+            provider: rt.provider.value.trim().to_string(),
+            model_id: rt.model_id.clone(),
+            host: rt.host.clone(),
+            temperature: rt.temperature,
+            top_p: rt.top_p,
+            max_tokens: rt.max_tokens,
+            max_parallel,
+            budget_max_tokens,
+        };
+
+        if doc.agents.value.is_empty() {
+            self.error(
+                at(&doc.agents),
+                "`agents` is empty",
+                Some("define at least one agent with a `prompt`".into()),
+            );
+        }
+        let mut agents = BTreeMap::new();
+        for (id, a) in &doc.agents.value {
+            self.template(&a.prompt, &format!("the prompt of agent `{id}`"));
+            if let Some(p) = &a.provider {
+                if let Err(e) = ProviderKind::parse(&p.value) {
+                    self.warnings
+                        .push(format!("{}:{}: {e}", self.file, at(p).0));
+                }
+            }
+            let inf = a.inference.as_ref();
+            agents.insert(
+                id.clone(),
+                AgentSpec {
+                    id: id.clone(),
+                    prompt: a.prompt.value.clone(),
+                    provider: a.provider.as_ref().map(|p| p.value.trim().to_string()),
+                    model_id: a.model_id.clone(),
+                    temperature: inf.and_then(|i| i.temperature),
+                    top_p: inf.and_then(|i| i.top_p),
+                    max_tokens: inf.and_then(|i| i.max_tokens),
+                    has_tools: a.tools.is_some(),
+                },
+            );
+        }
+        if doc.tools.is_some() {
+            self.warnings.push(format!(
+                "{}: top-level `tools` are not run by this build yet; agents that use tools are refused at run time",
+                self.file
+            ));
+        }
+
+        let (inputs, input_values) = self.inputs(doc.inputs.as_ref());
+        let mut artifacts = Vec::new();
+        if let Some(arts) = doc.outputs.as_ref().and_then(|o| o.artifacts.as_ref()) {
+            for (i, a) in arts.iter().enumerate() {
+                self.template(&a.path, &format!("outputs.artifacts[{i}].path"));
+                self.template(&a.from, &format!("outputs.artifacts[{i}].from"));
+                if let Err(why) = check_relative(&a.path.value) {
+                    self.error(
+                        at(&a.path),
+                        format!("artifact path `{}` {why}", a.path.value),
+                        Some("artifact paths are relative to --out and stay inside it".into()),
+                    );
+                }
+                artifacts.push(ArtifactSpec {
+                    path: a.path.value.clone(),
+                    from: a.from.value.clone(),
+                });
+            }
+        }
+        Common {
+            name: doc.name.value.trim().to_string(),
+            runtime,
+            agents,
+            inputs,
+            input_values,
+            artifacts,
+        }
+    }
+
+    fn inputs(&mut self, inputs: Option<&raw::Inputs>) -> (Vec<InputDecl>, Map<String, Value>) {
+        let mut decls = Vec::new();
+        let Some(inputs) = inputs else {
+            return (decls, Map::new());
+        };
+        for (section, required) in [(&inputs.required, true), (&inputs.optional, false)] {
+            let Some(section) = section else { continue };
+            for (name, v) in &section.value {
+                let (ty, default, allowed) = match v {
+                    Value::String(t) => (parse_type(t), None, None),
+                    Value::Object(o) => {
+                        let ty = o.get("type").and_then(Value::as_str).map(parse_type);
+                        let unknown: Vec<&String> = o
+                            .keys()
+                            .filter(|k| {
+                                !["type", "description", "default", "enum"].contains(&k.as_str())
+                            })
+                            .collect();
+                        if !unknown.is_empty() {
+                            self.error(
+                                at(section),
+                                format!("input `{name}` has unknown keys: {unknown:?}"),
+                                Some(
+                                    "an input is a type name or {type, description, default, enum}"
+                                        .into(),
+                                ),
+                            );
+                        }
+                        let allowed = o.get("enum").and_then(Value::as_array).cloned();
+                        (
+                            ty.unwrap_or(Some(InputType::String)),
+                            o.get("default").cloned(),
+                            allowed,
+                        )
+                    }
+                    _ => (None, None, None),
+                };
+                match ty {
+                    Some(ty) => decls.push(InputDecl {
+                        name: name.clone(),
+                        ty,
+                        required,
+                        default,
+                        allowed,
+                    }),
+                    None => self.error(
+                        at(section),
+                        format!("input `{name}` has an invalid type: {v}"),
+                        Some("types: string, number, integer, boolean, array, object".into()),
+                    ),
+                }
+            }
+        }
+        (decls, inputs.values.clone().unwrap_or_default())
+    }
+
+    fn chain(
+        &mut self,
+        cfg: &raw::ChainConfig,
+        agents: &BTreeMap<String, AgentSpec>,
+    ) -> Vec<ChainStep> {
+        if cfg.steps.value.is_empty() {
+            self.error(
+                at(&cfg.steps),
+                "chain has no steps",
+                Some("add at least one step".into()),
+            );
+        }
+        let mut seen_ids = BTreeSet::new();
+        let mut out = Vec::new();
+        for (i, st) in cfg.steps.value.iter().enumerate() {
+            let label = format!("steps[{i}]");
+            match self.step(st, &label, false, agents, &format!("step{i}")) {
+                Some(Body::Agent(a)) => out.push(ChainStep::Agent(a)),
+                Some(Body::Gate(g)) => {
+                    if !seen_ids.insert(g.id.clone()) {
+                        self.error(
+                            at(st),
+                            format!("gate id `{}` is used twice", g.id),
+                            Some("gate ids must be unique".into()),
+                        );
+                    }
+                    out.push(ChainStep::Gate(g))
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
+    fn workflow(
+        &mut self,
+        cfg: &raw::WorkflowConfig,
+        agents: &BTreeMap<String, AgentSpec>,
+    ) -> PatternSpec {
+        if cfg.tasks.value.is_empty() {
+            self.error(
+                at(&cfg.tasks),
+                "workflow has no tasks",
+                Some("add at least one task".into()),
+            );
+        }
+        let mut tasks = Vec::new();
+        let mut locs = Vec::new();
+        let mut ids = BTreeSet::new();
+        for (i, st) in cfg.tasks.value.iter().enumerate() {
+            let label = format!("tasks[{i}]");
+            let Some(id) = st.value.id.as_ref().map(|s| s.value.trim().to_string()) else {
+                self.error(
+                    at(st),
+                    format!("{label} has no `id`"),
+                    Some("every workflow task needs a unique `id`".into()),
+                );
+                continue;
+            };
+            if !ids.insert(id.clone()) {
+                self.error(
+                    at(st),
+                    format!("task id `{id}` is used twice"),
+                    Some("task ids must be unique".into()),
+                );
+                continue;
+            }
+            let Some(body) = self.step(st, &format!("task `{id}`"), true, agents, &id) else {
+                continue;
+            };
+            let deps: Vec<String> = st
+                .value
+                .deps
+                .iter()
+                .flatten()
+                .map(|d| d.value.trim().to_string())
+                .collect();
+            tasks.push(Task {
+                id,
+                deps,
+                body: match body {
+                    Body::Agent(a) => TaskBody::Agent(a),
+                    Body::Gate(g) => TaskBody::Gate(g),
+                },
+            });
+            locs.push(st);
+        }
+        // deps must name tasks
+        for (t, st) in tasks.iter().zip(&locs) {
+            for d in st.value.deps.iter().flatten() {
+                let name = d.value.trim();
+                if name == t.id {
+                    self.error(at(d), format!("task `{}` depends on itself", t.id), None);
+                } else if !ids.contains(name) {
+                    let known: Vec<&str> = ids.iter().map(String::as_str).collect();
+                    self.error(
+                        at(d),
+                        format!("task `{}` depends on unknown task `{name}`", t.id),
+                        Some(format!("tasks: {}", known.join(", "))),
+                    );
+                }
+            }
+        }
+        let layers = match layers(&tasks) {
+            Ok(l) => l,
+            Err(cycle) => {
+                let first = cycle.first().copied().unwrap_or(0);
+                let names: Vec<&str> = cycle.iter().map(|&i| tasks[i].id.as_str()).collect();
+                if let Some(st) = locs.get(first) {
+                    self.error(
+                        at(st),
+                        format!("tasks {} form a dependency cycle", names.join(", ")),
+                        Some(
+                            "a workflow is a DAG: remove one of the `deps` that closes the loop"
+                                .into(),
+                        ),
+                    );
+                }
+                Vec::new()
+            }
+        };
+        PatternSpec::Workflow { tasks, layers }
+    }
+
+    /// Classifies and checks one chain step or workflow task.
+    fn step(
+        &mut self,
+        st: &Spanned<raw::Step>,
+        label: &str,
+        in_workflow: bool,
+        agents: &BTreeMap<String, AgentSpec>,
+        default_id: &str,
+    ) -> Option<Body> {
+        let s = &st.value;
+        let loc = at(st);
+        if !in_workflow && (s.deps.is_some() || s.description.is_some()) {
+            self.error(
+                loc,
+                format!(
+                    "{label}: `deps` and `description` belong to workflow tasks, not chain steps"
+                ),
+                None,
+            );
+        }
+        let kind = s.kind.as_ref().map(|k| k.value.trim().to_string());
+        match kind.as_deref() {
+            None => {
+                let present = gate_keys(s);
+                if !present.is_empty() {
+                    self.error(
+                        loc,
+                        format!("{label}: {} only make sense on a gate", present.join(", ")),
+                        Some(
+                            "add `type: hitl` or `type: manual_gate`, or remove those keys".into(),
+                        ),
+                    );
+                }
+                let Some(agent) = &s.agent else {
+                    self.error(loc, format!("{label} has neither `agent` nor `type`"), Some("name an agent, or make it a gate with `type: hitl` / `type: manual_gate`".into()));
+                    return None;
+                };
+                let name = agent.value.trim().to_string();
+                if !agents.contains_key(&name) {
+                    let known: Vec<&str> = agents.keys().map(String::as_str).collect();
+                    self.error(
+                        at(agent),
+                        format!("{label} uses undefined agent `{name}`"),
+                        Some(format!("defined agents: {}", known.join(", "))),
+                    );
+                }
+                if let Some(input) = &s.input {
+                    self.template(input, &format!("the input of {label}"));
+                }
+                Some(Body::Agent(AgentStep {
+                    agent: name,
+                    input: s.input.as_ref().map(|i| i.value.clone()),
+                    vars: s.vars.clone().unwrap_or_default(),
+                }))
+            }
+            Some(k @ ("hitl" | "manual_gate")) => {
+                let hitl = k == "hitl";
+                let mut wrong = Vec::new();
+                if s.agent.is_some() {
+                    wrong.push("agent");
+                }
+                if s.input.is_some() {
+                    wrong.push("input");
+                }
+                if s.vars.is_some() {
+                    wrong.push("vars");
+                }
+                if hitl {
+                    if s.timeout_minutes.is_some() {
+                        wrong.push("timeout_minutes (hitl uses timeout_seconds)");
+                    }
+                    if s.fallback_action.is_some() {
+                        wrong.push("fallback_action (hitl uses default)");
+                    }
+                } else {
+                    if s.timeout_seconds.is_some() {
+                        wrong.push("timeout_seconds (manual_gate uses timeout_minutes)");
+                    }
+                    if s.default.is_some() {
+                        wrong.push("default (manual_gate uses fallback_action)");
+                    }
+                }
+                if !wrong.is_empty() {
+                    self.error(
+                        loc,
+                        format!("{label}: a `{k}` gate does not take {}", wrong.join(", ")),
+                        None,
+                    );
+                }
+                let Some(prompt) = &s.prompt else {
+                    self.error(
+                        loc,
+                        format!("{label}: a `{k}` gate needs a `prompt`"),
+                        Some("prompt: \"What should the human decide?\"".into()),
+                    );
+                    return None;
+                };
+                self.template(prompt, &format!("the prompt of {label}"));
+                if let Some(c) = &s.context_display {
+                    self.template(c, &format!("the context_display of {label}"));
+                }
+                if let Some(c) = &s.condition {
+                    if let Err(e) = self.templates.check_condition(&c.value) {
+                        self.error(at(c), format!("condition of {label}: {}", e.message), Some("a condition is an expression like `{{ steps[0].response|length < 1000 }}`".into()));
+                    }
+                }
+                let fallback = match s.fallback_action.as_ref().map(|f| f.value.trim()) {
+                    None | Some("cancel") => Fallback::Cancel,
+                    Some("continue") => Fallback::Continue,
+                    Some(other) => {
+                        let loc = s.fallback_action.as_ref().map(at).unwrap_or(loc);
+                        self.error(
+                            loc,
+                            format!("{label}: unknown fallback_action `{other}`"),
+                            Some("fallback_action is `continue` or `cancel`".into()),
+                        );
+                        Fallback::Cancel
+                    }
+                };
+                let timeout_secs = if hitl {
+                    s.timeout_seconds.filter(|&t| t > 0)
+                } else {
+                    s.timeout_minutes
+                        .filter(|&t| t > 0)
+                        .map(|m| m.saturating_mul(60))
+                };
+                Some(Body::Gate(GateSpec {
+                    id: s
+                        .id
+                        .as_ref()
+                        .map(|i| i.value.trim().to_string())
+                        .unwrap_or_else(|| default_id.to_string()),
+                    kind: if hitl {
+                        GateKind::Hitl
+                    } else {
+                        GateKind::ManualGate
+                    },
+                    prompt: prompt.value.clone(),
+                    context_display: s.context_display.as_ref().map(|c| c.value.clone()),
+                    default: s.default.as_ref().map(|d| d.value.clone()),
+                    timeout_secs,
+                    fallback,
+                    condition: s.condition.as_ref().map(|c| c.value.clone()),
+                    show_preview: s.show_preview.unwrap_or(true),
+                    preview_length: s.preview_length.unwrap_or(DEFAULT_PREVIEW_LENGTH).max(1),
+                }))
+            }
+            Some(other) => {
+                let kloc = s.kind.as_ref().map(at).unwrap_or(loc);
+                let hint = if KNOWN_PATTERNS.contains(&other) {
+                    "`type` on a step names a gate; patterns go in `pattern.type`".to_string()
+                } else {
+                    "step types: `hitl` (strands-cli) or `manual_gate`; agent steps have no `type`"
+                        .to_string()
+                };
+                self.error(
+                    kloc,
+                    format!("{label}: unknown step type `{other}`"),
+                    Some(hint),
+                );
+                None
+            }
+        }
+    }
+}
+
+fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if s.prompt.is_some() {
+        v.push("prompt");
+    }
+    if s.context_display.is_some() {
+        v.push("context_display");
+    }
+    if s.default.is_some() {
+        v.push("default");
+    }
+    if s.timeout_seconds.is_some() {
+        v.push("timeout_seconds");
+    }
+    if s.condition.is_some() {
+        v.push("condition");
+    }
+    if s.timeout_minutes.is_some() {
+        v.push("timeout_minutes");
+    }
+    if s.fallback_action.is_some() {
+        v.push("fallback_action");
+    }
+    if s.show_preview.is_some() {
+        v.push("show_preview");
+    }
+    if s.preview_length.is_some() {
+        v.push("preview_length");
+    }
+    v
+}
+
+fn parse_type(t: &str) -> Option<InputType> {
+    Some(match t.trim() {
+        "string" | "str" => InputType::String,
+        "number" | "float" => InputType::Number,
+        "integer" | "int" => InputType::Integer,
+        "boolean" | "bool" => InputType::Boolean,
+        "array" | "list" => InputType::Array,
+        "object" | "dict" => InputType::Object,
+        _ => return None,
+    })
+}
+
+/// Refuses absolute paths and `..` components in artifact path templates.
+pub(crate) fn check_relative(p: &str) -> std::result::Result<(), &'static str> {
+    let t = p.trim();
+    if t.starts_with('/') || t.starts_with('\\') || t.get(1..2) == Some(":") {
+        return Err("is absolute");
+    }
+    if t.split(['/', '\\']).any(|c| c.trim() == "..") {
+        return Err("contains `..`");
+    }
+    Ok(())
+}
+
+/// Kahn's algorithm in levels: each layer's tasks only depend on earlier
+/// layers. Returns the indexes left over (a cycle) on failure.
+fn layers(tasks: &[Task]) -> std::result::Result<Vec<Vec<usize>>, Vec<usize>> {
+    let index: BTreeMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    let mut indegree: Vec<usize> = tasks
+        .iter()
+        .map(|t| {
+            t.deps
+                .iter()
+                .filter(|d| index.contains_key(d.as_str()) && *d != &t.id)
+                .count()
+        })
+        .collect();
+    let mut done = vec![false; tasks.len()];
+    let mut out = Vec::new();
+    loop {
+        let layer: Vec<usize> = (0..tasks.len())
+            .filter(|&i| !done[i] && indegree[i] == 0)
+            .collect();
+        if layer.is_empty() {
+            break;
+        }
+        for &i in &layer {
+            done[i] = true;
+        }
+        for (j, t) in tasks.iter().enumerate() {
+            if done[j] {
+                continue;
+            }
+            for d in &t.deps {
+                if let Some(&i) = index.get(d.as_str()) {
+                    if layer.contains(&i) {
+                        indegree[j] -= 1;
+                    }
+                }
+            }
+        }
+        out.push(layer);
+    }
+    let left: Vec<usize> = (0..tasks.len()).filter(|&i| !done[i]).collect();
+    if left.is_empty() {
+        Ok(out)
+    } else {
+        Err(left)
+    }
+}

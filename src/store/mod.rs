@@ -1,0 +1,377 @@
+//! Durable sessions in an embedded sled (0.34) database.
+//!
+//! One process at a time may open a store (sled locks it); a second gets a
+//! clear error naming the path. Every write is a transaction over the
+//! session and its summary, guarded by a compare-and-swap on the session's
+//! `rev`, and flushed to disk before it returns — so a crash loses at most
+//! the step in flight and two writers can never both win. Tree names live in
+//! [`trees`], the only place that knows the layout.
+
+use chrono::{DateTime, Utc};
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::gate::Answer;
+use crate::session::{Session, Status, Summary};
+
+/// The sled trees and what their keys are.
+pub mod trees {
+    /// session id → `Session` as JSON.
+    pub const SESSIONS: &str = "sessions";
+    /// session id → `Summary` as JSON (what `sessions list` reads).
+    pub const SUMMARIES: &str = "summaries";
+}
+
+/// Why an answer was not recorded. Nothing changed in any of these cases.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    NotFound,
+    /// The session is not waiting for an answer.
+    NotPaused(Status),
+    /// The answer names a gate that is no longer the open one.
+    StaleGate {
+        open: Option<String>,
+    },
+    /// Another answer got there first.
+    AlreadyAnswered(Answer),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotFound => write!(f, "no such session"),
+            Refusal::NotPaused(s) => write!(f, "the session is {s}, not paused"),
+            Refusal::StaleGate { open: Some(g) } => {
+                write!(f, "that gate is no longer open (the open gate is {g})")
+            }
+            Refusal::StaleGate { open: None } => write!(f, "that gate is no longer open"),
+            Refusal::AlreadyAnswered(a) => write!(
+                f,
+                "already {} by {} at {}",
+                a.decision.verb(),
+                a.by,
+                a.at.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+        }
+    }
+}
+
+pub struct Store {
+    db: sled::Db,
+    sessions: sled::Tree,
+    summaries: sled::Tree,
+    path: PathBuf,
+}
+
+/// `~/.local/share/strands/store` (the platform's data directory).
+pub fn default_path() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("strands")
+        .join("store")
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Store> {
+        std::fs::create_dir_all(path).map_err(|e| {
+            Error::io(
+                format!("cannot create the session store at {}", path.display()),
+                e,
+            )
+        })?;
+        let db = sled::Config::new()
+            .path(path)
+            .flush_every_ms(None)
+            .open()
+            .map_err(|e| open_error(path, e))?;
+        let sessions = db.open_tree(trees::SESSIONS)?;
+        let summaries = db.open_tree(trees::SUMMARIES)?;
+        Ok(Store {
+            db,
+            sessions,
+            summaries,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes a session, failing if someone else wrote it since it was read
+    /// (its `rev` moved). Bumps `rev` and `updated_at`, then flushes.
+    pub fn checkpoint(&self, session: &mut Session) -> Result<()> {
+        let expected = session.rev;
+        let mut next = session.clone();
+        next.rev = expected + 1;
+        next.updated_at = Utc::now();
+        self.write(&next, Some(expected))?;
+        *session = next;
+        Ok(())
+    }
+
+    /// Stores a new session (rev 0 → 1).
+    pub fn create(&self, session: &mut Session) -> Result<()> {
+        session.rev = 1;
+        self.write(session, None)
+    }
+
+    fn write(&self, session: &Session, expected_rev: Option<u64>) -> Result<()> {
+        let bytes = serde_json::to_vec(session)
+            .map_err(|e| Error::Internal(format!("encode session: {e}")))?;
+        let summary = serde_json::to_vec(&session.summary())
+            .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
+        let key = session.id.as_bytes();
+        let res = (&self.sessions, &self.summaries).transaction(|(s, m)| {
+            let current = s.get(key)?;
+            match (expected_rev, &current) {
+                (None, Some(_)) => {
+                    return Err(ConflictableTransactionError::Abort(format!(
+                        "session {} already exists",
+                        session.id
+                    )))
+                }
+                (Some(rev), Some(cur)) => {
+                    let cur_rev = rev_of(cur);
+                    if cur_rev != Some(rev) {
+                        return Err(ConflictableTransactionError::Abort(format!(
+                            "session {} was changed by another writer (rev {:?}, expected {rev})",
+                            session.id, cur_rev
+                        )));
+                    }
+                }
+                (Some(_), None) => {
+                    return Err(ConflictableTransactionError::Abort(format!(
+                        "session {} was deleted while running",
+                        session.id
+                    )))
+                }
+                (None, None) => {}
+            }
+            s.insert(key, bytes.as_slice())?;
+            m.insert(key, summary.as_slice())?;
+            Ok(())
+        });
+        match res {
+            Ok(()) => {}
+            Err(TransactionError::Abort(msg)) => return Err(Error::Session(msg)),
+            Err(TransactionError::Storage(e)) => return Err(e.into()),
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn load(&self, id: &str) -> Result<Option<Session>> {
+        match self.sessions.get(id.as_bytes())? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                Error::Store(format!(
+                    "session {id} in {} is unreadable: {e}",
+                    self.path.display()
+                ))
+            }),
+        }
+    }
+
+    /// Finds a session by id or unique id prefix (at least 4 characters).
+    pub fn resolve(&self, id_or_prefix: &str) -> Result<String> {
+        let want = id_or_prefix.trim();
+        if self.sessions.contains_key(want.as_bytes())? {
+            return Ok(want.to_string());
+        }
+        if want.len() >= 4 {
+            let mut found = Vec::new();
+            for kv in self.summaries.scan_prefix(want.as_bytes()).keys().take(2) {
+                found.push(String::from_utf8_lossy(&kv?).to_string());
+            }
+            match found.len() {
+                1 => return Ok(found.remove(0)),
+                2 => {
+                    return Err(Error::Session(format!(
+                        "session id prefix `{want}` is ambiguous; give more characters"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Err(Error::Session(format!(
+            "no session `{want}` in {} (see `strands sessions list`)",
+            self.path.display()
+        )))
+    }
+
+    /// Loads by id or prefix; unknown ids are exit 17.
+    pub fn get(&self, id_or_prefix: &str) -> Result<Session> {
+        let id = self.resolve(id_or_prefix)?;
+        self.load(&id)?
+            .ok_or_else(|| Error::Session(format!("no session `{id}`")))
+    }
+
+    /// Summaries, newest first, optionally only one status.
+    pub fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
+        let mut out = Vec::new();
+        for kv in self.summaries.iter() {
+            let (_, v) = kv?;
+            let s: Summary = serde_json::from_slice(&v).map_err(|e| {
+                Error::Store(format!(
+                    "unreadable summary in {}: {e}",
+                    self.path.display()
+                ))
+            })?;
+            if status.is_none_or(|st| st == s.status) {
+                out.push(s);
+            }
+        }
+        out.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(out)
+    }
+
+    pub fn delete(&self, id: &str) -> Result<()> {
+        let key = id.as_bytes();
+        let res: std::result::Result<(), TransactionError<String>> =
+            (&self.sessions, &self.summaries).transaction(|(s, m)| {
+                s.remove(key)?;
+                m.remove(key)?;
+                Ok(())
+            });
+        res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Deletes finished sessions (completed, failed, rejected) last updated
+    /// before `cutoff`; paused and running sessions are never removed here.
+    pub fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
+        let mut removed = Vec::new();
+        for s in self.list(None)? {
+            if s.status.is_terminal() && s.updated_at < cutoff {
+                self.delete(&s.id)?;
+                removed.push(s.id);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Records an answer for the open gate, exactly once: the session must be
+    /// paused, `gate` (an `id#instance` handle, if given) must be the open
+    /// gate, and no answer may be pending. On success the session is
+    /// `running` with the answer pending; the caller carries it out.
+    pub fn record_answer(
+        &self,
+        id: &str,
+        gate: Option<&str>,
+        answer: &Answer,
+    ) -> Result<std::result::Result<Session, Refusal>> {
+        let key = id.as_bytes();
+        let res = (&self.sessions, &self.summaries).transaction(|(s, m)| {
+            let Some(cur) = s.get(key)? else {
+                return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
+            };
+            let mut session: Session = match serde_json::from_slice(&cur) {
+                Ok(v) => v,
+                Err(e) => {
+                    return Err(ConflictableTransactionError::Abort(Err(format!(
+                        "unreadable session: {e}"
+                    ))))
+                }
+            };
+            if let Some(prev) = &session.pending_answer {
+                return Err(ConflictableTransactionError::Abort(Ok(
+                    Refusal::AlreadyAnswered(prev.clone()),
+                )));
+            }
+            if session.status != Status::Paused {
+                let last = gate.and_then(|_| last_answer(&session, gate));
+                return Err(ConflictableTransactionError::Abort(Ok(match last {
+                    Some(a) => Refusal::AlreadyAnswered(a),
+                    None => Refusal::NotPaused(session.status),
+                })));
+            }
+            let open = session.gate.as_ref().map(|g| g.handle());
+            if let Some(want) = gate {
+                if open.as_deref() != Some(want) {
+                    let last = last_answer(&session, gate);
+                    return Err(ConflictableTransactionError::Abort(Ok(match last {
+                        Some(a) => Refusal::AlreadyAnswered(a),
+                        None => Refusal::StaleGate { open },
+                    })));
+                }
+            }
+            session.pending_answer = Some(answer.clone());
+            session.status = Status::Running;
+            session.rev += 1;
+            session.updated_at = Utc::now();
+            let bytes = match serde_json::to_vec(&session) {
+                Ok(b) => b,
+                Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
+            };
+            let summary = match serde_json::to_vec(&session.summary()) {
+                Ok(b) => b,
+                Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
+            };
+            s.insert(key, bytes)?;
+            m.insert(key, summary)?;
+            Ok(session)
+        });
+        match res {
+            Ok(session) => {
+                self.db.flush()?;
+                Ok(Ok(session))
+            }
+            Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
+            Err(TransactionError::Abort(Err(msg))) => {
+                Err(Error::Store(format!("session {id}: {msg}")))
+            }
+            Err(TransactionError::Storage(e)) => Err(e.into()),
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.summaries.len()
+    }
+}
+
+/// The answer already given to gate `handle` (for "already decided by").
+fn last_answer(session: &Session, handle: Option<&str>) -> Option<Answer> {
+    session.history.iter().rev().find_map(|e| match &e.what {
+        crate::session::GateEventKind::Answered { answer, .. }
+            if handle.is_none_or(|h| h == format!("{}#{}", e.gate, e.instance)) =>
+        {
+            Some(answer.clone())
+        }
+        _ => None,
+    })
+}
+
+fn rev_of(bytes: &[u8]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Rev {
+        rev: u64,
+    }
+    serde_json::from_slice::<Rev>(bytes).ok().map(|r| r.rev)
+}
+
+fn open_error(path: &Path, e: sled::Error) -> Error {
+    let text = e.to_string();
+    let locked = matches!(&e, sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock)
+        || text.contains("lock")
+        || text.contains("WouldBlock")
+        || text.contains("temporarily unavailable");
+    if locked {
+        Error::Store(format!(
+            "the session store at {} is in use by another strands process (one process may open it at a time); wait for it to finish, or pass --store / STRANDS_STORE to use another store",
+            path.display()
+        ))
+    } else {
+        Error::Store(format!(
+            "cannot open the session store at {}: {text}",
+            path.display()
+        ))
+    }
+}

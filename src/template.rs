@@ -1,0 +1,152 @@
+//! Jinja templates for prompts, inputs, gate prompts, conditions and artifact
+//! paths, rendered by minijinja in a sandbox: no loader (no file access), no
+//! auto-escaping, a fuel limit against runaway loops, and strict undefined
+//! variables — a typo in `{{ steps[0].respone }}` is an error, not "".
+
+use minijinja::{Environment, UndefinedBehavior, Value};
+
+/// Instructions a single render may spend; generous for prompts, finite for loops.
+const FUEL: u64 = 2_000_000;
+
+/// A syntax error inside one template, with its line inside the template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// 1-based line within the template text.
+    pub line: u32,
+    pub message: String,
+}
+
+/// The shared, sandboxed environment.
+pub struct Templates {
+    env: Environment<'static>,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Templates {
+    pub fn new() -> Self {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.set_fuel(Some(FUEL));
+        env.set_keep_trailing_newline(true);
+        Templates { env }
+    }
+
+    /// Checks that `source` compiles, without rendering it.
+    pub fn check(&self, source: &str) -> Result<(), SyntaxError> {
+        self.env
+            .template_from_str(source)
+            .map(|_| ())
+            .map_err(|e| SyntaxError {
+                line: e.line().unwrap_or(1) as u32,
+                message: detail(&e),
+            })
+    }
+
+    /// Checks a condition: either a template (`{{ x > 1 }}`) or a bare expression (`x > 1`).
+    pub fn check_condition(&self, source: &str) -> Result<(), SyntaxError> {
+        if is_template(source) {
+            return self.check(source);
+        }
+        self.env
+            .compile_expression(source)
+            .map(|_| ())
+            .map_err(|e| SyntaxError {
+                line: 1,
+                message: detail(&e),
+            })
+    }
+
+    /// Renders `source` against `ctx`. `what` names the template in errors
+    /// ("input of step 2").
+    pub fn render(&self, what: &str, source: &str, ctx: &Value) -> crate::Result<String> {
+        self.env
+            .render_str(source, ctx)
+            .map_err(|e| crate::Error::Runtime(format!("template error in {what}: {}", detail(&e))))
+    }
+
+    /// Evaluates a condition to a boolean. Rendered templates count as true
+    /// unless they render to a false-like word (`false`, `0`, `no`, `none`, empty).
+    pub fn truthy(&self, what: &str, source: &str, ctx: &Value) -> crate::Result<bool> {
+        if is_template(source) {
+            let out = self.render(what, source, ctx)?;
+            let word = out.trim().to_ascii_lowercase();
+            return Ok(!matches!(
+                word.as_str(),
+                "" | "false" | "0" | "no" | "none" | "null" | "off"
+            ));
+        }
+        let expr = self.env.compile_expression(source).map_err(|e| {
+            crate::Error::Runtime(format!("condition error in {what}: {}", detail(&e)))
+        })?;
+        let v = expr.eval(ctx).map_err(|e| {
+            crate::Error::Runtime(format!("condition error in {what}: {}", detail(&e)))
+        })?;
+        Ok(v.is_true())
+    }
+}
+
+fn is_template(source: &str) -> bool {
+    source.contains("{{") || source.contains("{%")
+}
+
+/// minijinja's message without the "(in <string>:N)" suffix noise.
+fn detail(e: &minijinja::Error) -> String {
+    let mut msg = e.kind().to_string();
+    if let Some(d) = e.detail() {
+        msg.push_str(": ");
+        msg.push_str(d);
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undefined_variables_are_errors() {
+        let t = Templates::new();
+        let ctx = minijinja::context! { topic => "rust" };
+        assert_eq!(
+            t.render("x", "about {{ topic }}", &ctx).unwrap(),
+            "about rust"
+        );
+        let err = t
+            .render("input of step 1", "{{ topik }}", &ctx)
+            .unwrap_err();
+        assert!(err.to_string().contains("input of step 1"), "{err}");
+    }
+
+    #[test]
+    fn syntax_errors_carry_the_template_line() {
+        let t = Templates::new();
+        let e = t.check("line one\nline two {{ oops(\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(t.check("fine {{ a }}").is_ok());
+    }
+
+    #[test]
+    fn conditions_accept_expressions_and_templates() {
+        let t = Templates::new();
+        let ctx = minijinja::context! { n => 5, s => "abc" };
+        assert!(t.truthy("c", "n > 3", &ctx).unwrap());
+        assert!(!t.truthy("c", "{{ n > 7 }}", &ctx).unwrap());
+        assert!(t.truthy("c", "{{ s|length < 10 }}", &ctx).unwrap());
+        assert!(t.check_condition("n >").is_err());
+    }
+
+    #[test]
+    fn runaway_loops_run_out_of_fuel() {
+        let t = Templates::new();
+        let ctx = minijinja::context! {};
+        let src =
+            "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}";
+        assert!(t.render("loop", src, &ctx).is_err());
+    }
+}
