@@ -232,14 +232,24 @@ impl Ctx {
     }
     /// The exact command to resume, naming the store when it is not the default.
     fn resume_cmd(&self, id: &str, flags: &str) -> String {
+        let prog = program();
         if self.explicit_store {
             format!(
-                "strands --store {} resume {id} {flags}",
+                "{prog} --store {} resume {id} {flags}",
                 shell_quote(&self.store_path.display().to_string())
             )
         } else {
-            format!("strands resume {id} {flags}")
+            format!("{prog} resume {id} {flags}")
         }
+    }
+}
+
+/// How this binary was invoked (`./target/release/strands` when run from a
+/// checkout), so printed commands work when pasted as they are.
+fn program() -> String {
+    match std::env::args().next() {
+        Some(p) if p.contains(std::path::MAIN_SEPARATOR) => shell_quote(&p),
+        _ => "strands".to_string(),
     }
 }
 

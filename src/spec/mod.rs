@@ -316,3 +316,6 @@ pub fn parse_var(s: &str) -> std::result::Result<(String, String), String> {
         _ => Err(format!("`{s}` is not KEY=VALUE")),
     }
 }
+
+#[cfg(test)]
+mod tests;
