@@ -372,12 +372,8 @@ async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
                 .await?
         }
         Mode::Interactive => {
-            let stdin = std::io::stdin();
-            let mut ch = progress(Terminal::new(
-                stdin.lock(),
-                std::io::stderr(),
-                ctx.who.clone(),
-            ));
+            let stdin = std::io::BufReader::new(std::io::stdin());
+            let mut ch = progress(Terminal::new(stdin, std::io::stderr(), ctx.who.clone()));
             engine.start(&spec, start, &mut ch).await?
         }
     };
@@ -468,12 +464,8 @@ async fn continue_session(ctx: &Ctx, args: &ResumeArgs, answer: Option<Answer>) 
                 .await?
         }
         Mode::Interactive => {
-            let stdin = std::io::stdin();
-            let mut ch = progress(Terminal::new(
-                stdin.lock(),
-                std::io::stderr(),
-                ctx.who.clone(),
-            ));
+            let stdin = std::io::BufReader::new(std::io::stdin());
+            let mut ch = progress(Terminal::new(stdin, std::io::stderr(), ctx.who.clone()));
             engine.resume(&id, answer, &mut ch).await?
         }
     };

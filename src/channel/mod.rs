@@ -9,6 +9,7 @@
 pub mod terminal;
 
 use chrono::Utc;
+use std::future::Future;
 
 use crate::error::Result;
 use crate::gate::{Answer, Decision};
@@ -48,13 +49,20 @@ pub enum Progress {
     },
 }
 
-#[allow(async_fn_in_trait)]
-pub trait HumanChannel {
+/// Ask a human. The futures are `Send` so that a server (the Slack bot) can
+/// drive sessions on a multi-threaded runtime.
+pub trait HumanChannel: Send {
     /// Called when `session` has been saved as paused at `session.gate`.
-    async fn ask(&mut self, session: &Session) -> Result<Reply>;
+    fn ask(&mut self, session: &Session) -> impl Future<Output = Result<Reply>> + Send;
 
     /// Called as the run makes progress; channels may show it or not.
-    async fn progress(&mut self, _session: &Session, _event: &Progress) {}
+    fn progress(
+        &mut self,
+        _session: &Session,
+        _event: &Progress,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// Nobody is there to answer now: the CLI's default.

@@ -120,7 +120,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
     }
 }
 
-impl<R: BufRead, W: Write> HumanChannel for Terminal<R, W> {
+impl<R: BufRead + Send, W: Write + Send> HumanChannel for Terminal<R, W> {
     async fn ask(&mut self, session: &Session) -> Result<Reply> {
         // A terminal conversation blocks by nature; the CLI runs one session
         // on its own runtime, so nothing else waits on this thread.

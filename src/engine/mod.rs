@@ -626,3 +626,23 @@ pub fn finished_steps(state: &PatternState) -> usize {
         PatternState::Workflow { tasks } => tasks.len(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::Detached;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// The Slack bot drives sessions from `tokio::spawn`: the engine's
+    /// futures must stay `Send`.
+    #[test]
+    fn engine_futures_are_send() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let mut engine = Engine::new(&store);
+        let mut channel = Detached;
+        let fut = engine.resume("nope", None, &mut channel);
+        assert_send(&fut);
+    }
+}
