@@ -214,8 +214,7 @@ fn init_tracing() {
 fn identity(cli_as: &Option<String>) -> String {
     cli_as
         .clone()
-        .or_else(|| std::env::var("USER").ok())
-        .or_else(|| std::env::var("LOGNAME").ok())
+        .or_else(|| whoami::fallible::username().ok())
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "unknown".into())
 }
@@ -431,6 +430,19 @@ async fn continue_session(ctx: &Ctx, args: &ResumeArgs, answer: Option<Answer>) 
     let store = ctx.open()?;
     let mut engine = Engine::new(&store);
     let id = store.resolve(&args.id)?;
+    if answer.is_none() && !args.interactive && !args.auto_approve {
+        // Without a decision, resume only continues an interrupted run or
+        // applies a timeout that has passed.
+        let s = store.get(&id)?;
+        if let (Status::Paused, Some(g)) = (s.status, &s.gate) {
+            if !g.timed_out(Utc::now()) {
+                return Err(Error::Usage(format!(
+                    "session {id} is paused at gate `{}`: answer with --approve, --reject [--reason R], --modify --feedback F or --response TEXT (or --interactive)",
+                    g.id
+                )));
+            }
+        }
+    }
     // --var values are typed by the spec's input declarations.
     let answer = match answer {
         Some(mut a) if !a.vars.is_empty() => {

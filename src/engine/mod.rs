@@ -166,17 +166,8 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            (Status::Paused, None) => {
-                let timed_out = session.gate.as_ref().is_some_and(|g| g.timed_out(Utc::now()));
-                if !timed_out {
-                    let g = session.gate.as_ref().map(|g| g.id.clone()).unwrap_or_default();
-                    return Err(Error::Usage(format!(
-                        "session {} is paused at gate `{g}`: answer with --approve, --reject [--reason R], --modify --feedback F or --response TEXT",
-                        session.id
-                    )));
-                }
-                session
-            }
+            // No answer: a passed timeout applies, or the channel asks its human.
+            (Status::Paused, None) => session,
             (Status::Running, None) => session,
             (Status::Running, Some(_)) => {
                 return Err(Error::Session(format!(
