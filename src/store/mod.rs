@@ -375,3 +375,6 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! The store's promises: exactly-once answers, compare-and-swap writes,
+//! summaries that follow their sessions.
+
+use super::*;
+use crate::gate::{self, Decision, Position};
+use crate::session::PatternState;
+use crate::spec::{Fallback, GateKind, GateSpec};
+use std::sync::Arc;
+
+fn paused_session(id: &str) -> Session {
+    let now = Utc::now();
+    let spec = GateSpec {
+        id: "review".into(),
+        kind: GateKind::ManualGate,
+        prompt: "ok?".into(),
+        context_display: None,
+        default: None,
+        timeout_secs: None,
+        fallback: Fallback::Cancel,
+        condition: None,
+        show_preview: true,
+        preview_length: 10,
+    };
+    Session {
+        id: id.into(),
+        workflow: "wf".into(),
+        spec_path: "wf.yaml".into(),
+        spec_hash: "h".into(),
+        spec_snapshot: String::new(),
+        pattern: "chain".into(),
+        status: Status::Paused,
+        created_at: now,
+        updated_at: now,
+        started_by: "alice".into(),
+        variables: Default::default(),
+        state: PatternState::Chain {
+            next: 1,
+            steps: vec![None, None],
+        },
+        gate: Some(gate::open(
+            &spec,
+            Position::Step(1),
+            1,
+            "ok?".into(),
+            "ctx".into(),
+            now,
+        )),
+        pending_answer: None,
+        human_feedback: None,
+        hitl_response: None,
+        history: Vec::new(),
+        gates_opened: 1,
+        usage: Default::default(),
+        output: None,
+        artifacts: Vec::new(),
+        out_dir: ".".into(),
+        failure: None,
+        rev: 0,
+    }
+}
+
+fn approve(by: &str) -> Answer {
+    Answer {
+        decision: Decision::Approve,
+        by: by.into(),
+        at: Utc::now(),
+        via: "test".into(),
+        vars: Default::default(),
+    }
+}
+
+#[test]
+fn fifty_concurrent_answers_record_exactly_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(Store::open(dir.path()).expect("open"));
+    let mut s = paused_session("s1");
+    store.create(&mut s).expect("create");
+    let threads: Vec<_> = (0..50)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                store.record_answer("s1", Some("review#1"), &approve(&format!("u{i}")))
+            })
+        })
+        .collect();
+    let mut won = Vec::new();
+    let mut refused = 0;
+    for t in threads {
+        match t.join().expect("thread").expect("store ok") {
+            Ok(s) => won.push(s),
+            Err(Refusal::AlreadyAnswered(_)) => refused += 1,
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+    }
+    assert_eq!(won.len(), 1, "exactly one answer wins");
+    assert_eq!(refused, 49);
+    let stored = store.get("s1").expect("get");
+    assert_eq!(stored.status, Status::Running);
+    assert_eq!(
+        stored.pending_answer.as_ref().map(|a| a.by.clone()),
+        won[0].pending_answer.as_ref().map(|a| a.by.clone())
+    );
+}
+
+#[test]
+fn a_stale_gate_handle_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let mut s = paused_session("s2");
+    store.create(&mut s).expect("create");
+    let before = store.get("s2").expect("get");
+    let r = store
+        .record_answer("s2", Some("review#7"), &approve("bob"))
+        .expect("store ok");
+    assert!(matches!(r, Err(Refusal::StaleGate { .. })), "{r:?}");
+    assert_eq!(store.get("s2").expect("get"), before);
+    assert!(matches!(
+        store
+            .record_answer("nope", None, &approve("bob"))
+            .expect("ok"),
+        Err(Refusal::NotFound)
+    ));
+}
+
+#[test]
+fn a_checkpoint_from_a_stale_copy_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let mut s = paused_session("s3");
+    store.create(&mut s).expect("create");
+    let mut a = store.get("s3").expect("get");
+    let mut b = a.clone();
+    store.checkpoint(&mut a).expect("first writer wins");
+    b.output = Some("lost update".into());
+    assert!(matches!(store.checkpoint(&mut b), Err(Error::Session(_))));
+    assert_eq!(store.get("s3").expect("get").output, None);
+}
+
+#[test]
+fn summaries_follow_sessions_and_cleanup_keeps_paused_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let mut paused = paused_session("p1");
+    store.create(&mut paused).expect("create");
+    let mut done = paused_session("d1");
+    done.status = Status::Completed;
+    done.gate = None;
+    store.create(&mut done).expect("create");
+    assert_eq!(store.list(Some(Status::Paused)).expect("list").len(), 1);
+    assert_eq!(store.list(None).expect("list").len(), 2);
+    let removed = store
+        .cleanup(Utc::now() + chrono::Duration::days(1))
+        .expect("cleanup");
+    assert_eq!(removed, vec!["d1".to_string()]);
+    assert!(store.load("p1").expect("load").is_some());
+    assert_eq!(store.resolve("p1").expect("resolve"), "p1");
+}
