@@ -263,9 +263,11 @@ fn shell_quote(s: &str) -> String {
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {
+    let store_path = cli.store.clone().unwrap_or_else(store::default_path);
     let ctx = Ctx {
         explicit_store: cli.store.is_some(),
-        store_path: cli.store.clone().unwrap_or_else(store::default_path),
+        // Absolute, so printed resume commands work from any directory.
+        store_path: std::path::absolute(&store_path).unwrap_or(store_path),
         who: identity(&cli.identity),
     };
     match cli.command {
@@ -276,7 +278,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     }
 }
 
-fn validate(path: &PathBuf, json: bool) -> Result<u8> {
+fn validate(path: &std::path::Path, json: bool) -> Result<u8> {
     let spec = spec::load(path)?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
@@ -453,11 +455,7 @@ async fn continue_session(ctx: &Ctx, args: &ResumeArgs, answer: Option<Answer>) 
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
                 .collect();
-            let typed = spec.resolve_variables(&raw)?;
-            a.vars = raw
-                .iter()
-                .filter_map(|(k, _)| typed.get(k).map(|v| (k.clone(), v.clone())))
-                .collect();
+            a.vars = spec.type_overrides(&raw)?;
             Some(a)
         }
         other => other,

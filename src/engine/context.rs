@@ -8,10 +8,14 @@
 use serde_json::{json, Map, Value};
 
 use super::pattern::last_response;
-use crate::session::{PatternState, Session, StepRecord};
+use crate::session::{PatternState, RecordKind, Session, StepRecord};
 
 fn rec(r: &StepRecord) -> Value {
-    json!({ "response": r.response, "agent": r.agent, "skipped": r.skipped })
+    json!({
+        "response": r.response,
+        "agent": r.agent,
+        "skipped": r.kind == RecordKind::Skipped,
+    })
 }
 
 pub fn build(session: &Session, step_vars: Option<&Map<String, Value>>) -> minijinja::Value {

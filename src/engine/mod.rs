@@ -20,8 +20,10 @@ use tokio::task::JoinSet;
 use crate::channel::{HumanChannel, Progress, Reply};
 use crate::error::{Error, Result};
 use crate::gate::{self, Answer, Outcome, Position};
-use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind, Role, Usage};
-use crate::session::{GateEvent, GateEventKind, PatternState, Session, Status, StepRecord};
+use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind, Role};
+use crate::session::{
+    GateEvent, GateEventKind, PatternState, RecordKind, Session, Status, StepRecord,
+};
 use crate::spec::{self, AgentStep, Spec};
 use crate::store::Store;
 use crate::template::Templates;
@@ -253,7 +255,7 @@ impl<'a> Engine<'a> {
                             StepRecord {
                                 agent: None,
                                 response: String::new(),
-                                skipped: true,
+                                kind: RecordKind::Skipped,
                                 finished_at: now,
                             },
                         )?;
@@ -386,13 +388,17 @@ impl<'a> Engine<'a> {
         let mut rejected = None;
         match outcome {
             Outcome::Continue { response } => {
+                let kind = match gate.kind {
+                    crate::spec::GateKind::Hitl => RecordKind::Answer,
+                    crate::spec::GateKind::ManualGate => RecordKind::Approval,
+                };
                 pattern::record(
                     &mut session.state,
                     &gate.position,
                     StepRecord {
                         agent: None,
                         response: response.clone(),
-                        skipped: false,
+                        kind,
                         finished_at: Utc::now(),
                     },
                 )?;
@@ -564,7 +570,7 @@ impl<'a> Engine<'a> {
             session
                 .usage
                 .entry(agent.clone())
-                .or_insert_with(Usage::default)
+                .or_default()
                 .add(resp.usage);
             pattern::record(
                 &mut session.state,
@@ -572,7 +578,7 @@ impl<'a> Engine<'a> {
                 StepRecord {
                     agent: Some(agent.clone()),
                     response: resp.text,
-                    skipped: false,
+                    kind: RecordKind::Agent,
                     finished_at: Utc::now(),
                 },
             )?;

@@ -94,11 +94,13 @@ pub fn next<'s>(spec: &'s Spec, state: &PatternState) -> Result<Next<'s>> {
                     }
                 }
             }
-            // The output is the last task of the last layer.
+            // The output is the last output-bearing task in layer order.
             let output = layers
-                .last()
-                .and_then(|l| l.last())
-                .and_then(|&i| done.get(&tasks[i].id))
+                .iter()
+                .flatten()
+                .rev()
+                .filter_map(|&i| done.get(&tasks[i].id))
+                .find(|r| r.kind.has_output())
                 .map(|r| r.response.clone())
                 .unwrap_or_default();
             Ok(Next::Done { output })
@@ -182,18 +184,19 @@ pub fn rewind(spec: &Spec, state: &mut PatternState, gate: &Position) -> Result<
     Ok(())
 }
 
-/// The most recent response (not a skipped gate): `last_response`.
+/// The most recent output (an agent reply or a `hitl` answer; not a skipped
+/// gate or a manual approval): `last_response`.
 pub fn last_response(state: &PatternState) -> Option<String> {
     match state {
         PatternState::Chain { steps, .. } => steps
             .iter()
             .rev()
             .flatten()
-            .find(|r| !r.skipped)
+            .find(|r| r.kind.has_output())
             .map(|r| r.response.clone()),
         PatternState::Workflow { tasks } => tasks
             .values()
-            .filter(|r| !r.skipped)
+            .filter(|r| r.kind.has_output())
             .max_by_key(|r| r.finished_at)
             .map(|r| r.response.clone()),
     }

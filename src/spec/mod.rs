@@ -233,19 +233,7 @@ impl Spec {
         for (k, v) in &self.input_values {
             vars.insert(k.clone(), v.clone());
         }
-        for (k, raw) in overrides {
-            let decl = self.inputs.iter().find(|d| &d.name == k);
-            let value = match decl {
-                Some(d) => coerce(raw, d.ty).map_err(|why| {
-                    Error::Usage(format!(
-                        "--var {k}={raw}: {why} (input `{k}` is {:?})",
-                        d.ty
-                    ))
-                })?,
-                None => Value::String(raw.clone()),
-            };
-            vars.insert(k.clone(), value);
-        }
+        vars.extend(self.type_overrides(overrides)?);
         let mut missing = Vec::new();
         for decl in &self.inputs {
             match vars.get(&decl.name) {
@@ -274,6 +262,37 @@ impl Spec {
             )));
         }
         Ok(vars)
+    }
+}
+
+impl Spec {
+    /// Types `--var` values by their input declarations (undeclared ones stay
+    /// strings) and checks `enum` lists; no required-input check, so it also
+    /// serves answers that override a few variables of a running session.
+    pub fn type_overrides(&self, overrides: &[(String, String)]) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        for (k, raw) in overrides {
+            let decl = self.inputs.iter().find(|d| &d.name == k);
+            let value = match decl {
+                Some(d) => coerce(raw, d.ty).map_err(|why| {
+                    Error::Usage(format!(
+                        "--var {k}={raw}: {why} (input `{k}` is {:?})",
+                        d.ty
+                    ))
+                })?,
+                None => Value::String(raw.clone()),
+            };
+            if let Some(allowed) = decl.and_then(|d| d.allowed.as_ref()) {
+                if !allowed.contains(&value) {
+                    return Err(Error::Usage(format!(
+                        "input `{k}` is {value}, which is not one of {}",
+                        Value::Array(allowed.clone())
+                    )));
+                }
+            }
+            out.insert(k.clone(), value);
+        }
+        Ok(out)
     }
 }
 

@@ -88,8 +88,8 @@ pub struct Inference {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Inputs {
-    pub required: Option<S<BTreeMap<String, Value>>>,
-    pub optional: Option<S<BTreeMap<String, Value>>>,
+    pub required: Option<S<BTreeMap<String, S<Value>>>>,
+    pub optional: Option<S<BTreeMap<String, S<Value>>>>,
     pub values: Option<Map<String, Value>>,
 }
 

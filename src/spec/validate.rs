@@ -38,6 +38,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec> {
     }
     let mut v = Validator {
         file: file.clone(),
+        text: text.to_string(),
         diags: Vec::new(),
         warnings: Vec::new(),
         templates: Templates::new(),
@@ -100,6 +101,8 @@ fn at<T>(s: &Spanned<T>) -> (u32, u32) {
 
 struct Validator {
     file: String,
+    /// The spec text, to place errors on lines inside multi-line values.
+    text: String,
     diags: Vec<Diagnostic>,
     warnings: Vec<String>,
     templates: Templates,
@@ -158,12 +161,7 @@ impl Validator {
     /// Checks a template's syntax, locating errors inside multi-line values.
     fn template(&mut self, s: &Spanned<String>, what: &str) {
         if let Err(e) = self.templates.check(&s.value) {
-            let (line, col) = at(s);
-            let loc = if e.line > 1 {
-                (line + e.line - 1, 1)
-            } else {
-                (line, col)
-            };
+            let loc = self.template_line(s, e.line);
             self.error(
                 loc,
                 format!("template syntax error in {what}: {}", e.message),
@@ -172,6 +170,47 @@ impl Validator {
                 ),
             );
         }
+    }
+
+    /// Where line `n` (1-based) of a template value is in the file. Escapes
+    /// (`\n`), folding and blank lines mean template lines need not be file
+    /// lines, so the template's lines are found in the value's source text;
+    /// anything not found falls back to the start of the value.
+    fn template_line(&self, s: &Spanned<String>, n: u32) -> (u32, u32) {
+        let start = at(s);
+        if n <= 1 {
+            return start;
+        }
+        let span = s.referenced.span();
+        let (Some(off), Some(len)) = (span.byte_offset(), span.byte_len()) else {
+            return start;
+        };
+        let (off, len) = (off as usize, len as usize);
+        let Some(src) = self.text.get(off..off + len) else {
+            return start;
+        };
+        // Find lines 1..=n in order, so a repeated line maps to the right one.
+        let mut from = 0;
+        let mut found = None;
+        for wanted in s.value.lines().take(n as usize) {
+            let wanted = wanted.trim();
+            found = None;
+            if wanted.is_empty() {
+                continue;
+            }
+            if let Some(i) = src.get(from..).and_then(|rest| rest.find(wanted)) {
+                found = Some(from + i);
+                from += i + wanted.len();
+            }
+        }
+        let Some(pos) = found else {
+            return start;
+        };
+        let before = &self.text[..off + pos];
+        let line = before.matches('\n').count() as u32 + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() as u32 + 1;
+        (line, column)
     }
 
     fn common<C>(&mut self, doc: &Document<C>) -> Common {
@@ -306,7 +345,8 @@ impl Validator {
         };
         for (section, required) in [(&inputs.required, true), (&inputs.optional, false)] {
             let Some(section) = section else { continue };
-            for (name, v) in &section.value {
+            for (name, spanned) in &section.value {
+                let v = &spanned.value;
                 let (ty, default, allowed) = match v {
                     Value::String(t) => (parse_type(t), None, None),
                     Value::Object(o) => {
@@ -319,7 +359,7 @@ impl Validator {
                             .collect();
                         if !unknown.is_empty() {
                             self.error(
-                                at(section),
+                                at(spanned),
                                 format!("input `{name}` has unknown keys: {unknown:?}"),
                                 Some(
                                     "an input is a type name or {type, description, default, enum}"
@@ -345,7 +385,7 @@ impl Validator {
                         allowed,
                     }),
                     None => self.error(
-                        at(section),
+                        at(spanned),
                         format!("input `{name}` has an invalid type: {v}"),
                         Some("types: string, number, integer, boolean, array, object".into()),
                     ),
@@ -744,10 +784,25 @@ fn layers(tasks: &[Task]) -> std::result::Result<Vec<Vec<usize>>, Vec<usize>> {
         }
         out.push(layer);
     }
-    let left: Vec<usize> = (0..tasks.len()).filter(|&i| !done[i]).collect();
+    let mut left: Vec<usize> = (0..tasks.len()).filter(|&i| !done[i]).collect();
     if left.is_empty() {
-        Ok(out)
-    } else {
-        Err(left)
+        return Ok(out);
+    }
+    // Unscheduled tasks are on a cycle or downstream of one; peel off those
+    // that nothing left depends on until only the cycle remains.
+    loop {
+        let needed = |i: usize| {
+            left.iter().any(|&j| {
+                tasks[j]
+                    .deps
+                    .iter()
+                    .any(|d| index.get(d.as_str()) == Some(&i))
+            })
+        };
+        let keep: Vec<usize> = left.iter().copied().filter(|&i| needed(i)).collect();
+        if keep.len() == left.len() || keep.is_empty() {
+            return Err(left);
+        }
+        left = keep;
     }
 }

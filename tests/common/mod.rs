@@ -1,0 +1,445 @@
+//! Test support for the CLI flows: a fake OpenAI-compatible model server and
+//! a sandbox that runs the real `strands` binary against it.
+//!
+//! The fake runs axum on its own tokio runtime in a background thread, so
+//! tests are plain `#[test]` functions that spawn the binary with
+//! `std::process::Command` and then read what the "model" was asked.
+
+// Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------
+// The fake model server
+// ---------------------------------------------------------------------------
+
+/// What the fake answers to request number `n` (1-based, counted over every
+/// request that arrived, rate-limited ones included).
+pub type ReplyFn = dyn Fn(usize, &Value) -> String + Send + Sync;
+
+/// How the fake behaves. `Behaviour::default()` answers every request at once
+/// with `REPLY <n> to: <last user message>`.
+pub struct Behaviour {
+    /// The first `rate_limited` requests get HTTP 429 with `Retry-After: 0`.
+    pub rate_limited: usize,
+    /// Request number `.0` is answered only after `.1`.
+    pub delay: Option<(usize, Duration)>,
+    /// `usage.prompt_tokens` and `usage.completion_tokens` of every reply.
+    pub usage: (u64, u64),
+    pub reply: Arc<ReplyFn>,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            rate_limited: 0,
+            delay: None,
+            usage: (12, 7),
+            reply: Arc::new(|n, body| format!("REPLY {n} to: {}", last_user_message(body))),
+        }
+    }
+}
+
+/// One request the fake received.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    /// 1-based arrival number.
+    pub n: usize,
+    pub at: Instant,
+    pub path: String,
+    pub body: Value,
+    /// HTTP status the fake answered with.
+    pub status: u16,
+    /// The text it answered (None for 429s and unknown paths).
+    pub reply: Option<String>,
+}
+
+impl Exchange {
+    /// The system message (the rendered agent prompt), or "".
+    pub fn system(&self) -> String {
+        message_of_role(&self.body, "system")
+    }
+    /// The last user message (the rendered step input), or "".
+    pub fn user(&self) -> String {
+        last_user_message(&self.body)
+    }
+    /// The reply text; panics for requests that were not answered with text.
+    pub fn reply_text(&self) -> String {
+        self.reply
+            .clone()
+            .unwrap_or_else(|| panic!("request #{} got no reply text", self.n))
+    }
+}
+
+pub fn last_user_message(body: &Value) -> String {
+    message_of_role(body, "user")
+}
+
+fn message_of_role(body: &Value, role: &str) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == role))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+struct Shared {
+    behaviour: Behaviour,
+    log: Mutex<Vec<Exchange>>,
+}
+
+/// A running fake server; it lives until the test process exits.
+pub struct FakeLlm {
+    /// `http://127.0.0.1:PORT/v1`, for `runtime.host`.
+    pub url: String,
+    shared: Arc<Shared>,
+}
+
+impl FakeLlm {
+    pub fn start() -> FakeLlm {
+        FakeLlm::start_with(Behaviour::default())
+    }
+
+    pub fn start_with(behaviour: Behaviour) -> FakeLlm {
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake model server");
+        listener
+            .set_nonblocking(true)
+            .expect("make the fake's listener non-blocking");
+        let port = listener.local_addr().expect("fake's address").port();
+        let shared = Arc::new(Shared {
+            behaviour,
+            log: Mutex::new(Vec::new()),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .fallback(unknown_path)
+            .with_state(shared.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the fake's tokio runtime");
+            rt.block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener).expect("the fake's listener");
+                axum::serve(listener, app).await.expect("the fake serves");
+            });
+        });
+        FakeLlm {
+            url: format!("http://127.0.0.1:{port}/v1"),
+            shared,
+        }
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Exchange> {
+        self.shared.log.lock().expect("fake log").clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.shared.log.lock().expect("fake log").len()
+    }
+
+    /// Request number `n` (1-based).
+    pub fn request(&self, n: usize) -> Exchange {
+        let log = self.requests();
+        log.get(n - 1)
+            .cloned()
+            .unwrap_or_else(|| panic!("the fake got {} requests, not #{n}", log.len()))
+    }
+
+    pub fn last(&self) -> Exchange {
+        let log = self.requests();
+        log.last().cloned().expect("the fake got no request")
+    }
+
+    /// The requests whose system prompt contains `needle` (one agent's calls).
+    pub fn calls_of(&self, needle: &str) -> Vec<Exchange> {
+        self.requests()
+            .into_iter()
+            .filter(|e| e.system().contains(needle))
+            .collect()
+    }
+
+    /// The one request of an agent; panics unless there is exactly one.
+    pub fn only_call_of(&self, needle: &str) -> Exchange {
+        let calls = self.calls_of(needle);
+        assert_eq!(
+            calls.len(),
+            1,
+            "expected exactly one request with system prompt containing {needle:?}, got {}: {:#?}",
+            calls.len(),
+            self.requests()
+        );
+        calls[0].clone()
+    }
+
+    /// Waits until at least `n` requests have arrived.
+    pub fn wait_for_requests(&self, n: usize, timeout: Duration) {
+        let until = Instant::now() + timeout;
+        while self.count() < n {
+            assert!(
+                Instant::now() < until,
+                "the fake got {} requests within {timeout:?}, wanted {n}",
+                self.count()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let at = Instant::now();
+    let body: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let b = &shared.behaviour;
+    let n = {
+        let mut log = shared.log.lock().expect("fake log");
+        let n = log.len() + 1;
+        let (status, reply) = if n <= b.rate_limited {
+            (429, None)
+        } else {
+            (200, Some((b.reply)(n, &body)))
+        };
+        log.push(Exchange {
+            n,
+            at,
+            path: "/v1/chat/completions".into(),
+            body,
+            status,
+            reply,
+        });
+        n
+    };
+    if let Some((which, d)) = b.delay {
+        if which == n {
+            tokio::time::sleep(d).await;
+        }
+    }
+    if n <= b.rate_limited {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", "0")],
+            Json(json!({"error": {"message": "rate limited", "type": "rate_limit"}})),
+        )
+            .into_response();
+    }
+    let text = shared.log.lock().expect("fake log")[n - 1]
+        .reply
+        .clone()
+        .unwrap_or_default();
+    Json(json!({
+        "id": format!("chatcmpl-{n}"),
+        "object": "chat.completion",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"
+        }],
+        "usage": {
+            "prompt_tokens": b.usage.0,
+            "completion_tokens": b.usage.1,
+            "total_tokens": b.usage.0 + b.usage.1
+        }
+    }))
+    .into_response()
+}
+
+async fn unknown_path(State(shared): State<Arc<Shared>>, uri: axum::http::Uri) -> Response {
+    let mut log = shared.log.lock().expect("fake log");
+    let n = log.len() + 1;
+    log.push(Exchange {
+        n,
+        at: Instant::now(),
+        path: uri.path().to_string(),
+        body: Value::Null,
+        status: 404,
+        reply: None,
+    });
+    (StatusCode::NOT_FOUND, "no such endpoint on the fake").into_response()
+}
+
+// ---------------------------------------------------------------------------
+// Running the binary
+// ---------------------------------------------------------------------------
+
+/// What one `strands` invocation did.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// The one JSON object `--json` prints on stdout.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON object ({e}):\n--- stdout\n{}\n--- stderr\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts the exit code, showing the output when it differs.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "unexpected exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// A temporary directory with a session store, spec files, and a working
+/// directory for the binary.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub store: PathBuf,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let store = dir.path().join("store");
+        Sandbox { dir, store }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a spec, replacing `$HOST` with the fake's base URL.
+    pub fn spec(&self, name: &str, yaml: &str, fake: &FakeLlm) -> PathBuf {
+        let path = self.path().join(name);
+        std::fs::write(&path, yaml.replace("$HOST", &fake.url)).expect("write the spec");
+        path
+    }
+
+    /// `strands --store <store> --as tester ARGS`, run in the sandbox, stdin empty.
+    pub fn strands(&self, args: &[&str]) -> Outcome {
+        self.strands_in(self.path(), args, "")
+    }
+
+    /// The same, with `stdin` fed to the process.
+    pub fn strands_stdin(&self, args: &[&str], stdin: &str) -> Outcome {
+        self.strands_in(self.path(), args, stdin)
+    }
+
+    /// The same, in working directory `cwd`.
+    pub fn strands_in(&self, cwd: &Path, args: &[&str], stdin: &str) -> Outcome {
+        collect(self.command(cwd, args), stdin)
+    }
+
+    /// `strands ARGS` exactly as given (no `--store` added), e.g. a command
+    /// line the binary printed itself.
+    pub fn strands_verbatim(&self, args: &[&str]) -> Outcome {
+        let cmd = self.base_command(self.path(), args);
+        collect(cmd, "")
+    }
+
+    /// Starts `strands --store <store> --as tester ARGS` without waiting for it.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(self.path(), args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn strands")
+    }
+
+    fn command(&self, cwd: &Path, args: &[&str]) -> Command {
+        let store = self.store.display().to_string();
+        let mut all = vec!["--store", store.as_str(), "--as", "tester"];
+        all.extend_from_slice(args);
+        self.base_command(cwd, &all)
+    }
+
+    fn base_command(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_strands"));
+        cmd.args(args)
+            .current_dir(cwd)
+            .env("STRANDS_RETRY_BASE_MS", "10")
+            .env("STRANDS_LLM_TIMEOUT_SECS", "30")
+            .env_remove("STRANDS_STORE")
+            .env_remove("STRANDS_LOG")
+            .env_remove("STRANDS_LOG_FORMAT")
+            .env_remove("STRANDS_MAX_RETRIES")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL");
+        cmd
+    }
+
+    /// `sessions show ID --json`.
+    pub fn show(&self, id: &str) -> Value {
+        let out = self.strands(&["sessions", "show", id, "--json"]);
+        out.expect_code(0);
+        out.json()
+    }
+
+    /// `sessions list --json`.
+    pub fn list(&self) -> Value {
+        let out = self.strands(&["sessions", "list", "--json"]);
+        out.expect_code(0);
+        out.json()
+    }
+}
+
+fn collect(mut cmd: Command, stdin: &str) -> Outcome {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strands");
+    {
+        let mut input = child.stdin.take().expect("child stdin");
+        // The child may exit without reading everything; that is fine.
+        let _ = input.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().expect("wait for strands");
+    Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The `session_id` of a `--json` result.
+pub fn session_id(v: &Value) -> String {
+    v["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session_id in {v:#}"))
+        .to_string()
+}
+
+/// The gate history (`gates`) of a `--json` result.
+pub fn history(v: &Value) -> Vec<Value> {
+    v["gates"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no gates array in {v:#}"))
+        .clone()
+}
