@@ -3,7 +3,7 @@
 //! The data path reads as the module list: [`spec`] (load and validate a
 //! workflow) → [`engine`] (run it step by step) → [`gate`] (what a human may
 //! answer) → [`store`] (durable sessions in sled) → [`channel`] (ask a human:
-//! terminal, CLI, later Slack) → back to [`engine`] to resume.
+//! terminal, CLI, Slack — see [`slack`]) → back to [`engine`] to resume.
 
 pub mod channel;
 pub mod cli;
@@ -12,6 +12,7 @@ pub mod error;
 pub mod gate;
 pub mod provider;
 pub mod session;
+pub mod slack;
 pub mod spec;
 pub mod store;
 pub mod template;
