@@ -183,6 +183,7 @@ fn start_args(spec: &strands::spec::Spec, out: &Path) -> Start {
             .expect("the bench spec's variables do not resolve"),
         started_by: "bench".into(),
         out_dir: out.to_path_buf(),
+        origin: None,
     }
 }
 

@@ -358,6 +358,7 @@ async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         variables,
         started_by: ctx.who.clone(),
         out_dir,
+        origin: None,
     };
     let session = match mode(args.interactive, args.auto_approve) {
         Mode::Detached => engine.start(&spec, start, &mut progress(Detached)).await?,

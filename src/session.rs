@@ -173,8 +173,38 @@ pub struct Session {
     /// Where artifacts go (`--out`).
     pub out_dir: String,
     pub failure: Option<Failure>,
+    /// Where a run started from a chat channel came from (the Slack bot).
+    #[serde(default)]
+    pub origin: Option<Origin>,
+    /// The approval message posted for the open gate, or why posting failed.
+    #[serde(default)]
+    pub notification: Option<Notification>,
     /// Store revision, bumped by every write (compare-and-swap).
     pub rev: u64,
+}
+
+/// Where a run was started from in a chat tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    pub channel: String,
+    pub user: String,
+    /// Where approval messages go for this run.
+    pub approval_channel: String,
+}
+
+/// The message that asks for the open gate's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notification {
+    /// The gate handle (`id#instance`) the message is about.
+    pub gate: String,
+    pub channel: String,
+    /// The message's `ts`, once posted.
+    pub ts: Option<String>,
+    /// The first message's `ts`: progress goes into its thread.
+    pub thread_ts: Option<String>,
+    pub at: DateTime<Utc>,
+    /// Why the last attempt to post failed, if it did.
+    pub error: Option<String>,
 }
 
 impl Session {

@@ -34,6 +34,8 @@ pub struct Start {
     pub variables: serde_json::Map<String, serde_json::Value>,
     pub started_by: String,
     pub out_dir: PathBuf,
+    /// Set when a chat command started the run.
+    pub origin: Option<crate::session::Origin>,
 }
 
 pub struct Engine<'a> {
@@ -80,6 +82,13 @@ impl<'a> Engine<'a> {
         start: Start,
         channel: &mut C,
     ) -> Result<Session> {
+        let session = self.create(spec, start)?;
+        self.drive(spec, session, channel).await
+    }
+
+    /// Saves a new session, `running` at its first step, without running it
+    /// (the bot answers the slash command first and drives it afterwards).
+    pub fn create(&self, spec: &Spec, start: Start) -> Result<Session> {
         Self::preflight(spec)?;
         let now = Utc::now();
         let mut session = Session {
@@ -106,10 +115,12 @@ impl<'a> Engine<'a> {
             artifacts: Vec::new(),
             out_dir: start.out_dir.display().to_string(),
             failure: None,
+            origin: start.origin,
+            notification: None,
             rev: 0,
         };
         self.store.create(&mut session)?;
-        self.drive(spec, session, channel).await
+        Ok(session)
     }
 
     /// Loads a session's spec from its snapshot (not the file, which may have changed).

@@ -5,4 +5,7 @@
 //! store; a signed button click (or modal submission) records the decision
 //! exactly once and a background task resumes the run.
 
+pub mod api;
 pub mod blocks;
+pub mod config;
+pub mod metrics;

@@ -22,6 +22,23 @@ pub mod trees {
     pub const SESSIONS: &str = "sessions";
     /// session id → `Summary` as JSON (what `sessions list` reads).
     pub const SUMMARIES: &str = "summaries";
+    /// `{channel}/{ts}` of an approval message → `MessageTarget` as JSON.
+    pub const SLACK_MESSAGES: &str = "slack_messages";
+    /// Slack event ids already handled (retries are acknowledged once).
+    pub const SLACK_EVENTS: &str = "slack_events";
+}
+
+/// What an approval message asks about: a click finds its session and gate
+/// here, by the message's channel and `ts`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MessageTarget {
+    pub session: String,
+    /// The gate handle (`id#instance`) the message was posted for.
+    pub gate: String,
+}
+
+fn message_key(channel: &str, ts: &str) -> Vec<u8> {
+    format!("{channel}/{ts}").into_bytes()
 }
 
 /// Why an answer was not recorded. Nothing changed in any of these cases.
@@ -62,6 +79,8 @@ pub struct Store {
     db: sled::Db,
     sessions: sled::Tree,
     summaries: sled::Tree,
+    messages: sled::Tree,
+    events: sled::Tree,
     path: PathBuf,
 }
 
@@ -88,10 +107,14 @@ impl Store {
             .map_err(|e| open_error(path, e))?;
         let sessions = db.open_tree(trees::SESSIONS)?;
         let summaries = db.open_tree(trees::SUMMARIES)?;
+        let messages = db.open_tree(trees::SLACK_MESSAGES)?;
+        let events = db.open_tree(trees::SLACK_EVENTS)?;
         Ok(Store {
             db,
             sessions,
             summaries,
+            messages,
+            events,
             path: path.to_path_buf(),
         })
     }
@@ -107,24 +130,94 @@ impl Store {
         let mut next = session.clone();
         next.rev = expected + 1;
         next.updated_at = Utc::now();
-        self.write(&next, Some(expected))?;
+        self.write(&next, Some(expected), None)?;
         *session = next;
         Ok(())
+    }
+
+    /// Records the approval message posted for the open gate (or why posting
+    /// failed) and, when posted, indexes it by channel + ts — one atomic
+    /// write with the session, so a click can always find what it approves.
+    pub fn record_notification(
+        &self,
+        session: &mut Session,
+        n: crate::session::Notification,
+    ) -> Result<()> {
+        let index = match &n.ts {
+            Some(ts) => {
+                let target = MessageTarget {
+                    session: session.id.clone(),
+                    gate: n.gate.clone(),
+                };
+                let bytes = serde_json::to_vec(&target)
+                    .map_err(|e| Error::Internal(format!("encode message target: {e}")))?;
+                Some((message_key(&n.channel, ts), bytes))
+            }
+            None => None,
+        };
+        let expected = session.rev;
+        let mut next = session.clone();
+        next.notification = Some(n);
+        next.rev = expected + 1;
+        next.updated_at = Utc::now();
+        self.write(&next, Some(expected), index)?;
+        *session = next;
+        Ok(())
+    }
+
+    /// The session and gate an approval message was posted for.
+    pub fn message_target(&self, channel: &str, ts: &str) -> Result<Option<MessageTarget>> {
+        match self.messages.get(message_key(channel, ts))? {
+            None => Ok(None),
+            Some(v) => serde_json::from_slice(&v)
+                .map(Some)
+                .map_err(|e| Error::Store(format!("unreadable message index entry: {e}"))),
+        }
+    }
+
+    /// True the first time `event_id` is seen; false for a retry.
+    pub fn first_sighting(&self, event_id: &str) -> Result<bool> {
+        let now = Utc::now().timestamp().to_be_bytes();
+        let res = self.events.compare_and_swap(
+            event_id.as_bytes(),
+            None as Option<&[u8]>,
+            Some(&now[..]),
+        )?;
+        if res.is_ok() {
+            self.db.flush()?;
+        }
+        Ok(res.is_ok())
+    }
+
+    /// Full sessions with a status (start-up recovery reads `running` ones).
+    pub fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
+        let mut out = Vec::new();
+        for s in self.list(Some(status))? {
+            if let Some(full) = self.load(&s.id)? {
+                out.push(full);
+            }
+        }
+        Ok(out)
     }
 
     /// Stores a new session (rev 0 → 1).
     pub fn create(&self, session: &mut Session) -> Result<()> {
         session.rev = 1;
-        self.write(session, None)
+        self.write(session, None, None)
     }
 
-    fn write(&self, session: &Session, expected_rev: Option<u64>) -> Result<()> {
+    fn write(
+        &self,
+        session: &Session,
+        expected_rev: Option<u64>,
+        index: Option<(Vec<u8>, Vec<u8>)>,
+    ) -> Result<()> {
         let bytes = serde_json::to_vec(session)
             .map_err(|e| Error::Internal(format!("encode session: {e}")))?;
         let summary = serde_json::to_vec(&session.summary())
             .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
         let key = session.id.as_bytes();
-        let res = (&self.sessions, &self.summaries).transaction(|(s, m)| {
+        let res = (&self.sessions, &self.summaries, &self.messages).transaction(|(s, m, msg)| {
             let current = s.get(key)?;
             match (expected_rev, &current) {
                 (None, Some(_)) => {
@@ -152,6 +245,9 @@ impl Store {
             }
             s.insert(key, bytes.as_slice())?;
             m.insert(key, summary.as_slice())?;
+            if let Some((k, v)) = &index {
+                msg.insert(k.as_slice(), v.as_slice())?;
+            }
             Ok(())
         });
         match res {

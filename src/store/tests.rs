@@ -55,6 +55,8 @@ fn paused_session(id: &str) -> Session {
         artifacts: Vec::new(),
         out_dir: ".".into(),
         failure: None,
+        origin: None,
+        notification: None,
         rev: 0,
     }
 }

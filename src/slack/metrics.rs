@@ -1,0 +1,158 @@
+//! `GET /metrics`: Prometheus text format (prometheus-client). Sessions by
+//! status are counted from the store at scrape time; everything else is
+//! counted as it happens.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+pub struct Metrics {
+    registry: Registry,
+    sessions: Family<Labels, Gauge>,
+    gates_opened: Counter,
+    gates_answered: Family<Labels, Counter>,
+    click_ack: Histogram,
+    slack_calls: Family<Labels, Counter>,
+    slack_errors: Family<Labels, Counter>,
+    refused: Family<Labels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("strands");
+        let sessions = Family::<Labels, Gauge>::default();
+        let gates_opened = Counter::default();
+        let gates_answered = Family::<Labels, Counter>::default();
+        let click_ack = Histogram::new([
+            0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0,
+        ]);
+        let slack_calls = Family::<Labels, Counter>::default();
+        let slack_errors = Family::<Labels, Counter>::default();
+        let refused = Family::<Labels, Counter>::default();
+        registry.register(
+            "sessions",
+            "Sessions in the store by status",
+            sessions.clone(),
+        );
+        registry.register(
+            "gates_opened",
+            "Approval messages posted for gates",
+            gates_opened.clone(),
+        );
+        registry.register(
+            "gates_answered",
+            "Gate decisions recorded, by decision",
+            gates_answered.clone(),
+        );
+        registry.register(
+            "click_ack_seconds",
+            "Time from receiving a Slack interaction to acknowledging it",
+            click_ack.clone(),
+        );
+        registry.register(
+            "slack_api_calls",
+            "Slack Web API calls by method",
+            slack_calls.clone(),
+        );
+        registry.register(
+            "slack_api_errors",
+            "Failed Slack Web API calls by method",
+            slack_errors.clone(),
+        );
+        registry.register(
+            "requests_refused",
+            "Slack requests refused, by reason",
+            refused.clone(),
+        );
+        Metrics {
+            registry,
+            sessions,
+            gates_opened,
+            gates_answered,
+            click_ack,
+            slack_calls,
+            slack_errors,
+            refused,
+        }
+    }
+
+    pub fn gate_opened(&self) {
+        self.gates_opened.inc();
+    }
+    pub fn gate_answered(&self, decision: &str) {
+        self.gates_answered
+            .get_or_create(&vec![("decision".into(), decision.into())])
+            .inc();
+    }
+    pub fn click_acked(&self, seconds: f64) {
+        self.click_ack.observe(seconds);
+    }
+    pub fn slack_call(&self, method: &str) {
+        self.slack_calls
+            .get_or_create(&vec![("method".into(), method.into())])
+            .inc();
+    }
+    pub fn slack_error(&self, method: &str) {
+        self.slack_errors
+            .get_or_create(&vec![("method".into(), method.into())])
+            .inc();
+    }
+    pub fn refused(&self, reason: &str) {
+        self.refused
+            .get_or_create(&vec![("reason".into(), reason.into())])
+            .inc();
+    }
+
+    /// The exposition text, with session counts taken now.
+    pub fn render(&self, sessions_by_status: &[(&str, i64)]) -> String {
+        for (status, n) in sessions_by_status {
+            self.sessions
+                .get_or_create(&vec![("status".into(), (*status).into())])
+                .set(*n);
+        }
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prometheus_text() {
+        let m = Metrics::new();
+        m.slack_call("chat.postMessage");
+        m.slack_error("chat.postMessage");
+        m.click_acked(0.004);
+        m.gate_answered("approve");
+        let text = m.render(&[("paused", 3)]);
+        assert!(
+            text.contains("strands_sessions{status=\"paused\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("strands_slack_api_calls_total{method=\"chat.postMessage\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("strands_click_ack_seconds_count 1"), "{text}");
+        assert!(
+            text.contains("strands_gates_answered_total{decision=\"approve\"} 1"),
+            "{text}"
+        );
+    }
+}
