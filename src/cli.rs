@@ -50,6 +50,24 @@ pub enum Command {
     /// List, show, delete and clean up sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Run the Slack approval bot (configuration from SLACK_* / STRANDS_* variables).
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (default STRANDS_BIND or 127.0.0.1:3000).
+    #[arg(long)]
+    pub bind: Option<std::net::SocketAddr>,
+    /// Directory of specs `/strands run NAME` may start (STRANDS_WORKFLOWS).
+    #[arg(long)]
+    pub workflows: Option<PathBuf>,
+    /// Channel for approval messages (STRANDS_APPROVAL_CHANNEL).
+    #[arg(long)]
+    pub approval_channel: Option<String>,
+    /// Directory of Block Kit template overrides (STRANDS_TEMPLATES).
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -132,6 +150,9 @@ pub enum SessionsCommand {
     },
     /// Delete a session.
     Delete { id: String },
+    /// Post a paused session's approval message to Slack again (the bot must
+    /// not be running on this store; in Slack use `/strands notify ID`).
+    Notify { id: String },
     /// Delete finished sessions older than N days (paused ones are kept).
     Cleanup {
         #[arg(long)]
@@ -158,10 +179,17 @@ pub fn main() -> u8 {
     init_tracing();
     crate::provider::install_crypto();
     let json = wants_json(&cli.command);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // The bot serves many requests at once; the CLI runs one session.
+    let runtime = if matches!(cli.command, Command::Serve(_)) {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(r) => r,
         Err(e) => return fail(&Error::io("cannot start the async runtime", e), json),
     };
@@ -192,7 +220,9 @@ fn wants_json(c: &Command) -> bool {
         Command::Sessions(SessionsCommand::List { json, .. })
         | Command::Sessions(SessionsCommand::Show { json, .. })
         | Command::Sessions(SessionsCommand::Cleanup { json, .. }) => *json,
-        Command::Sessions(SessionsCommand::Delete { .. }) => false,
+        Command::Sessions(SessionsCommand::Delete { .. })
+        | Command::Sessions(SessionsCommand::Notify { .. })
+        | Command::Serve(_) => false,
     }
 }
 
@@ -274,8 +304,33 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Validate { spec, json } => validate(&spec, json),
         Command::Run(args) => run(&ctx, args).await,
         Command::Resume(args) => resume(&ctx, args).await,
+        Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,
         Command::Sessions(cmd) => sessions(&ctx, cmd),
+        Command::Serve(args) => {
+            let config = crate::slack::config::Config::from_env(
+                ctx.store_path.clone(),
+                crate::slack::config::Overrides {
+                    bind: args.bind,
+                    workflows: args.workflows,
+                    approval_channel: args.approval_channel,
+                    templates: args.templates,
+                },
+            )?;
+            crate::slack::serve(config).await?;
+            Ok(exit::OK)
+        }
     }
+}
+
+async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
+    let config =
+        crate::slack::config::Config::from_env(ctx.store_path.clone(), Default::default())?;
+    let store = ctx.open()?;
+    let id = store.resolve(id)?;
+    let app = crate::slack::app::App::new(config, store)?;
+    app.notify(&id).await?;
+    eprintln!("posted the approval message for session {id}");
+    Ok(exit::OK)
 }
 
 fn validate(path: &std::path::Path, json: bool) -> Result<u8> {
@@ -707,6 +762,7 @@ fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             }
             Ok(exit::OK)
         }
+        SessionsCommand::Notify { .. } => Err(Error::Internal("notify is handled before".into())),
         SessionsCommand::Delete { id } => {
             let id = store.resolve(&id)?;
             store.delete(&id)?;

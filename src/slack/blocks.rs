@@ -1195,5 +1195,783 @@ fn samples() -> Samples {
 
 #[cfg(test)]
 mod tests {
-    // TESTS
+    use super::*;
+    use serde_json::json;
+
+    fn builtins() -> Templates {
+        Templates::load(None).unwrap()
+    }
+
+    /// Quotes, backslashes, newlines, markup, mentions, emoji, multi-byte
+    /// and control characters, repeated to `n` chars.
+    fn nasty(n: usize) -> String {
+        let unit = "\"q\" \\b\\ \n</script> <!channel> <@U123> & 🦀 é 漢字 👩‍👩‍👧 \t\r{{ x }} ``` ";
+        unit.chars().cycle().take(n).collect()
+    }
+
+    fn adversarial_approval(kind: GateKind) -> ApprovalView {
+        let gate = OpenGate {
+            id: nasty(500),
+            instance: 7,
+            kind,
+            position: crate::gate::Position::Task(nasty(500)),
+            prompt: nasty(5_000),
+            context: nasty(100_000),
+            show_preview: true,
+            preview_length: 200_000,
+            default: None,
+            fallback: crate::spec::Fallback::Cancel,
+            opened_at: chrono::Utc::now(),
+            timeout_at: Some(chrono::Utc::now() + chrono::Duration::seconds(60)),
+        };
+        ApprovalView::from_gate(&gate, &nasty(500), &nasty(300), &nasty(300))
+    }
+
+    /// Every string under a mrkdwn text object.
+    fn mrkdwn_texts(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(o) => {
+                if o.get("type").and_then(Value::as_str) == Some("mrkdwn") {
+                    if let Some(t) = o.get("text").and_then(Value::as_str) {
+                        out.push(t.to_string());
+                    }
+                }
+                o.values().for_each(|v| mrkdwn_texts(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| mrkdwn_texts(v, out)),
+            _ => {}
+        }
+    }
+
+    fn assert_escaped(blocks: &Value) {
+        let mut texts = Vec::new();
+        mrkdwn_texts(blocks, &mut texts);
+        assert!(!texts.is_empty());
+        for t in texts {
+            for bad in ["<!channel>", "<@U123>", "</script>"] {
+                assert!(!t.contains(bad), "unescaped {bad} in mrkdwn: {t:.200}");
+            }
+        }
+    }
+
+    fn block_of<'a>(blocks: &'a [Value], ty: &str) -> &'a Value {
+        blocks
+            .iter()
+            .find(|b| b["type"] == ty)
+            .unwrap_or_else(|| panic!("no {ty} block in {blocks:#?}"))
+    }
+
+    fn header_text(blocks: &[Value]) -> String {
+        block_of(blocks, "header")["text"]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    // ---- normal views
+
+    #[test]
+    fn every_builtin_renders_every_sample() {
+        let t = builtins();
+        let s = samples();
+        for v in &s.approvals {
+            let blocks = t.approval(v).unwrap();
+            assert_eq!(
+                header_text(&blocks),
+                "Approval needed: deploy-service / review"
+            );
+        }
+        for v in &s.decided {
+            let blocks = t.decided(v).unwrap();
+            assert!(blocks.iter().all(|b| b["type"] != "actions"));
+        }
+        for v in &s.modals {
+            let view = t.modal(v).unwrap();
+            assert_eq!(view["callback_id"], format!("strands_{}", v.kind));
+        }
+        for v in &s.progress {
+            t.progress(v).unwrap();
+        }
+        assert_eq!(t.origin(APPROVAL), "built-in approval.json.j2");
+    }
+
+    #[test]
+    fn approval_has_three_buttons_carrying_the_handle() {
+        let t = builtins();
+        let blocks = t.approval(&sample_approval(GateKind::ManualGate)).unwrap();
+        let actions = block_of(&blocks, "actions");
+        assert_eq!(actions["block_id"], "gate:review#1");
+        let els = actions["elements"].as_array().unwrap();
+        let ids: Vec<&str> = els
+            .iter()
+            .map(|e| e["action_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["strands_approve", "strands_reject", "strands_modify"]);
+        assert!(els
+            .iter()
+            .all(|e| e["value"] == "review#1" && e["type"] == "button"));
+        assert_eq!(els[0]["style"], "primary");
+        assert_eq!(els[1]["style"], "danger");
+        assert!(els[2].get("style").is_none());
+        let confirm = &els[1]["confirm"];
+        for key in ["title", "text", "confirm", "deny"] {
+            assert!(
+                confirm[key]["text"].as_str().is_some_and(|s| !s.is_empty()),
+                "{key}"
+            );
+        }
+        assert!(els[0].get("confirm").is_none());
+        // The rest of the message.
+        let sections: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b["type"] == "section")
+            .map(|b| b["text"]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(sections[0], "*Approve the production deploy?*");
+        assert!(
+            sections[1].starts_with("```\ndiff --git"),
+            "{}",
+            sections[1]
+        );
+        let all = serde_json::to_string(&blocks).unwrap();
+        assert!(all.contains("120 more characters"), "{all}");
+        assert!(all.contains("strands sessions show 3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f"));
+        assert!(all.contains("Started by <@U04APPROVER>"));
+        assert!(
+            all.contains("<!date^1763719200^{date_short_pretty} at {time}|2025-11-21T10:00:00Z>")
+        );
+    }
+
+    #[test]
+    fn hitl_gates_get_respond_instead_of_modify() {
+        let t = builtins();
+        let blocks = t.approval(&sample_approval(GateKind::Hitl)).unwrap();
+        let els = block_of(&blocks, "actions")["elements"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let ids: Vec<&str> = els
+            .iter()
+            .map(|e| e["action_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            ["strands_approve", "strands_reject", "strands_respond"]
+        );
+        assert_eq!(els[2]["value"], "review#1");
+    }
+
+    #[test]
+    fn decided_says_who_did_what() {
+        let t = builtins();
+        let s = samples();
+        let outcome = |i: usize| {
+            let blocks = t.decided(&s.decided[i]).unwrap();
+            blocks.last().unwrap()["text"]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            outcome(0),
+            "✅ Approved by <@U04APPROVER> at 2025-11-21T09:30:00Z"
+        );
+        assert_eq!(
+            outcome(1),
+            "❌ Rejected by <@U04APPROVER> at 2025-11-21T09:30:00Z: not on a Friday"
+        );
+        assert_eq!(outcome(2), "❌ Rejected by alice at 2025-11-21T09:30:00Z");
+        assert!(outcome(3).starts_with("✏️ Modify requested by <@U04APPROVER>"));
+        assert!(outcome(4).starts_with("💬 Responded by <@U04APPROVER>"));
+        assert!(
+            outcome(6).starts_with("⏱ Timed out → continued"),
+            "{}",
+            outcome(6)
+        );
+        assert!(outcome(7).starts_with("⏱ Timed out → rejected: timed out"));
+    }
+
+    #[test]
+    fn decided_from_an_answer() {
+        let answer = Answer {
+            decision: Decision::Reject {
+                reason: Some("no".into()),
+            },
+            by: "U04APPROVER".into(),
+            at: chrono::DateTime::parse_from_rfc3339("2025-11-21T09:30:00Z")
+                .unwrap()
+                .into(),
+            via: "slack".into(),
+            vars: Map::new(),
+        };
+        let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
+        assert_eq!(
+            (v.decision.as_str(), v.at.as_str(), v.detail.as_deref()),
+            ("reject", "2025-11-21T09:30:00Z", Some("no"))
+        );
+    }
+
+    #[test]
+    fn modal_fields_depend_on_kind() {
+        let t = builtins();
+        let s = samples();
+        let input = |v: &ModalView| {
+            t.modal(v).unwrap()["blocks"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone()
+        };
+        for v in &s.modals {
+            let view = t.modal(v).unwrap();
+            assert_eq!(view["type"], "modal");
+            assert_eq!(view["private_metadata"], v.private_metadata);
+            let inp = input(v);
+            assert_eq!(inp["block_id"], "feedback");
+            assert_eq!(inp["element"]["action_id"], "text");
+            assert_eq!(inp["element"]["type"], "plain_text_input");
+            assert_eq!(inp["element"]["multiline"], true);
+            let optional = v.kind == "reject" && !v.required;
+            assert_eq!(inp["optional"], optional, "{}", v.kind);
+        }
+        let mut untitled = s.modals[0].clone();
+        untitled.title = " ".into();
+        assert_eq!(
+            t.modal(&untitled).unwrap()["title"]["text"],
+            "Request changes"
+        );
+    }
+
+    // ---- adversarial views
+
+    #[test]
+    fn adversarial_approvals_stay_valid_and_escaped() {
+        let t = builtins();
+        for kind in [GateKind::ManualGate, GateKind::Hitl] {
+            let v = adversarial_approval(kind);
+            assert!(v.preview_cut > 90_000, "{}", v.preview_cut);
+            let blocks = t.approval(&v).unwrap();
+            check_message(&blocks).unwrap();
+            assert_escaped(&Value::Array(blocks.clone()));
+            let header = header_text(&blocks);
+            assert!(chars(&header) <= 150 && header.starts_with("Approval needed: "));
+            let els = block_of(&blocks, "actions")["elements"]
+                .as_array()
+                .unwrap()
+                .clone();
+            assert!(
+                els.iter().all(|e| e["value"] == v.handle),
+                "handles are never cut"
+            );
+            let bid = block_of(&blocks, "actions")["block_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert_eq!(chars(&bid), 255);
+            assert!(bid.ends_with('…'));
+            // The rendered JSON round-trips into slack-morphism's types.
+            let typed: Vec<SlackBlock> =
+                serde_json::from_value(Value::Array(blocks.clone())).unwrap();
+            assert_eq!(typed.len(), blocks.len());
+            // The preview section is exactly at, not over, the section limit.
+            let preview = blocks
+                .iter()
+                .filter_map(|b| b["text"]["text"].as_str())
+                .find(|s| s.starts_with("```"))
+                .unwrap();
+            assert!(chars(preview) <= SECTION_TEXT_MAX);
+        }
+    }
+
+    #[test]
+    fn adversarial_decided_modal_and_progress_stay_valid() {
+        let t = builtins();
+        for decision in ["approve", "reject", "modify", "respond", &nasty(300)] {
+            for by in ["U04APPROVER", "timeout", &nasty(300)] {
+                let v = DecidedView {
+                    approval: adversarial_approval(GateKind::ManualGate),
+                    decision: decision.to_string(),
+                    by: by.to_string(),
+                    at: nasty(100),
+                    detail: Some(nasty(10_000)),
+                };
+                let blocks = t.decided(&v).unwrap();
+                assert_escaped(&Value::Array(blocks));
+            }
+        }
+        for kind in ["modify", "respond", "reject", &nasty(50)] {
+            let v = ModalView {
+                kind: kind.to_string(),
+                title: nasty(500),
+                prompt: nasty(5_000),
+                private_metadata: nasty(3_000),
+                required: false,
+            };
+            let view = t.modal(&v).unwrap();
+            assert_escaped(&view);
+            assert_eq!(
+                view["private_metadata"].as_str().unwrap(),
+                v.private_metadata
+            );
+            let typed: SlackView = serde_json::from_value(view).unwrap();
+            assert!(matches!(typed, SlackView::Modal(_)));
+        }
+        for event in [
+            "step_done",
+            "paused",
+            "completed",
+            "failed",
+            "rejected",
+            &nasty(40),
+        ] {
+            let (output, _) = cut_for_section(&nasty(100_000), CODE_BLOCK_MAX);
+            let v = ProgressView {
+                event: event.to_string(),
+                workflow: nasty(500),
+                session_id: nasty(500),
+                text: nasty(5_000),
+                output: Some(output),
+            };
+            let blocks = t.progress(&v).unwrap();
+            assert_escaped(&Value::Array(blocks));
+            // Uncut output is cut by the template, still within limits.
+            let v = ProgressView {
+                output: Some(nasty(100_000)),
+                ..v
+            };
+            t.progress(&v).unwrap();
+        }
+    }
+
+    #[test]
+    fn empty_strings_never_make_empty_text() {
+        let t = builtins();
+        let v = ApprovalView {
+            workflow: String::new(),
+            gate_id: String::new(),
+            handle: "#1".into(),
+            kind: String::new(),
+            position: String::new(),
+            prompt: "  ".into(),
+            preview: Some(String::new()),
+            preview_cut: 0,
+            started_by: String::new(),
+            session_id: String::new(),
+            timeout_at: None,
+            timeout_unix: None,
+        };
+        t.approval(&v).unwrap();
+        let d = DecidedView {
+            approval: v,
+            decision: String::new(),
+            by: String::new(),
+            at: String::new(),
+            detail: Some(String::new()),
+        };
+        t.decided(&d).unwrap();
+        t.modal(&ModalView {
+            kind: String::new(),
+            title: String::new(),
+            prompt: String::new(),
+            private_metadata: String::new(),
+            required: true,
+        })
+        .unwrap();
+        t.progress(&ProgressView {
+            event: String::new(),
+            workflow: String::new(),
+            session_id: String::new(),
+            text: String::new(),
+            output: Some(String::new()),
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn an_over_long_handle_is_an_error_not_a_broken_button() {
+        let t = builtins();
+        let mut v = sample_approval(GateKind::ManualGate);
+        v.handle = "x".repeat(2_001);
+        let e = t.approval(&v).unwrap_err().to_string();
+        assert!(
+            e.contains("built-in approval.json.j2") && e.contains("button value"),
+            "{e}"
+        );
+    }
+
+    // ---- cutting and filters
+
+    #[test]
+    fn cut_for_section_counts_escapes_and_cuts_on_char_boundaries() {
+        assert_eq!(cut_for_section("abc", 10), ("abc".to_string(), 0));
+        assert_eq!(cut_for_section("héllo", 2), ("hé".to_string(), 3));
+        // `&` becomes `&amp;`: five of the budget.
+        assert_eq!(cut_for_section("a&b", 5), ("a".to_string(), 2));
+        assert_eq!(cut_for_section("a&b", 6), ("a&".to_string(), 1));
+        assert_eq!(cut_for_section("🦀🦀🦀", 2), ("🦀🦀".to_string(), 1));
+        let (kept, cut) = cut_for_section(&nasty(10_000), CODE_BLOCK_MAX);
+        assert!(chars(&escape_mrkdwn(&kept)) <= CODE_BLOCK_MAX);
+        assert_eq!(chars(&kept) + cut, 10_000);
+    }
+
+    #[test]
+    fn filters_escape_cut_and_mention() {
+        assert_eq!(
+            mrkdwn_filter("<!here> & <@U1>", None).unwrap(),
+            "&lt;!here&gt; &amp; &lt;@U1&gt;"
+        );
+        let cut = mrkdwn_filter("<<<<", Some(9)).unwrap();
+        assert_eq!(cut, "&lt;&lt;…");
+        assert!(mrkdwn_filter("x", Some(0)).is_err());
+        assert_eq!(truncate_chars_filter("héllo", 3).unwrap(), "hé…");
+        assert_eq!(truncate_chars_filter("abc", 3).unwrap(), "abc");
+        assert_eq!(mention_filter("U04APPROVER"), "<@U04APPROVER>");
+        assert_eq!(mention_filter("W012ABCDEF"), "<@W012ABCDEF>");
+        assert_eq!(mention_filter("UBUNTUUSER"), "UBUNTUUSER");
+        assert_eq!(mention_filter("<@U123>"), "&lt;@U123&gt;");
+        assert_eq!(mention_filter(""), "someone");
+        assert!(chars(&mention_filter(&"x".repeat(500))) <= 100);
+    }
+
+    // ---- overrides
+
+    fn dir_with(name: &str, text: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(name), text).unwrap();
+        dir
+    }
+
+    const MINIMAL_APPROVAL: &str = r#"[
+      {"type": "header", "text": {"type": "plain_text", "text": {{ ("OVERRIDE " ~ workflow)|truncate_chars(150)|tojson }}}},
+      {"type": "actions", "block_id": "gate", "elements": [
+        {"type": "button", "action_id": "strands_approve", "text": {"type": "plain_text", "text": "OK"}, "value": {{ handle|tojson }}}
+      ]}
+    ]"#;
+
+    #[test]
+    fn an_override_replaces_only_its_builtin() {
+        let dir = dir_with(APPROVAL, MINIMAL_APPROVAL);
+        std::fs::write(dir.path().join("README.j2"), "ignored, with a warning").unwrap();
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let blocks = t.approval(&sample_approval(GateKind::ManualGate)).unwrap();
+        assert_eq!(header_text(&blocks), "OVERRIDE deploy-service");
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(
+            t.origin(APPROVAL),
+            dir.path().join(APPROVAL).display().to_string()
+        );
+        // The others are still the built-ins.
+        assert_eq!(t.origin(DECIDED), "built-in decided.json.j2");
+        let d = t.decided(&samples().decided[0]).unwrap();
+        assert!(header_text(&d).starts_with("Approval needed"));
+    }
+
+    fn load_error(name: &str, text: &str) -> String {
+        let dir = dir_with(name, text);
+        let e = Templates::load(Some(dir.path())).unwrap_err().to_string();
+        let path = dir.path().join(name).display().to_string();
+        assert!(e.contains(&path), "error does not name {path}: {e}");
+        e
+    }
+
+    #[test]
+    fn a_syntax_error_names_the_file_and_line() {
+        let e = load_error(PROGRESS, "[\n  {{ oops( }}\n]");
+        assert!(e.contains("progress.json.j2:2"), "{e}");
+    }
+
+    #[test]
+    fn invalid_json_names_the_file() {
+        let e = load_error(
+            APPROVAL,
+            r#"[{"type": "header", "text": {"type": "plain_text", "text": "x"}},]"#,
+        );
+        assert!(e.contains("did not render valid JSON"), "{e}");
+        let e = load_error(MODAL, r#"[]"#);
+        assert!(e.contains("view"), "{e}");
+        let e = load_error(PROGRESS, r#"{"blocks": []}"#);
+        assert!(e.contains("not an array of blocks"), "{e}");
+    }
+
+    #[test]
+    fn a_broken_limit_names_the_file_and_the_limit() {
+        let long = "x".repeat(151);
+        let e = load_error(
+            PROGRESS,
+            &format!(
+                r#"[{{"type": "header", "text": {{"type": "plain_text", "text": "{long}"}}}}]"#
+            ),
+        );
+        assert!(
+            e.contains("block 0 (header)") && e.contains("header text ≤ 150"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_limit_broken_only_by_some_input_fails_at_render_naming_the_file() {
+        let unsafe_prompt =
+            r#"[{"type": "section", "text": {"type": "mrkdwn", "text": {{ prompt|tojson }}}}]"#;
+        let dir = dir_with(APPROVAL, unsafe_prompt);
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let mut v = sample_approval(GateKind::ManualGate);
+        v.prompt = "p".repeat(5_000);
+        let e = t.approval(&v).unwrap_err();
+        assert!(matches!(e, Error::Runtime(_)));
+        let e = e.to_string();
+        assert!(
+            e.contains(&dir.path().join(APPROVAL).display().to_string()),
+            "{e}"
+        );
+        assert!(e.contains("section text ≤ 3000"), "{e}");
+    }
+
+    #[test]
+    fn values_printed_without_tojson_are_still_json_escaped() {
+        let sloppy = r#"[{"type": "section", "text": {"type": "mrkdwn", "text": {{ prompt|mrkdwn(3000) }}}}]"#;
+        let dir = dir_with(APPROVAL, sloppy);
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let mut v = sample_approval(GateKind::ManualGate);
+        v.prompt = "say \"hi\"\n<!channel>".into();
+        let blocks = t.approval(&v).unwrap();
+        assert_eq!(blocks[0]["text"]["text"], "say \"hi\"\n&lt;!channel&gt;");
+    }
+
+    #[test]
+    fn blocks_slack_morphism_cannot_read_are_refused() {
+        let e = load_error(
+            PROGRESS,
+            r#"[{"type": "sektion", "text": {"type": "mrkdwn", "text": "x"}}]"#,
+        );
+        assert!(e.contains("slack-morphism"), "{e}");
+        // A known type with a body of the wrong shape lands in slack-morphism's
+        // `Unknown`, which is refused too.
+        let e = load_error(
+            PROGRESS,
+            r#"[{"type": "divider", "block_id": "d"}, {"type": "image", "alt_text": "x", "image_url": "not a url"}]"#,
+        );
+        assert!(
+            e.contains("block 1 (image)") && e.contains("slack-morphism"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn runaway_templates_run_out_of_fuel() {
+        let e = load_error(
+            PROGRESS,
+            "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}[]",
+        );
+        assert!(e.to_lowercase().contains("fuel"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_directory_or_unreadable_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let e = Templates::load(Some(&missing)).unwrap_err().to_string();
+        assert!(e.contains(&missing.display().to_string()), "{e}");
+        std::fs::create_dir(dir.path().join(APPROVAL)).unwrap();
+        let e = Templates::load(Some(dir.path())).unwrap_err().to_string();
+        assert!(
+            e.contains(&dir.path().join(APPROVAL).display().to_string()),
+            "{e}"
+        );
+    }
+
+    // ---- check_message / check_modal, one limit at a time
+
+    fn header(text: &str) -> Value {
+        json!({"type": "header", "text": {"type": "plain_text", "text": text}})
+    }
+
+    fn section(text: &str) -> Value {
+        json!({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+    }
+
+    fn button(text: &str, action_id: &str, value: &str) -> Value {
+        json!({"type": "button", "action_id": action_id, "value": value,
+               "text": {"type": "plain_text", "text": text}})
+    }
+
+    fn actions(elements: Vec<Value>) -> Value {
+        json!({"type": "actions", "elements": elements})
+    }
+
+    fn limit_of(blocks: Vec<Value>) -> LimitError {
+        check_message(&blocks).unwrap_err()
+    }
+
+    #[test]
+    fn limit_blocks_per_message() {
+        check_message(&vec![section("x"); 50]).unwrap();
+        let e = limit_of(vec![section("x"); 51]);
+        assert_eq!(e.limit, Limit::MessageBlocks);
+        assert!(e.to_string().contains("blocks per message ≤ 50"), "{e}");
+    }
+
+    #[test]
+    fn limit_section_text() {
+        check_message(&[section(&"é".repeat(3000))]).unwrap();
+        let e = limit_of(vec![header("h"), section(&"é".repeat(3001))]);
+        assert_eq!(e.limit, Limit::SectionText);
+        assert_eq!(e.at, "block 1 (section).text");
+    }
+
+    #[test]
+    fn limit_section_fields() {
+        let field = json!({"type": "mrkdwn", "text": "f"});
+        let ok = json!({"type": "section", "fields": vec![field.clone(); 10]});
+        check_message(&[ok]).unwrap();
+        let e = limit_of(vec![json!({"type": "section", "fields": vec![field; 11]})]);
+        assert_eq!(e.limit, Limit::SectionFields);
+        let long = json!({"type": "plain_text", "text": "x".repeat(2001)});
+        let e = limit_of(vec![json!({"type": "section", "fields": [long]})]);
+        assert_eq!(e.limit, Limit::SectionFieldText);
+        assert_eq!(e.at, "block 0 (section).fields[0]");
+    }
+
+    #[test]
+    fn limit_header_text() {
+        check_message(&[header(&"x".repeat(150))]).unwrap();
+        assert_eq!(
+            limit_of(vec![header(&"x".repeat(151))]).limit,
+            Limit::HeaderText
+        );
+        let mrkdwn = json!({"type": "header", "text": {"type": "mrkdwn", "text": "x"}});
+        assert_eq!(limit_of(vec![mrkdwn]).limit, Limit::Shape);
+    }
+
+    #[test]
+    fn limit_actions_elements() {
+        let buttons = |n: usize| (0..n).map(|i| button("b", &format!("a{i}"), "v")).collect();
+        check_message(&[actions(buttons(25))]).unwrap();
+        assert_eq!(
+            limit_of(vec![actions(buttons(26))]).limit,
+            Limit::ActionsElements
+        );
+    }
+
+    #[test]
+    fn limit_button_text_value_and_action_id() {
+        check_message(&[actions(vec![button(
+            &"x".repeat(75),
+            &"a".repeat(255),
+            &"v".repeat(2000),
+        )])])
+        .unwrap();
+        let e = limit_of(vec![actions(vec![button(&"x".repeat(76), "a", "v")])]);
+        assert_eq!(e.limit, Limit::ButtonText);
+        assert_eq!(e.at, "block 0 (actions).elements[0] (button).text");
+        let e = limit_of(vec![actions(vec![button("x", "a", &"v".repeat(2001))])]);
+        assert_eq!(e.limit, Limit::ButtonValue);
+        let e = limit_of(vec![actions(vec![button("x", &"a".repeat(256), "v")])]);
+        assert_eq!(e.limit, Limit::ActionId);
+        let e = limit_of(vec![actions(vec![
+            button("x", "a", "v"),
+            button("y", "a", "v"),
+        ])]);
+        assert_eq!(e.limit, Limit::UniqueActionId);
+    }
+
+    #[test]
+    fn limit_confirm_dialog() {
+        let mut b = button("Reject", "r", "v");
+        b["confirm"] = json!({"title": {"type": "plain_text", "text": "t"},
+            "text": {"type": "plain_text", "text": "x".repeat(301)},
+            "confirm": {"type": "plain_text", "text": "ok"},
+            "deny": {"type": "plain_text", "text": "no"}});
+        assert_eq!(limit_of(vec![actions(vec![b])]).limit, Limit::ConfirmText);
+    }
+
+    #[test]
+    fn limit_block_id_length_and_uniqueness() {
+        let mut a = section("x");
+        a["block_id"] = json!("b".repeat(255));
+        check_message(&[a.clone()]).unwrap();
+        let mut long = section("x");
+        long["block_id"] = json!("b".repeat(256));
+        assert_eq!(limit_of(vec![long]).limit, Limit::BlockId);
+        let e = limit_of(vec![a.clone(), a]);
+        assert_eq!(e.limit, Limit::UniqueBlockId);
+        assert_eq!(e.at, "block 1 (section).block_id");
+    }
+
+    #[test]
+    fn limit_context_elements() {
+        let el = json!({"type": "mrkdwn", "text": "c"});
+        check_message(&[json!({"type": "context", "elements": vec![el.clone(); 10]})]).unwrap();
+        let e = limit_of(vec![json!({"type": "context", "elements": vec![el; 11]})]);
+        assert_eq!(e.limit, Limit::ContextElements);
+    }
+
+    #[test]
+    fn limit_empty_text() {
+        assert_eq!(limit_of(vec![section("")]).limit, Limit::NonEmptyText);
+        assert_eq!(limit_of(vec![header(" \n")]).limit, Limit::NonEmptyText);
+        let ctx = json!({"type": "context", "elements": [{"type": "mrkdwn", "text": ""}]});
+        assert_eq!(limit_of(vec![ctx]).limit, Limit::NonEmptyText);
+        assert_eq!(check_message(&[]).unwrap_err().limit, Limit::Shape);
+    }
+
+    fn modal(blocks: Vec<Value>) -> Value {
+        json!({"type": "modal", "title": {"type": "plain_text", "text": "Modify"},
+               "submit": {"type": "plain_text", "text": "Send"},
+               "close": {"type": "plain_text", "text": "Cancel"},
+               "private_metadata": "m", "callback_id": "strands_modify", "blocks": blocks})
+    }
+
+    fn input(label: &str, placeholder: &str) -> Value {
+        json!({"type": "input", "block_id": "feedback", "label": {"type": "plain_text", "text": label},
+               "element": {"type": "plain_text_input", "action_id": "text", "multiline": true,
+                           "placeholder": {"type": "plain_text", "text": placeholder}}})
+    }
+
+    #[test]
+    fn limit_modal_title_buttons_and_metadata() {
+        check_modal(&modal(vec![input("l", "p")])).unwrap();
+        let mut v = modal(vec![]);
+        v["title"]["text"] = json!("x".repeat(25));
+        assert_eq!(check_modal(&v).unwrap_err().limit, Limit::ModalTitle);
+        let mut v = modal(vec![]);
+        v["submit"]["text"] = json!("x".repeat(25));
+        assert_eq!(check_modal(&v).unwrap_err().limit, Limit::ModalButton);
+        let mut v = modal(vec![]);
+        v["close"]["text"] = json!("x".repeat(25));
+        assert_eq!(check_modal(&v).unwrap_err().limit, Limit::ModalButton);
+        let mut v = modal(vec![]);
+        v["private_metadata"] = json!("x".repeat(3001));
+        assert_eq!(check_modal(&v).unwrap_err().limit, Limit::PrivateMetadata);
+        let mut v = modal(vec![input("l", "p")]);
+        v.as_object_mut().unwrap().remove("submit");
+        assert_eq!(check_modal(&v).unwrap_err().limit, Limit::Shape);
+    }
+
+    #[test]
+    fn limit_modal_blocks_label_and_placeholder() {
+        check_modal(&modal(vec![section("x"); 100])).unwrap();
+        let e = check_modal(&modal(vec![section("x"); 101])).unwrap_err();
+        assert_eq!(e.limit, Limit::ModalBlocks);
+        let e = check_modal(&modal(vec![input(&"l".repeat(2001), "p")])).unwrap_err();
+        assert_eq!(e.limit, Limit::InputLabel);
+        assert_eq!(e.at, "view block 0 (input).label");
+        let e = check_modal(&modal(vec![input("l", &"p".repeat(151))])).unwrap_err();
+        assert_eq!(e.limit, Limit::Placeholder);
+    }
+
+    #[test]
+    fn slacks_own_example_blocks_pass() {
+        // The blocks of docs/slack-payloads/block_actions.json.
+        let blocks = json!([
+          {"type": "section", "block_id": "prompt-1", "text": {"type": "mrkdwn", "text": "*Approve the production deploy?*", "verbatim": false}},
+          {"type": "actions", "block_id": "gate-1", "elements": [
+            {"type": "button", "action_id": "approve", "text": {"type": "plain_text", "text": "Approve", "emoji": true}, "value": "gate-1", "style": "primary"},
+            {"type": "button", "action_id": "reject", "text": {"type": "plain_text", "text": "Reject", "emoji": true}, "value": "gate-1", "style": "danger"}
+          ]}
+        ]);
+        let blocks = blocks.as_array().unwrap();
+        check_message(blocks).unwrap();
+        slack_blocks_shape(blocks, "").unwrap();
+    }
 }

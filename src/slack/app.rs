@@ -1,0 +1,404 @@
+//! The bot's shared state and its two jobs besides HTTP: asking in Slack
+//! ([`SlackChannel`], the Slack implementation of the "ask a human" seam)
+//! and driving sessions in the background ([`App::drive`]), so the HTTP
+//! handlers only ever parse, authorize, record and hand off.
+
+use chrono::Utc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use super::api::SlackApi;
+use super::blocks::{self, ApprovalView, DecidedView, ProgressView, Templates};
+use super::config::Config;
+use super::metrics::Metrics;
+use crate::channel::{HumanChannel, Progress, Reply};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::gate::Answer;
+use crate::session::{Notification, Session, Status};
+use crate::store::{Refusal, Store};
+
+/// Everything a handler or background task needs. Cheap to clone.
+#[derive(Clone)]
+pub struct App(Arc<Inner>);
+
+pub struct Inner {
+    pub config: Config,
+    pub store: Store,
+    pub api: SlackApi,
+    pub templates: Templates,
+    pub metrics: Arc<Metrics>,
+    /// Sessions a background task is driving right now.
+    driving: Mutex<HashSet<String>>,
+    /// Background drives, so shutdown can wait for them.
+    tasks: tokio_util::task::TaskTracker,
+}
+
+impl std::ops::Deref for App {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl App {
+    pub fn new(config: Config, store: Store) -> Result<App> {
+        let metrics = Arc::new(Metrics::new());
+        let api = SlackApi::new(&config, Arc::clone(&metrics))?;
+        let templates = Templates::load(config.templates.as_deref())?;
+        Ok(App(Arc::new(Inner {
+            config,
+            store,
+            api,
+            templates,
+            metrics,
+            driving: Mutex::new(HashSet::new()),
+            tasks: tokio_util::task::TaskTracker::new(),
+        })))
+    }
+
+    pub fn tasks(&self) -> &tokio_util::task::TaskTracker {
+        &self.tasks
+    }
+
+    /// Where approval messages for `session` go: the channel the run's
+    /// command named or came from, else `STRANDS_APPROVAL_CHANNEL`.
+    pub fn approval_channel(&self, session: &Session) -> Option<String> {
+        session
+            .origin
+            .as_ref()
+            .map(|o| o.approval_channel.clone())
+            .or_else(|| self.config.approval_channel.clone())
+    }
+
+    /// Drives `id` in the background until its next stop. At most one task
+    /// drives a session; a task finishing re-checks the store so that an
+    /// answer recorded while it was busy is never left waiting.
+    pub fn drive(&self, id: String) {
+        {
+            let mut driving = self.driving.lock().unwrap_or_else(|p| p.into_inner());
+            if !driving.insert(id.clone()) {
+                return;
+            }
+        }
+        let app = self.clone();
+        self.tasks.spawn(async move {
+            loop {
+                let mut channel = SlackChannel { app: app.clone() };
+                let mut engine = Engine::new(&app.store);
+                if let Err(e) = engine.resume(&id, None, &mut channel).await {
+                    tracing::error!(session = %id, "driving the session failed: {e}");
+                }
+                let mut driving = app.driving.lock().unwrap_or_else(|p| p.into_inner());
+                match app.store.load(&id) {
+                    Ok(Some(s)) if s.status == Status::Running && s.failure.is_none() => {
+                        drop(driving);
+                        continue;
+                    }
+                    _ => {
+                        driving.remove(&id);
+                        break;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Records `answer` for the gate the message `channel`/`ts` asks about,
+    /// exactly once, then hands the resume to the background and updates the
+    /// message. `handle` is the gate handle the click claims (the button's
+    /// value or the modal's metadata); the message index decides.
+    pub fn decide(
+        &self,
+        channel: &str,
+        ts: &str,
+        handle: &str,
+        answer: Answer,
+    ) -> Result<std::result::Result<(), String>> {
+        let Some(target) = self.store.message_target(channel, ts)? else {
+            return Ok(Err("this message is not an approval request I know".into()));
+        };
+        if target.gate != handle {
+            return Ok(Err(format!(
+                "this button belongs to an earlier request (gate {handle}); the message asks about {}",
+                target.gate
+            )));
+        }
+        let session = match self.store.load(&target.session)? {
+            Some(s) => s,
+            None => return Ok(Err("that session no longer exists".into())),
+        };
+        if let Some(gate) = &session.gate {
+            if gate.handle() == handle {
+                let spec = Engine::spec_of(&session)?;
+                if let Err(e) = Engine::check_answer(&spec, &session, &answer) {
+                    return Ok(Err(e.to_string()));
+                }
+            }
+        }
+        let recorded = match self
+            .store
+            .record_answer(&target.session, Some(handle), &answer)?
+        {
+            Ok(s) => s,
+            Err(refusal) => return Ok(Err(refusal_text(&refusal))),
+        };
+        self.metrics.gate_answered(decision_name(&answer));
+        self.drive(recorded.id.clone());
+        let app = self.clone();
+        let (channel, ts) = (channel.to_string(), ts.to_string());
+        self.tasks.spawn(async move {
+            if let Err(e) = app.show_decision(&recorded, &channel, &ts, &answer).await {
+                tracing::warn!(session = %recorded.id, "could not update the approval message: {e}");
+            }
+        });
+        Ok(Ok(()))
+    }
+
+    /// Replaces the approval message's buttons with who decided what.
+    async fn show_decision(
+        &self,
+        session: &Session,
+        channel: &str,
+        ts: &str,
+        answer: &Answer,
+    ) -> Result<()> {
+        let gate = session
+            .gate
+            .as_ref()
+            .ok_or_else(|| Error::Internal("answered session without a gate".into()))?;
+        let view =
+            ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+        let text = format!(
+            "{} by {} at {}",
+            capitalize(answer.decision.verb()),
+            mention(&answer.by),
+            answer.at.format("%Y-%m-%d %H:%M UTC")
+        );
+        let blocks = self
+            .templates
+            .decided(&DecidedView::from_answer(view, answer))?;
+        self.api.update(channel, ts, &text, blocks).await
+    }
+
+    /// Posts (or re-posts) the approval message for the open gate of a
+    /// paused session and records it, with its failure if posting failed.
+    pub async fn notify(&self, session_id: &str) -> Result<()> {
+        let mut session = self.store.get(session_id)?;
+        let Some(gate) = session.gate.clone() else {
+            return Err(Error::Session(format!(
+                "session {session_id} has no open gate"
+            )));
+        };
+        if session.status != Status::Paused {
+            return Err(Error::Session(format!(
+                "session {session_id} is {}, not paused",
+                session.status
+            )));
+        }
+        let Some(channel) = self.approval_channel(&session) else {
+            let n = Notification {
+                gate: gate.handle(),
+                channel: String::new(),
+                ts: None,
+                thread_ts: None,
+                at: Utc::now(),
+                error: Some("no approval channel: set STRANDS_APPROVAL_CHANNEL".into()),
+            };
+            self.store.record_notification(&mut session, n)?;
+            return Err(Error::Usage(
+                "no approval channel: set STRANDS_APPROVAL_CHANNEL".into(),
+            ));
+        };
+        let view =
+            ApprovalView::from_gate(&gate, &session.workflow, &session.id, &session.started_by);
+        let text = format!("Approval needed: {} / {}", session.workflow, gate.id);
+        let thread_ts = session
+            .notification
+            .as_ref()
+            .and_then(|n| n.thread_ts.clone());
+        let posted = match self.templates.approval(&view) {
+            Ok(blocks) => self.api.post_message(&channel, &text, blocks, None).await,
+            Err(e) => Err(e),
+        };
+        let (ts, error) = match posted {
+            Ok(ts) => (Some(ts), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let n = Notification {
+            gate: gate.handle(),
+            channel: channel.clone(),
+            thread_ts: thread_ts.or_else(|| ts.clone()),
+            ts,
+            at: Utc::now(),
+            error: error.clone(),
+        };
+        self.store.record_notification(&mut session, n)?;
+        match error {
+            None => {
+                self.metrics.gate_opened();
+                Ok(())
+            }
+            Some(e) => Err(Error::Runtime(format!(
+                "the approval message was not posted: {e}"
+            ))),
+        }
+    }
+
+    /// A progress line in the run's thread (or, without one, in the approval
+    /// channel for the events that end a run).
+    async fn post_progress(&self, session: &Session, event: &Progress) -> Result<()> {
+        let (name, text, output) = match event {
+            Progress::StepDone {
+                position,
+                agent,
+                tokens,
+                millis,
+            } => (
+                "step_done",
+                format!(
+                    "✓ {position} done: {agent} ({tokens} tokens, {:.1}s)",
+                    *millis as f64 / 1000.0
+                ),
+                None,
+            ),
+            Progress::Completed => (
+                "completed",
+                format!("✅ `{}` completed", session.workflow),
+                session.output.clone(),
+            ),
+            Progress::Failed { message } => (
+                "failed",
+                format!("✗ `{}` failed: {message}", session.workflow),
+                None,
+            ),
+            Progress::Rejected { reason } => (
+                "rejected",
+                format!(
+                    "✗ `{}` rejected{}",
+                    session.workflow,
+                    reason
+                        .as_ref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+                None,
+            ),
+            Progress::GateSkipped { .. } | Progress::GateAnswered { .. } => return Ok(()),
+        };
+        let thread = session
+            .notification
+            .as_ref()
+            .and_then(|n| n.thread_ts.clone().map(|t| (n.channel.clone(), t)));
+        let (channel, thread_ts) = match thread {
+            Some((c, t)) if !c.is_empty() => (c, Some(t)),
+            _ if name == "step_done" => return Ok(()),
+            _ => match self.approval_channel(session) {
+                Some(c) => (c, None),
+                None => return Ok(()),
+            },
+        };
+        let (output, cut) = match output {
+            Some(o) => {
+                let (text, cut) = blocks::cut_for_section(&o, blocks::CODE_BLOCK_MAX);
+                (Some(text), cut)
+            }
+            None => (None, 0),
+        };
+        let text = if cut > 0 {
+            format!(
+                "{text} (output cut by {cut} characters; `strands sessions show {}` shows all)",
+                session.id
+            )
+        } else {
+            text
+        };
+        let view = ProgressView {
+            event: name.into(),
+            workflow: session.workflow.clone(),
+            session_id: session.id.clone(),
+            text: text.clone(),
+            output,
+        };
+        let blocks = self.templates.progress(&view)?;
+        self.api
+            .post_message(&channel, &text, blocks, thread_ts.as_deref())
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Slack as a [`HumanChannel`]: asking posts the approval message and leaves
+/// the session paused; the click comes back through the HTTP routes.
+pub struct SlackChannel {
+    pub app: App,
+}
+
+impl HumanChannel for SlackChannel {
+    async fn ask(&mut self, session: &Session) -> Result<Reply> {
+        let handle = session.gate.as_ref().map(|g| g.handle());
+        let already = session
+            .notification
+            .as_ref()
+            .is_some_and(|n| n.ts.is_some() && Some(&n.gate) == handle.as_ref());
+        if !already {
+            if let Err(e) = self.app.notify(&session.id).await {
+                // Recorded on the session; `strands sessions notify ID` retries.
+                tracing::error!(session = %session.id, "approval message not posted: {e}");
+            }
+        }
+        Ok(Reply::Later)
+    }
+
+    async fn progress(&mut self, session: &Session, event: &Progress) {
+        if let Err(e) = self.app.post_progress(session, event).await {
+            tracing::warn!(session = %session.id, "progress not posted: {e}");
+        }
+    }
+}
+
+pub fn decision_name(a: &Answer) -> &'static str {
+    match a.decision {
+        crate::gate::Decision::Approve => "approve",
+        crate::gate::Decision::Reject { .. } => "reject",
+        crate::gate::Decision::Modify { .. } => "modify",
+        crate::gate::Decision::Defer => "defer",
+        crate::gate::Decision::Respond { .. } => "respond",
+    }
+}
+
+/// `<@U123>` for Slack user ids, the name otherwise.
+pub fn mention(who: &str) -> String {
+    let looks_like_id = who.len() > 1
+        && (who.starts_with('U') || who.starts_with('W'))
+        && who
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    if looks_like_id {
+        format!("<@{who}>")
+    } else {
+        who.to_string()
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// What a refused click is told.
+pub fn refusal_text(r: &Refusal) -> String {
+    match r {
+        Refusal::AlreadyAnswered(a) => format!(
+            "already {} by {} at {}",
+            a.decision.verb(),
+            mention(&a.by),
+            a.at.format("%Y-%m-%d %H:%M:%S UTC")
+        ),
+        Refusal::NotPaused(s) => format!("this run is {s}; there is nothing to decide"),
+        other => other.to_string(),
+    }
+}

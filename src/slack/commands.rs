@@ -1,0 +1,242 @@
+//! `/strands` slash commands: `run NAME [k=v ...] [--channel C]`,
+//! `status ID`, `list`, `cancel ID`, `notify ID`, `help`. Every answer is an
+//! ephemeral message returned in the HTTP response (well inside Slack's 3 s);
+//! runs continue in the background.
+
+use chrono::Utc;
+use serde_json::{json, Value};
+use slack_morphism::prelude::SlackCommandEvent;
+use std::path::PathBuf;
+
+use super::app::{mention, refusal_text, App};
+use crate::engine::{Engine, Start};
+use crate::gate::{Answer, Decision};
+use crate::session::{Origin, Status};
+use crate::spec;
+
+const HELP: &str = "Usage:\n\
+• `/strands run NAME [key=value ...] [--channel C123]` start a workflow from the workflows directory\n\
+• `/strands status ID` show a session\n\
+• `/strands list` sessions paused in this channel\n\
+• `/strands cancel ID` reject a paused session\n\
+• `/strands notify ID` post a session's approval message again\n\
+• `/strands help` this text";
+
+fn ephemeral(text: impl Into<String>) -> Value {
+    json!({ "response_type": "ephemeral", "text": text.into() })
+}
+
+pub async fn handle(app: &App, cmd: SlackCommandEvent) -> Value {
+    let text = cmd.text.clone().unwrap_or_default();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    match words.as_slice() {
+        ["run", name, rest @ ..] => run(app, &cmd, name, rest),
+        ["status", id] => status(app, id),
+        ["list"] => list(app, &cmd.channel_id.0),
+        ["cancel", id] => cancel(app, id, &cmd.user_id.0),
+        ["notify", id] => notify(app, id),
+        [] | ["help"] => ephemeral(HELP),
+        _ => ephemeral(format!("I don't understand `{text}`.\n{HELP}")),
+    }
+}
+
+/// The workflow files `/strands run` may start, by name (file stem).
+fn workflows(app: &App) -> Vec<(String, PathBuf)> {
+    let Some(dir) = &app.config.workflows else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
+        .collect();
+    out.sort();
+    out
+}
+
+fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> Value {
+    let available = workflows(app);
+    let names: Vec<&str> = available.iter().map(|(n, _)| n.as_str()).collect();
+    let Some((_, path)) = available.iter().find(|(n, _)| n == name) else {
+        return ephemeral(if names.is_empty() {
+            format!("No workflow `{name}`: no workflows are configured (STRANDS_WORKFLOWS).")
+        } else {
+            format!("No workflow `{name}`. Available: {}", names.join(", "))
+        });
+    };
+    let mut vars = Vec::new();
+    let mut channel = None;
+    let mut words = rest.iter();
+    while let Some(w) = words.next() {
+        if *w == "--channel" {
+            channel = words.next().map(|c| c.trim_start_matches('#').to_string());
+            continue;
+        }
+        match spec::parse_var(w) {
+            Ok(kv) => vars.push(kv),
+            Err(e) => return ephemeral(format!("{e}. Usage: `/strands run {name} key=value ...`")),
+        }
+    }
+    let spec = match spec::load(path) {
+        Ok(s) => s,
+        Err(e) => return ephemeral(format!("Workflow `{name}` is invalid:\n```{e}```")),
+    };
+    if let Err(e) = Engine::preflight(&spec) {
+        return ephemeral(format!("Workflow `{name}` cannot run here: {e}"));
+    }
+    let variables = match spec.resolve_variables(&vars) {
+        Ok(v) => v,
+        Err(e) => {
+            let inputs: Vec<String> = spec
+                .inputs
+                .iter()
+                .map(|d| format!("{}{}", d.name, if d.required { " (required)" } else { "" }))
+                .collect();
+            return ephemeral(format!("{e}\nInputs of `{name}`: {}", inputs.join(", ")));
+        }
+    };
+    let approval_channel = channel
+        .or_else(|| app.config.approval_channel.clone())
+        .unwrap_or_else(|| cmd.channel_id.0.clone());
+    let start = Start {
+        variables,
+        started_by: cmd.user_id.0.clone(),
+        out_dir: std::env::temp_dir().join("strands-artifacts"),
+        origin: Some(Origin {
+            channel: cmd.channel_id.0.clone(),
+            user: cmd.user_id.0.clone(),
+            approval_channel,
+        }),
+    };
+    match Engine::new(&app.store).create(&spec, start) {
+        Ok(session) => {
+            app.drive(session.id.clone());
+            ephemeral(format!("started {name} as {}", session.id))
+        }
+        Err(e) => ephemeral(format!("Could not start `{name}`: {e}")),
+    }
+}
+
+fn status(app: &App, id: &str) -> Value {
+    let s = match app.store.get(id) {
+        Ok(s) => s,
+        Err(e) => return ephemeral(e.to_string()),
+    };
+    let mut text = format!("`{}` ({}) is *{}*", s.id, s.workflow, s.status);
+    if let Some(g) = &s.gate {
+        text.push_str(&format!(" at gate `{}`: {}", g.id, g.prompt));
+    }
+    if let Some(err) = s.notification.as_ref().and_then(|n| n.error.as_ref()) {
+        text.push_str(&format!(
+            "\n⚠ the approval message could not be posted: {err} (`/strands notify {}`)",
+            s.id
+        ));
+    }
+    if let Some(f) = &s.failure {
+        text.push_str(&format!("\nfailure: {}", f.message));
+    }
+    ephemeral(text)
+}
+
+fn list(app: &App, channel: &str) -> Value {
+    let paused = match app.store.sessions_with_status(Status::Paused) {
+        Ok(p) => p,
+        Err(e) => return ephemeral(e.to_string()),
+    };
+    let here: Vec<String> = paused
+        .iter()
+        .filter(|s| {
+            s.origin
+                .as_ref()
+                .is_some_and(|o| o.channel == channel || o.approval_channel == channel)
+                || s.notification
+                    .as_ref()
+                    .is_some_and(|n| n.channel == channel)
+        })
+        .map(|s| {
+            format!(
+                "• `{}` {} — gate `{}`",
+                s.id,
+                s.workflow,
+                s.gate.as_ref().map(|g| g.id.as_str()).unwrap_or("?")
+            )
+        })
+        .collect();
+    if here.is_empty() {
+        ephemeral("No sessions are paused in this channel.")
+    } else {
+        ephemeral(format!("Paused in this channel:\n{}", here.join("\n")))
+    }
+}
+
+fn cancel(app: &App, id: &str, user: &str) -> Value {
+    let session = match app.store.get(id) {
+        Ok(s) => s,
+        Err(e) => return ephemeral(e.to_string()),
+    };
+    let Some(handle) = session.gate.as_ref().map(|g| g.handle()) else {
+        return ephemeral(format!(
+            "`{}` is {}; only paused sessions can be cancelled",
+            session.id, session.status
+        ));
+    };
+    let answer = Answer {
+        decision: Decision::Reject {
+            reason: Some(format!(
+                "cancelled by {} with /strands cancel",
+                mention(user)
+            )),
+        },
+        by: user.to_string(),
+        at: Utc::now(),
+        via: "slack".into(),
+        vars: Default::default(),
+    };
+    let target = session
+        .notification
+        .as_ref()
+        .and_then(|n| n.ts.clone().map(|ts| (n.channel.clone(), ts)));
+    let outcome = match target {
+        Some((channel, ts)) => app.decide(&channel, &ts, &handle, answer),
+        None => match app.store.record_answer(&session.id, Some(&handle), &answer) {
+            Ok(Ok(_)) => {
+                app.drive(session.id.clone());
+                Ok(Ok(()))
+            }
+            Ok(Err(r)) => Ok(Err(refusal_text(&r))),
+            Err(e) => Err(e),
+        },
+    };
+    match outcome {
+        Ok(Ok(())) => ephemeral(format!("cancelled `{}`", session.id)),
+        Ok(Err(why)) => ephemeral(format!("Not cancelled: {why}")),
+        Err(e) => ephemeral(format!("Not cancelled: {e}")),
+    }
+}
+
+fn notify(app: &App, id: &str) -> Value {
+    let session = match app.store.get(id) {
+        Ok(s) => s,
+        Err(e) => return ephemeral(e.to_string()),
+    };
+    if session.status != Status::Paused {
+        return ephemeral(format!(
+            "`{}` is {}, not waiting for anyone",
+            session.id, session.status
+        ));
+    }
+    let app = app.clone();
+    let sid = session.id.clone();
+    app.clone().tasks().spawn(async move {
+        if let Err(e) = app.notify(&sid).await {
+            tracing::error!(session = %sid, "notify failed: {e}");
+        }
+    });
+    ephemeral(format!(
+        "posting the approval message for `{}` again",
+        session.id
+    ))
+}
