@@ -257,25 +257,25 @@ impl App {
             } => (
                 "step_done",
                 format!(
-                    "✓ {position} done: {agent} ({tokens} tokens, {:.1}s)",
+                    "{position} done: {agent} ({tokens} tokens, {:.1}s)",
                     *millis as f64 / 1000.0
                 ),
                 None,
             ),
             Progress::Completed => (
                 "completed",
-                format!("✅ `{}` completed", session.workflow),
+                format!("`{}` completed", session.workflow),
                 session.output.clone(),
             ),
             Progress::Failed { message } => (
                 "failed",
-                format!("✗ `{}` failed: {message}", session.workflow),
+                format!("`{}` failed: {message}", session.workflow),
                 None,
             ),
             Progress::Rejected { reason } => (
                 "rejected",
                 format!(
-                    "✗ `{}` rejected{}",
+                    "`{}` rejected{}",
                     session.workflow,
                     reason
                         .as_ref()
