@@ -705,6 +705,7 @@ fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
         "human_wait_ms": s.human_wait_ms(),
         "usage": { "total": total, "by_agent": s.usage },
         "error": s.failure,
+        "notification": s.notification,
     });
     if s.status == Status::Paused {
         obj["resume"] = json!({
@@ -811,6 +812,16 @@ fn print_show(ctx: &Ctx, s: &Session) {
     );
     if let Some(f) = &s.failure {
         println!("Failure:   {} (exit {})", f.message, f.code);
+    }
+    if let Some(n) = &s.notification {
+        match (&n.ts, &n.error) {
+            (_, Some(err)) => println!(
+                "Slack:     approval message NOT posted for {} ({err}); `strands sessions notify {}` posts it again",
+                n.gate, s.id
+            ),
+            (Some(ts), None) => println!("Slack:     approval message for {} in {} (ts {ts})", n.gate, n.channel),
+            (None, None) => {}
+        }
     }
     if let Some(g) = &s.gate {
         println!("\nOpen gate: {} ({}, {:?})", g.id, g.position, g.kind);

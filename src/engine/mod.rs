@@ -137,6 +137,16 @@ impl<'a> Engine<'a> {
                 session.id
             )));
         };
+        if let (true, crate::gate::Decision::Reject { reason }) =
+            (gate.require_reason, &answer.decision)
+        {
+            if reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                return Err(Error::Usage(format!(
+                    "gate `{}` needs a reason to reject (--reason R)",
+                    gate.id
+                )));
+            }
+        }
         if let Outcome::Rerun { .. } = gate::interpret(gate.kind, &answer.decision)? {
             if pattern::rerun_targets(spec, &gate.position).is_empty() {
                 return Err(Error::Usage(format!(

@@ -93,6 +93,9 @@ pub struct OpenGate {
     pub fallback: Fallback,
     pub opened_at: DateTime<Utc>,
     pub timeout_at: Option<DateTime<Utc>>,
+    /// A rejection must carry a reason.
+    #[serde(default)]
+    pub require_reason: bool,
 }
 
 impl OpenGate {
@@ -219,6 +222,7 @@ pub fn open(
         preview_length: spec.preview_length,
         default: spec.default.clone(),
         fallback: spec.fallback,
+        require_reason: spec.require_reason,
         opened_at: now,
         timeout_at: spec
             .timeout_secs
@@ -298,6 +302,7 @@ mod tests {
             condition: None,
             show_preview: true,
             preview_length: 10,
+            require_reason: false,
         };
         let now = Utc::now();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

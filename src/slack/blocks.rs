@@ -1223,6 +1223,7 @@ mod tests {
             fallback: crate::spec::Fallback::Cancel,
             opened_at: chrono::Utc::now(),
             timeout_at: Some(chrono::Utc::now() + chrono::Duration::seconds(60)),
+            require_reason: false,
         };
         ApprovalView::from_gate(&gate, &nasty(500), &nasty(300), &nasty(300))
     }

@@ -93,10 +93,19 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     };
     let ts = container.message_ts.0.clone();
     let handle = action.value.clone().unwrap_or_default();
+    let needs_reason = || {
+        app.store
+            .message_target(&channel, &ts)
+            .ok()
+            .flatten()
+            .and_then(|t| app.store.load(&t.session).ok().flatten())
+            .and_then(|s| s.gate)
+            .is_some_and(|g| g.require_reason && g.handle() == handle)
+    };
     let decision = match action.action_id.0.as_str() {
         APPROVE => Decision::Approve,
-        REJECT => Decision::Reject { reason: None },
-        kind @ (MODIFY | RESPOND) => {
+        REJECT if !needs_reason() => Decision::Reject { reason: None },
+        kind @ (REJECT | MODIFY | RESPOND) => {
             if let Err(why) = still_open(app, &channel, &ts, &handle) {
                 tell(app, &channel, &user, why);
                 return ok();
@@ -169,10 +178,10 @@ async fn open_modal(
     channel: &str,
     user: &str,
 ) {
-    let kind = if action == MODIFY {
-        "modify"
-    } else {
-        "respond"
+    let kind = match action {
+        MODIFY => "modify",
+        REJECT => "reject",
+        _ => "respond",
     };
     let prompt = app
         .store

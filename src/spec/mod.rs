@@ -180,6 +180,8 @@ pub struct GateSpec {
     pub condition: Option<String>,
     pub show_preview: bool,
     pub preview_length: usize,
+    /// A rejection must carry a reason (the bot asks for it in a modal).
+    pub require_reason: bool,
 }
 
 #[derive(Debug, Clone)]

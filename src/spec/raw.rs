@@ -144,4 +144,6 @@ pub struct Step {
     pub fallback_action: Option<S<String>>,
     pub show_preview: Option<bool>,
     pub preview_length: Option<usize>,
+    /// Ours: a rejection must say why.
+    pub require_reason: Option<bool>,
 }

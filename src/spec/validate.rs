@@ -664,6 +664,7 @@ impl Validator {
                     condition: s.condition.as_ref().map(|c| c.value.clone()),
                     show_preview: s.show_preview.unwrap_or(true),
                     preview_length: s.preview_length.unwrap_or(DEFAULT_PREVIEW_LENGTH).max(1),
+                    require_reason: s.require_reason.unwrap_or(false),
                 }))
             }
             Some(other) => {
@@ -713,6 +714,9 @@ fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.preview_length.is_some() {
         v.push("preview_length");
+    }
+    if s.require_reason.is_some() {
+        v.push("require_reason");
     }
     v
 }

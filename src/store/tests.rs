@@ -20,6 +20,7 @@ fn paused_session(id: &str) -> Session {
         condition: None,
         show_preview: true,
         preview_length: 10,
+        require_reason: false,
     };
     Session {
         id: id.into(),
