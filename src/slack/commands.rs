@@ -28,7 +28,15 @@ fn ephemeral(text: impl Into<String>) -> Value {
 
 pub async fn handle(app: &App, cmd: SlackCommandEvent) -> Value {
     let text = cmd.text.clone().unwrap_or_default();
-    let words: Vec<&str> = text.split_whitespace().collect();
+    // Slack clients may send typographic quotes; `k="a b"` keeps its spaces.
+    let plain = text
+        .replace(['\u{201c}', '\u{201d}'], "\"")
+        .replace(['\u{2018}', '\u{2019}'], "'");
+    let owned = match shell_words::split(&plain) {
+        Ok(w) => w,
+        Err(_) => return ephemeral(format!("Unbalanced quotes in `{text}`.")),
+    };
+    let words: Vec<&str> = owned.iter().map(String::as_str).collect();
     match words.as_slice() {
         ["run", name, rest @ ..] => run(app, &cmd, name, rest),
         ["status", id] => status(app, id),
@@ -239,4 +247,18 @@ fn notify(app: &App, id: &str) -> Value {
         "posting the approval message for `{}` again",
         session.id
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quoted_values_keep_their_spaces() {
+        let plain = "run research topic=\u{201c}durable approvals\u{201d} n=3"
+            .replace(['\u{201c}', '\u{201d}'], "\"");
+        let words = shell_words::split(&plain).expect("balanced");
+        assert_eq!(
+            words,
+            vec!["run", "research", "topic=durable approvals", "n=3"]
+        );
+    }
 }
