@@ -4,7 +4,7 @@
 //! handlers only ever parse, authorize, record and hand off.
 
 use chrono::Utc;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::api::SlackApi;
@@ -30,6 +30,9 @@ pub struct Inner {
     pub metrics: Arc<Metrics>,
     /// Sessions a background task is driving right now.
     driving: Mutex<HashSet<String>>,
+    /// Channels with an approval message posted but not yet indexed: Slack
+    /// shows a message before `chat.postMessage` returns its `ts` to us.
+    posting: Mutex<HashMap<String, usize>>,
     /// Background drives, so shutdown can wait for them.
     tasks: tokio_util::task::TaskTracker,
 }
@@ -53,6 +56,7 @@ impl App {
             templates,
             metrics,
             driving: Mutex::new(HashSet::new()),
+            posting: Mutex::new(HashMap::new()),
             tasks: tokio_util::task::TaskTracker::new(),
         })))
     }
@@ -108,14 +112,14 @@ impl App {
     /// exactly once, then hands the resume to the background and updates the
     /// message. `handle` is the gate handle the click claims (the button's
     /// value or the modal's metadata); the message index decides.
-    pub fn decide(
+    pub async fn decide(
         &self,
         channel: &str,
         ts: &str,
         handle: &str,
         answer: Answer,
     ) -> Result<std::result::Result<(), String>> {
-        let Some(target) = self.store.message_target(channel, ts)? else {
+        let Some(target) = self.message_target(channel, ts).await? else {
             return Ok(Err("this message is not an approval request I know".into()));
         };
         if target.gate != handle {
@@ -153,6 +157,31 @@ impl App {
             }
         });
         Ok(Ok(()))
+    }
+
+    /// The session and gate a message asks about. A click can arrive before
+    /// we learn the message's `ts`; while a post to that channel is in
+    /// flight, wait for it (well inside Slack's 3 s) instead of refusing.
+    pub async fn message_target(
+        &self,
+        channel: &str,
+        ts: &str,
+    ) -> Result<Option<crate::store::MessageTarget>> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(2000);
+        loop {
+            if let Some(t) = self.store.message_target(channel, ts)? {
+                return Ok(Some(t));
+            }
+            let in_flight = self.lock_posting().get(channel).is_some_and(|n| *n > 0);
+            if !in_flight || std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    fn lock_posting(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.posting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Replaces the approval message's buttons with who decided what.
@@ -217,6 +246,7 @@ impl App {
             .notification
             .as_ref()
             .and_then(|n| n.thread_ts.clone());
+        *self.lock_posting().entry(channel.clone()).or_insert(0) += 1;
         let posted = match self.templates.approval(&view) {
             Ok(blocks) => self.api.post_message(&channel, &text, blocks, None).await,
             Err(e) => Err(e),
@@ -233,7 +263,17 @@ impl App {
             at: Utc::now(),
             error: error.clone(),
         };
-        self.store.record_notification(&mut session, n)?;
+        let recorded = self.store.record_notification(&mut session, n);
+        {
+            let mut posting = self.lock_posting();
+            if let Some(count) = posting.get_mut(&channel) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    posting.remove(&channel);
+                }
+            }
+        }
+        recorded?;
         match error {
             None => {
                 self.metrics.gate_opened();

@@ -41,7 +41,7 @@ pub async fn handle(app: &App, cmd: SlackCommandEvent) -> Value {
         ["run", name, rest @ ..] => run(app, &cmd, name, rest),
         ["status", id] => status(app, id),
         ["list"] => list(app, &cmd.channel_id.0),
-        ["cancel", id] => cancel(app, id, &cmd.user_id.0),
+        ["cancel", id] => cancel(app, id, &cmd.user_id.0).await,
         ["notify", id] => notify(app, id),
         [] | ["help"] => ephemeral(HELP),
         _ => ephemeral(format!("I don't understand `{text}`.\n{HELP}")),
@@ -180,7 +180,7 @@ fn list(app: &App, channel: &str) -> Value {
     }
 }
 
-fn cancel(app: &App, id: &str, user: &str) -> Value {
+async fn cancel(app: &App, id: &str, user: &str) -> Value {
     let session = match app.store.get(id) {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
@@ -208,7 +208,7 @@ fn cancel(app: &App, id: &str, user: &str) -> Value {
         .as_ref()
         .and_then(|n| n.ts.clone().map(|ts| (n.channel.clone(), ts)));
     let outcome = match target {
-        Some((channel, ts)) => app.decide(&channel, &ts, &handle, answer),
+        Some((channel, ts)) => app.decide(&channel, &ts, &handle, answer).await,
         None => match app.store.record_answer(&session.id, Some(&handle), &answer) {
             Ok(Ok(_)) => {
                 app.drive(session.id.clone());

@@ -48,7 +48,7 @@ pub async fn handle(app: &App, payload: &str) -> Response {
     };
     match event {
         SlackInteractionEvent::BlockActions(ev) => block_actions(app, ev).await,
-        SlackInteractionEvent::ViewSubmission(ev) => view_submission(app, ev),
+        SlackInteractionEvent::ViewSubmission(ev) => view_submission(app, ev).await,
         _ => ok(),
     }
 }
@@ -106,7 +106,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         APPROVE => Decision::Approve,
         REJECT if !needs_reason() => Decision::Reject { reason: None },
         kind @ (REJECT | MODIFY | RESPOND) => {
-            if let Err(why) = still_open(app, &channel, &ts, &handle) {
+            if let Err(why) = still_open(app, &channel, &ts, &handle).await {
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -120,7 +120,10 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         }
         _ => return ok(),
     };
-    match app.decide(&channel, &ts, &handle, answer(decision, &user)) {
+    match app
+        .decide(&channel, &ts, &handle, answer(decision, &user))
+        .await
+    {
         Ok(Ok(())) => {}
         Ok(Err(why)) => tell(app, &channel, &user, why),
         Err(e) => {
@@ -137,10 +140,10 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
 }
 
 /// Refuses early (before a modal opens) when the gate is no longer open.
-fn still_open(app: &App, channel: &str, ts: &str, handle: &str) -> Result<(), String> {
+async fn still_open(app: &App, channel: &str, ts: &str, handle: &str) -> Result<(), String> {
     let target = app
-        .store
         .message_target(channel, ts)
+        .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| "this message is not an approval request I know".to_string())?;
     if target.gate != handle {
@@ -213,7 +216,7 @@ async fn open_modal(
     }
 }
 
-fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> Response {
+async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> Response {
     let user = ev.user.id.0.clone();
     let SlackView::Modal(modal) = &ev.view.view else {
         return ok();
@@ -252,7 +255,10 @@ fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> Respon
     if callback != REJECT && text.trim().is_empty() {
         return modal_error("Please write something.");
     }
-    match app.decide(&meta.channel, &meta.ts, &meta.gate, answer(decision, &user)) {
+    match app
+        .decide(&meta.channel, &meta.ts, &meta.gate, answer(decision, &user))
+        .await
+    {
         Ok(Ok(())) => ok(),
         Ok(Err(why)) => modal_error(&why),
         Err(e) => {

@@ -443,3 +443,5 @@ pub fn history(v: &Value) -> Vec<Value> {
         .unwrap_or_else(|| panic!("no gates array in {v:#}"))
         .clone()
 }
+
+pub mod fake_slack;

@@ -1,0 +1,1898 @@
+//! Test support for `strands serve`: a fake Slack Web API and a harness that
+//! runs the real bot binary against it and the fake model server.
+//!
+//! - [`FakeSlack`] answers `POST /api/<method>` like Slack's Web API does
+//!   (`chat.postMessage`, `chat.update`, `chat.postEphemeral`, `views.open`,
+//!   `usergroups.users.list`, …) and `POST /response/<n>` like a
+//!   `response_url`. It records every call, checks the things Slack itself
+//!   refuses (auth, Block Kit limits, expired or reused `trigger_id`s, updates
+//!   of unknown messages) and can rate-limit the first `chat.postMessage`s.
+//! - [`Bot`] spawns `strands --store DIR serve`, waits for its
+//!   `listening on http://127.0.0.1:PORT` line and sends it signed requests
+//!   built from the payload shapes Slack sends (`BLOCK_ACTIONS_JSON`,
+//!   `VIEW_SUBMISSION_JSON` are verbatim copies of
+//!   `shared/docs/slack-payloads/`).
+//!
+//! Like the fake model server, the fake runs axum on its own runtime in a
+//! background thread; tests stay plain `#[test]` functions. Requests to the
+//! bot go over a small blocking HTTP/1.1 client so that each test thread can
+//! click on its own.
+
+#![allow(dead_code)]
+
+use super::{FakeLlm, Sandbox};
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{json, Map, Value};
+use sha2::Sha256;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub const BOT_TOKEN: &str = "xoxb-test-token";
+pub const SIGNING_SECRET: &str = "test-signing-secret";
+pub const APPROVAL_CHANNEL: &str = "C0APPROVALS";
+pub const TEAM_ID: &str = "T0ACME01";
+pub const BOT_USER: &str = "U0BOTUSER";
+/// Slack shows an error unless commands and interactions are answered within this.
+pub const ACK_DEADLINE: Duration = Duration::from_secs(3);
+/// How long helpers wait for the bot to do something.
+pub const WAIT: Duration = Duration::from_secs(15);
+
+/// `shared/docs/slack-payloads/block_actions.json`, verbatim.
+pub const BLOCK_ACTIONS_JSON: &str = r#"{
+  "type": "block_actions",
+  "user": {"id": "U04APPROVER", "username": "dana", "name": "dana", "team_id": "T0ACME01"},
+  "api_app_id": "A0STRANDS1",
+  "token": "legacy-verification-token-unused",
+  "container": {"type": "message", "message_ts": "1763720000.000200", "channel_id": "C0APPROVALS", "is_ephemeral": false},
+  "trigger_id": "1763720031.4242424242.0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+  "team": {"id": "T0ACME01", "domain": "acme"},
+  "enterprise": null,
+  "is_enterprise_install": false,
+  "channel": {"id": "C0APPROVALS", "name": "deploy-approvals"},
+  "message": {
+    "type": "message", "subtype": "bot_message", "user": "U0BOTUSER", "bot_id": "B0STRANDS1",
+    "ts": "1763720000.000200", "team": "T0ACME01", "text": "Approval needed: deploy-service / deploy_approval",
+    "blocks": [
+      {"type": "section", "block_id": "prompt-1", "text": {"type": "mrkdwn", "text": "*Approve the production deploy?*", "verbatim": false}},
+      {"type": "actions", "block_id": "gate-1", "elements": [
+        {"type": "button", "action_id": "approve", "text": {"type": "plain_text", "text": "Approve", "emoji": true}, "value": "gate-1", "style": "primary"},
+        {"type": "button", "action_id": "reject", "text": {"type": "plain_text", "text": "Reject", "emoji": true}, "value": "gate-1", "style": "danger"}
+      ]}
+    ]
+  },
+  "state": {"values": {}},
+  "response_url": "https://hooks.slack.com/actions/T0ACME01/1234567890123/AbCdEfGhIjKlMnOpQrStUvWx",
+  "actions": [
+    {"action_id": "approve", "block_id": "gate-1", "text": {"type": "plain_text", "text": "Approve", "emoji": true},
+     "value": "gate-1", "style": "primary", "type": "button", "action_ts": "1763720031.123456"}
+  ]
+}
+"#;
+
+/// `shared/docs/slack-payloads/view_submission.json`, verbatim.
+pub const VIEW_SUBMISSION_JSON: &str = r#"{
+  "type": "view_submission",
+  "team": {"id": "T0ACME01", "domain": "acme"},
+  "user": {"id": "U04APPROVER", "username": "dana", "name": "dana", "team_id": "T0ACME01"},
+  "api_app_id": "A0STRANDS1",
+  "token": "legacy-verification-token-unused",
+  "trigger_id": "1763720090.4242424242.aa11bb22cc33dd44ee55ff6677889900",
+  "view": {
+    "id": "V0MODAL01", "team_id": "T0ACME01", "type": "modal",
+    "blocks": [
+      {"type": "input", "block_id": "feedback", "label": {"type": "plain_text", "text": "Feedback"},
+       "element": {"type": "plain_text_input", "action_id": "text", "multiline": true}}
+    ],
+    "private_metadata": "opaque string the bot set when it opened the modal",
+    "callback_id": "modify",
+    "state": {"values": {"feedback": {"text": {"type": "plain_text_input", "value": "Roll out behind a canary first"}}}},
+    "hash": "1763720090.AbCdEf12",
+    "title": {"type": "plain_text", "text": "Modify"},
+    "clear_on_close": false, "notify_on_close": false,
+    "close": {"type": "plain_text", "text": "Cancel"},
+    "submit": {"type": "plain_text", "text": "Send"},
+    "previous_view_id": null, "root_view_id": "V0MODAL01", "app_id": "A0STRANDS1",
+    "external_id": "", "app_installed_team_id": "T0ACME01", "bot_id": "B0STRANDS1"
+  },
+  "response_urls": [],
+  "is_enterprise_install": false,
+  "enterprise": null
+}
+"#;
+
+// ---------------------------------------------------------------------------
+// Small JSON helpers
+// ---------------------------------------------------------------------------
+
+/// Every string in `v` (object values and array items, depth first), one per
+/// line: what a reader of a message would see, plus ids.
+pub fn all_text(v: &Value) -> String {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out.join("\n")
+}
+
+/// Whether `v` holds a button anywhere (actions blocks or accessories).
+pub fn has_button(v: &Value) -> bool {
+    match v {
+        Value::Array(a) => a.iter().any(has_button),
+        Value::Object(o) => o.get("type") == Some(&json!("button")) || o.values().any(has_button),
+        _ => false,
+    }
+}
+
+fn str_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Form fields Slack's API takes as JSON strings, parsed so that both body
+/// encodings record the same shape.
+const JSON_FIELDS: &[&str] = &["blocks", "attachments", "view", "metadata"];
+
+fn parse_body(content_type: &str, raw: &[u8]) -> Value {
+    let mut v = if content_type.contains("json") {
+        serde_json::from_slice(raw).ok()
+    } else {
+        None
+    }
+    .or_else(|| {
+        serde_urlencoded::from_bytes::<Vec<(String, String)>>(raw)
+            .ok()
+            .filter(|pairs| !pairs.is_empty() && !content_type.contains("json"))
+            .map(|pairs| {
+                Value::Object(
+                    pairs
+                        .into_iter()
+                        .map(|(k, v)| (k, Value::String(v)))
+                        .collect(),
+                )
+            })
+    })
+    .or_else(|| serde_json::from_slice(raw).ok())
+    .unwrap_or_else(|| Value::String(String::from_utf8_lossy(raw).into_owned()));
+    if let Value::Object(o) = &mut v {
+        for key in JSON_FIELDS {
+            if let Some(Value::String(s)) = o.get(*key) {
+                if let Ok(parsed @ (Value::Array(_) | Value::Object(_))) =
+                    serde_json::from_str::<Value>(s)
+                {
+                    o.insert((*key).to_string(), parsed);
+                }
+            }
+        }
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------
+// Block Kit checks: what Slack itself refuses with `invalid_blocks`
+// ---------------------------------------------------------------------------
+
+fn text_len(v: &Value) -> usize {
+    v["text"].as_str().map(|s| s.chars().count()).unwrap_or(0)
+}
+
+fn check_button(b: &Value, at: &str) -> Result<(), String> {
+    if text_len(&b["text"]) > 75 {
+        return Err(format!("{at}: button text over 75 characters"));
+    }
+    if b["value"].as_str().map(|s| s.chars().count()).unwrap_or(0) > 2000 {
+        return Err(format!("{at}: button value over 2000 characters"));
+    }
+    if b["action_id"]
+        .as_str()
+        .map(|s| s.chars().count())
+        .unwrap_or(0)
+        > 255
+    {
+        return Err(format!("{at}: action_id over 255 characters"));
+    }
+    Ok(())
+}
+
+/// Checks the limits in SLACK.md; `max` is 50 for messages, 100 for modals.
+pub fn check_blocks(blocks: &Value, max: usize) -> Result<(), String> {
+    let Some(blocks) = blocks.as_array() else {
+        return if blocks.is_null() {
+            Ok(())
+        } else {
+            Err("blocks is not an array".into())
+        };
+    };
+    if blocks.len() > max {
+        return Err(format!("{} blocks, at most {max}", blocks.len()));
+    }
+    let mut ids = HashSet::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let at = format!("blocks[{i}]");
+        if let Some(id) = b["block_id"].as_str() {
+            if id.chars().count() > 255 {
+                return Err(format!("{at}: block_id over 255 characters"));
+            }
+            if !ids.insert(id.to_string()) {
+                return Err(format!("{at}: duplicate block_id {id:?}"));
+            }
+        }
+        match b["type"].as_str().unwrap_or_default() {
+            "section" => {
+                if text_len(&b["text"]) > 3000 {
+                    return Err(format!("{at}: section text over 3000 characters"));
+                }
+                if let Some(fields) = b["fields"].as_array() {
+                    if fields.len() > 10 {
+                        return Err(format!("{at}: more than 10 fields"));
+                    }
+                    if fields.iter().any(|f| text_len(f) > 2000) {
+                        return Err(format!("{at}: a field over 2000 characters"));
+                    }
+                }
+                if b["text"].is_null() && b["fields"].is_null() {
+                    return Err(format!("{at}: a section needs text or fields"));
+                }
+                if b["accessory"]["type"] == "button" {
+                    check_button(&b["accessory"], &at)?;
+                }
+            }
+            "header" if text_len(&b["text"]) > 150 => {
+                return Err(format!("{at}: header text over 150 characters"));
+            }
+            "actions" => {
+                let elements = b["elements"].as_array().cloned().unwrap_or_default();
+                if elements.is_empty() || elements.len() > 25 {
+                    return Err(format!("{at}: an actions block has 1 to 25 elements"));
+                }
+                let mut action_ids = HashSet::new();
+                for e in &elements {
+                    if e["type"] == "button" {
+                        check_button(e, &at)?;
+                    }
+                    if let Some(id) = e["action_id"].as_str() {
+                        if !action_ids.insert(id.to_string()) {
+                            return Err(format!("{at}: duplicate action_id {id:?}"));
+                        }
+                    }
+                }
+            }
+            "context" => {
+                let n = b["elements"].as_array().map(Vec::len).unwrap_or(0);
+                if n == 0 || n > 10 {
+                    return Err(format!("{at}: a context block has 1 to 10 elements"));
+                }
+            }
+            "" => return Err(format!("{at}: a block without a type")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn check_view(view: &Value) -> Result<(), String> {
+    if view["type"] != "modal" {
+        return Err("view.type must be `modal`".into());
+    }
+    for key in ["title", "submit", "close"] {
+        if text_len(&view[key]) > 24 {
+            return Err(format!("view.{key} over 24 characters"));
+        }
+    }
+    if view["title"].is_null() {
+        return Err("a modal needs a title".into());
+    }
+    let has_input = view["blocks"]
+        .as_array()
+        .is_some_and(|b| b.iter().any(|b| b["type"] == "input"));
+    if has_input && view["submit"].is_null() {
+        return Err("a modal with input blocks needs `submit`".into());
+    }
+    if view["private_metadata"]
+        .as_str()
+        .map(|s| s.chars().count())
+        .unwrap_or(0)
+        > 3000
+    {
+        return Err("private_metadata over 3000 characters".into());
+    }
+    if view["callback_id"]
+        .as_str()
+        .map(|s| s.chars().count())
+        .unwrap_or(0)
+        > 255
+    {
+        return Err("callback_id over 255 characters".into());
+    }
+    check_blocks(&view["blocks"], 100)
+}
+
+// ---------------------------------------------------------------------------
+// The fake Slack Web API
+// ---------------------------------------------------------------------------
+
+/// How the fake behaves; `SlackBehaviour::default()` answers everything.
+pub struct SlackBehaviour {
+    /// The first `rate_limited_posts` `chat.postMessage` calls get HTTP 429.
+    pub rate_limited_posts: usize,
+    /// The `Retry-After` seconds of those 429s.
+    pub retry_after_secs: u64,
+    /// `usergroups.users.list`: subteam id → members.
+    pub usergroups: HashMap<String, Vec<String>>,
+    /// How long a successful `chat.postMessage` answer takes to reach the
+    /// bot. The message is visible (recorded, clickable) at once, as in
+    /// Slack, where people see it while the API answer is on its way.
+    pub post_answer_delay: Duration,
+}
+
+impl Default for SlackBehaviour {
+    fn default() -> Self {
+        SlackBehaviour {
+            rate_limited_posts: 0,
+            retry_after_secs: 1,
+            usergroups: HashMap::new(),
+            post_answer_delay: Duration::ZERO,
+        }
+    }
+}
+
+/// One call the fake received.
+#[derive(Debug, Clone)]
+pub struct SlackCall {
+    /// 1-based arrival number.
+    pub n: usize,
+    pub at: Instant,
+    /// The Web API method (`chat.postMessage`), or `response_url` for posts to
+    /// a response URL, or the path for anything else.
+    pub method: String,
+    pub path: String,
+    pub authorization: Option<String>,
+    pub content_type: String,
+    /// The body as JSON, whether it came as JSON or form-encoded.
+    pub body: Value,
+    pub status: u16,
+    pub response: Value,
+}
+
+impl SlackCall {
+    /// HTTP 200 and `"ok": true`.
+    pub fn ok(&self) -> bool {
+        self.status == 200 && self.response["ok"] == true
+    }
+    /// A top-level body field as a string ("" when absent).
+    pub fn field(&self, key: &str) -> String {
+        str_of(&self.body[key])
+    }
+    pub fn channel(&self) -> String {
+        self.field("channel")
+    }
+    /// The message this call is about: the new ts for `chat.postMessage`, the
+    /// updated one for `chat.update`.
+    pub fn ts(&self) -> String {
+        match str_of(&self.response["ts"]) {
+            ts if !ts.is_empty() => ts,
+            _ => self.field("ts"),
+        }
+    }
+    pub fn thread_ts(&self) -> String {
+        self.field("thread_ts")
+    }
+    /// Every string of the body (text, blocks, view): for `contains` checks.
+    pub fn text(&self) -> String {
+        all_text(&self.body)
+    }
+    pub fn blocks(&self) -> Vec<Value> {
+        self.body["blocks"].as_array().cloned().unwrap_or_default()
+    }
+    pub fn has_actions_block(&self) -> bool {
+        self.blocks().iter().any(|b| b["type"] == "actions")
+    }
+    pub fn has_buttons(&self) -> bool {
+        has_button(&self.body["blocks"])
+    }
+    /// The buttons of the message, in order.
+    pub fn buttons(&self) -> Vec<Button> {
+        buttons_of(&self.blocks())
+    }
+}
+
+/// A button of a posted message.
+#[derive(Debug, Clone)]
+pub struct Button {
+    pub action_id: String,
+    pub value: String,
+    /// The block it is in (as Slack reports it in `actions[].block_id`).
+    pub block_id: String,
+    pub text: String,
+    pub style: String,
+}
+
+fn buttons_of(blocks: &[Value]) -> Vec<Button> {
+    let mut out = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        // Slack makes up a block_id when the bot gives none.
+        let block_id = b["block_id"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("slack-gen-{i}"));
+        let mut candidates: Vec<&Value> = Vec::new();
+        if let Some(e) = b["elements"].as_array() {
+            candidates.extend(e.iter());
+        }
+        if b["accessory"].is_object() {
+            candidates.push(&b["accessory"]);
+        }
+        for e in candidates {
+            if e["type"] == "button" {
+                out.push(Button {
+                    action_id: str_of(&e["action_id"]),
+                    value: str_of(&e["value"]),
+                    block_id: block_id.clone(),
+                    text: str_of(&e["text"]["text"]),
+                    style: str_of(&e["style"]),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// An approval message the bot posted (a successful `chat.postMessage` with
+/// `strands_*` buttons).
+#[derive(Debug, Clone)]
+pub struct ApprovalMessage {
+    pub channel: String,
+    pub ts: String,
+    pub call: SlackCall,
+}
+
+impl ApprovalMessage {
+    pub fn buttons(&self) -> Vec<Button> {
+        self.call.buttons()
+    }
+    pub fn action_ids(&self) -> Vec<String> {
+        self.buttons().into_iter().map(|b| b.action_id).collect()
+    }
+    /// The button with `action_id`; panics when there is none.
+    pub fn button(&self, action_id: &str) -> Button {
+        self.buttons()
+            .into_iter()
+            .find(|b| b.action_id == action_id)
+            .unwrap_or_else(|| {
+                panic!(
+                    "the approval message has no {action_id:?} button, only {:?}:\n{:#}",
+                    self.action_ids(),
+                    self.call.body
+                )
+            })
+    }
+    /// The gate handle its `strands_*` buttons carry (e.g. `review#1`).
+    pub fn handle(&self) -> String {
+        self.buttons()
+            .into_iter()
+            .find(|b| b.action_id.starts_with("strands_"))
+            .map(|b| b.value)
+            .unwrap_or_default()
+    }
+    pub fn text(&self) -> String {
+        self.call.text()
+    }
+}
+
+/// A "you can't do that" note for one user: a `chat.postEphemeral` or a post
+/// to the `response_url` of their click.
+#[derive(Debug, Clone)]
+pub struct Ephemeral {
+    pub user: Option<String>,
+    pub text: String,
+    pub call: SlackCall,
+}
+
+struct SlackState {
+    calls: Vec<SlackCall>,
+    posts: usize,
+    next_ts: usize,
+    next_view: usize,
+    /// (channel, ts) → the message as it stands.
+    messages: HashMap<(String, String), Value>,
+    /// trigger_id → (issued at, used).
+    triggers: HashMap<String, (Instant, bool)>,
+    /// response URL path → posts so far.
+    response_posts: HashMap<String, usize>,
+}
+
+struct SlackShared {
+    behaviour: SlackBehaviour,
+    state: Mutex<SlackState>,
+    /// The stderr of the bot talking to this fake, for failure messages.
+    bot_log: Mutex<Option<Arc<Mutex<String>>>>,
+    next_response_url: AtomicUsize,
+    next_trigger: AtomicUsize,
+}
+
+/// A running fake Slack; it lives until the test process exits. Clones share it.
+#[derive(Clone)]
+pub struct FakeSlack {
+    /// `http://127.0.0.1:PORT`
+    pub base_url: String,
+    /// `http://127.0.0.1:PORT/api`, for `SLACK_API_URL`.
+    pub api_url: String,
+    shared: Arc<SlackShared>,
+}
+
+impl FakeSlack {
+    pub fn start() -> FakeSlack {
+        FakeSlack::start_with(SlackBehaviour::default())
+    }
+
+    pub fn start_with(behaviour: SlackBehaviour) -> FakeSlack {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake Slack");
+        listener
+            .set_nonblocking(true)
+            .expect("make the fake Slack's listener non-blocking");
+        let port = listener.local_addr().expect("fake Slack's address").port();
+        let shared = Arc::new(SlackShared {
+            behaviour,
+            state: Mutex::new(SlackState {
+                calls: Vec::new(),
+                posts: 0,
+                next_ts: 0,
+                next_view: 0,
+                messages: HashMap::new(),
+                triggers: HashMap::new(),
+                response_posts: HashMap::new(),
+            }),
+            bot_log: Mutex::new(None),
+            next_response_url: AtomicUsize::new(0),
+            next_trigger: AtomicUsize::new(0),
+        });
+        let app = Router::new()
+            .route("/api/{method}", post(api))
+            .route("/response/{n}", post(response_url))
+            .fallback(unknown)
+            .with_state(shared.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the fake Slack's runtime");
+            rt.block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener).expect("the fake Slack's listener");
+                axum::serve(listener, app)
+                    .await
+                    .expect("the fake Slack serves");
+            });
+        });
+        let base_url = format!("http://127.0.0.1:{port}");
+        FakeSlack {
+            api_url: format!("{base_url}/api"),
+            base_url,
+            shared,
+        }
+    }
+
+    /// Shows this bot log in failure messages.
+    pub fn attach_log(&self, log: Arc<Mutex<String>>) {
+        *self.shared.bot_log.lock().expect("bot log slot") = Some(log);
+    }
+
+    /// A fresh `response_url` served by the fake (`/response/<n>`).
+    pub fn response_url(&self) -> String {
+        let n = self.shared.next_response_url.fetch_add(1, Ordering::SeqCst) + 1;
+        format!("{}/response/{n}", self.base_url)
+    }
+
+    /// A fresh `trigger_id`: `views.open` accepts it once, within 3 seconds.
+    pub fn issue_trigger_id(&self) -> String {
+        let n = self.shared.next_trigger.fetch_add(1, Ordering::SeqCst) + 1;
+        let id = format!("1763720031.4242424242.{n:032x}");
+        self.shared
+            .state
+            .lock()
+            .expect("fake Slack state")
+            .triggers
+            .insert(id.clone(), (Instant::now(), false));
+        id
+    }
+
+    /// Every call so far, in arrival order.
+    pub fn calls(&self) -> Vec<SlackCall> {
+        self.shared
+            .state
+            .lock()
+            .expect("fake Slack state")
+            .calls
+            .clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.shared
+            .state
+            .lock()
+            .expect("fake Slack state")
+            .calls
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The calls after the first `n`.
+    pub fn since(&self, n: usize) -> Vec<SlackCall> {
+        self.calls().into_iter().skip(n).collect()
+    }
+
+    /// The calls of one method.
+    pub fn calls_to(&self, method: &str) -> Vec<SlackCall> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == method)
+            .collect()
+    }
+
+    /// The calls and the bot's log, for failure messages.
+    pub fn describe(&self) -> String {
+        let mut out = String::from("--- calls to the fake Slack\n");
+        for c in self.calls() {
+            out.push_str(&format!(
+                "#{} {} {} -> {} {}\n    {}\n",
+                c.n, c.method, c.path, c.status, c.response, c.body
+            ));
+        }
+        if let Some(log) = self.shared.bot_log.lock().expect("bot log slot").as_ref() {
+            out.push_str("--- bot output\n");
+            out.push_str(&log.lock().expect("bot log"));
+        }
+        out
+    }
+
+    /// Waits for a call of `method` matching `pred`; the first one wins.
+    #[track_caller]
+    pub fn wait_for(
+        &self,
+        method: &str,
+        pred: impl Fn(&SlackCall) -> bool,
+        timeout: Duration,
+    ) -> SlackCall {
+        let until = Instant::now() + timeout;
+        loop {
+            if let Some(c) = self
+                .calls()
+                .into_iter()
+                .find(|c| c.method == method && pred(c))
+            {
+                return c;
+            }
+            if Instant::now() >= until {
+                panic!(
+                    "no matching {method} call within {timeout:?}\n{}",
+                    self.describe()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Polls `done` until it holds or `timeout` passes; says whether it held.
+    pub fn wait_until(&self, timeout: Duration, done: impl Fn(&FakeSlack) -> bool) -> bool {
+        let until = Instant::now() + timeout;
+        loop {
+            if done(self) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The approval messages posted so far.
+    pub fn approvals(&self) -> Vec<ApprovalMessage> {
+        self.calls_to("chat.postMessage")
+            .into_iter()
+            .filter(|c| {
+                c.ok()
+                    && c.buttons()
+                        .iter()
+                        .any(|b| b.action_id.starts_with("strands_"))
+            })
+            .map(|c| ApprovalMessage {
+                channel: str_of(&c.response["channel"]),
+                ts: c.ts(),
+                call: c,
+            })
+            .collect()
+    }
+
+    /// Waits for the first approval message.
+    #[track_caller]
+    pub fn wait_for_approval(&self) -> ApprovalMessage {
+        self.wait_for_approval_where(|_| true, "any gate")
+    }
+
+    /// Waits for the approval message whose buttons carry `handle` (`review#2`).
+    #[track_caller]
+    pub fn wait_for_approval_of(&self, handle: &str) -> ApprovalMessage {
+        self.wait_for_approval_where(|m| m.handle() == handle, handle)
+    }
+
+    #[track_caller]
+    fn wait_for_approval_where(
+        &self,
+        pred: impl Fn(&ApprovalMessage) -> bool,
+        what: &str,
+    ) -> ApprovalMessage {
+        let until = Instant::now() + WAIT;
+        loop {
+            if let Some(m) = self.approvals().into_iter().find(|m| pred(m)) {
+                return m;
+            }
+            if Instant::now() >= until {
+                panic!(
+                    "no approval message (chat.postMessage with strands_* buttons) for {what} within {WAIT:?}\n{}",
+                    self.describe()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The `chat.update` calls on `msg`.
+    pub fn updates_of(&self, msg: &ApprovalMessage) -> Vec<SlackCall> {
+        self.calls_to("chat.update")
+            .into_iter()
+            .filter(|c| c.channel() == msg.channel && c.field("ts") == msg.ts)
+            .collect()
+    }
+
+    /// Waits for a `chat.update` of `msg` matching `pred`.
+    #[track_caller]
+    pub fn wait_for_update(
+        &self,
+        msg: &ApprovalMessage,
+        pred: impl Fn(&SlackCall) -> bool,
+    ) -> SlackCall {
+        let (channel, ts) = (msg.channel.clone(), msg.ts.clone());
+        self.wait_for(
+            "chat.update",
+            |c| c.channel() == channel && c.field("ts") == ts && pred(c),
+            WAIT,
+        )
+    }
+
+    /// Messages posted in the thread of `msg`.
+    pub fn thread_replies(&self, msg: &ApprovalMessage) -> Vec<SlackCall> {
+        self.calls_to("chat.postMessage")
+            .into_iter()
+            .filter(|c| c.ok() && c.thread_ts() == msg.ts)
+            .collect()
+    }
+
+    /// Waits for a message in the thread of `msg` matching `pred`.
+    #[track_caller]
+    pub fn wait_for_thread_reply(
+        &self,
+        msg: &ApprovalMessage,
+        pred: impl Fn(&SlackCall) -> bool,
+    ) -> SlackCall {
+        let ts = msg.ts.clone();
+        self.wait_for(
+            "chat.postMessage",
+            |c| c.ok() && c.thread_ts() == ts && pred(c),
+            WAIT,
+        )
+    }
+
+    /// Ephemeral notes so far: `chat.postEphemeral` calls and posts to
+    /// response URLs.
+    pub fn ephemerals(&self) -> Vec<Ephemeral> {
+        self.calls()
+            .into_iter()
+            .filter_map(|c| match c.method.as_str() {
+                "chat.postEphemeral" => Some(Ephemeral {
+                    user: Some(c.field("user")),
+                    text: c.text(),
+                    call: c,
+                }),
+                "response_url" => Some(Ephemeral {
+                    user: None,
+                    text: c.text(),
+                    call: c,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The ephemeral notes meant for the user of `click`.
+    pub fn ephemerals_for(&self, click: &Click) -> Vec<Ephemeral> {
+        let path = url_path(&click.response_url);
+        self.ephemerals()
+            .into_iter()
+            .filter(|e| match &e.user {
+                Some(u) => *u == click.user,
+                None => e.call.path == path,
+            })
+            .collect()
+    }
+
+    /// Waits for an ephemeral note for the user of `click`.
+    #[track_caller]
+    pub fn wait_for_ephemeral(&self, click: &Click) -> Ephemeral {
+        let until = Instant::now() + WAIT;
+        loop {
+            if let Some(e) = self.ephemerals_for(click).into_iter().next() {
+                return e;
+            }
+            if Instant::now() >= until {
+                panic!(
+                    "no ephemeral note (chat.postEphemeral to {} or a post to {}) within {WAIT:?}\n{}",
+                    click.user,
+                    click.response_url,
+                    self.describe()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for the `views.open` of `click` (by its trigger_id).
+    #[track_caller]
+    pub fn wait_for_modal(&self, click: &Click) -> SlackCall {
+        let trigger = click.trigger_id.clone();
+        self.wait_for("views.open", |c| c.field("trigger_id") == trigger, WAIT)
+    }
+
+    /// Sleeps `quiet`, then asserts nothing called the fake after call `n`.
+    #[track_caller]
+    pub fn assert_no_calls_since(&self, n: usize, quiet: Duration, why: &str) {
+        std::thread::sleep(quiet);
+        let extra = self.since(n);
+        assert!(
+            extra.is_empty(),
+            "{why}: expected no calls to the fake Slack, got {extra:#?}\n{}",
+            self.describe()
+        );
+    }
+}
+
+fn url_path(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    match rest.find('/') {
+        Some(i) => rest[i..].to_string(),
+        None => "/".into(),
+    }
+}
+
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+async fn api(
+    State(shared): State<Arc<SlackShared>>,
+    UrlPath(method): UrlPath<String>,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Response {
+    let content_type = header(&headers, "content-type").unwrap_or_default();
+    let authorization = header(&headers, "authorization");
+    let body = parse_body(&content_type, &raw);
+    let (status, response) = {
+        let mut st = shared.state.lock().expect("fake Slack state");
+        let (status, response) = answer(
+            &method,
+            &body,
+            authorization.as_deref(),
+            &mut st,
+            &shared.behaviour,
+        );
+        let n = st.calls.len() + 1;
+        st.calls.push(SlackCall {
+            n,
+            at: Instant::now(),
+            method: method.clone(),
+            path: format!("/api/{method}"),
+            authorization,
+            content_type,
+            body,
+            status,
+            response: response.clone(),
+        });
+        (status, response)
+    };
+    let delay = shared.behaviour.post_answer_delay;
+    if method == "chat.postMessage" && status == 200 && !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    if status == 429 {
+        let retry = shared.behaviour.retry_after_secs.to_string();
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", retry)],
+            Json(response),
+        )
+            .into_response();
+    }
+    Json(response).into_response()
+}
+
+fn slack_error(e: &str) -> (u16, Value) {
+    (200, json!({"ok": false, "error": e}))
+}
+
+/// What Slack answers `method` with, applied to the fake's state.
+fn answer(
+    method: &str,
+    body: &Value,
+    auth: Option<&str>,
+    st: &mut SlackState,
+    b: &SlackBehaviour,
+) -> (u16, Value) {
+    let bearer = format!("Bearer {BOT_TOKEN}");
+    if auth != Some(bearer.as_str()) && body["token"] != BOT_TOKEN {
+        return slack_error(if auth.is_none() && body["token"].is_null() {
+            "not_authed"
+        } else {
+            "invalid_auth"
+        });
+    }
+    let channel = str_of(&body["channel"]);
+    match method {
+        "chat.postMessage" => {
+            st.posts += 1;
+            if st.posts <= b.rate_limited_posts {
+                return (429, json!({"ok": false, "error": "ratelimited"}));
+            }
+            if channel.is_empty() {
+                return slack_error("channel_not_found");
+            }
+            if body["text"].is_null() && body["blocks"].is_null() {
+                return slack_error("no_text");
+            }
+            if let Err(e) = check_blocks(&body["blocks"], 50) {
+                return (
+                    200,
+                    json!({"ok": false, "error": "invalid_blocks", "errors": [e]}),
+                );
+            }
+            st.next_ts += 1;
+            let ts = format!("1763720000.{:06}", st.next_ts * 100);
+            let mut message = json!({
+                "type": "message", "subtype": "bot_message", "user": BOT_USER,
+                "bot_id": "B0STRANDS1", "team": TEAM_ID, "ts": ts,
+                "text": body["text"].clone(), "app_id": "A0STRANDS1",
+            });
+            if body["blocks"].is_array() {
+                message["blocks"] = body["blocks"].clone();
+            }
+            if !body["thread_ts"].is_null() {
+                message["thread_ts"] = body["thread_ts"].clone();
+            }
+            st.messages
+                .insert((channel.clone(), ts.clone()), message.clone());
+            (
+                200,
+                json!({"ok": true, "channel": channel, "ts": ts, "message": message}),
+            )
+        }
+        "chat.update" => {
+            let ts = str_of(&body["ts"]);
+            let Some(old) = st.messages.get(&(channel.clone(), ts.clone())).cloned() else {
+                return slack_error("message_not_found");
+            };
+            if let Err(e) = check_blocks(&body["blocks"], 50) {
+                return (
+                    200,
+                    json!({"ok": false, "error": "invalid_blocks", "errors": [e]}),
+                );
+            }
+            let mut message = old;
+            if !body["text"].is_null() {
+                message["text"] = body["text"].clone();
+            }
+            if !body["blocks"].is_null() {
+                message["blocks"] = body["blocks"].clone();
+            }
+            message["edited"] = json!({"user": BOT_USER, "ts": ts});
+            st.messages
+                .insert((channel.clone(), ts.clone()), message.clone());
+            (
+                200,
+                json!({"ok": true, "channel": channel, "ts": ts, "text": message["text"], "message": message}),
+            )
+        }
+        "chat.postEphemeral" => {
+            if channel.is_empty() {
+                return slack_error("channel_not_found");
+            }
+            if str_of(&body["user"]).is_empty() {
+                return slack_error("user_not_found");
+            }
+            if let Err(e) = check_blocks(&body["blocks"], 50) {
+                return (
+                    200,
+                    json!({"ok": false, "error": "invalid_blocks", "errors": [e]}),
+                );
+            }
+            st.next_ts += 1;
+            (
+                200,
+                json!({"ok": true, "message_ts": format!("1763720000.{:06}", st.next_ts * 100)}),
+            )
+        }
+        "views.open" | "views.push" => {
+            let trigger = str_of(&body["trigger_id"]);
+            match st.triggers.get_mut(&trigger) {
+                None => return slack_error("invalid_trigger_id"),
+                Some((_, true)) => return slack_error("exchanged_trigger_id"),
+                Some((issued, used)) => {
+                    *used = true;
+                    if issued.elapsed() > ACK_DEADLINE {
+                        return slack_error("expired_trigger_id");
+                    }
+                }
+            }
+            open_view(st, &body["view"])
+        }
+        "views.update" => open_view(st, &body["view"]),
+        "usergroups.users.list" => {
+            let group = str_of(&body["usergroup"]);
+            match b.usergroups.get(&group) {
+                Some(users) => (200, json!({"ok": true, "users": users})),
+                None => slack_error("no_such_subteam"),
+            }
+        }
+        "auth.test" => (
+            200,
+            json!({"ok": true, "url": "https://acme.slack.com/", "team": "acme",
+                   "user": "strands", "team_id": TEAM_ID, "user_id": BOT_USER,
+                   "bot_id": "B0STRANDS1"}),
+        ),
+        _ => slack_error("unknown_method"),
+    }
+}
+
+fn open_view(st: &mut SlackState, view: &Value) -> (u16, Value) {
+    if let Err(e) = check_view(view) {
+        return (
+            200,
+            json!({"ok": false, "error": "invalid_arguments", "response_metadata": {"messages": [e]}}),
+        );
+    }
+    st.next_view += 1;
+    let id = format!("V0MODAL{:04}", st.next_view);
+    let mut full = view.clone();
+    let extra = json!({
+        "id": id, "team_id": TEAM_ID, "state": {"values": {}},
+        "hash": format!("1763720090.{:08}", st.next_view),
+        "previous_view_id": null, "root_view_id": id, "app_id": "A0STRANDS1",
+        "external_id": "", "app_installed_team_id": TEAM_ID, "bot_id": "B0STRANDS1",
+        "clear_on_close": false, "notify_on_close": false,
+    });
+    if let (Some(full), Value::Object(extra)) = (full.as_object_mut(), extra) {
+        for (k, v) in extra {
+            full.entry(k).or_insert(v);
+        }
+        full.entry("private_metadata").or_insert(json!(""));
+        full.entry("callback_id").or_insert(json!(""));
+    }
+    (200, json!({"ok": true, "view": full}))
+}
+
+async fn response_url(
+    State(shared): State<Arc<SlackShared>>,
+    UrlPath(n): UrlPath<String>,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Response {
+    let content_type = header(&headers, "content-type").unwrap_or_default();
+    let body = parse_body(&content_type, &raw);
+    let path = format!("/response/{n}");
+    let mut st = shared.state.lock().expect("fake Slack state");
+    let posts = st.response_posts.entry(path.clone()).or_insert(0);
+    *posts += 1;
+    let (status, response) = if *posts > 5 {
+        (404, json!({"ok": false, "error": "used_url"}))
+    } else {
+        (200, json!({"ok": true}))
+    };
+    let n = st.calls.len() + 1;
+    st.calls.push(SlackCall {
+        n,
+        at: Instant::now(),
+        method: "response_url".into(),
+        path,
+        authorization: header(&headers, "authorization"),
+        content_type,
+        body,
+        status,
+        response: response.clone(),
+    });
+    (
+        StatusCode::from_u16(status).expect("a status"),
+        Json(response),
+    )
+        .into_response()
+}
+
+async fn unknown(State(shared): State<Arc<SlackShared>>, uri: Uri, raw: Bytes) -> Response {
+    let mut st = shared.state.lock().expect("fake Slack state");
+    let n = st.calls.len() + 1;
+    st.calls.push(SlackCall {
+        n,
+        at: Instant::now(),
+        method: uri.path().to_string(),
+        path: uri.path().to_string(),
+        authorization: None,
+        content_type: String::new(),
+        body: Value::String(String::from_utf8_lossy(&raw).into_owned()),
+        status: 404,
+        response: Value::Null,
+    });
+    (StatusCode::NOT_FOUND, "no such endpoint on the fake Slack").into_response()
+}
+
+// ---------------------------------------------------------------------------
+// Signing and a tiny HTTP client
+// ---------------------------------------------------------------------------
+
+/// `v0=<hex hmac_sha256(secret, "v0:{ts}:{body}")>`
+pub fn sign(secret: &str, ts: i64, body: &[u8]) -> String {
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key size");
+    mac.update(format!("v0:{ts}:").as_bytes());
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("v0={hex}")
+}
+
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("time after 1970")
+        .as_secs() as i64
+}
+
+/// How a request to the bot is signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signing {
+    /// Correctly, now.
+    Valid,
+    /// Correctly, but with a timestamp 6 minutes old.
+    Stale,
+    /// Correctly, but with a timestamp 6 minutes ahead.
+    Future,
+    /// With another secret.
+    WrongSecret,
+    /// No signature headers at all.
+    Missing,
+    /// Correctly, then the body is changed on the way.
+    BodyAltered,
+}
+
+/// The headers and the body actually sent for `body` signed as `signing`.
+pub fn signed(signing: Signing, body: &[u8]) -> (Vec<(String, String)>, Vec<u8>) {
+    let now = unix_now();
+    let (ts, secret) = match signing {
+        Signing::Valid | Signing::BodyAltered => (now, SIGNING_SECRET),
+        Signing::Stale => (now - 360, SIGNING_SECRET),
+        Signing::Future => (now + 360, SIGNING_SECRET),
+        Signing::WrongSecret => (now, "not-the-signing-secret"),
+        Signing::Missing => return (Vec::new(), body.to_vec()),
+    };
+    let headers = vec![
+        ("X-Slack-Request-Timestamp".to_string(), ts.to_string()),
+        ("X-Slack-Signature".to_string(), sign(secret, ts, body)),
+    ];
+    let mut sent = body.to_vec();
+    if signing == Signing::BodyAltered {
+        sent.extend_from_slice(b"&tampered=1");
+    }
+    (headers, sent)
+}
+
+/// An HTTP answer from the bot.
+#[derive(Debug, Clone)]
+pub struct HttpReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// From sending the request to having the whole answer.
+    pub elapsed: Duration,
+}
+
+impl HttpReply {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    }
+    /// The body as JSON (Null when empty, a string when not JSON).
+    pub fn json(&self) -> Value {
+        if self.body.trim().is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_str(&self.body).unwrap_or_else(|_| Value::String(self.body.clone()))
+    }
+    /// Every string of a JSON body (or the body itself).
+    pub fn text(&self) -> String {
+        all_text(&self.json())
+    }
+    /// Asserts 200 within Slack's 3-second deadline.
+    #[track_caller]
+    pub fn expect_prompt_ok(&self, what: &str, bot: &Bot) -> &Self {
+        assert_eq!(
+            self.status,
+            200,
+            "{what}: expected 200, got {} {:?}\n--- bot output\n{}",
+            self.status,
+            self.body,
+            bot.log()
+        );
+        assert!(
+            self.elapsed < ACK_DEADLINE,
+            "{what}: answered after {:?}, Slack gives up after {ACK_DEADLINE:?}",
+            self.elapsed
+        );
+        self
+    }
+}
+
+/// One blocking HTTP/1.1 request (`Connection: close`).
+pub fn http(
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> std::io::Result<HttpReply> {
+    let rest = url
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("not an http:// URL: {url}"));
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(host)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let elapsed = started.elapsed();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("no end of headers in the answer"))?;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut payload = raw[split + 4..].to_vec();
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line in {head:?}")))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let chunked = headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    if chunked {
+        payload = dechunk(&payload);
+    }
+    Ok(HttpReply {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&payload).into_owned(),
+        elapsed,
+    })
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = data.windows(2).position(|w| w == b"\r\n") {
+        let size_line = String::from_utf8_lossy(&data[..eol]);
+        let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16)
+            .unwrap_or(0);
+        data = &data[eol + 2..];
+        if size == 0 || data.len() < size {
+            break;
+        }
+        out.extend_from_slice(&data[..size]);
+        data = &data[(size + 2).min(data.len())..];
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Payloads, in the shapes Slack sends
+// ---------------------------------------------------------------------------
+
+/// A slash command body, form-encoded like Slack does.
+pub fn slash_command_body(user: &str, channel: &str, text: &str, response_url: &str) -> String {
+    serde_urlencoded::to_string([
+        ("token", "legacy-verification-token-unused"),
+        ("team_id", TEAM_ID),
+        ("team_domain", "acme"),
+        ("channel_id", channel),
+        ("channel_name", "ops"),
+        ("user_id", user),
+        ("user_name", &user.to_lowercase()),
+        ("command", "/strands"),
+        ("text", text),
+        ("api_app_id", "A0STRANDS1"),
+        ("is_enterprise_install", "false"),
+        ("response_url", response_url),
+        (
+            "trigger_id",
+            "1763720010.4242424242.5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a",
+        ),
+    ])
+    .expect("form-encode a slash command")
+}
+
+/// `payload=<json>`, as interactions arrive.
+pub fn interaction_body(payload: &Value) -> String {
+    serde_urlencoded::to_string([("payload", payload.to_string())])
+        .expect("form-encode an interaction")
+}
+
+/// `block_actions.json` patched to be a click by `user` on `button` of `msg`.
+pub fn block_actions_payload(
+    msg: &ApprovalMessage,
+    button: &Button,
+    user: &str,
+    trigger_id: &str,
+    response_url: &str,
+) -> Value {
+    let mut p: Value = serde_json::from_str(BLOCK_ACTIONS_JSON).expect("block_actions.json");
+    p["user"]["id"] = json!(user);
+    p["user"]["username"] = json!(user.to_lowercase());
+    p["user"]["name"] = json!(user.to_lowercase());
+    p["container"]["message_ts"] = json!(msg.ts);
+    p["container"]["channel_id"] = json!(msg.channel);
+    p["channel"]["id"] = json!(msg.channel);
+    p["trigger_id"] = json!(trigger_id);
+    p["response_url"] = json!(response_url);
+    // The message as Slack holds it: what the bot posted, with Slack's fields.
+    p["message"]["ts"] = json!(msg.ts);
+    p["message"]["text"] = msg.call.body["text"].clone();
+    p["message"]["blocks"] = json!(msg.call.blocks());
+    let action = &mut p["actions"][0];
+    action["action_id"] = json!(button.action_id);
+    action["block_id"] = json!(button.block_id);
+    action["value"] = json!(button.value);
+    action["text"]["text"] = json!(button.text);
+    if button.style.is_empty() {
+        if let Some(o) = action.as_object_mut() {
+            o.remove("style");
+        }
+    } else {
+        action["style"] = json!(button.style);
+    }
+    action["action_ts"] = json!(format!("{}.123456", unix_now()));
+    p
+}
+
+/// `view_submission.json` patched to submit the modal opened by `opened`
+/// (a `views.open` call) with `text` typed into its input.
+pub fn view_submission_payload(opened: &SlackCall, user: &str, text: &str) -> Value {
+    let mut p: Value = serde_json::from_str(VIEW_SUBMISSION_JSON).expect("view_submission.json");
+    let view = &opened.body["view"];
+    let shown = &opened.response["view"];
+    p["user"]["id"] = json!(user);
+    p["user"]["username"] = json!(user.to_lowercase());
+    p["user"]["name"] = json!(user.to_lowercase());
+    for key in ["id", "hash", "root_view_id"] {
+        if !shown[key].is_null() {
+            p["view"][key] = shown[key].clone();
+        }
+    }
+    for key in [
+        "callback_id",
+        "private_metadata",
+        "blocks",
+        "title",
+        "submit",
+        "close",
+    ] {
+        if !view[key].is_null() {
+            p["view"][key] = view[key].clone();
+        }
+    }
+    // Slack keys the typed text by the bot's own block_id / action_id.
+    let (block_id, action_id) = view["blocks"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["type"] == "input"))
+        .map(|b| {
+            (
+                b["block_id"].as_str().unwrap_or("feedback").to_string(),
+                b["element"]["action_id"]
+                    .as_str()
+                    .unwrap_or("text")
+                    .to_string(),
+            )
+        })
+        .unwrap_or_else(|| ("feedback".into(), "text".into()));
+    let mut values = Map::new();
+    values.insert(
+        block_id,
+        json!({ action_id: {"type": "plain_text_input", "value": text} }),
+    );
+    p["view"]["state"] = json!({ "values": values });
+    p
+}
+
+// ---------------------------------------------------------------------------
+// The bot process
+// ---------------------------------------------------------------------------
+
+/// Writes `workflows` (name, YAML with `$HOST`) as `<dir>/<name>.yaml`.
+pub fn write_workflows(sandbox: &Sandbox, llm: &FakeLlm, workflows: &[(&str, &str)]) -> PathBuf {
+    let dir = sandbox.path().join("workflows");
+    std::fs::create_dir_all(&dir).expect("create the workflows dir");
+    for (name, yaml) in workflows {
+        std::fs::write(
+            dir.join(format!("{name}.yaml")),
+            yaml.replace("$HOST", &llm.url),
+        )
+        .expect("write a workflow");
+    }
+    dir
+}
+
+/// How to start `strands --store DIR serve`.
+#[derive(Debug, Clone)]
+pub struct BotConfig {
+    pub store: PathBuf,
+    pub cwd: PathBuf,
+    /// Environment: `Some` sets, `None` removes.
+    pub env: Vec<(String, Option<String>)>,
+}
+
+impl BotConfig {
+    pub fn new(sandbox: &Sandbox, slack: &FakeSlack, workflows: &Path) -> BotConfig {
+        let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+        let unset = |k: &str| (k.to_string(), None);
+        BotConfig {
+            store: sandbox.store.clone(),
+            cwd: sandbox.path().to_path_buf(),
+            env: vec![
+                set("SLACK_BOT_TOKEN", BOT_TOKEN),
+                set("SLACK_SIGNING_SECRET", SIGNING_SECRET),
+                set("SLACK_API_URL", &slack.api_url),
+                set("STRANDS_BIND", "127.0.0.1:0"),
+                set("STRANDS_WORKFLOWS", &workflows.display().to_string()),
+                set("STRANDS_APPROVAL_CHANNEL", APPROVAL_CHANNEL),
+                set("STRANDS_RETRY_BASE_MS", "10"),
+                set("STRANDS_LLM_TIMEOUT_SECS", "30"),
+                unset("STRANDS_STORE"),
+                unset("STRANDS_LOG"),
+                unset("STRANDS_LOG_FORMAT"),
+                unset("STRANDS_MAX_RETRIES"),
+                unset("OPENAI_API_KEY"),
+                unset("OPENAI_BASE_URL"),
+                unset("SLACK_APP_TOKEN"),
+            ],
+        }
+    }
+
+    /// Sets (`Some`) or removes (`None`) one variable.
+    pub fn with(mut self, key: &str, value: Option<&str>) -> BotConfig {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.map(str::to_string)));
+        self
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_strands"));
+        cmd.arg("--store")
+            .arg(&self.store)
+            .arg("serve")
+            .current_dir(&self.cwd);
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd
+    }
+}
+
+/// What a one-shot run of `strands serve` did (for start-up failures).
+#[derive(Debug)]
+pub struct Exited {
+    /// None when it had to be killed.
+    pub code: Option<i32>,
+    pub output: String,
+}
+
+/// Runs the bot expecting it to exit by itself within `timeout`.
+pub fn run_to_exit(cfg: &BotConfig, timeout: Duration) -> Exited {
+    let mut child = cfg
+        .command()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strands serve");
+    let log = Arc::new(Mutex::new(String::new()));
+    let readers = [
+        pump(child.stdout.take().expect("stdout"), log.clone(), None),
+        pump(child.stderr.take().expect("stderr"), log.clone(), None),
+    ];
+    let until = Instant::now() + timeout;
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("poll strands serve") {
+            break status.code();
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for r in readers {
+        let _ = r.join();
+    }
+    let output = log.lock().expect("log").clone();
+    Exited { code, output }
+}
+
+/// Copies lines of `from` into `log`; sends the port of the first
+/// `listening on http://127.0.0.1:PORT` line to `ready`.
+fn pump(
+    from: impl Read + Send + 'static,
+    log: Arc<Mutex<String>>,
+    ready: Option<mpsc::Sender<u16>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut ready = ready;
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            log.lock().expect("log").push_str(&format!("{line}\n"));
+            if let Some(port) = listening_port(&line) {
+                if let Some(tx) = ready.take() {
+                    let _ = tx.send(port);
+                }
+            }
+        }
+    })
+}
+
+fn listening_port(line: &str) -> Option<u16> {
+    let marker = "listening on http://127.0.0.1:";
+    let at = line.find(marker)? + marker.len();
+    let digits: String = line[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// A click sent to the bot.
+#[derive(Debug, Clone)]
+pub struct Click {
+    pub reply: HttpReply,
+    pub user: String,
+    pub action_id: String,
+    pub trigger_id: String,
+    pub response_url: String,
+    pub payload: Value,
+    /// When it was sent.
+    pub sent: Instant,
+}
+
+/// A running `strands serve`; killed when dropped.
+pub struct Bot {
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    pub cfg: BotConfig,
+    slack: FakeSlack,
+    child: Option<Child>,
+    log: Arc<Mutex<String>>,
+}
+
+impl Bot {
+    /// Writes `workflows` into the sandbox and starts the bot on its store.
+    pub fn start(
+        sandbox: &Sandbox,
+        slack: &FakeSlack,
+        llm: &FakeLlm,
+        workflows: &[(&str, &str)],
+    ) -> Bot {
+        let dir = write_workflows(sandbox, llm, workflows);
+        Bot::launch(slack, BotConfig::new(sandbox, slack, &dir))
+    }
+
+    /// Starts the bot as `cfg` says and waits until it listens.
+    pub fn launch(slack: &FakeSlack, cfg: BotConfig) -> Bot {
+        let log = Arc::new(Mutex::new(String::new()));
+        slack.attach_log(log.clone());
+        let mut bot = Bot {
+            url: String::new(),
+            cfg,
+            slack: slack.clone(),
+            child: None,
+            log,
+        };
+        bot.spawn();
+        bot
+    }
+
+    fn spawn(&mut self) {
+        self.log.lock().expect("log").push_str("--- (re)start\n");
+        let mut child = self
+            .cfg
+            .command()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn strands serve");
+        let (tx, rx) = mpsc::channel();
+        pump(child.stdout.take().expect("stdout"), self.log.clone(), None);
+        pump(
+            child.stderr.take().expect("stderr"),
+            self.log.clone(),
+            Some(tx),
+        );
+        let until = Instant::now() + Duration::from_secs(30);
+        let port = loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(port) => break port,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let _ = child.wait();
+                    panic!(
+                        "strands serve ended before saying `listening on http://127.0.0.1:PORT`:\n{}",
+                        self.log()
+                    );
+                }
+            }
+            if let Some(status) = child.try_wait().expect("poll strands serve") {
+                std::thread::sleep(Duration::from_millis(100));
+                panic!(
+                    "strands serve exited ({status}) before listening:\n{}",
+                    self.log()
+                );
+            }
+            if Instant::now() >= until {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "strands serve printed no `listening on http://127.0.0.1:PORT` on stderr within 30s:\n{}",
+                    self.log()
+                );
+            }
+        };
+        self.url = format!("http://127.0.0.1:{port}");
+        self.child = Some(child);
+    }
+
+    /// Everything the bot printed so far.
+    pub fn log(&self) -> String {
+        self.log.lock().expect("log").clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a running bot").id()
+    }
+
+    /// SIGKILL, no chance to clean up.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM, then SIGKILL if it is still there after 10 s. The store is
+    /// free afterwards (`sandbox.list()` works).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            let until = Instant::now() + Duration::from_secs(10);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same store and workflows (after `kill`/`stop`).
+    pub fn restart(&mut self) {
+        assert!(
+            self.child.is_none(),
+            "stop or kill the bot before restarting"
+        );
+        self.slack.attach_log(self.log.clone());
+        self.spawn();
+    }
+
+    /// A request to the bot; panics when it cannot be sent.
+    #[track_caller]
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> HttpReply {
+        http(method, &format!("{}{path}", self.url), headers, body).unwrap_or_else(|e| {
+            panic!(
+                "{method} {path} to the bot failed: {e}\n--- bot output\n{}",
+                self.log()
+            )
+        })
+    }
+
+    pub fn get(&self, path: &str) -> HttpReply {
+        self.request("GET", path, &[], b"")
+    }
+
+    /// POSTs `body` signed as `signing`, plus `extra` headers.
+    pub fn post(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+        signing: Signing,
+        extra: &[(&str, &str)],
+    ) -> HttpReply {
+        let (mut headers, sent) = signed(signing, body);
+        headers.push(("Content-Type".into(), content_type.into()));
+        headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self.request("POST", path, &headers, &sent)
+    }
+
+    /// `/strands TEXT` typed by `user` in `channel`, signed.
+    pub fn command(&self, user: &str, channel: &str, text: &str) -> HttpReply {
+        self.command_signed(user, channel, text, Signing::Valid)
+    }
+
+    pub fn command_signed(
+        &self,
+        user: &str,
+        channel: &str,
+        text: &str,
+        signing: Signing,
+    ) -> HttpReply {
+        let body = slash_command_body(user, channel, text, &self.slack.response_url());
+        self.post(
+            "/slack/commands",
+            "application/x-www-form-urlencoded",
+            body.as_bytes(),
+            signing,
+            &[],
+        )
+    }
+
+    /// `user` clicks the `action_id` button of `msg`, signed.
+    pub fn click(&self, msg: &ApprovalMessage, action_id: &str, user: &str) -> Click {
+        self.click_with(msg, action_id, user, Signing::Valid, |_| {})
+    }
+
+    /// A click whose payload `patch` may change first.
+    pub fn click_with(
+        &self,
+        msg: &ApprovalMessage,
+        action_id: &str,
+        user: &str,
+        signing: Signing,
+        patch: impl FnOnce(&mut Value),
+    ) -> Click {
+        let button = msg.button(action_id);
+        let trigger_id = self.slack.issue_trigger_id();
+        let response_url = self.slack.response_url();
+        let mut payload = block_actions_payload(msg, &button, user, &trigger_id, &response_url);
+        patch(&mut payload);
+        let sent = Instant::now();
+        let reply = self.interaction(&payload, signing);
+        Click {
+            sent,
+            reply,
+            user: user.to_string(),
+            action_id: action_id.to_string(),
+            trigger_id,
+            response_url,
+            payload,
+        }
+    }
+
+    /// Submits the modal `opened` (a `views.open` call) with `text`, signed.
+    pub fn submit_modal(&self, opened: &SlackCall, user: &str, text: &str) -> HttpReply {
+        self.submit_modal_with(opened, user, text, |_| {})
+    }
+
+    pub fn submit_modal_with(
+        &self,
+        opened: &SlackCall,
+        user: &str,
+        text: &str,
+        patch: impl FnOnce(&mut Value),
+    ) -> HttpReply {
+        let mut payload = view_submission_payload(opened, user, text);
+        patch(&mut payload);
+        self.interaction(&payload, Signing::Valid)
+    }
+
+    /// POSTs an interaction payload to /slack/interactions.
+    pub fn interaction(&self, payload: &Value, signing: Signing) -> HttpReply {
+        self.post(
+            "/slack/interactions",
+            "application/x-www-form-urlencoded",
+            interaction_body(payload).as_bytes(),
+            signing,
+            &[],
+        )
+    }
+
+    /// POSTs an Events API body, with `X-Slack-Retry-Num` when `retry` is set.
+    pub fn event(&self, body: &Value, retry: Option<u32>, signing: Signing) -> HttpReply {
+        let n = retry.map(|n| n.to_string());
+        let mut extra: Vec<(&str, &str)> = Vec::new();
+        if let Some(n) = &n {
+            extra.push(("X-Slack-Retry-Num", n));
+            extra.push(("X-Slack-Retry-Reason", "http_timeout"));
+        }
+        self.post(
+            "/slack/events",
+            "application/json",
+            body.to_string().as_bytes(),
+            signing,
+            &extra,
+        )
+    }
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
