@@ -752,3 +752,37 @@ fn an_approved_manual_gate_passes_the_reviewed_text_to_a_step_without_input() {
         "the writer should get the approved research as its input"
     );
 }
+
+#[test]
+fn a_gate_that_requires_a_reason_refuses_a_bare_reject_and_changes_nothing() {
+    let fake = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let yaml = REVIEW_CHAIN.replace(
+        "        prompt: Review the research on {{ topic }}.\n",
+        "        prompt: Review the research on {{ topic }}.\n        require_reason: true\n",
+    );
+    let spec = sandbox.spec("review.yaml", &yaml, &fake);
+    let run = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
+    run.expect_code(19);
+    let id = session_id(&run.json());
+    let before = sandbox.show(&id);
+
+    let bare = sandbox.strands(&["resume", &id, "--reject"]);
+    bare.expect_code(2);
+    assert!(bare.stderr.contains("needs a reason"), "{}", bare.stderr);
+    assert_eq!(
+        sandbox.show(&id),
+        before,
+        "a refused answer changes nothing"
+    );
+
+    sandbox
+        .strands(&["resume", &id, "--reject", "--reason", "sources are too old"])
+        .expect_code(21);
+    let after = sandbox.show(&id);
+    assert_eq!(after["status"], "rejected");
+    assert_eq!(
+        history(&after)[0]["decision"]["reason"],
+        "sources are too old"
+    );
+}

@@ -1163,3 +1163,43 @@ fn the_fakes_answers_and_patched_payloads_parse_as_slack_morphism_types() {
         other => panic!("not view_submission: {other:?}\n{submission:#}"),
     }
 }
+
+#[test]
+fn a_gate_can_name_its_channel_and_require_a_reason_asked_in_a_modal() {
+    let llm = FakeLlm::start();
+    let slack = FakeSlack::start();
+    let sandbox = Sandbox::new();
+    let spec = DEPLOY.replace(
+        "        prompt: Approve the deploy of {{ service }}?\n",
+        "        prompt: Approve the deploy of {{ service }}?\n        channel: \"#C0SECURITY\"\n        require_reason: true\n",
+    );
+    let mut bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec)]);
+    let (id, msg) = deploy_paused(&bot, &slack);
+    assert_eq!(
+        msg.channel, "C0SECURITY",
+        "the gate's channel wins over STRANDS_APPROVAL_CHANNEL"
+    );
+
+    // Reject needs a reason: the click opens a modal instead of deciding.
+    let click = bot.click(&msg, "strands_reject", APPROVER);
+    click.reply.expect_prompt_ok("the reject click", &bot);
+    let opened = slack.wait_for_modal(&click);
+    assert_eq!(opened.body["view"]["callback_id"], "strands_reject");
+    assert!(
+        slack.updates_of(&msg).is_empty(),
+        "nothing is decided before the reason arrives"
+    );
+    bot.submit_modal(&opened, APPROVER, "change freeze this week")
+        .expect_prompt_ok("the reason", &bot);
+    let update = slack.wait_for_update(&msg, |c| c.text().contains("Rejected by"));
+    assert_closed(&update, "change freeze this week");
+    assert_llm_stays_at(&llm, 1, "the deployer never runs after a reject");
+
+    bot.stop();
+    let show = sandbox.show(&id);
+    assert_eq!(show["status"], "rejected", "{show:#}");
+    assert_eq!(
+        answered(&show)[0]["decision"]["reason"],
+        "change freeze this week"
+    );
+}

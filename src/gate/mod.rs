@@ -96,6 +96,9 @@ pub struct OpenGate {
     /// A rejection must carry a reason.
     #[serde(default)]
     pub require_reason: bool,
+    /// The chat channel the spec names for this gate.
+    #[serde(default)]
+    pub channel: Option<String>,
 }
 
 impl OpenGate {
@@ -223,6 +226,7 @@ pub fn open(
         default: spec.default.clone(),
         fallback: spec.fallback,
         require_reason: spec.require_reason,
+        channel: spec.channel.clone(),
         opened_at: now,
         timeout_at: spec
             .timeout_secs
@@ -303,6 +307,7 @@ mod tests {
             show_preview: true,
             preview_length: 10,
             require_reason: false,
+            channel: None,
         };
         let now = Utc::now();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

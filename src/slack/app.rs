@@ -65,13 +65,16 @@ impl App {
         &self.tasks
     }
 
-    /// Where approval messages for `session` go: the channel the run's
-    /// command named or came from, else `STRANDS_APPROVAL_CHANNEL`.
+    /// Where approval messages for `session` go: the channel the open gate
+    /// names, else the one the run's command chose (its `--channel`,
+    /// `STRANDS_APPROVAL_CHANNEL`, or the channel it came from), else
+    /// `STRANDS_APPROVAL_CHANNEL`.
     pub fn approval_channel(&self, session: &Session) -> Option<String> {
         session
-            .origin
+            .gate
             .as_ref()
-            .map(|o| o.approval_channel.clone())
+            .and_then(|g| g.channel.clone())
+            .or_else(|| session.origin.as_ref().map(|o| o.approval_channel.clone()))
             .or_else(|| self.config.approval_channel.clone())
     }
 
@@ -242,9 +245,11 @@ impl App {
         let view =
             ApprovalView::from_gate(&gate, &session.workflow, &session.id, &session.started_by);
         let text = format!("Approval needed: {} / {}", session.workflow, gate.id);
+        // Progress stays in the first message's thread while the channel does.
         let thread_ts = session
             .notification
             .as_ref()
+            .filter(|n| n.channel == channel)
             .and_then(|n| n.thread_ts.clone());
         *self.lock_posting().entry(channel.clone()).or_insert(0) += 1;
         let posted = match self.templates.approval(&view) {
@@ -258,7 +263,7 @@ impl App {
         let n = Notification {
             gate: gate.handle(),
             channel: channel.clone(),
-            thread_ts: thread_ts.or_else(|| ts.clone()),
+            thread_ts: thread_ts.clone().or_else(|| ts.clone()),
             ts,
             at: Utc::now(),
             error: error.clone(),
@@ -277,6 +282,19 @@ impl App {
         match error {
             None => {
                 self.metrics.gate_opened();
+                if let (Some(thread), Some(ts)) = (
+                    &thread_ts,
+                    &session.notification.as_ref().and_then(|n| n.ts.clone()),
+                ) {
+                    if thread != ts {
+                        let note = format!(
+                            "paused again at gate `{}`: a new approval message is in the channel",
+                            gate.id
+                        );
+                        self.post_progress_line(&channel, thread, &session, "paused", note)
+                            .await;
+                    }
+                }
                 Ok(())
             }
             Some(e) => Err(Error::Runtime(format!(
@@ -365,6 +383,37 @@ impl App {
             .post_message(&channel, &text, blocks, thread_ts.as_deref())
             .await
             .map(|_| ())
+    }
+}
+
+impl App {
+    /// One progress line in a thread; failures are logged, not fatal.
+    async fn post_progress_line(
+        &self,
+        channel: &str,
+        thread: &str,
+        session: &Session,
+        event: &str,
+        text: String,
+    ) {
+        let view = ProgressView {
+            event: event.into(),
+            workflow: session.workflow.clone(),
+            session_id: session.id.clone(),
+            text: text.clone(),
+            output: None,
+        };
+        let posted = match self.templates.progress(&view) {
+            Ok(blocks) => self
+                .api
+                .post_message(channel, &text, blocks, Some(thread))
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = posted {
+            tracing::warn!(session = %session.id, "progress not posted: {e}");
+        }
     }
 }
 

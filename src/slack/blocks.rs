@@ -1224,6 +1224,7 @@ mod tests {
             opened_at: chrono::Utc::now(),
             timeout_at: Some(chrono::Utc::now() + chrono::Duration::seconds(60)),
             require_reason: false,
+            channel: None,
         };
         ApprovalView::from_gate(&gate, &nasty(500), &nasty(300), &nasty(300))
     }

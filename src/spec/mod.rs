@@ -182,6 +182,8 @@ pub struct GateSpec {
     pub preview_length: usize,
     /// A rejection must carry a reason (the bot asks for it in a modal).
     pub require_reason: bool,
+    /// The chat channel whose members approve this gate (the Slack bot).
+    pub channel: Option<String>,
 }
 
 #[derive(Debug, Clone)]

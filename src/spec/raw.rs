@@ -146,4 +146,6 @@ pub struct Step {
     pub preview_length: Option<usize>,
     /// Ours: a rejection must say why.
     pub require_reason: Option<bool>,
+    /// Ours: the chat channel that approves this gate (the bot).
+    pub channel: Option<S<String>>,
 }

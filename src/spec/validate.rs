@@ -665,6 +665,10 @@ impl Validator {
                     show_preview: s.show_preview.unwrap_or(true),
                     preview_length: s.preview_length.unwrap_or(DEFAULT_PREVIEW_LENGTH).max(1),
                     require_reason: s.require_reason.unwrap_or(false),
+                    channel: s
+                        .channel
+                        .as_ref()
+                        .map(|c| c.value.trim().trim_start_matches('#').to_string()),
                 }))
             }
             Some(other) => {
@@ -717,6 +721,9 @@ fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.require_reason.is_some() {
         v.push("require_reason");
+    }
+    if s.channel.is_some() {
+        v.push("channel");
     }
     v
 }

@@ -21,6 +21,7 @@ fn paused_session(id: &str) -> Session {
         show_preview: true,
         preview_length: 10,
         require_reason: false,
+        channel: None,
     };
     Session {
         id: id.into(),
