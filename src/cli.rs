@@ -354,21 +354,35 @@ fn validate(path: &std::path::Path, json: bool) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// Which channel answers gates for this invocation.
-enum Mode {
-    Detached,
-    Interactive,
-    Auto,
+/// The channel that answers gates for one CLI invocation.
+enum CliChannel {
+    Detached(Detached),
+    Auto(AutoApprove),
+    Terminal(Terminal<std::io::BufReader<std::io::Stdin>, std::io::Stderr>),
 }
 
-fn mode(interactive: bool, auto: bool) -> Mode {
-    if auto {
-        Mode::Auto
-    } else if interactive {
-        Mode::Interactive
-    } else {
-        Mode::Detached
+impl HumanChannel for CliChannel {
+    async fn ask(&mut self, session: &Session) -> Result<crate::channel::Reply> {
+        match self {
+            CliChannel::Detached(c) => c.ask(session).await,
+            CliChannel::Auto(c) => c.ask(session).await,
+            CliChannel::Terminal(c) => c.ask(session).await,
+        }
     }
+}
+
+fn cli_channel(interactive: bool, auto_approve: bool, who: &str) -> WithProgress<CliChannel> {
+    let inner = if auto_approve {
+        CliChannel::Auto(AutoApprove {
+            by: who.to_string(),
+        })
+    } else if interactive {
+        let stdin = std::io::BufReader::new(std::io::stdin());
+        CliChannel::Terminal(Terminal::new(stdin, std::io::stderr(), who.to_string()))
+    } else {
+        CliChannel::Detached(Detached)
+    };
+    WithProgress { inner }
 }
 
 async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
@@ -415,33 +429,9 @@ async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         out_dir,
         origin: None,
     };
-    let session = match mode(args.interactive, args.auto_approve) {
-        Mode::Detached => engine.start(&spec, start, &mut progress(Detached)).await?,
-        Mode::Auto => {
-            engine
-                .start(
-                    &spec,
-                    start,
-                    &mut progress(AutoApprove {
-                        by: ctx.who.clone(),
-                    }),
-                )
-                .await?
-        }
-        Mode::Interactive => {
-            let stdin = std::io::BufReader::new(std::io::stdin());
-            let mut ch = progress(Terminal::new(stdin, std::io::stderr(), ctx.who.clone()));
-            engine.start(&spec, start, &mut ch).await?
-        }
-    };
+    let mut channel = cli_channel(args.interactive, args.auto_approve, &ctx.who);
+    let session = engine.start(&spec, start, &mut channel).await?;
     Ok(report(ctx, &session, args.json))
-}
-
-fn progress<C: HumanChannel>(inner: C) -> WithProgress<C> {
-    WithProgress {
-        inner,
-        quiet: false,
-    }
 }
 
 fn answer_now(who: &str, decision: Decision, vars: &[(String, String)]) -> Result<Answer> {
@@ -516,25 +506,8 @@ async fn continue_session(ctx: &Ctx, args: &ResumeArgs, answer: Option<Answer>) 
         }
         other => other,
     };
-    let session = match mode(args.interactive, args.auto_approve) {
-        Mode::Detached => engine.resume(&id, answer, &mut progress(Detached)).await?,
-        Mode::Auto => {
-            engine
-                .resume(
-                    &id,
-                    answer,
-                    &mut progress(AutoApprove {
-                        by: ctx.who.clone(),
-                    }),
-                )
-                .await?
-        }
-        Mode::Interactive => {
-            let stdin = std::io::BufReader::new(std::io::stdin());
-            let mut ch = progress(Terminal::new(stdin, std::io::stderr(), ctx.who.clone()));
-            engine.resume(&id, answer, &mut ch).await?
-        }
-    };
+    let mut channel = cli_channel(args.interactive, args.auto_approve, &ctx.who);
+    let session = engine.resume(&id, answer, &mut channel).await?;
     Ok(report(ctx, &session, args.json))
 }
 

@@ -98,7 +98,6 @@ impl HumanChannel for AutoApprove {
 /// goes to stdout, which `--json` keeps for its one object).
 pub struct WithProgress<C> {
     pub inner: C,
-    pub quiet: bool,
 }
 
 impl<C: HumanChannel> HumanChannel for WithProgress<C> {
@@ -107,40 +106,38 @@ impl<C: HumanChannel> HumanChannel for WithProgress<C> {
     }
 
     async fn progress(&mut self, session: &Session, event: &Progress) {
-        if !self.quiet {
-            match event {
-                Progress::StepDone {
-                    position,
-                    agent,
-                    tokens,
-                    millis,
-                } => eprintln!(
-                    "✓ {position} completed: {agent} ({tokens} tokens, {:.1}s)",
-                    *millis as f64 / 1000.0
-                ),
-                Progress::GateSkipped { gate } => {
-                    eprintln!("↷ gate `{gate}` skipped (condition false)")
-                }
-                Progress::GateAnswered { gate, answer } => {
-                    eprintln!(
-                        "✓ gate `{gate}` {} by {} ({})",
-                        answer.decision.verb(),
-                        answer.by,
-                        answer.via
-                    )
-                }
-                Progress::Completed => eprintln!("✓ workflow `{}` completed", session.workflow),
-                Progress::Rejected { reason } => eprintln!(
-                    "✗ workflow `{}` rejected{}",
-                    session.workflow,
-                    reason
-                        .as_ref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
-                ),
-                Progress::Failed { message } => {
-                    eprintln!("✗ workflow `{}` failed: {message}", session.workflow)
-                }
+        match event {
+            Progress::StepDone {
+                position,
+                agent,
+                tokens,
+                millis,
+            } => eprintln!(
+                "✓ {position} completed: {agent} ({tokens} tokens, {:.1}s)",
+                *millis as f64 / 1000.0
+            ),
+            Progress::GateSkipped { gate } => {
+                eprintln!("↷ gate `{gate}` skipped (condition false)")
+            }
+            Progress::GateAnswered { gate, answer } => {
+                eprintln!(
+                    "✓ gate `{gate}` {} by {} ({})",
+                    answer.decision.verb(),
+                    answer.by,
+                    answer.via
+                )
+            }
+            Progress::Completed => eprintln!("✓ workflow `{}` completed", session.workflow),
+            Progress::Rejected { reason } => eprintln!(
+                "✗ workflow `{}` rejected{}",
+                session.workflow,
+                reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
+            Progress::Failed { message } => {
+                eprintln!("✗ workflow `{}` failed: {message}", session.workflow)
             }
         }
         self.inner.progress(session, event).await
