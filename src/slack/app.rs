@@ -93,12 +93,18 @@ impl App {
             loop {
                 let mut channel = SlackChannel { app: app.clone() };
                 let mut engine = Engine::new(&app.store);
-                if let Err(e) = engine.resume(&id, None, &mut channel).await {
-                    tracing::error!(session = %id, "driving the session failed: {e}");
-                }
+                let failed = match engine.resume(&id, None, &mut channel).await {
+                    Ok(_) => false,
+                    Err(e) => {
+                        // Left as it is in the store; a restart or
+                        // `/strands notify` picks it up again.
+                        tracing::error!(session = %id, "driving the session failed: {e}");
+                        true
+                    }
+                };
                 let mut driving = app.driving.lock().unwrap_or_else(|p| p.into_inner());
                 match app.store.load(&id) {
-                    Ok(Some(s)) if s.status == Status::Running && s.failure.is_none() => {
+                    Ok(Some(s)) if !failed && s.status == Status::Running && s.failure.is_none() => {
                         drop(driving);
                         continue;
                     }
