@@ -1058,7 +1058,9 @@ fn signing_matches_slacks_published_test_vector() {
 fn the_embedded_example_payloads_are_the_shared_docs_files() {
     // The payloads are embedded so the tests run anywhere; when the shared
     // docs are around, they must not have drifted.
-    let dir = std::path::Path::new("/work/shared/docs/slack-payloads");
+    // `shared/` sits beside the checkout (developers' machines and CI).
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/docs/slack-payloads");
     for (file, embedded) in [
         ("block_actions.json", BLOCK_ACTIONS_JSON),
         ("view_submission.json", VIEW_SUBMISSION_JSON),
