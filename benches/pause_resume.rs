@@ -194,6 +194,7 @@ fn approve() -> Answer {
         at: Utc::now(),
         via: "bench".into(),
         vars: Default::default(),
+        call: None,
     }
 }
 

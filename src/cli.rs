@@ -98,7 +98,7 @@ pub struct RunArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("decision").args(["approve", "reject", "modify", "response"])))]
+#[command(group(clap::ArgGroup::new("decision").args(["approve", "reject", "modify", "response", "edit_args", "trust"])))]
 pub struct ResumeArgs {
     /// Session id (or a unique prefix of at least 4 characters).
     pub id: String,
@@ -120,6 +120,15 @@ pub struct ResumeArgs {
     /// Free-text answer for a `hitl` gate (`approved` approves).
     #[arg(long)]
     pub response: Option<String>,
+    /// Tool calls: approve with these arguments (JSON object; same tool).
+    #[arg(long, value_name = "JSON")]
+    pub edit_args: Option<String>,
+    /// Tool calls: approve, and trust this tool for the rest of the run.
+    #[arg(long)]
+    pub trust: bool,
+    /// Tool calls: which waiting call this answers (see `sessions show`).
+    #[arg(long = "call", value_name = "CALL_ID")]
+    pub call: Option<String>,
     /// Variable overrides that come with the answer.
     #[arg(long = "var", value_parser = spec::parse_var)]
     pub vars: Vec<(String, String)>,
@@ -400,6 +409,9 @@ async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             modify: false,
             feedback: None,
             response: None,
+            edit_args: None,
+            trust: false,
+            call: None,
             vars: Vec::new(),
             interactive: args.interactive,
             auto_approve: args.auto_approve,
@@ -445,6 +457,7 @@ fn answer_now(who: &str, decision: Decision, vars: &[(String, String)]) -> Resul
         at: Utc::now(),
         via: "cli".into(),
         vars: map,
+        call: None,
     })
 }
 
@@ -459,12 +472,22 @@ async fn resume(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
         Some(Decision::Modify {
             feedback: args.feedback.clone().unwrap_or_default(),
         })
+    } else if args.trust {
+        Some(Decision::Trust)
+    } else if let Some(raw) = &args.edit_args {
+        let arguments: serde_json::Value = serde_json::from_str(raw)
+            .map_err(|e| Error::Usage(format!("--edit-args is not valid JSON: {e}")))?;
+        Some(Decision::Edit { arguments })
     } else {
         args.response.clone().map(|text| Decision::Respond { text })
     };
     let answer =
         match decision {
-            Some(d) => Some(answer_now(&ctx.who, d, &args.vars)?),
+            Some(d) => {
+                let mut a = answer_now(&ctx.who, d, &args.vars)?;
+                a.call = args.call.clone();
+                Some(a)
+            }
             None if !args.vars.is_empty() => return Err(Error::Usage(
                 "--var on resume comes with a decision (--approve, --reject, --modify, --response)"
                     .into(),
@@ -596,6 +619,20 @@ fn paused_text(ctx: &Ctx, s: &Session) -> String {
         ));
     }
     out.push_str(&format!("\n   Session: {}\n", s.id));
+    if g.kind == spec::GateKind::ToolCall {
+        for c in s.agent_turn.iter().flat_map(|t| t.waiting()) {
+            let trust = if c.request.as_ref().is_some_and(|r| r.trustable) {
+                " | --trust"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "   Answer:  {}\n",
+                ctx.resume_cmd(&s.id, &format!("--call {} --approve | --reject --reason \"...\" | --edit-args '{{...}}'{trust}", c.call.id))
+            ));
+        }
+        return out.trim_end().to_string();
+    }
     out.push_str(&format!(
         "   Resume:  {}\n",
         ctx.resume_cmd(&s.id, "--approve")
@@ -626,6 +663,28 @@ fn timeout_effect(g: &crate::gate::OpenGate) -> String {
     }
 }
 
+/// The calls of a tool-call gate: what each would do and where it stands.
+fn tool_calls_json(s: &Session) -> Value {
+    let Some(turn) = &s.agent_turn else {
+        return Value::Array(Vec::new());
+    };
+    Value::Array(
+        turn.calls
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.call.id,
+                    "tool": c.call.name,
+                    "arguments": c.call.arguments,
+                    "digest": c.digest,
+                    "state": c.state,
+                    "request": c.request,
+                })
+            })
+            .collect(),
+    )
+}
+
 /// The one JSON object scripts read.
 fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
     let gate = s.gate.as_ref().map(|g| {
@@ -644,6 +703,7 @@ fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
             "default": g.default,
             "opened_at": g.opened_at,
             "timeout_at": g.timeout_at,
+            "calls": tool_calls_json(s),
         })
     });
     let gates: Vec<Value> = s
@@ -653,7 +713,7 @@ fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
             GateEventKind::Answered { answer, waited_ms } => json!({
                 "gate": e.gate, "instance": e.instance, "event": "answered",
                 "decision": answer.decision, "by": answer.by, "at": answer.at, "via": answer.via,
-                "asked_at": e.asked_at, "waited_ms": waited_ms,
+                "asked_at": e.asked_at, "waited_ms": waited_ms, "call": answer.call,
             }),
             GateEventKind::Skipped { condition } => json!({
                 "gate": e.gate, "event": "skipped", "condition": condition,
@@ -809,6 +869,16 @@ fn print_show(ctx: &Ctx, s: &Session) {
         }
         if !g.context.is_empty() {
             println!("Context:\n{}", g.context);
+        }
+        if let Some(turn) = &s.agent_turn {
+            for c in turn.waiting() {
+                println!(
+                    "Answer:    {} --call {} (--approve | --reject --reason R | --edit-args JSON{})",
+                    ctx.resume_cmd(&s.id, ""),
+                    c.call.id,
+                    if c.request.as_ref().is_some_and(|r| r.trustable) { " | --trust" } else { "" }
+                );
+            }
         }
         println!("\nResume:    {}", ctx.resume_cmd(&s.id, "--approve"));
     }

@@ -16,5 +16,6 @@ pub mod slack;
 pub mod spec;
 pub mod store;
 pub mod template;
+pub mod tools;
 
 pub use error::{Error, Result};

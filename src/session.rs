@@ -7,10 +7,11 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::gate::{Answer, OpenGate};
-use crate::provider::Usage;
+use crate::gate::{Answer, OpenGate, Position};
+use crate::provider::{Message, ToolCall, Usage};
+use crate::tools::{Risk, ToolResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -179,8 +180,80 @@ pub struct Session {
     /// The approval message posted for the open gate, or why posting failed.
     #[serde(default)]
     pub notification: Option<Notification>,
+    /// An agent step in the middle of a tool-calling conversation.
+    #[serde(default)]
+    pub agent_turn: Option<AgentTurn>,
+    /// Tools a human trusted for the rest of this run (`trust` answers).
+    #[serde(default)]
+    pub trusted_tools: BTreeSet<String>,
+    /// Digests of calls a human rejected → what the model was told. The same
+    /// call is not proposed to a human again in this run without new input.
+    #[serde(default)]
+    pub denied_calls: BTreeMap<String, String>,
     /// Store revision, bumped by every write (compare-and-swap).
     pub rev: u64,
+}
+
+/// An agent step that is calling tools: the conversation so far and the
+/// calls of the model's latest turn. Completed results are kept, so a resume
+/// never calls the model again for a turn it already answered and never runs
+/// a finished call twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentTurn {
+    pub position: Position,
+    pub agent: String,
+    pub system: String,
+    /// The conversation after the system prompt.
+    pub messages: Vec<Message>,
+    /// Model calls made so far for this step.
+    pub turns: u32,
+    /// The calls of the latest assistant message, in order.
+    pub calls: Vec<PendingCall>,
+}
+
+impl AgentTurn {
+    pub fn waiting(&self) -> impl Iterator<Item = &PendingCall> {
+        self.calls.iter().filter(|c| c.state == CallState::Waiting)
+    }
+}
+
+/// One tool call and where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    pub call: ToolCall,
+    /// SHA-256 of the tool name and the exact arguments (`tools::digest`).
+    pub digest: String,
+    /// What the human is shown, when the call needs approval.
+    pub request: Option<ApprovalRequest>,
+    pub state: CallState,
+}
+
+/// What an approval request says about a call (seed 001 §2.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The rendered `approval_prompt`, or a default.
+    pub prompt: String,
+    /// What the call would do.
+    pub description: String,
+    pub reversible: bool,
+    pub risk: Risk,
+    /// Whether a `trust` answer is allowed for this tool.
+    pub trustable: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CallState {
+    /// Waiting for a human.
+    Waiting,
+    /// May run: approved by a human or by policy. `digest` is what was approved.
+    Approved { by: String, digest: String },
+    /// A human said no; the model reads `denied by WHO: REASON`.
+    Rejected { by: String, reason: Option<String> },
+    /// Started; if the process dies now the call is not run again (at most once).
+    Running,
+    /// Finished (or refused by policy): the result the model reads.
+    Done { result: ToolResult },
 }
 
 /// Where a run was started from in a chat tool.

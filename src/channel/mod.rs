@@ -84,12 +84,18 @@ impl HumanChannel for AutoApprove {
         if let Some(g) = &session.gate {
             eprintln!("⚠ auto-approving gate `{}` (--auto-approve)", g.id);
         }
+        // Tool-call gates are answered one call at a time.
+        let call = session
+            .agent_turn
+            .as_ref()
+            .and_then(|t| t.waiting().next().map(|c| c.call.id.clone()));
         Ok(Reply::Now(Answer {
             decision: Decision::Approve,
             by: self.by.clone(),
             at: Utc::now(),
             via: "auto-approve".into(),
             vars: Default::default(),
+            call,
         }))
     }
 }

@@ -41,7 +41,89 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             at: Utc::now(),
             via: "terminal".into(),
             vars: Default::default(),
+            call: None,
         })
+    }
+
+    /// One waiting tool call: approve, reject, edit its arguments, trust.
+    fn tool_call(&mut self, session: &Session) -> Reply {
+        let Some(pc) = session
+            .agent_turn
+            .as_ref()
+            .and_then(|t| t.waiting().next().cloned())
+        else {
+            return Reply::Later;
+        };
+        let _ = writeln!(
+            self.output,
+            "\n⏸  Tool call `{}` ({}) wants approval",
+            pc.call.name, pc.call.id
+        );
+        if let Some(r) = &pc.request {
+            let _ = writeln!(self.output, "   {}", r.prompt);
+            let _ = writeln!(self.output, "   what: {}", r.description);
+            let _ = writeln!(
+                self.output,
+                "   risk: {}, {}",
+                r.risk.as_str(),
+                if r.reversible {
+                    "reversible"
+                } else {
+                    "cannot be undone"
+                }
+            );
+        }
+        let args = serde_json::to_string_pretty(&pc.call.arguments).unwrap_or_default();
+        let _ = writeln!(self.output, "   arguments:\n{args}");
+        let trustable = pc.request.as_ref().is_some_and(|r| r.trustable);
+        loop {
+            let _ = writeln!(
+                self.output,
+                "\n   [a] Approve  [r] Reject  [e] Edit arguments{}  [d] Defer",
+                if trustable {
+                    "  [t] Trust this tool for the run"
+                } else {
+                    ""
+                }
+            );
+            let Some(choice) = self.line("   Your choice: ") else {
+                return Reply::Later;
+            };
+            let decision = match choice.trim().to_ascii_lowercase().as_str() {
+                "a" | "approve" => Decision::Approve,
+                "t" | "trust" if trustable => Decision::Trust,
+                "r" | "reject" => {
+                    let Some(reason) = self.line("   Reason (optional): ") else {
+                        return Reply::Later;
+                    };
+                    Decision::Reject {
+                        reason: Some(reason.trim().to_string()).filter(|r| !r.is_empty()),
+                    }
+                }
+                "e" | "edit" => {
+                    let Some(raw) = self.line("   New arguments (one line of JSON): ") else {
+                        return Reply::Later;
+                    };
+                    match serde_json::from_str(&raw) {
+                        Ok(arguments) => Decision::Edit { arguments },
+                        Err(e) => {
+                            let _ = writeln!(self.output, "   Not JSON: {e}");
+                            continue;
+                        }
+                    }
+                }
+                "d" | "defer" => return Reply::Later,
+                other => {
+                    let _ = writeln!(self.output, "   `{other}` is not an option.");
+                    continue;
+                }
+            };
+            let Reply::Now(mut answer) = self.answer(decision) else {
+                return Reply::Later;
+            };
+            answer.call = Some(pc.call.id.clone());
+            return Reply::Now(answer);
+        }
     }
 
     /// The blocking conversation; `None` means defer.
@@ -49,6 +131,9 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
         let Some(gate) = session.gate.clone() else {
             return Reply::Later;
         };
+        if gate.kind == GateKind::ToolCall {
+            return self.tool_call(session);
+        }
         let (preview, cut) = gate.preview();
         let _ = writeln!(self.output, "\n⏸  Gate `{}` ({})", gate.id, gate.position);
         let _ = writeln!(self.output, "   {}", gate.prompt);

@@ -10,6 +10,7 @@
 pub mod artifacts;
 pub mod context;
 pub mod pattern;
+pub mod tools;
 
 use chrono::Utc;
 use std::collections::BTreeMap;
@@ -20,9 +21,10 @@ use tokio::task::JoinSet;
 use crate::channel::{HumanChannel, Progress, Reply};
 use crate::error::{Error, Result};
 use crate::gate::{self, Answer, Outcome, Position};
-use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind, Role};
+use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind};
 use crate::session::{
-    GateEvent, GateEventKind, PatternState, RecordKind, Session, Status, StepRecord,
+    AgentTurn, CallState, GateEvent, GateEventKind, PatternState, RecordKind, Session, Status,
+    StepRecord,
 };
 use crate::spec::{self, AgentStep, Spec};
 use crate::store::Store;
@@ -60,16 +62,10 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Refuses, before anything is saved, what this build cannot run: agents
-    /// with tools, providers it does not ship (exit 18).
+    /// Refuses, before anything is saved, what this build cannot run:
+    /// providers it does not ship (exit 18).
     pub fn preflight(spec: &Spec) -> Result<()> {
         for agent in spec.agents.values() {
-            if agent.has_tools {
-                return Err(Error::Unsupported(format!(
-                    "agent `{}` declares tools; tool calling is not supported by this build yet",
-                    agent.id
-                )));
-            }
             ProviderKind::parse(agent.provider.as_deref().unwrap_or(&spec.runtime.provider))?;
         }
         Ok(())
@@ -117,6 +113,9 @@ impl<'a> Engine<'a> {
             failure: None,
             origin: start.origin,
             notification: None,
+            agent_turn: None,
+            trusted_tools: Default::default(),
+            denied_calls: Default::default(),
             rev: 0,
         };
         self.store.create(&mut session)?;
@@ -137,6 +136,9 @@ impl<'a> Engine<'a> {
                 session.id
             )));
         };
+        if gate.kind == crate::spec::GateKind::ToolCall {
+            return Self::check_tool_answer(spec, session, answer);
+        }
         if let (true, crate::gate::Decision::Reject { reason }) =
             (gate.require_reason, &answer.decision)
         {
@@ -156,6 +158,75 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(())
+    }
+
+    /// An answer to a tool-call gate: it must name a waiting call (or there
+    /// is just one), an edit keeps the tool and fits its schema, and trust
+    /// only where the spec allows it. Checked before anything is recorded.
+    fn check_tool_answer(spec: &Spec, session: &Session, answer: &Answer) -> Result<()> {
+        let turn = session
+            .agent_turn
+            .as_ref()
+            .ok_or_else(|| Error::Session("no tool calls are waiting".into()))?;
+        let waiting: Vec<&crate::session::PendingCall> = turn.waiting().collect();
+        let pc = match &answer.call {
+            Some(id) => turn
+                .calls
+                .iter()
+                .find(|c| &c.call.id == id)
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "no call `{id}`; waiting: {}",
+                        waiting
+                            .iter()
+                            .map(|c| c.call.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?,
+            None if waiting.len() == 1 => waiting[0],
+            None => {
+                return Err(Error::Usage(format!(
+                    "{} calls are waiting; pick one with --call: {}",
+                    waiting.len(),
+                    waiting
+                        .iter()
+                        .map(|c| format!("{} ({})", c.call.id, c.call.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+        };
+        let agent = spec
+            .agents
+            .get(&turn.agent)
+            .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", turn.agent)))?;
+        let toolbox = tools::Toolbox::for_agent(spec, agent)?;
+        match &answer.decision {
+            crate::gate::Decision::Approve | crate::gate::Decision::Reject { .. } => Ok(()),
+            crate::gate::Decision::Trust => {
+                if toolbox.trustable(&pc.call.name) {
+                    Ok(())
+                } else {
+                    Err(Error::Usage(format!(
+                        "`{}` cannot be trusted here (trust needs enable_trust on the agent; shell and `!`-negated tools never)",
+                        pc.call.name
+                    )))
+                }
+            }
+            crate::gate::Decision::Edit { arguments } => {
+                let args = tools::edited_arguments(&pc.call, arguments)?;
+                let tool = toolbox
+                    .tool(&pc.call.name)
+                    .ok_or_else(|| Error::Usage(format!("`{}` is not one of the agent's tools", pc.call.name)))?;
+                tool.validate(&args)
+                    .map_err(|e| Error::Usage(format!("edited arguments for `{}` do not fit its schema: {e}", pc.call.name)))
+            }
+            other => Err(Error::Usage(format!(
+                "a tool call takes --approve, --reject [--reason R], --edit-args JSON or --trust, not {}",
+                other.verb()
+            ))),
+        }
     }
 
     /// Continues a session: with `answer` for a paused one, or without to
@@ -395,6 +466,16 @@ impl<'a> Engine<'a> {
         for (k, v) in &answer.vars {
             session.variables.insert(k.clone(), v.clone());
         }
+        // New human input (feedback, an answer, variables) lets the model
+        // propose calls a human rejected before.
+        if !answer.vars.is_empty()
+            || matches!(
+                answer.decision,
+                crate::gate::Decision::Modify { .. } | crate::gate::Decision::Respond { .. }
+            )
+        {
+            session.denied_calls.clear();
+        }
         let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
         session.history.push(GateEvent {
             gate: gate.id.clone(),
@@ -411,7 +492,9 @@ impl<'a> Engine<'a> {
             Outcome::Continue { response } => {
                 let kind = match gate.kind {
                     crate::spec::GateKind::Hitl => RecordKind::Answer,
-                    crate::spec::GateKind::ManualGate => RecordKind::Approval,
+                    crate::spec::GateKind::ManualGate | crate::spec::GateKind::ToolCall => {
+                        RecordKind::Approval
+                    }
                 };
                 pattern::record(
                     &mut session.state,
@@ -524,13 +607,11 @@ impl<'a> Engine<'a> {
                 agent: agent.id.clone(),
                 model,
                 system,
-                messages: vec![Message {
-                    role: Role::User,
-                    content: input,
-                }],
+                messages: vec![Message::user(input)],
                 temperature: agent.temperature.or(spec.runtime.temperature),
                 top_p: agent.top_p.or(spec.runtime.top_p),
                 max_tokens: agent.max_tokens.or(spec.runtime.max_tokens),
+                tools: Vec::new(),
             },
         ))
     }
@@ -557,6 +638,20 @@ impl<'a> Engine<'a> {
         channel: &mut C,
     ) -> Result<()> {
         Self::check_budget(spec, session)?;
+        // Steps whose agent has tools run one at a time through the tool
+        // loop; a step interrupted mid-conversation continues first.
+        let has_tools = |w: &&pattern::Work<'_>| {
+            spec.agents
+                .get(&w.step.agent)
+                .is_some_and(|a| !a.tools.is_empty())
+        };
+        let resumed = session
+            .agent_turn
+            .as_ref()
+            .and_then(|t| work.iter().find(|w| w.position == t.position));
+        if let Some(w) = resumed.or_else(|| work.iter().find(has_tools)) {
+            return self.run_tool_step(spec, session, w, channel).await;
+        }
         let mut queue = Vec::new();
         for w in &work {
             let (provider, req) = self.request(spec, session, w.step, &w.position)?;
@@ -625,6 +720,222 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(())
+    }
+}
+
+impl Engine<'_> {
+    /// One agent step with tools, from wherever its conversation stands to
+    /// its answer — or to a tool-call gate, leaving the session paused.
+    async fn run_tool_step<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        w: &pattern::Work<'_>,
+        channel: &mut C,
+    ) -> Result<()> {
+        let agent = spec
+            .agents
+            .get(&w.step.agent)
+            .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", w.step.agent)))?;
+        let toolbox = tools::Toolbox::for_agent(spec, agent)?;
+        let (provider, first) = self.request(spec, session, w.step, &w.position)?;
+        if session.agent_turn.as_ref().map(|t| &t.position) != Some(&w.position) {
+            session.agent_turn = Some(AgentTurn {
+                position: w.position.clone(),
+                agent: agent.id.clone(),
+                system: first.system.clone(),
+                messages: first.messages.clone(),
+                turns: 0,
+                calls: Vec::new(),
+            });
+            self.store.checkpoint(session)?;
+        }
+        let started = Instant::now();
+        loop {
+            // 1. The latest turn's calls: wait for humans, then run what was approved.
+            let pending = session
+                .agent_turn
+                .as_ref()
+                .map(|t| !t.calls.is_empty())
+                .unwrap_or(false);
+            if pending {
+                if self.open_tool_gate(session, &w.position)? {
+                    return Ok(());
+                }
+                self.run_approved_calls(session, &toolbox).await?;
+            }
+            // 2. Ask the model.
+            Self::check_budget(spec, session)?;
+            let turn = session
+                .agent_turn
+                .as_mut()
+                .ok_or_else(|| Error::Internal("tool step lost its conversation".into()))?;
+            if turn.turns >= agent.max_turns {
+                return Err(Error::Runtime(format!(
+                    "agent `{}` reached its turn limit ({}) at {} without answering",
+                    agent.id, agent.max_turns, w.position
+                )));
+            }
+            let mut req = first.clone();
+            req.system = turn.system.clone();
+            req.messages = turn.messages.clone();
+            req.tools = toolbox.specs();
+            let resp = provider.complete(&req).await?;
+            turn.turns += 1;
+            session
+                .usage
+                .entry(agent.id.clone())
+                .or_default()
+                .add(resp.usage);
+            let turn = session
+                .agent_turn
+                .as_mut()
+                .ok_or_else(|| Error::Internal("tool step lost its conversation".into()))?;
+            if resp.tool_calls.is_empty() {
+                session.agent_turn = None;
+                pattern::record(
+                    &mut session.state,
+                    &w.position,
+                    StepRecord {
+                        agent: Some(agent.id.clone()),
+                        response: resp.text,
+                        kind: RecordKind::Agent,
+                        finished_at: Utc::now(),
+                    },
+                )?;
+                self.store.checkpoint(session)?;
+                channel
+                    .progress(
+                        session,
+                        &Progress::StepDone {
+                            position: w.position.to_string(),
+                            agent: agent.id.clone(),
+                            tokens: session.usage.get(&agent.id).map(|u| u.total()).unwrap_or(0),
+                            millis: started.elapsed().as_millis() as u64,
+                        },
+                    )
+                    .await;
+                return Ok(());
+            }
+            turn.messages.push(Message::Assistant {
+                content: resp.text.clone(),
+                tool_calls: resp.tool_calls.clone(),
+            });
+            let snapshot = session.clone();
+            let calls = toolbox.classify(&snapshot, &resp.tool_calls, &self.templates);
+            if let Some(turn) = session.agent_turn.as_mut() {
+                turn.calls = calls;
+            }
+            self.store.checkpoint(session)?;
+        }
+    }
+
+    /// Opens the tool-call gate when any call waits for a human. True when
+    /// the session is now paused.
+    fn open_tool_gate(&mut self, session: &mut Session, position: &Position) -> Result<bool> {
+        let Some(turn) = session.agent_turn.as_ref() else {
+            return Ok(false);
+        };
+        let waiting = turn.waiting().count();
+        if waiting == 0 {
+            return Ok(false);
+        }
+        let now = Utc::now();
+        session.gates_opened += 1;
+        session.gate = Some(gate::OpenGate {
+            id: "tools".into(),
+            instance: session.gates_opened,
+            kind: crate::spec::GateKind::ToolCall,
+            position: position.clone(),
+            prompt: format!(
+                "agent `{}` asks to run {waiting} tool call{} that need{} approval",
+                turn.agent,
+                if waiting == 1 { "" } else { "s" },
+                if waiting == 1 { "s" } else { "" }
+            ),
+            context: tools::describe_calls(&turn.calls),
+            show_preview: true,
+            preview_length: 4000,
+            default: None,
+            fallback: crate::spec::Fallback::Cancel,
+            opened_at: now,
+            timeout_at: None,
+            require_reason: false,
+            channel: None,
+        });
+        session.status = Status::Paused;
+        self.store.checkpoint(session)?;
+        Ok(true)
+    }
+
+    /// Runs the approved calls of the latest turn, in order, each at most
+    /// once, then hands every outcome to the conversation.
+    async fn run_approved_calls(
+        &mut self,
+        session: &mut Session,
+        toolbox: &tools::Toolbox,
+    ) -> Result<()> {
+        let count = session
+            .agent_turn
+            .as_ref()
+            .map(|t| t.calls.len())
+            .unwrap_or(0);
+        for i in 0..count {
+            let Some(pc) = session
+                .agent_turn
+                .as_ref()
+                .and_then(|t| t.calls.get(i))
+                .cloned()
+            else {
+                continue;
+            };
+            let result = match &pc.state {
+                CallState::Done { .. } => continue,
+                CallState::Waiting => return Err(Error::Internal("a waiting call reached execution".into())),
+                CallState::Running => crate::tools::ToolResult::error(
+                    "interrupted while running (the process stopped); not run again — it may or may not have taken effect",
+                ),
+                CallState::Rejected { by, reason } => crate::tools::ToolResult::error(match reason {
+                    Some(r) if !r.trim().is_empty() => format!("denied by {by}: {r}"),
+                    _ => format!("denied by {by}"),
+                }),
+                CallState::Approved { digest, .. } => {
+                    if crate::tools::digest(&pc.call.name, &pc.call.arguments) != *digest {
+                        crate::tools::ToolResult::error("not run: the call differs from what was approved")
+                    } else if let Some(tool) = toolbox.tool(&pc.call.name) {
+                        set_call_state(session, i, CallState::Running);
+                        self.store.checkpoint(session)?;
+                        tool.run(&pc.call.arguments, &toolbox.env).await
+                    } else {
+                        crate::tools::ToolResult::error(format!("unknown tool `{}`", pc.call.name))
+                    }
+                }
+            };
+            set_call_state(session, i, CallState::Done { result });
+            self.store.checkpoint(session)?;
+        }
+        if let Some(turn) = session.agent_turn.as_mut() {
+            for pc in std::mem::take(&mut turn.calls) {
+                let (content, is_error) = match pc.state {
+                    CallState::Done { result } => (result.content, result.is_error),
+                    _ => ("not run".to_string(), true),
+                };
+                turn.messages.push(Message::Tool {
+                    call_id: pc.call.id,
+                    name: pc.call.name,
+                    content,
+                    is_error,
+                });
+            }
+        }
+        self.store.checkpoint(session)?;
+        Ok(())
+    }
+}
+
+fn set_call_state(session: &mut Session, i: usize, state: CallState) {
+    if let Some(pc) = session.agent_turn.as_mut().and_then(|t| t.calls.get_mut(i)) {
+        pc.state = state;
     }
 }
 

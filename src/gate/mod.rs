@@ -27,6 +27,11 @@ pub enum Decision {
     Defer,
     /// Free text, for `hitl` gates (`approved` counts as approval).
     Respond { text: String },
+    /// Tool calls: approve with these arguments instead (same tool, checked
+    /// against its schema; the approval binds the edited call).
+    Edit { arguments: serde_json::Value },
+    /// Tool calls: approve, and approve this tool for the rest of the run.
+    Trust,
 }
 
 impl Decision {
@@ -37,6 +42,8 @@ impl Decision {
             Decision::Modify { .. } => "modified",
             Decision::Defer => "deferred",
             Decision::Respond { .. } => "responded",
+            Decision::Edit { .. } => "approved with edits",
+            Decision::Trust => "trusted",
         }
     }
 }
@@ -52,6 +59,9 @@ pub struct Answer {
     pub via: String,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub vars: Map<String, Value>,
+    /// For tool-call gates: which call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
 }
 
 /// Where a step or gate stands in its pattern.
@@ -160,7 +170,17 @@ pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
             }
         }
         Decision::Defer => Outcome::StayPaused,
+        Decision::Edit { .. } | Decision::Trust => {
+            return Err(Error::Usage(
+                "--edit-args and --trust answer tool calls; this gate is not one".into(),
+            ))
+        }
         Decision::Respond { text } => match kind {
+            GateKind::ToolCall => {
+                return Err(Error::Usage(
+                    "a tool call takes --approve, --reject, --edit-args JSON or --trust".into(),
+                ))
+            }
             GateKind::Hitl => Outcome::Continue {
                 response: text.clone(),
             },
@@ -183,6 +203,9 @@ pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
 /// with a rejection when it has none), a manual gate's `fallback_action`.
 pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
     let decision = match gate.kind {
+        GateKind::ToolCall => Decision::Reject {
+            reason: Some("timed out".into()),
+        },
         GateKind::Hitl => match &gate.default {
             Some(d) => Decision::Respond { text: d.clone() },
             None => Decision::Reject {
@@ -202,6 +225,7 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
         at: now,
         via: "timeout".into(),
         vars: Map::new(),
+        call: None,
     }
 }
 
@@ -233,6 +257,159 @@ pub fn open(
             .and_then(|s| chrono::Duration::try_seconds(s as i64))
             .map(|d| now + d),
     }
+}
+
+// A refusal carries the answer that won, for "already decided by"; it is
+// returned once per click, so its size does not matter.
+#[allow(clippy::result_large_err)]
+/// Records `answer` on the open gate of `session`, exactly once — the body
+/// of the store's compare-and-swap. A manual or `hitl` gate takes the answer
+/// whole (the engine carries it out next); a tool-call gate takes one
+/// decision per call and closes when no call waits any more.
+pub fn accept(
+    session: &mut crate::session::Session,
+    handle: Option<&str>,
+    answer: &Answer,
+) -> std::result::Result<(), crate::store::Refusal> {
+    use crate::session::{CallState, GateEvent, GateEventKind, Status};
+    use crate::store::Refusal;
+
+    if let Some(prev) = &session.pending_answer {
+        return Err(Refusal::AlreadyAnswered(prev.clone()));
+    }
+    let last = |s: &crate::session::Session, call: Option<&str>| {
+        s.history.iter().rev().find_map(|e| match &e.what {
+            GateEventKind::Answered { answer, .. }
+                if handle.is_none_or(|h| h == format!("{}#{}", e.gate, e.instance))
+                    && (call.is_none() || answer.call.as_deref() == call) =>
+            {
+                Some(answer.clone())
+            }
+            _ => None,
+        })
+    };
+    if session.status != Status::Paused {
+        return Err(
+            match handle.and_then(|_| last(session, answer.call.as_deref())) {
+                Some(a) => Refusal::AlreadyAnswered(a),
+                None => Refusal::NotPaused(session.status),
+            },
+        );
+    }
+    let Some(gate) = session.gate.clone() else {
+        return Err(Refusal::NotPaused(session.status));
+    };
+    if let Some(want) = handle {
+        if gate.handle() != want {
+            return Err(match last(session, answer.call.as_deref()) {
+                Some(a) => Refusal::AlreadyAnswered(a),
+                None => Refusal::StaleGate {
+                    open: Some(gate.handle()),
+                },
+            });
+        }
+    }
+    let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
+    if gate.kind != GateKind::ToolCall {
+        session.pending_answer = Some(answer.clone());
+        session.status = Status::Running;
+        return Ok(());
+    }
+
+    // A tool-call gate: one decision per call.
+    let already = last(session, answer.call.as_deref());
+    let Some(turn) = session.agent_turn.as_mut() else {
+        return Err(Refusal::Invalid("no tool calls are waiting".into()));
+    };
+    let waiting: Vec<String> = turn.waiting().map(|c| c.call.id.clone()).collect();
+    let id = match (&answer.call, waiting.as_slice()) {
+        (Some(id), _) => id.clone(),
+        (None, [only]) => only.clone(),
+        (None, []) => return Err(Refusal::Invalid("no tool calls are waiting".into())),
+        (None, many) => {
+            return Err(Refusal::Invalid(format!(
+                "{} calls are waiting; name one with --call: {}",
+                many.len(),
+                many.join(", ")
+            )))
+        }
+    };
+    let Some(pc) = turn.calls.iter_mut().find(|c| c.call.id == id) else {
+        return Err(Refusal::Invalid(format!("no call `{id}` in this request")));
+    };
+    if pc.state != CallState::Waiting {
+        return Err(match already {
+            Some(a) => Refusal::AlreadyAnswered(a),
+            None => Refusal::Invalid(format!("call `{id}` is no longer waiting")),
+        });
+    }
+    let by = answer.by.clone();
+    let mut trusted = None;
+    pc.state = match &answer.decision {
+        Decision::Approve => CallState::Approved {
+            by: by.clone(),
+            digest: pc.digest.clone(),
+        },
+        Decision::Trust => {
+            trusted = Some(pc.call.name.clone());
+            CallState::Approved {
+                by: by.clone(),
+                digest: pc.digest.clone(),
+            }
+        }
+        Decision::Edit { arguments } => {
+            pc.call.arguments = arguments.clone();
+            pc.digest = crate::tools::digest(&pc.call.name, arguments);
+            CallState::Approved {
+                by: by.clone(),
+                digest: pc.digest.clone(),
+            }
+        }
+        Decision::Reject { reason } => {
+            let why = match reason {
+                Some(r) if !r.trim().is_empty() => format!("denied by {by}: {r}"),
+                _ => format!("denied by {by}"),
+            };
+            session.denied_calls.insert(pc.digest.clone(), why);
+            CallState::Rejected {
+                by: by.clone(),
+                reason: reason.clone(),
+            }
+        }
+        other => {
+            return Err(Refusal::Invalid(format!(
+                "a tool call takes approve, reject, edit or trust, not {}",
+                other.verb()
+            )))
+        }
+    };
+    let mut answer = answer.clone();
+    answer.call = Some(id);
+    if let Some(name) = trusted {
+        // Trust approves the tool for the rest of the run, starting with the
+        // other calls of this batch.
+        for other in turn.calls.iter_mut() {
+            if other.call.name == name && other.state == CallState::Waiting {
+                other.state = CallState::Approved {
+                    by: format!("trust by {by}"),
+                    digest: other.digest.clone(),
+                };
+            }
+        }
+        session.trusted_tools.insert(name);
+    }
+    let done = turn.waiting().next().is_none();
+    session.history.push(GateEvent {
+        gate: gate.id.clone(),
+        instance: gate.instance,
+        asked_at: Some(gate.opened_at),
+        what: GateEventKind::Answered { answer, waited_ms },
+    });
+    if done {
+        session.gate = None;
+        session.status = Status::Running;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::retry::{self, RetryPolicy};
-use super::{ChatRequest, ChatResponse, ProviderConfig, Role, Usage};
+use super::{ChatRequest, ChatResponse, Message, ProviderConfig, ToolCall, Usage};
 use crate::error::{Error, Result};
 
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
@@ -44,7 +44,41 @@ impl std::fmt::Debug for AnthropicClient {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    content: WireContent<'a>,
+}
+
+/// A message's content: plain text for a user turn, content blocks for an
+/// assistant turn or a turn of tool results.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<WireBlock<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
 }
 
 #[derive(Serialize)]
@@ -54,6 +88,8 @@ struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'a str>,
     messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,15 +170,14 @@ fn wire_request(request: &ChatRequest) -> WireRequest<'_> {
         model: &request.model,
         max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         system,
-        messages: request
-            .messages
+        messages: wire_messages(&request.messages),
+        tools: request
+            .tools
             .iter()
-            .map(|m| WireMessage {
-                role: match m.role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                },
-                content: &m.content,
+            .map(|t| WireTool {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.parameters,
             })
             .collect(),
         temperature: request.temperature,
@@ -150,9 +185,76 @@ fn wire_request(request: &ChatRequest) -> WireRequest<'_> {
     }
 }
 
-/// The text blocks of `content`, joined, and the token counts. Prompt-cache
-/// reads and writes are input tokens too, so they are added to
-/// `input_tokens` when present.
+/// Maps the conversation onto Messages API turns. An assistant turn is its
+/// text (when non-empty) followed by one `tool_use` block per call; a run of
+/// consecutive tool results becomes ONE user turn of `tool_result` blocks,
+/// since the API wants every result of an assistant turn's calls in the
+/// single user turn right after it.
+fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
+    let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(messages.len());
+    // Whether the last turn pushed is a user turn made of tool results.
+    let mut in_results = false;
+    for m in messages {
+        match m {
+            Message::User { content } => {
+                in_results = false;
+                out.push(WireMessage {
+                    role: "user",
+                    content: WireContent::Text(content),
+                });
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                in_results = false;
+                let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
+                if !content.is_empty() {
+                    blocks.push(WireBlock::Text { text: content });
+                }
+                blocks.extend(tool_calls.iter().map(|call| WireBlock::ToolUse {
+                    id: &call.id,
+                    name: &call.name,
+                    input: &call.arguments,
+                }));
+                out.push(WireMessage {
+                    role: "assistant",
+                    content: WireContent::Blocks(blocks),
+                });
+            }
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                let block = WireBlock::ToolResult {
+                    tool_use_id: call_id,
+                    content,
+                    is_error: *is_error,
+                };
+                match out.last_mut() {
+                    Some(WireMessage {
+                        content: WireContent::Blocks(blocks),
+                        ..
+                    }) if in_results => blocks.push(block),
+                    _ => {
+                        in_results = true;
+                        out.push(WireMessage {
+                            role: "user",
+                            content: WireContent::Blocks(vec![block]),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The text blocks of `content`, joined, its `tool_use` blocks as tool
+/// calls, and the token counts. Prompt-cache reads and writes are input
+/// tokens too, so they are added to `input_tokens` when present.
 fn parse_response(url: &str, json: &Value, raw: &str) -> Result<ChatResponse> {
     let Some(blocks) = json.get("content").and_then(Value::as_array) else {
         return Err(Error::Runtime(format!(
@@ -160,10 +262,32 @@ fn parse_response(url: &str, json: &Value, raw: &str) -> Result<ChatResponse> {
             retry::excerpt(raw)
         )));
     };
+    let is = |b: &Value, kind: &str| b.get("type").and_then(Value::as_str) == Some(kind);
     let text: String = blocks
         .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter(|b| is(b, "text"))
         .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let tool_calls = blocks
+        .iter()
+        .filter(|b| is(b, "tool_use"))
+        .enumerate()
+        .map(|(index, b)| ToolCall {
+            id: b
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.trim().is_empty())
+                .map_or_else(|| format!("call_{index}"), str::to_string),
+            name: b
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            arguments: match b.get("input") {
+                None | Some(Value::Null) => Value::Object(Default::default()),
+                Some(input) => input.clone(),
+            },
+        })
         .collect();
     let count = |field: &str| {
         json.get("usage")
@@ -173,6 +297,7 @@ fn parse_response(url: &str, json: &Value, raw: &str) -> Result<ChatResponse> {
     };
     Ok(ChatResponse {
         text,
+        tool_calls,
         usage: Usage {
             input_tokens: count("input_tokens")
                 + count("cache_creation_input_tokens")
@@ -187,7 +312,8 @@ fn parse_response(url: &str, json: &Value, raw: &str) -> Result<ChatResponse> {
 mod tests {
     use super::*;
     use crate::provider::retry::fake_server::{start, Reply};
-    use crate::provider::{Message, Provider, ProviderKind};
+    use crate::provider::{Provider, ProviderKind, ToolSpec};
+    use serde_json::json;
     use std::time::Duration;
 
     const OK_BODY: &str = r#"{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"t","name":"x","input":{}},{"type":"text","text":", world"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":4}}"#;
@@ -215,24 +341,82 @@ mod tests {
             model: "claude-test".into(),
             system: "Be brief.".into(),
             messages: vec![
-                Message {
-                    role: Role::User,
-                    content: "Review this".into(),
-                },
-                Message {
-                    role: Role::Assistant,
+                Message::user("Review this"),
+                Message::Assistant {
                     content: "Fine".into(),
+                    tool_calls: vec![],
                 },
-                Message {
-                    role: Role::User,
-                    content: "More".into(),
-                },
+                Message::user("More"),
             ],
             temperature: None,
             top_p: Some(0.5),
             max_tokens: None,
+            tools: vec![],
         }
     }
+
+    fn tool_result(call_id: &str, content: &str, is_error: bool) -> Message {
+        Message::Tool {
+            call_id: call_id.into(),
+            name: "weather".into(),
+            content: content.into(),
+            is_error,
+        }
+    }
+
+    /// Tools on offer, an assistant turn calling two tools, both results,
+    /// a tool-only assistant turn, its result, then a user follow-up.
+    fn tool_request() -> ChatRequest {
+        ChatRequest {
+            agent: "critic".into(),
+            model: "claude-test".into(),
+            system: "Use tools.".into(),
+            messages: vec![
+                Message::user("Weather in Paris and Oslo?"),
+                Message::Assistant {
+                    content: "Let me check.".into(),
+                    tool_calls: vec![
+                        ToolCall {
+                            id: "toolu_a".into(),
+                            name: "weather".into(),
+                            arguments: json!({"city": "Paris"}),
+                        },
+                        ToolCall {
+                            id: "toolu_b".into(),
+                            name: "weather".into(),
+                            arguments: json!({"city": "Oslo"}),
+                        },
+                    ],
+                },
+                tool_result("toolu_a", "sunny", false),
+                tool_result("toolu_b", "no such city", true),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "toolu_c".into(),
+                        name: "weather".into(),
+                        arguments: json!({"city": "Bergen"}),
+                    }],
+                },
+                tool_result("toolu_c", "rain", false),
+                Message::user("Thanks"),
+            ],
+            temperature: None,
+            top_p: None,
+            max_tokens: Some(512),
+            tools: vec![ToolSpec {
+                name: "weather".into(),
+                description: "Current weather for a city.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                }),
+            }],
+        }
+    }
+
+    const TOOL_USE_BODY: &str = r#"{"id":"msg_2","type":"message","role":"assistant","content":[{"type":"text","text":"Checking both."},{"type":"tool_use","id":"toolu_1","name":"weather","input":{"city":"Paris"}},{"type":"tool_use","id":"toolu_2","name":"search","input":{"q":"rust","limit":3}}],"stop_reason":"tool_use","usage":{"input_tokens":50,"output_tokens":30}}"#;
 
     #[test]
     fn missing_key_is_a_usage_error() {
@@ -277,7 +461,7 @@ mod tests {
                 "system": "Be brief.",
                 "messages": [
                     {"role": "user", "content": "Review this"},
-                    {"role": "assistant", "content": "Fine"},
+                    {"role": "assistant", "content": [{"type": "text", "text": "Fine"}]},
                     {"role": "user", "content": "More"},
                 ],
                 "top_p": 0.5,
@@ -294,10 +478,177 @@ mod tests {
     }
 
     #[test]
+    fn plain_request_has_no_tools_key() {
+        let body = serde_json::to_value(wire_request(&request())).expect("json");
+        assert!(body.get("tools").is_none(), "{body}");
+    }
+
+    #[test]
+    fn tool_conversation_wire_shape() {
+        let body = serde_json::to_value(wire_request(&tool_request())).expect("json");
+        assert_eq!(
+            body,
+            json!({
+                "model": "claude-test",
+                "max_tokens": 512,
+                "system": "Use tools.",
+                "messages": [
+                    {"role": "user", "content": "Weather in Paris and Oslo?"},
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "text", "text": "Let me check."},
+                            {"type": "tool_use", "id": "toolu_a", "name": "weather", "input": {"city": "Paris"}},
+                            {"type": "tool_use", "id": "toolu_b", "name": "weather", "input": {"city": "Oslo"}},
+                        ],
+                    },
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "sunny", "is_error": false},
+                            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "no such city", "is_error": true},
+                        ],
+                    },
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": "toolu_c", "name": "weather", "input": {"city": "Bergen"}},
+                        ],
+                    },
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "toolu_c", "content": "rain", "is_error": false},
+                        ],
+                    },
+                    {"role": "user", "content": "Thanks"},
+                ],
+                "tools": [{
+                    "name": "weather",
+                    "description": "Current weather for a city.",
+                    "input_schema": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                }],
+            })
+        );
+    }
+
+    #[test]
+    fn consecutive_tool_results_group_into_one_user_turn() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "weather".into(),
+            arguments: json!({}),
+        };
+        let messages = vec![
+            Message::user("go"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("1"), call("2"), call("3")],
+            },
+            tool_result("1", "a", false),
+            tool_result("2", "b", false),
+            tool_result("3", "c", true),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("4")],
+            },
+            tool_result("4", "d", false),
+        ];
+        let turns = serde_json::to_value(wire_messages(&messages)).expect("json");
+        let turns = turns.as_array().expect("array");
+        let roles: Vec<&str> = turns.iter().filter_map(|t| t["role"].as_str()).collect();
+        assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+        let ids = |turn: &Value| -> Vec<String> {
+            turn["content"]
+                .as_array()
+                .expect("blocks")
+                .iter()
+                .map(|b| {
+                    assert_eq!(b["type"], "tool_result");
+                    b["tool_use_id"].as_str().expect("id").to_string()
+                })
+                .collect()
+        };
+        assert_eq!(ids(&turns[2]), ["1", "2", "3"]);
+        assert_eq!(turns[2]["content"][2]["is_error"], true);
+        assert_eq!(ids(&turns[4]), ["4"]);
+        // A run of results is split by any other message.
+        let split = vec![
+            tool_result("1", "a", false),
+            Message::user("interject"),
+            tool_result("2", "b", false),
+        ];
+        let turns = serde_json::to_value(wire_messages(&split)).expect("json");
+        assert_eq!(turns.as_array().map(Vec::len), Some(3));
+        assert_eq!(turns[1]["content"], "interject");
+    }
+
+    #[test]
+    fn parses_two_tool_calls() {
+        let json: Value = serde_json::from_str(TOOL_USE_BODY).expect("json");
+        let r = parse_response("u", &json, TOOL_USE_BODY).expect("ok");
+        assert_eq!(r.text, "Checking both.");
+        assert_eq!(
+            r.tool_calls,
+            vec![
+                ToolCall {
+                    id: "toolu_1".into(),
+                    name: "weather".into(),
+                    arguments: json!({"city": "Paris"}),
+                },
+                ToolCall {
+                    id: "toolu_2".into(),
+                    name: "search".into(),
+                    arguments: json!({"q": "rust", "limit": 3}),
+                },
+            ]
+        );
+        assert_eq!(r.usage.input_tokens, 50);
+        assert_eq!(r.usage.output_tokens, 30);
+        // A tool_use block without an id or input still yields a call.
+        let raw = r#"{"content":[{"type":"tool_use","name":"a"},{"type":"tool_use","id":"","name":"b","input":null}]}"#;
+        let json: Value = serde_json::from_str(raw).expect("json");
+        let r = parse_response("u", &json, raw).expect("ok");
+        assert_eq!(r.tool_calls[0].id, "call_0");
+        assert_eq!(r.tool_calls[1].id, "call_1");
+        assert_eq!(r.tool_calls[0].arguments, json!({}));
+        assert_eq!(r.tool_calls[1].arguments, json!({}));
+    }
+
+    #[tokio::test]
+    async fn tool_round_trip_over_http() {
+        let server = start(|_| Reply::new(200, TOOL_USE_BODY)).await;
+        let client =
+            AnthropicClient::with_env(&config(Some(&server.url)), key_env).expect("client");
+        let response = client.complete(&tool_request()).await.expect("completion");
+        assert_eq!(response.text, "Checking both.");
+        assert_eq!(response.tool_calls.len(), 2);
+        assert_eq!(response.tool_calls[1].arguments["q"], "rust");
+        let body = server.seen()[0].json();
+        assert_eq!(
+            body,
+            serde_json::to_value(wire_request(&tool_request())).expect("json")
+        );
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    }
+
+    #[test]
     fn response_parsing() {
         let json: Value = serde_json::from_str(OK_BODY).expect("json");
         let r = parse_response("u", &json, OK_BODY).expect("ok");
         assert_eq!(r.text, "Hello, world");
+        assert_eq!(
+            r.tool_calls,
+            vec![ToolCall {
+                id: "t".into(),
+                name: "x".into(),
+                arguments: json!({}),
+            }]
+        );
         assert_eq!(
             r.usage,
             Usage {
@@ -310,6 +661,7 @@ mod tests {
         let json: Value = serde_json::from_str(raw).expect("json");
         let r = parse_response("u", &json, raw).expect("ok");
         assert_eq!(r.text, "");
+        assert!(r.tool_calls.is_empty());
         assert_eq!(r.usage.input_tokens, 105);
         let raw = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         let json: Value = serde_json::from_str(raw).expect("json");

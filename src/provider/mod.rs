@@ -18,21 +18,59 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Who said a message in the conversation sent to the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Assistant,
+/// One message of the conversation sent to the model (after the system
+/// prompt). Tool calls and their results are first-class so every provider
+/// can map them to its native tool-calling format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    User {
+        content: String,
+    },
+    Assistant {
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, answering `call_id`.
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
 }
 
-/// One model call: a system prompt and a conversation.
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call (OpenAI `tool_calls[].id`, Anthropic `tool_use.id`).
+    pub id: String,
+    pub name: String,
+    /// The arguments as a JSON value (OpenAI sends a JSON string: parsed; an
+    /// unparseable string is kept as a JSON string so the tool can refuse it).
+    pub arguments: serde_json::Value,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One model call: a system prompt, a conversation, and the tools on offer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// The agent id, for logs and the echo provider.
@@ -43,6 +81,9 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// Tools the model may call; empty for a plain completion.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
 }
 
 /// Token counts for one call or summed over many.
@@ -67,6 +108,9 @@ impl Usage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {
     pub text: String,
+    /// Tool calls the model asked for, in order; empty when it answered.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
     /// `calls` is 1 for a single response.
     pub usage: Usage,
 }

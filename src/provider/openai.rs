@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::retry::{self, RetryPolicy};
-use super::{ChatRequest, ChatResponse, ProviderConfig, ProviderKind, Role, Usage};
+use super::{ChatRequest, ChatResponse, Message, ProviderConfig, ProviderKind, ToolCall, Usage};
 use crate::error::{Error, Result};
 
 const DEFAULT_OPENAI_BASE: &str = "https://api.openai.com/v1";
@@ -41,16 +41,64 @@ impl std::fmt::Debug for OpenAiClient {
     }
 }
 
+/// One Chat Completions message. `content` is always sent (null for an
+/// assistant turn that only calls tools).
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+impl<'a> WireMessage<'a> {
+    fn text(role: &'static str, content: &'a str) -> Self {
+        WireMessage {
+            role,
+            content: Some(content),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    /// The arguments as a JSON-encoded string, as the protocol wants.
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 #[derive(Serialize)]
 struct WireRequest<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,13 +162,19 @@ impl OpenAiClient {
         })
     }
 
+    /// Whether a tool-only assistant turn is sent with `content: null`: yes
+    /// for OpenAI, no for Ollama, which refuses null content.
+    fn null_content(&self) -> bool {
+        self.label != "ollama"
+    }
+
     /// One chat completion, retried per the policy.
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let url = format!("{}/chat/completions", self.base_url);
         let shown_url = reqwest::Url::parse(&url)
             .map(|u| retry::redact_url(&u))
             .unwrap_or_else(|_| url.clone());
-        let body = wire_request(request);
+        let body = wire_request(request, self.null_content());
         tracing::debug!(
             provider = self.label,
             agent = %request.agent,
@@ -141,35 +195,74 @@ impl OpenAiClient {
     }
 }
 
-fn wire_request(request: &ChatRequest) -> WireRequest<'_> {
+/// The request body. `null_content`: whether an assistant turn that only
+/// calls tools gets `content: null` (OpenAI's own shape) rather than `""`
+/// (Ollama answers 400 "invalid message content type: <nil>" to null).
+fn wire_request(request: &ChatRequest, null_content: bool) -> WireRequest<'_> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.trim().is_empty() {
-        messages.push(WireMessage {
-            role: "system",
-            content: &request.system,
-        });
+        messages.push(WireMessage::text("system", &request.system));
     }
     for m in &request.messages {
-        messages.push(WireMessage {
-            role: match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
+        messages.push(match m {
+            Message::User { content } => WireMessage::text("user", content),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => WireMessage {
+                role: "assistant",
+                content: if null_content && content.is_empty() && !tool_calls.is_empty() {
+                    None
+                } else {
+                    Some(content)
+                },
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| WireToolCall {
+                        id: &call.id,
+                        kind: "function",
+                        function: WireFunctionCall {
+                            name: &call.name,
+                            arguments: call.arguments.to_string(),
+                        },
+                    })
+                    .collect(),
+                tool_call_id: None,
             },
-            content: &m.content,
+            Message::Tool {
+                call_id, content, ..
+            } => WireMessage {
+                role: "tool",
+                content: Some(content),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(call_id),
+            },
         });
     }
     WireRequest {
         model: &request.model,
         messages,
+        tools: request
+            .tools
+            .iter()
+            .map(|t| WireTool {
+                kind: "function",
+                function: WireFunction {
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: &t.parameters,
+                },
+            })
+            .collect(),
         temperature: request.temperature,
         top_p: request.top_p,
         max_tokens: request.max_tokens,
     }
 }
 
-/// `choices[0].message.content` and the token counts. Content that is null
-/// is empty text; content given as an array of parts has its text parts
-/// joined (some compatible servers answer that way).
+/// `choices[0].message.content`, its `tool_calls` and the token counts.
+/// Content that is null is empty text; content given as an array of parts
+/// has its text parts joined (some compatible servers answer that way).
 fn parse_response(label: &str, url: &str, json: &Value, raw: &str) -> Result<ChatResponse> {
     let Some(message) = json
         .get("choices")
@@ -196,6 +289,17 @@ fn parse_response(label: &str, url: &str, json: &Value, raw: &str) -> Result<Cha
             )))
         }
     };
+    let tool_calls = match message.get("tool_calls") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(calls)) => calls.iter().enumerate().map(parse_tool_call).collect(),
+        Some(_) => {
+            return Err(Error::Runtime(format!(
+                "{label}: the response from {url} has an unexpected \
+                 choices[0].message.tool_calls: {}",
+                retry::excerpt(raw)
+            )))
+        }
+    };
     let count = |field: &str| {
         json.get("usage")
             .and_then(|u| u.get(field))
@@ -204,6 +308,7 @@ fn parse_response(label: &str, url: &str, json: &Value, raw: &str) -> Result<Cha
     };
     Ok(ChatResponse {
         text,
+        tool_calls,
         usage: Usage {
             input_tokens: count("prompt_tokens"),
             output_tokens: count("completion_tokens"),
@@ -212,11 +317,49 @@ fn parse_response(label: &str, url: &str, json: &Value, raw: &str) -> Result<Cha
     })
 }
 
+/// One entry of `tool_calls`. A missing or empty id becomes `call_<index>`;
+/// a missing name is empty (the caller refuses it as an unknown tool).
+fn parse_tool_call((index, call): (usize, &Value)) -> ToolCall {
+    let id = call
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.trim().is_empty())
+        .map_or_else(|| format!("call_{index}"), str::to_string);
+    let function = call.get("function");
+    let name = function
+        .and_then(|f| f.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let arguments = parse_arguments(function.and_then(|f| f.get("arguments")));
+    ToolCall {
+        id,
+        name,
+        arguments,
+    }
+}
+
+/// The protocol sends arguments as a JSON-encoded string: parsed here. A
+/// missing, null or blank string is `{}`; a string that is not JSON is kept
+/// as `Value::String(raw)` so the caller can refuse it. Some compatible
+/// servers send an object directly; it is taken as-is.
+fn parse_arguments(arguments: Option<&Value>) -> Value {
+    match arguments {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(Value::String(raw)) if raw.trim().is_empty() => Value::Object(Default::default()),
+        Some(Value::String(raw)) => {
+            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
+        }
+        Some(other) => other.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::provider::retry::fake_server::{start, Reply};
-    use crate::provider::{Message, Provider};
+    use crate::provider::{Provider, ToolSpec};
+    use serde_json::json;
     use std::time::Duration;
 
     const OK_BODY: &str = r#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}"#;
@@ -244,24 +387,94 @@ mod tests {
             model: "gpt-test".into(),
             system: "You are terse.".into(),
             messages: vec![
-                Message {
-                    role: Role::User,
-                    content: "Say hi".into(),
-                },
-                Message {
-                    role: Role::Assistant,
+                Message::user("Say hi"),
+                Message::Assistant {
                     content: "hi".into(),
+                    tool_calls: vec![],
                 },
-                Message {
-                    role: Role::User,
-                    content: "Again".into(),
-                },
+                Message::user("Again"),
             ],
             temperature: Some(0.2),
             top_p: None,
             max_tokens: Some(64),
+            tools: vec![],
         }
     }
+
+    /// A conversation with tools on offer, an assistant turn calling two of
+    /// them (one with text, one without) and their results.
+    fn tool_request() -> ChatRequest {
+        ChatRequest {
+            agent: "writer".into(),
+            model: "gpt-test".into(),
+            system: "Use tools.".into(),
+            messages: vec![
+                Message::user("Weather in Paris and Oslo?"),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![
+                        ToolCall {
+                            id: "call_a".into(),
+                            name: "weather".into(),
+                            arguments: json!({"city": "Paris"}),
+                        },
+                        ToolCall {
+                            id: "call_b".into(),
+                            name: "weather".into(),
+                            arguments: json!({"city": "Oslo", "units": ["C"]}),
+                        },
+                    ],
+                },
+                Message::Tool {
+                    call_id: "call_a".into(),
+                    name: "weather".into(),
+                    content: "sunny".into(),
+                    is_error: false,
+                },
+                Message::Tool {
+                    call_id: "call_b".into(),
+                    name: "weather".into(),
+                    content: "no such city".into(),
+                    is_error: true,
+                },
+                Message::Assistant {
+                    content: "Checking the map.".into(),
+                    tool_calls: vec![ToolCall {
+                        id: "call_c".into(),
+                        name: "map".into(),
+                        arguments: json!({}),
+                    }],
+                },
+                Message::Tool {
+                    call_id: "call_c".into(),
+                    name: "map".into(),
+                    content: "ok".into(),
+                    is_error: false,
+                },
+            ],
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            tools: vec![
+                ToolSpec {
+                    name: "weather".into(),
+                    description: "Current weather for a city.".into(),
+                    parameters: json!({
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    }),
+                },
+                ToolSpec {
+                    name: "map".into(),
+                    description: "A map.".into(),
+                    parameters: json!({"type": "object", "properties": {}}),
+                },
+            ],
+        }
+    }
+
+    const TOOL_CALLS_BODY: &str = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"call_2","type":"function","function":{"name":"search","arguments":"{\"q\":\"rust\",\"limit\":3}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":40,"completion_tokens":20}}"#;
 
     #[test]
     fn base_url_resolution() {
@@ -329,7 +542,7 @@ mod tests {
 
     #[test]
     fn wire_body_fields() {
-        let body = serde_json::to_value(wire_request(&request())).expect("json");
+        let body = serde_json::to_value(wire_request(&request(), true)).expect("json");
         assert_eq!(
             body,
             serde_json::json!({
@@ -349,12 +562,225 @@ mod tests {
         bare.temperature = None;
         bare.max_tokens = None;
         bare.top_p = Some(0.9);
-        let body = serde_json::to_value(wire_request(&bare)).expect("json");
+        let body = serde_json::to_value(wire_request(&bare, true)).expect("json");
         assert_eq!(body["messages"][0]["role"], "user");
         assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
         assert_eq!(body["top_p"], 0.9);
         assert!(body.get("temperature").is_none());
         assert!(body.get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn plain_request_has_no_tools_key() {
+        let body = serde_json::to_value(wire_request(&request(), true)).expect("json");
+        assert!(body.get("tools").is_none(), "{body}");
+        for m in body["messages"].as_array().expect("messages") {
+            assert!(m.get("tool_calls").is_none(), "{m}");
+            assert!(m.get("tool_call_id").is_none(), "{m}");
+        }
+    }
+
+    #[test]
+    fn tool_conversation_wire_shape() {
+        let body = serde_json::to_value(wire_request(&tool_request(), true)).expect("json");
+        assert_eq!(
+            body,
+            json!({
+                "model": "gpt-test",
+                "messages": [
+                    {"role": "system", "content": "Use tools."},
+                    {"role": "user", "content": "Weather in Paris and Oslo?"},
+                    {
+                        "role": "assistant",
+                        "content": null,
+                        "tool_calls": [
+                            {
+                                "id": "call_a",
+                                "type": "function",
+                                "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"},
+                            },
+                            {
+                                "id": "call_b",
+                                "type": "function",
+                                "function": {
+                                    "name": "weather",
+                                    "arguments": "{\"city\":\"Oslo\",\"units\":[\"C\"]}",
+                                },
+                            },
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": "call_a", "content": "sunny"},
+                    {"role": "tool", "tool_call_id": "call_b", "content": "no such city"},
+                    {
+                        "role": "assistant",
+                        "content": "Checking the map.",
+                        "tool_calls": [{
+                            "id": "call_c",
+                            "type": "function",
+                            "function": {"name": "map", "arguments": "{}"},
+                        }],
+                    },
+                    {"role": "tool", "tool_call_id": "call_c", "content": "ok"},
+                ],
+                "tools": [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "weather",
+                            "description": "Current weather for a city.",
+                            "parameters": {
+                                "type": "object",
+                                "properties": {"city": {"type": "string"}},
+                                "required": ["city"],
+                            },
+                        },
+                    },
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "map",
+                            "description": "A map.",
+                            "parameters": {"type": "object", "properties": {}},
+                        },
+                    },
+                ],
+            })
+        );
+        // The arguments strings are JSON that round-trips to the values.
+        let args = body["messages"][2]["tool_calls"][1]["function"]["arguments"]
+            .as_str()
+            .expect("string");
+        assert_eq!(
+            serde_json::from_str::<Value>(args).expect("json"),
+            json!({"city": "Oslo", "units": ["C"]})
+        );
+    }
+
+    #[test]
+    fn ollama_gets_empty_string_not_null_content() {
+        let body = serde_json::to_value(wire_request(&tool_request(), false)).expect("json");
+        assert_eq!(body["messages"][2]["content"], "");
+        assert_eq!(body["messages"][5]["content"], "Checking the map.");
+        // An assistant turn without tool calls keeps "" under both dialects.
+        let mut req = request();
+        req.messages[1] = Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![],
+        };
+        let body = serde_json::to_value(wire_request(&req, true)).expect("json");
+        assert_eq!(
+            body["messages"][2],
+            json!({"role": "assistant", "content": ""})
+        );
+    }
+
+    #[test]
+    fn parses_two_tool_calls() {
+        let json: Value = serde_json::from_str(TOOL_CALLS_BODY).expect("json");
+        let r = parse_response("openai", "u", &json, TOOL_CALLS_BODY).expect("ok");
+        assert_eq!(r.text, "");
+        assert_eq!(
+            r.tool_calls,
+            vec![
+                ToolCall {
+                    id: "call_1".into(),
+                    name: "weather".into(),
+                    arguments: json!({"city": "Paris"}),
+                },
+                ToolCall {
+                    id: "call_2".into(),
+                    name: "search".into(),
+                    arguments: json!({"q": "rust", "limit": 3}),
+                },
+            ]
+        );
+        assert_eq!(r.usage.input_tokens, 40);
+        assert_eq!(r.usage.output_tokens, 20);
+    }
+
+    #[test]
+    fn tool_call_argument_and_id_edge_cases() {
+        let raw = r#"{"choices":[{"message":{"content":"let me look","tool_calls":[
+            {"id":"c0","type":"function","function":{"name":"a","arguments":"{\"city\": \"Par"}},
+            {"type":"function","function":{"name":"b","arguments":""}},
+            {"id":"","function":{"name":"c"}},
+            {"id":"c3","function":{"name":"d","arguments":{"already":"object"}}},
+            {"id":"c4","function":{"name":"e","arguments":"  "}},
+            {"id":"c5","function":{"name":"f","arguments":null}}
+        ]}}]}"#;
+        let json: Value = serde_json::from_str(raw).expect("json");
+        let r = parse_response("ollama", "u", &json, raw).expect("ok");
+        assert_eq!(r.text, "let me look");
+        let calls = &r.tool_calls;
+        assert_eq!(calls.len(), 6);
+        // Unparseable arguments are kept verbatim as a JSON string.
+        assert_eq!(calls[0].arguments, Value::String(r#"{"city": "Par"#.into()));
+        assert_eq!(calls[0].id, "c0");
+        // A missing or empty id gets a stable positional one.
+        assert_eq!(calls[1].id, "call_1");
+        assert_eq!(calls[2].id, "call_2");
+        assert_eq!(calls[2].name, "c");
+        // Missing, empty, blank or null arguments are an empty object.
+        for i in [1, 2, 4, 5] {
+            assert_eq!(calls[i].arguments, json!({}), "call {i}");
+        }
+        assert_eq!(calls[3].arguments, json!({"already": "object"}));
+        // Same input, same ids.
+        let again = parse_response("ollama", "u", &json, raw).expect("ok");
+        assert_eq!(again.tool_calls, r.tool_calls);
+        // No tool_calls (or null) is no calls; a non-array is an error.
+        let plain: Value = serde_json::from_str(OK_BODY).expect("json");
+        let r = parse_response("openai", "u", &plain, OK_BODY).expect("ok");
+        assert!(r.tool_calls.is_empty());
+        let raw = r#"{"choices":[{"message":{"content":"x","tool_calls":null}}]}"#;
+        let json: Value = serde_json::from_str(raw).expect("json");
+        assert!(parse_response("openai", "u", &json, raw)
+            .expect("ok")
+            .tool_calls
+            .is_empty());
+        let raw = r#"{"choices":[{"message":{"content":"x","tool_calls":"nope"}}]}"#;
+        let json: Value = serde_json::from_str(raw).expect("json");
+        let err = parse_response("openai", "u", &json, raw).expect_err("bad tool_calls");
+        assert!(err.to_string().contains("tool_calls"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn tool_round_trip_over_http() {
+        let server = start(|_| Reply::new(200, TOOL_CALLS_BODY)).await;
+        let provider = Provider::OpenAi(
+            OpenAiClient::with_env(&config(ProviderKind::OpenAi, Some(&server.url)), no_env)
+                .expect("client"),
+        );
+        let response = provider
+            .complete(&tool_request())
+            .await
+            .expect("completion");
+        assert_eq!(response.tool_calls.len(), 2);
+        assert_eq!(response.tool_calls[1].arguments["limit"], 3);
+        let body = server.seen()[0].json();
+        assert_eq!(
+            body,
+            serde_json::to_value(wire_request(&tool_request(), true)).expect("json")
+        );
+        assert_eq!(body["tools"][0]["function"]["name"], "weather");
+        assert!(body["messages"][2]["content"].is_null());
+    }
+
+    #[tokio::test]
+    async fn ollama_tool_round_trip_over_http() {
+        let server = start(|_| Reply::new(200, TOOL_CALLS_BODY)).await;
+        let provider = Provider::OpenAi(
+            OpenAiClient::with_env(&config(ProviderKind::Ollama, Some(&server.url)), no_env)
+                .expect("client"),
+        );
+        let response = provider
+            .complete(&tool_request())
+            .await
+            .expect("completion");
+        assert_eq!(response.tool_calls[0].name, "weather");
+        let body = server.seen()[0].json();
+        assert_eq!(body["messages"][2]["content"], "");
+        assert_eq!(body["messages"][3]["tool_call_id"], "call_a");
     }
 
     #[test]

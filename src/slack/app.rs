@@ -104,7 +104,9 @@ impl App {
                 };
                 let mut driving = app.driving.lock().unwrap_or_else(|p| p.into_inner());
                 match app.store.load(&id) {
-                    Ok(Some(s)) if !failed && s.status == Status::Running && s.failure.is_none() => {
+                    Ok(Some(s))
+                        if !failed && s.status == Status::Running && s.failure.is_none() =>
+                    {
                         drop(driving);
                         continue;
                     }
@@ -459,6 +461,8 @@ pub fn decision_name(a: &Answer) -> &'static str {
         crate::gate::Decision::Modify { .. } => "modify",
         crate::gate::Decision::Defer => "defer",
         crate::gate::Decision::Respond { .. } => "respond",
+        crate::gate::Decision::Edit { .. } => "edit",
+        crate::gate::Decision::Trust => "trust",
     }
 }
 

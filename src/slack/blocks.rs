@@ -309,6 +309,14 @@ impl DecidedView {
             Decision::Modify { feedback } => ("modify", Some(feedback.clone())),
             Decision::Respond { text } => ("respond", Some(text.clone())),
             Decision::Defer => ("defer", None),
+            Decision::Edit { arguments } => (
+                "approve",
+                Some(format!("with edited arguments {arguments}")),
+            ),
+            Decision::Trust => (
+                "approve",
+                Some("and trusted the tool for this run".to_string()),
+            ),
         };
         DecidedView {
             approval,
@@ -352,6 +360,7 @@ pub fn kind_name(kind: GateKind) -> &'static str {
     match kind {
         GateKind::Hitl => "hitl",
         GateKind::ManualGate => "manual_gate",
+        GateKind::ToolCall => "tool_call",
     }
 }
 
@@ -1405,6 +1414,7 @@ mod tests {
                 .into(),
             via: "slack".into(),
             vars: Map::new(),
+            call: None,
         };
         let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
         assert_eq!(

@@ -202,6 +202,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         at: Utc::now(),
         via: "slack".into(),
         vars: Default::default(),
+        call: None,
     };
     let target = session
         .notification

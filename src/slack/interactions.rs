@@ -60,6 +60,7 @@ fn answer(decision: Decision, user: &str) -> Answer {
         at: Utc::now(),
         via: "slack".into(),
         vars: Default::default(),
+        call: None,
     }
 }
 

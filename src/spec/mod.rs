@@ -46,6 +46,7 @@ pub struct Spec {
     pub input_values: Map<String, Value>,
     pub pattern: PatternSpec,
     pub artifacts: Vec<ArtifactSpec>,
+    pub tools: ToolsConfig,
     /// Problems that do not stop a run (e.g. a provider this build lacks is only
     /// refused when a run needs it).
     pub warnings: Vec<String>,
@@ -75,8 +76,57 @@ pub struct AgentSpec {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
-    /// Declares tools; tool calling is not in this build (refused at run time, exit 18).
-    pub has_tools: bool,
+    /// Tools the agent may call, with their approval settings.
+    pub tools: Vec<AgentTool>,
+    /// seed 003: tools that run without approval (`*`, `!name` excluded).
+    pub allowed_tools: Option<Vec<String>>,
+    /// seed 003: `trust` answers are allowed.
+    pub enable_trust: bool,
+    /// Model calls allowed for one step with tools.
+    pub max_turns: u32,
+}
+
+/// A tool an agent may call.
+#[derive(Debug, Clone)]
+pub struct AgentTool {
+    /// A built-in name or an http executor id.
+    pub name: String,
+    pub policy: ToolPolicy,
+}
+
+/// Approval settings for one tool (seed 000 `require_approval` /
+/// `approval_prompt`, seed 001 `destructive` / `reversible` / risk, and
+/// `approval_condition`).
+#[derive(Debug, Clone, Default)]
+pub struct ToolPolicy {
+    pub require_approval: Option<bool>,
+    /// Template over `args`, `tool`, `agent`.
+    pub approval_prompt: Option<String>,
+    /// Template or expression over `args`: ask only when true.
+    pub approval_condition: Option<String>,
+    pub destructive: bool,
+    pub reversible: Option<bool>,
+    pub risk: Option<crate::tools::Risk>,
+}
+
+/// The top-level `tools` section, resolved.
+#[derive(Debug, Clone)]
+pub struct ToolsConfig {
+    pub workspace: PathBuf,
+    pub shell: bool,
+    pub timeout_secs: u64,
+    pub max_output_bytes: usize,
+    pub http_executors: Vec<HttpExecutorSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpExecutorSpec {
+    pub id: String,
+    pub base_url: String,
+    pub headers: BTreeMap<String, String>,
+    pub timeout_secs: Option<u64>,
+    pub description: Option<String>,
+    pub policy: ToolPolicy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,6 +205,8 @@ pub enum GateKind {
     Hitl,
     /// The seed's `type: manual_gate`: approve / reject / modify / defer.
     ManualGate,
+    /// Tool calls waiting for approval (one decision per call).
+    ToolCall,
 }
 
 /// What a manual gate does when its timeout passes unanswered.

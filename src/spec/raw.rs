@@ -32,7 +32,7 @@ pub struct Document<C> {
     pub telemetry: Option<Value>,
     pub context_policy: Option<Value>,
     pub skills: Option<Value>,
-    pub tools: Option<Value>,
+    pub tools: Option<Tools>,
     pub outputs: Option<Outputs>,
     pub security: Option<Value>,
 }
@@ -69,12 +69,82 @@ pub struct Runtime {
 pub struct Agent {
     pub prompt: S<String>,
     pub description: Option<String>,
-    pub tools: Option<S<Value>>,
+    /// Tool references: a name (`file_read`, an http executor id, a known
+    /// `strands_tools.*` callable) or `{name, require_approval, ...}`.
+    pub tools: Option<Vec<S<Value>>>,
+    /// seed 003: tools that run without approval; `*` all, `!name` excluded.
+    pub allowed_tools: Option<Vec<S<String>>>,
+    /// seed 003: a `trust` answer approves a tool for the rest of the run.
+    pub enable_trust: Option<bool>,
+    /// Model calls allowed for one agent step with tools (default 10).
+    pub max_turns: Option<u32>,
     pub provider: Option<S<String>>,
     pub model_id: Option<String>,
     pub inference: Option<Inference>,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
+}
+
+/// The top-level `tools` section.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tools {
+    /// strands-cli's Python callables: refused (or mapped to built-ins).
+    pub python: Option<Vec<S<Value>>>,
+    pub http_executors: Option<Vec<S<HttpExecutor>>>,
+    pub mcp: Option<Vec<S<Value>>>,
+    /// Ours: the directory file tools are confined to (default `./workspace`).
+    pub workspace: Option<String>,
+    /// Ours: `shell` may be offered to agents (it is always gated).
+    pub shell: Option<bool>,
+    /// Ours: per-call time limit for tools, seconds (default 30).
+    pub timeout_seconds: Option<u64>,
+    /// Ours: largest tool output returned to the model, bytes (default 65536).
+    pub max_output_bytes: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpExecutor {
+    pub id: S<String>,
+    pub base_url: S<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub timeout: Option<u64>,
+    pub description: Option<String>,
+    pub require_approval: Option<bool>,
+    pub approval_prompt: Option<String>,
+    pub approval_condition: Option<String>,
+    pub destructive: Option<bool>,
+    pub reversible: Option<bool>,
+    pub risk: Option<String>,
+}
+
+/// One entry of an agent's `tools` list in map form (parsed from the
+/// entry's value, so unknown keys are reported at the entry).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolEntry {
+    pub name: Option<String>,
+    /// seed 000's `- python: {callable, require_approval, approval_prompt}`.
+    pub python: Option<PythonEntry>,
+    pub require_approval: Option<bool>,
+    pub approval_prompt: Option<String>,
+    pub approval_condition: Option<String>,
+    pub destructive: Option<bool>,
+    pub reversible: Option<bool>,
+    pub risk: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonEntry {
+    pub callable: String,
+    pub require_approval: Option<bool>,
+    pub approval_prompt: Option<String>,
+    pub approval_condition: Option<String>,
+    pub destructive: Option<bool>,
+    pub reversible: Option<bool>,
+    pub risk: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -116,6 +116,7 @@ struct Common {
     inputs: Vec<InputDecl>,
     input_values: Map<String, Value>,
     artifacts: Vec<ArtifactSpec>,
+    tools: ToolsConfig,
 }
 
 impl Common {
@@ -131,6 +132,7 @@ impl Common {
             input_values: self.input_values,
             pattern,
             artifacts: self.artifacts,
+            tools: self.tools,
             warnings: Vec::new(),
         }
     }
@@ -278,6 +280,7 @@ impl Validator {
                 Some("define at least one agent with a `prompt`".into()),
             );
         }
+        let tools = self.tools_section(doc.tools.as_ref());
         let mut agents = BTreeMap::new();
         for (id, a) in &doc.agents.value {
             self.template(&a.prompt, &format!("the prompt of agent `{id}`"));
@@ -298,15 +301,28 @@ impl Validator {
                     temperature: inf.and_then(|i| i.temperature),
                     top_p: inf.and_then(|i| i.top_p),
                     max_tokens: inf.and_then(|i| i.max_tokens),
-                    has_tools: a.tools.is_some(),
+                    tools: self.agent_tools(id, a, &tools),
+                    allowed_tools: a
+                        .allowed_tools
+                        .as_ref()
+                        .map(|l| l.iter().map(|t| t.value.trim().to_string()).collect()),
+                    enable_trust: a.enable_trust.unwrap_or(false),
+                    max_turns: a.max_turns.unwrap_or(10).max(1),
                 },
             );
-        }
-        if doc.tools.is_some() {
-            self.warnings.push(format!(
-                "{}: top-level `tools` are not run by this build yet; agents that use tools are refused at run time",
-                self.file
-            ));
+            if let (Some(allowed), Some(agent)) = (&a.allowed_tools, agents.get(id)) {
+                for entry in allowed {
+                    let name = entry.value.trim().trim_start_matches('!');
+                    if name != "*" && !agent.tools.iter().any(|t| t.name == name) {
+                        let have: Vec<&str> = agent.tools.iter().map(|t| t.name.as_str()).collect();
+                        self.error(
+                            at(entry),
+                            format!("allowed_tools of agent `{id}` names `{name}`, which is not one of its tools"),
+                            Some(format!("the agent's tools: {}", have.join(", "))),
+                        );
+                    }
+                }
+            }
         }
 
         let (inputs, input_values) = self.inputs(doc.inputs.as_ref());
@@ -329,12 +345,251 @@ impl Validator {
             }
         }
         Common {
+            tools,
             name: doc.name.value.trim().to_string(),
             runtime,
             agents,
             inputs,
             input_values,
             artifacts,
+        }
+    }
+
+    /// The top-level `tools` section: executors, workspace, shell switch;
+    /// Python callables and MCP servers are refused here (with a mapping to
+    /// the built-in for `strands_tools.*` callables that have one).
+    fn tools_section(&mut self, t: Option<&raw::Tools>) -> ToolsConfig {
+        let mut cfg = ToolsConfig {
+            workspace: PathBuf::from(
+                t.and_then(|t| t.workspace.clone())
+                    .unwrap_or_else(|| "workspace".into()),
+            ),
+            shell: t.and_then(|t| t.shell).unwrap_or(false),
+            timeout_secs: t.and_then(|t| t.timeout_seconds).unwrap_or(30).max(1),
+            max_output_bytes: t
+                .and_then(|t| t.max_output_bytes)
+                .unwrap_or(65_536)
+                .max(256),
+            http_executors: Vec::new(),
+        };
+        let Some(t) = t else { return cfg };
+        for p in t.python.iter().flatten() {
+            let callable = python_callable(&p.value);
+            if builtin_for_callable(&callable).is_none() {
+                self.error(
+                    at(p),
+                    format!("tools.python entry `{callable}` is a Python callable; strands cannot run Python tools"),
+                    Some(format!(
+                        "use a built-in tool ({}) or an http executor",
+                        crate::tools::builtin::Builtin::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+                    )),
+                );
+            }
+        }
+        if let Some(m) = t.mcp.as_ref().and_then(|m| m.first()) {
+            self.error(
+                at(m),
+                "tools.mcp: MCP servers are not supported by this build",
+                Some("use built-in tools or tools.http_executors".into()),
+            );
+        }
+        let mut seen = BTreeSet::new();
+        for h in t.http_executors.iter().flatten() {
+            let id = h.value.id.value.trim().to_string();
+            if crate::tools::builtin::Builtin::from_name(&id).is_some() || !seen.insert(id.clone())
+            {
+                self.error(
+                    at(&h.value.id),
+                    format!("http executor id `{id}` is used twice or names a built-in tool"),
+                    None,
+                );
+            }
+            let url = h.value.base_url.value.trim();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                self.error(
+                    at(&h.value.base_url),
+                    format!("base_url `{url}` is not an http(s) URL"),
+                    None,
+                );
+            }
+            let policy = self.policy(
+                at(h),
+                &format!("http executor `{id}`"),
+                PolicyFields {
+                    require_approval: h.value.require_approval,
+                    approval_prompt: h.value.approval_prompt.clone(),
+                    approval_condition: h.value.approval_condition.clone(),
+                    destructive: h.value.destructive,
+                    reversible: h.value.reversible,
+                    risk: h.value.risk.clone(),
+                },
+            );
+            cfg.http_executors.push(HttpExecutorSpec {
+                id,
+                base_url: url.trim_end_matches('/').to_string(),
+                headers: h.value.headers.clone().unwrap_or_default(),
+                timeout_secs: h.value.timeout,
+                description: h.value.description.clone(),
+                policy,
+            });
+        }
+        cfg
+    }
+
+    /// An agent's `tools` list: names or `{name, require_approval, ...}`.
+    fn agent_tools(&mut self, agent: &str, a: &raw::Agent, cfg: &ToolsConfig) -> Vec<AgentTool> {
+        let mut out: Vec<AgentTool> = Vec::new();
+        for entry in a.tools.iter().flatten() {
+            let loc = at(entry);
+            let (name, fields) = match &entry.value {
+                Value::String(s) => (s.trim().to_string(), PolicyFields::default()),
+                Value::Object(_) => {
+                    match serde_json::from_value::<raw::ToolEntry>(entry.value.clone()) {
+                        Ok(e) => match (e.name, e.python) {
+                            (Some(n), None) => (
+                                n.trim().to_string(),
+                                PolicyFields {
+                                    require_approval: e.require_approval,
+                                    approval_prompt: e.approval_prompt,
+                                    approval_condition: e.approval_condition,
+                                    destructive: e.destructive,
+                                    reversible: e.reversible,
+                                    risk: e.risk,
+                                },
+                            ),
+                            (None, Some(p)) => (
+                                p.callable.trim().to_string(),
+                                PolicyFields {
+                                    require_approval: p.require_approval.or(e.require_approval),
+                                    approval_prompt: p.approval_prompt.or(e.approval_prompt),
+                                    approval_condition: p
+                                        .approval_condition
+                                        .or(e.approval_condition),
+                                    destructive: p.destructive.or(e.destructive),
+                                    reversible: p.reversible.or(e.reversible),
+                                    risk: p.risk.or(e.risk),
+                                },
+                            ),
+                            _ => {
+                                self.error(loc, format!("a tool of agent `{agent}` needs exactly one of `name` or `python`"), None);
+                                continue;
+                            }
+                        },
+                        Err(e) => {
+                            self.error(loc, format!("tool entry of agent `{agent}`: {e}"), Some("a tool entry is a name or {name, require_approval, approval_prompt, approval_condition, destructive, reversible, risk}".into()));
+                            continue;
+                        }
+                    }
+                }
+                other => {
+                    self.error(
+                        loc,
+                        format!("tool entry of agent `{agent}` is {other}, not a name or a map"),
+                        None,
+                    );
+                    continue;
+                }
+            };
+            let resolved = if name.contains('.') {
+                match builtin_for_callable(&name) {
+                    Some(b) => b.name().to_string(),
+                    None => {
+                        self.error(
+                            loc,
+                            format!("agent `{agent}` uses Python callable `{name}`; strands cannot run Python tools"),
+                            Some("use a built-in tool or an http executor".into()),
+                        );
+                        continue;
+                    }
+                }
+            } else {
+                name
+            };
+            let known = crate::tools::builtin::Builtin::from_name(&resolved).is_some()
+                || cfg.http_executors.iter().any(|h| h.id == resolved);
+            if !known {
+                let mut names: Vec<String> = crate::tools::builtin::Builtin::ALL
+                    .iter()
+                    .map(|b| b.name().to_string())
+                    .collect();
+                names.extend(cfg.http_executors.iter().map(|h| h.id.clone()));
+                self.error(
+                    loc,
+                    format!("agent `{agent}` uses unknown tool `{resolved}`"),
+                    Some(format!("tools: {}", names.join(", "))),
+                );
+                continue;
+            }
+            if resolved == "shell" && !cfg.shell {
+                self.error(loc, format!("agent `{agent}` uses `shell`, which is off"), Some("enable it with top-level `tools: {shell: true}` (shell calls always need approval)".into()));
+                continue;
+            }
+            let mut policy = self.policy(
+                loc,
+                &format!("tool `{resolved}` of agent `{agent}`"),
+                fields,
+            );
+            if let Some(h) = cfg.http_executors.iter().find(|h| h.id == resolved) {
+                policy = merge_policy(policy, &h.policy);
+            }
+            if out.iter().any(|t| t.name == resolved) {
+                self.error(
+                    loc,
+                    format!("agent `{agent}` lists tool `{resolved}` twice"),
+                    None,
+                );
+                continue;
+            }
+            out.push(AgentTool {
+                name: resolved,
+                policy,
+            });
+        }
+        out
+    }
+
+    fn policy(&mut self, loc: (u32, u32), what: &str, f: PolicyFields) -> ToolPolicy {
+        for (key, t) in [
+            ("approval_prompt", &f.approval_prompt),
+            ("approval_condition", &f.approval_condition),
+        ] {
+            if let Some(t) = t {
+                let res = if key == "approval_condition" {
+                    self.templates.check_condition(t)
+                } else {
+                    self.templates.check(t)
+                };
+                if let Err(e) = res {
+                    self.error(
+                        loc,
+                        format!("{key} of {what}: {}", e.message),
+                        Some(
+                            "templates see `args` (the call's arguments), `tool` and `agent`"
+                                .into(),
+                        ),
+                    );
+                }
+            }
+        }
+        let risk = match f.risk.as_deref().map(|r| (r, crate::tools::Risk::parse(r))) {
+            None => None,
+            Some((_, Some(r))) => Some(r),
+            Some((r, None)) => {
+                self.error(
+                    loc,
+                    format!("risk `{r}` of {what} is not low, medium, high or critical"),
+                    None,
+                );
+                None
+            }
+        };
+        ToolPolicy {
+            require_approval: f.require_approval,
+            approval_prompt: f.approval_prompt,
+            approval_condition: f.approval_condition,
+            destructive: f.destructive.unwrap_or(false),
+            reversible: f.reversible,
+            risk,
         }
     }
 
@@ -816,4 +1071,50 @@ fn layers(tasks: &[Task]) -> std::result::Result<Vec<Vec<usize>>, Vec<usize>> {
         }
         left = keep;
     }
+}
+
+#[derive(Default)]
+struct PolicyFields {
+    require_approval: Option<bool>,
+    approval_prompt: Option<String>,
+    approval_condition: Option<String>,
+    destructive: Option<bool>,
+    reversible: Option<bool>,
+    risk: Option<String>,
+}
+
+/// The agent's entry wins; the executor's declaration fills the gaps.
+fn merge_policy(agent: ToolPolicy, base: &ToolPolicy) -> ToolPolicy {
+    ToolPolicy {
+        require_approval: agent.require_approval.or(base.require_approval),
+        approval_prompt: agent
+            .approval_prompt
+            .or_else(|| base.approval_prompt.clone()),
+        approval_condition: agent
+            .approval_condition
+            .or_else(|| base.approval_condition.clone()),
+        destructive: agent.destructive || base.destructive,
+        reversible: agent.reversible.or(base.reversible),
+        risk: agent.risk.or(base.risk),
+    }
+}
+
+/// The `callable` of a `tools.python` entry (a string or `{callable: ...}`).
+fn python_callable(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Object(o) => o
+            .get("callable")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .trim()
+            .to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `strands_tools.file_read` and friends map to the built-in of that name.
+fn builtin_for_callable(callable: &str) -> Option<crate::tools::builtin::Builtin> {
+    let name = callable.strip_prefix("strands_tools.")?;
+    crate::tools::builtin::Builtin::from_name(name)
 }

@@ -53,6 +53,8 @@ pub enum Refusal {
     },
     /// Another answer got there first.
     AlreadyAnswered(Answer),
+    /// The answer does not fit the open gate (names no waiting call, ...).
+    Invalid(String),
 }
 
 impl std::fmt::Display for Refusal {
@@ -64,6 +66,7 @@ impl std::fmt::Display for Refusal {
                 write!(f, "that gate is no longer open (the open gate is {g})")
             }
             Refusal::StaleGate { open: None } => write!(f, "that gate is no longer open"),
+            Refusal::Invalid(why) => f.write_str(why),
             Refusal::AlreadyAnswered(a) => write!(
                 f,
                 "already {} by {} at {}",
@@ -354,10 +357,11 @@ impl Store {
         Ok(removed)
     }
 
-    /// Records an answer for the open gate, exactly once: the session must be
-    /// paused, `gate` (an `id#instance` handle, if given) must be the open
-    /// gate, and no answer may be pending. On success the session is
-    /// `running` with the answer pending; the caller carries it out.
+    /// Records an answer for the open gate, exactly once ([`crate::gate::accept`]
+    /// inside a compare-and-swap): the session must be paused, `gate` (an
+    /// `id#instance` handle, if given) must be the open gate, and no answer may
+    /// be pending. The caller carries the answer out.
+    #[allow(clippy::result_large_err)] // see `gate::accept`
     pub fn record_answer(
         &self,
         id: &str,
@@ -377,30 +381,9 @@ impl Store {
                     ))))
                 }
             };
-            if let Some(prev) = &session.pending_answer {
-                return Err(ConflictableTransactionError::Abort(Ok(
-                    Refusal::AlreadyAnswered(prev.clone()),
-                )));
+            if let Err(refusal) = crate::gate::accept(&mut session, gate, answer) {
+                return Err(ConflictableTransactionError::Abort(Ok(refusal)));
             }
-            if session.status != Status::Paused {
-                let last = gate.and_then(|_| last_answer(&session, gate));
-                return Err(ConflictableTransactionError::Abort(Ok(match last {
-                    Some(a) => Refusal::AlreadyAnswered(a),
-                    None => Refusal::NotPaused(session.status),
-                })));
-            }
-            let open = session.gate.as_ref().map(|g| g.handle());
-            if let Some(want) = gate {
-                if open.as_deref() != Some(want) {
-                    let last = last_answer(&session, gate);
-                    return Err(ConflictableTransactionError::Abort(Ok(match last {
-                        Some(a) => Refusal::AlreadyAnswered(a),
-                        None => Refusal::StaleGate { open },
-                    })));
-                }
-            }
-            session.pending_answer = Some(answer.clone());
-            session.status = Status::Running;
             session.rev += 1;
             session.updated_at = Utc::now();
             let bytes = match serde_json::to_vec(&session) {
@@ -431,18 +414,6 @@ impl Store {
     pub fn count(&self) -> usize {
         self.summaries.len()
     }
-}
-
-/// The answer already given to gate `handle` (for "already decided by").
-fn last_answer(session: &Session, handle: Option<&str>) -> Option<Answer> {
-    session.history.iter().rev().find_map(|e| match &e.what {
-        crate::session::GateEventKind::Answered { answer, .. }
-            if handle.is_none_or(|h| h == format!("{}#{}", e.gate, e.instance)) =>
-        {
-            Some(answer.clone())
-        }
-        _ => None,
-    })
 }
 
 fn rev_of(bytes: &[u8]) -> Option<u64> {

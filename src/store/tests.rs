@@ -59,6 +59,9 @@ fn paused_session(id: &str) -> Session {
         failure: None,
         origin: None,
         notification: None,
+        agent_turn: None,
+        trusted_tools: Default::default(),
+        denied_calls: Default::default(),
         rev: 0,
     }
 }
@@ -70,6 +73,7 @@ fn approve(by: &str) -> Answer {
         at: Utc::now(),
         via: "test".into(),
         vars: Default::default(),
+        call: None,
     }
 }
 

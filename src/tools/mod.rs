@@ -1,0 +1,225 @@
+//! Tools an agent may call: the built-ins (`http_request`, `file_read`,
+//! `file_write`, `list_files`, `delete_files`, `shell`) and strands-cli's
+//! `tools.http_executors`. Each tool has a JSON schema (checked before any
+//! call runs, edited arguments included), metadata for the approval request
+//! (what the call would do, whether it can be undone, a risk level), and a
+//! `run` that never panics: failures are results the model reads.
+//!
+//! Whether a call waits for a human is decided by the approval policy in
+//! `engine::tools`, not here.
+
+pub mod builtin;
+pub mod http_executor;
+pub mod schema;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::provider::ToolSpec;
+
+/// What a call returned, as the model will read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolResult {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolResult {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// How dangerous a call is (seed 001 §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Risk {
+    pub fn parse(s: &str) -> Option<Risk> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "low" => Risk::Low,
+            "medium" => Risk::Medium,
+            "high" => Risk::High,
+            "critical" => Risk::Critical,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+}
+
+/// What tools may touch while they run.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    /// File tools are confined to this directory.
+    pub workspace: PathBuf,
+    pub http: reqwest::Client,
+    /// Largest response body / file content returned to the model.
+    pub max_bytes: usize,
+    /// Per-call time limit.
+    pub timeout: Duration,
+    /// `shell` runs only when the spec enables it.
+    pub shell_enabled: bool,
+}
+
+/// Facts about a tool that the approval request shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolMeta {
+    pub reversible: bool,
+    pub risk: Risk,
+}
+
+/// A callable tool.
+#[derive(Debug, Clone)]
+pub enum Tool {
+    Builtin(builtin::Builtin),
+    Http(http_executor::HttpExecutor),
+}
+
+impl Tool {
+    pub fn name(&self) -> String {
+        match self {
+            Tool::Builtin(b) => b.name().to_string(),
+            Tool::Http(h) => h.id.clone(),
+        }
+    }
+
+    /// Name, description and JSON schema offered to the model.
+    pub fn spec(&self) -> ToolSpec {
+        match self {
+            Tool::Builtin(b) => b.spec(),
+            Tool::Http(h) => h.spec(),
+        }
+    }
+
+    /// Whether this call changes state (writes, deletes, non-GET requests,
+    /// any shell command). State-changing built-in calls need approval
+    /// unless the spec says otherwise.
+    pub fn changes_state(&self, args: &Value) -> bool {
+        match self {
+            Tool::Builtin(b) => b.changes_state(args),
+            Tool::Http(h) => h.changes_state(args),
+        }
+    }
+
+    /// Default reversibility and risk; the spec may override both.
+    pub fn meta(&self, args: &Value) -> ToolMeta {
+        match self {
+            Tool::Builtin(b) => b.meta(args),
+            Tool::Http(h) => h.meta(args),
+        }
+    }
+
+    /// One line saying what the call would do, for the approval request.
+    pub fn describe(&self, args: &Value) -> String {
+        match self {
+            Tool::Builtin(b) => b.describe(args),
+            Tool::Http(h) => h.describe(args),
+        }
+    }
+
+    /// Checks arguments against the tool's schema.
+    pub fn validate(&self, args: &Value) -> Result<(), String> {
+        schema::validate(&self.spec().parameters, args)
+    }
+
+    /// Runs the call. Never panics; errors come back as error results.
+    pub async fn run(&self, args: &Value, env: &ToolEnv) -> ToolResult {
+        if let Err(e) = self.validate(args) {
+            return ToolResult::error(format!("invalid arguments: {e}"));
+        }
+        match self {
+            Tool::Builtin(b) => b.run(args, env).await,
+            Tool::Http(h) => h.run(args, env).await,
+        }
+    }
+}
+
+/// The digest an approval is bound to: SHA-256 over the tool name and the
+/// canonical JSON of the arguments (object keys sorted), so an approval can
+/// never be reused for another tool or other arguments.
+pub fn digest(name: &str, args: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(name.as_bytes());
+    h.update([0u8]);
+    h.update(canonical(args).as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// JSON with object keys in sorted order (serde_json's map is sorted unless
+/// `preserve_order` is on; sort explicitly so the digest never depends on it).
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&m[*k])))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn digests_bind_name_and_arguments() {
+        let a = digest(
+            "delete_files",
+            &json!({"paths": ["a", "b"], "recursive": false}),
+        );
+        let same = digest(
+            "delete_files",
+            &json!({"recursive": false, "paths": ["a", "b"]}),
+        );
+        assert_eq!(a, same, "key order does not matter");
+        assert_ne!(
+            a,
+            digest(
+                "file_write",
+                &json!({"paths": ["a", "b"], "recursive": false})
+            )
+        );
+        assert_ne!(
+            a,
+            digest(
+                "delete_files",
+                &json!({"paths": ["a", "c"], "recursive": false})
+            )
+        );
+    }
+}
