@@ -73,12 +73,9 @@ impl Toolbox {
             };
             tools.insert(t.name.clone(), (tool, t.policy.clone()));
         }
-        crate::provider::install_crypto();
         let timeout = Duration::from_secs(spec.tools.timeout_secs);
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::limited(5))
-            .build()
+        // The tools follow redirects themselves, hop by hop, with their checks.
+        let http = crate::tools::builtin::http_client()
             .map_err(|e| Error::Runtime(format!("cannot build the HTTP client for tools: {e}")))?;
         Ok(Toolbox {
             tools,

@@ -58,16 +58,38 @@ pub const DECIDED: &str = "decided.json.j2";
 pub const MODAL: &str = "modal.json.j2";
 /// A progress reply in the run's thread (blocks).
 pub const PROGRESS: &str = "progress.json.j2";
+/// The message asking for decisions on an agent's tool calls (blocks), also
+/// re-rendered after each per-call decision.
+pub const TOOL_APPROVAL: &str = "tool_approval.json.j2";
 
 /// Every template name; an override directory may replace any of them.
-pub const TEMPLATE_NAMES: [&str; 4] = [APPROVAL, DECIDED, MODAL, PROGRESS];
+pub const TEMPLATE_NAMES: [&str; 5] = [APPROVAL, DECIDED, MODAL, PROGRESS, TOOL_APPROVAL];
 
-const BUILTINS: [(&str, &str); 4] = [
+const BUILTINS: [(&str, &str); 5] = [
     (APPROVAL, include_str!("../../templates/approval.json.j2")),
     (DECIDED, include_str!("../../templates/decided.json.j2")),
     (MODAL, include_str!("../../templates/modal.json.j2")),
     (PROGRESS, include_str!("../../templates/progress.json.j2")),
+    (
+        TOOL_APPROVAL,
+        include_str!("../../templates/tool_approval.json.j2"),
+    ),
 ];
+
+/// Calls one tool-approval message shows; waiting calls come first, the
+/// rest are counted in a note (4 blocks per call keeps the message under 50).
+pub const MAX_TOOL_CALLS: usize = 10;
+/// What one call's arguments may take in its code-block section (escaped
+/// chars), leaving room for the fences and the "cut" note.
+pub const TOOL_ARGS_MAX: usize = 2800;
+/// What all shown calls' arguments may take together, so ten calls do not
+/// make a wall of JSON; each call gets at least [`TOOL_ARGS_MIN`].
+pub const TOOL_ARGS_TOTAL: usize = 12_000;
+pub const TOOL_ARGS_MIN: usize = 800;
+/// Slack's limit on a plain_text_input's `initial_value` (the edit modal).
+pub const INITIAL_VALUE_MAX: usize = 3000;
+/// Slack's limit on a button's `value`.
+const BUTTON_VALUE_MAX: usize = 2000;
 
 /// Section text limit.
 pub const SECTION_TEXT_MAX: usize = 3000;
@@ -178,6 +200,12 @@ impl Templates {
         self.message(PROGRESS, v)
     }
 
+    /// The tool-call approval message's blocks (posted, and re-rendered
+    /// after each decision).
+    pub fn tool_approval(&self, v: &ToolApprovalView) -> Result<Vec<Value>> {
+        self.message(TOOL_APPROVAL, v)
+    }
+
     fn message<S: Serialize>(&self, name: &str, ctx: &S) -> Result<Vec<Value>> {
         let origin = self.origin(name);
         let blocks = match self.render_json(name, ctx)? {
@@ -225,6 +253,9 @@ impl Templates {
         }
         for v in &s.progress {
             self.progress(v)?;
+        }
+        for v in &s.tools {
+            self.tool_approval(v)?;
         }
         Ok(())
     }
