@@ -216,11 +216,7 @@ impl<'a> Engine<'a> {
             }
             crate::gate::Decision::Edit { arguments } => {
                 let args = tools::edited_arguments(&pc.call, arguments)?;
-                let tool = toolbox
-                    .tool(&pc.call.name)
-                    .ok_or_else(|| Error::Usage(format!("`{}` is not one of the agent's tools", pc.call.name)))?;
-                tool.validate(&args)
-                    .map_err(|e| Error::Usage(format!("edited arguments for `{}` do not fit its schema: {e}", pc.call.name)))
+                toolbox.check_edit(&pc.call.name, &args)
             }
             other => Err(Error::Usage(format!(
                 "a tool call takes --approve, --reject [--reason R], --edit-args JSON or --trust, not {}",
@@ -253,6 +249,7 @@ impl<'a> Engine<'a> {
                     );
                     session
                 } else {
+                    tools::prepare_answer_check(&spec, &session, &answer).await?;
                     Self::check_answer(&spec, &session, &answer)?;
                     match self.store.record_answer(&session.id, Some(&gate.handle()), &answer)? {
                         Ok(s) => s,
@@ -431,6 +428,7 @@ impl<'a> Engine<'a> {
             match channel.ask(session).await? {
                 Reply::Later => return Ok(false),
                 Reply::Now(answer) => {
+                    tools::prepare_answer_check(spec, session, &answer).await?;
                     Self::check_answer(spec, session, &answer)?;
                     answer
                 }
@@ -737,7 +735,8 @@ impl Engine<'_> {
             .agents
             .get(&w.step.agent)
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", w.step.agent)))?;
-        let toolbox = tools::Toolbox::for_agent(spec, agent)?;
+        let mut toolbox = tools::Toolbox::for_agent(spec, agent)?;
+        toolbox.connect().await?;
         let (provider, first) = self.request(spec, session, w.step, &w.position)?;
         if session.agent_turn.as_ref().map(|t| &t.position) != Some(&w.position) {
             session.agent_turn = Some(AgentTurn {
@@ -816,6 +815,13 @@ impl Engine<'_> {
                     )
                     .await;
                 return Ok(());
+            }
+            if turn.turns >= agent.max_turns {
+                // Its results could never reach the model: run and ask nothing.
+                return Err(Error::Runtime(format!(
+                    "agent `{}` reached its turn limit ({}) at {} still calling tools",
+                    agent.id, agent.max_turns, w.position
+                )));
             }
             turn.messages.push(Message::Assistant {
                 content: resp.text.clone(),
@@ -916,10 +922,24 @@ impl Engine<'_> {
         }
         if let Some(turn) = session.agent_turn.as_mut() {
             for pc in std::mem::take(&mut turn.calls) {
-                let (content, is_error) = match pc.state {
+                let (mut content, is_error) = match pc.state {
                     CallState::Done { result } => (result.content, result.is_error),
                     _ => ("not run".to_string(), true),
                 };
+                // Tell the model when a human edited what it asked for.
+                let proposed = turn.messages.iter().rev().find_map(|m| match m {
+                    Message::Assistant { tool_calls, .. } => tool_calls
+                        .iter()
+                        .find(|c| c.id == pc.call.id)
+                        .map(|c| c.arguments.clone()),
+                    _ => None,
+                });
+                if proposed.is_some_and(|p| p != pc.call.arguments) {
+                    content = format!(
+                        "(a human edited the arguments before it ran; it ran with {})\n{content}",
+                        pc.call.arguments
+                    );
+                }
                 turn.messages.push(Message::Tool {
                     call_id: pc.call.id,
                     name: pc.call.name,

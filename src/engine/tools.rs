@@ -20,6 +20,14 @@
 //! 6. `destructive: true`, or a call that changes state: ask (when
 //!    `approval_condition` holds);
 //! 7. otherwise (reads): run.
+//!
+//! MCP tools (`tools.mcp`): an agent that lists a server's id gets every
+//! tool the server lists, named `{id}__{tool}`, once [`Toolbox::connect`]
+//! has connected to the server (the engine does that when the tool step
+//! starts; the connections end with the toolbox). Nobody can tell whether
+//! an MCP tool changes state, so rule 6 always asks for them: they run
+//! without a human only by `require_approval: false`, `allowed_tools`
+//! (`{id}__{tool}` or `*`) or trust.
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -28,15 +36,18 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::provider::{ToolCall, ToolSpec};
 use crate::session::{ApprovalRequest, CallState, PendingCall, Session};
-use crate::spec::{AgentSpec, Spec, ToolPolicy};
+use crate::spec::{AgentSpec, McpServerSpec, Spec, ToolPolicy};
 use crate::template::Templates;
 use crate::tools::{
-    self, builtin::Builtin, http_executor::HttpExecutor, Tool, ToolEnv, ToolResult,
+    self, builtin::Builtin, http_executor::HttpExecutor, mcp, Tool, ToolEnv, ToolResult,
 };
 
 /// The tools one agent may call, with their policies and run environment.
 pub struct Toolbox {
     tools: BTreeMap<String, (Tool, ToolPolicy)>,
+    /// MCP servers the agent uses, with the policy for all their tools;
+    /// their tools join `tools` on [`Toolbox::connect`].
+    mcp: Vec<(McpServerSpec, ToolPolicy)>,
     allowed: Option<Vec<String>>,
     enable_trust: bool,
     agent: String,
@@ -54,7 +65,12 @@ pub enum Verdict {
 impl Toolbox {
     pub fn for_agent(spec: &Spec, agent: &AgentSpec) -> Result<Toolbox> {
         let mut tools = BTreeMap::new();
+        let mut servers = Vec::new();
         for t in &agent.tools {
+            if let Some(m) = spec.tools.mcp.iter().find(|m| m.id == t.name) {
+                servers.push((m.clone(), t.policy.clone()));
+                continue;
+            }
             let tool = if let Some(b) = Builtin::from_name(&t.name) {
                 Tool::Builtin(b)
             } else if let Some(h) = spec.tools.http_executors.iter().find(|h| h.id == t.name) {
@@ -79,6 +95,7 @@ impl Toolbox {
             .map_err(|e| Error::Runtime(format!("cannot build the HTTP client for tools: {e}")))?;
         Ok(Toolbox {
             tools,
+            mcp: servers,
             allowed: agent.allowed_tools.clone(),
             enable_trust: agent.enable_trust,
             agent: agent.id.clone(),
@@ -93,7 +110,95 @@ impl Toolbox {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.tools.is_empty() && self.mcp.is_empty()
+    }
+
+    /// Connects to the agent's MCP servers (starting their processes) and
+    /// adds their tools, each under its server's policy. A server that
+    /// cannot be reached or listed, or a tool name another tool of the
+    /// agent already has, is a runtime error naming the server. The
+    /// connections close when the toolbox is dropped.
+    pub async fn connect(&mut self) -> Result<()> {
+        for (server, policy) in &self.mcp {
+            let (conn, listed) = mcp::Connection::open(server, self.env.timeout).await?;
+            for l in listed {
+                if self.tools.contains_key(&l.name) {
+                    return Err(Error::Runtime(format!(
+                        "MCP server `{}` lists `{}`, which would be called `{}` like another tool of agent `{}`",
+                        server.id, l.remote, l.name, self.agent
+                    )));
+                }
+                let name = l.name.clone();
+                let tool = Tool::Mcp(mcp::McpTool::new(&server.id, l, Some(conn.clone())));
+                self.tools.insert(name, (tool, policy.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The MCP server a tool name `{id}__{tool}` belongs to, when the agent
+    /// uses that server.
+    fn mcp_server(&self, name: &str) -> Option<&McpServerSpec> {
+        let id = mcp::server_of(name)?;
+        self.mcp.iter().map(|(s, _)| s).find(|s| s.id == id)
+    }
+
+    /// Checks a human's edited arguments for call `name` against the tool's
+    /// schema. For an MCP tool that is not connected, the schema its server
+    /// last listed in this process is used (see [`prepare_answer_check`]);
+    /// with none, the edit is accepted here and checked against the live
+    /// schema before the call runs (a call that does not fit never runs).
+    pub fn check_edit(&self, name: &str, args: &Value) -> Result<()> {
+        let misfit = |e: String| {
+            Error::Usage(format!(
+                "edited arguments for `{name}` do not fit its schema: {e}"
+            ))
+        };
+        if let Some(tool) = self.tool(name) {
+            return tool.validate(args).map_err(misfit);
+        }
+        if let Some(server) = self.mcp_server(name) {
+            if !args.is_object() {
+                return Err(misfit("the arguments must be a JSON object".into()));
+            }
+            return match mcp::cached_schema(&mcp::fingerprint(server), name) {
+                Some(schema) => tools::schema::validate(&schema, args).map_err(misfit),
+                None => Ok(()),
+            };
+        }
+        Err(Error::Usage(format!(
+            "`{name}` is not one of the agent's tools"
+        )))
+    }
+
+    /// Makes the schema of MCP tool `name` available to [`check_edit`]
+    /// (connecting to its server for a moment when this process has not
+    /// listed it). Not an MCP tool, or already known: nothing to do.
+    ///
+    /// [`check_edit`]: Toolbox::check_edit
+    pub async fn prepare_schema(&self, name: &str) -> Result<()> {
+        let Some(server) = self.mcp_server(name) else {
+            return Ok(());
+        };
+        let fp = mcp::fingerprint(server);
+        if self.tools.contains_key(name) || mcp::cached_schema(&fp, name).is_some() {
+            return Ok(());
+        }
+        let (conn, listed) = mcp::Connection::open(server, self.env.timeout)
+            .await
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "cannot check the edited arguments of `{name}`: {e}"
+                ))
+            })?;
+        drop(conn);
+        if !listed.iter().any(|l| l.name == name) {
+            return Err(Error::Usage(format!(
+                "`{name}` is no longer a tool of MCP server `{}`",
+                server.id
+            )));
+        }
+        Ok(())
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -263,6 +368,43 @@ impl Toolbox {
             })
             .collect()
     }
+}
+
+/// Before an answer to a tool-call gate is checked: when it edits an MCP
+/// tool's arguments, make sure the tool's schema is at hand (this process
+/// may never have connected to the server, e.g. `strands resume` after a
+/// pause), so the edit is checked against it before anything is recorded.
+pub async fn prepare_answer_check(
+    spec: &Spec,
+    session: &Session,
+    answer: &crate::gate::Answer,
+) -> Result<()> {
+    if !matches!(answer.decision, crate::gate::Decision::Edit { .. }) {
+        return Ok(());
+    }
+    if session.gate.as_ref().map(|g| g.kind) != Some(crate::spec::GateKind::ToolCall) {
+        return Ok(());
+    }
+    let Some(turn) = &session.agent_turn else {
+        return Ok(());
+    };
+    let pc = match &answer.call {
+        Some(id) => turn.calls.iter().find(|c| &c.call.id == id),
+        None => {
+            let waiting: Vec<&PendingCall> = turn.waiting().collect();
+            match waiting[..] {
+                [only] => Some(only),
+                _ => None,
+            }
+        }
+    };
+    // Calls that are not there are for `check_answer` to explain.
+    let (Some(pc), Some(agent)) = (pc, spec.agents.get(&turn.agent)) else {
+        return Ok(());
+    };
+    Toolbox::for_agent(spec, agent)?
+        .prepare_schema(&pc.call.name)
+        .await
 }
 
 /// Arguments from `--edit-args`: a plain object, or `{name, arguments}`

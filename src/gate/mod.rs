@@ -358,8 +358,12 @@ pub fn accept(
             }
         }
         Decision::Edit { arguments } => {
+            // `{name, arguments}` naming the call's own tool unwraps to its
+            // arguments; naming another tool is refused.
+            let arguments = crate::engine::tools::edited_arguments(&pc.call, arguments)
+                .map_err(|e| Refusal::Invalid(e.to_string()))?;
             pc.call.arguments = arguments.clone();
-            pc.digest = crate::tools::digest(&pc.call.name, arguments);
+            pc.digest = crate::tools::digest(&pc.call.name, &arguments);
             CallState::Approved {
                 by: by.clone(),
                 digest: pc.digest.clone(),

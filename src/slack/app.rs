@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::api::SlackApi;
-use super::blocks::{self, ApprovalView, DecidedView, ProgressView, Templates};
+use super::blocks::{self, ApprovalView, DecidedView, ProgressView, Templates, ToolApprovalView};
 use super::config::Config;
 use super::metrics::Metrics;
 use crate::channel::{HumanChannel, Progress, Reply};
@@ -16,7 +16,18 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::gate::Answer;
 use crate::session::{Notification, Session, Status};
+use crate::spec::GateKind;
 use crate::store::{Refusal, Store};
+
+/// A message's latest re-render: its lock orders `chat.update`s of one
+/// message, and it holds the store revision last shown.
+type UpdateSlot = Arc<tokio::sync::Mutex<u64>>;
+/// Tool-approval messages whose update order is tracked at most; beyond it
+/// the table starts over (an update racing that moment may show an older
+/// state until the next decision).
+const MAX_UPDATE_SLOTS: usize = 4096;
+/// How long checking an edit may spend fetching a tool's schema.
+const PREPARE_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// Everything a handler or background task needs. Cheap to clone.
 #[derive(Clone)]
@@ -35,6 +46,9 @@ pub struct Inner {
     posting: Mutex<HashMap<String, usize>>,
     /// Background drives, so shutdown can wait for them.
     tasks: tokio_util::task::TaskTracker,
+    /// Tool-approval messages by (channel, ts): per-call decisions re-render
+    /// the message, and a slower update must not overwrite a newer one.
+    updates: Mutex<HashMap<(String, String), UpdateSlot>>,
 }
 
 impl std::ops::Deref for App {
@@ -58,6 +72,7 @@ impl App {
             driving: Mutex::new(HashSet::new()),
             posting: Mutex::new(HashMap::new()),
             tasks: tokio_util::task::TaskTracker::new(),
+            updates: Mutex::new(HashMap::new()),
         })))
     }
 
@@ -143,9 +158,24 @@ impl App {
             Some(s) => s,
             None => return Ok(Err("that session no longer exists".into())),
         };
+        let tool_gate = session
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.kind == GateKind::ToolCall && g.handle() == handle);
         if let Some(gate) = &session.gate {
             if gate.handle() == handle {
                 let spec = Engine::spec_of(&session)?;
+                if tool_gate {
+                    // An edited MCP call is checked against its server's
+                    // schema, fetched now if this process has not seen it.
+                    // Slack waits 3 s: past the deadline, the live schema
+                    // is checked before the call runs instead.
+                    let prepare =
+                        crate::engine::tools::prepare_answer_check(&spec, &session, &answer);
+                    if let Ok(Err(e)) = tokio::time::timeout(PREPARE_DEADLINE, prepare).await {
+                        return Ok(Err(e.to_string()));
+                    }
+                }
                 if let Err(e) = Engine::check_answer(&spec, &session, &answer) {
                     return Ok(Err(e.to_string()));
                 }
@@ -159,9 +189,22 @@ impl App {
             Err(refusal) => return Ok(Err(refusal_text(&refusal))),
         };
         self.metrics.gate_answered(decision_name(&answer));
-        self.drive(recorded.id.clone());
         let app = self.clone();
         let (channel, ts) = (channel.to_string(), ts.to_string());
+        if tool_gate {
+            // One call decided: the run resumes only once no call waits.
+            if recorded.status != Status::Paused {
+                self.drive(recorded.id.clone());
+            }
+            let handle = handle.to_string();
+            self.tasks.spawn(async move {
+                if let Err(e) = app.show_tool_calls(&recorded, &channel, &ts, &handle).await {
+                    tracing::warn!(session = %recorded.id, "could not update the tool approval message: {e}");
+                }
+            });
+            return Ok(Ok(()));
+        }
+        self.drive(recorded.id.clone());
         self.tasks.spawn(async move {
             if let Err(e) = app.show_decision(&recorded, &channel, &ts, &answer).await {
                 tracing::warn!(session = %recorded.id, "could not update the approval message: {e}");
@@ -221,6 +264,42 @@ impl App {
         self.api.update(channel, ts, &text, blocks).await
     }
 
+    /// Re-renders the tool-approval message from `session` (the state a
+    /// decision was recorded in): decided calls say who decided, waiting
+    /// ones keep their buttons. Updates of one message go out in the order
+    /// the decisions were recorded; an older state never replaces a newer.
+    async fn show_tool_calls(
+        &self,
+        session: &Session,
+        channel: &str,
+        ts: &str,
+        handle: &str,
+    ) -> Result<()> {
+        let view = ToolApprovalView::from_session(session, handle).ok_or_else(|| {
+            Error::Internal("a tool-call decision on a session without tool calls".into())
+        })?;
+        let text = tool_text(&view);
+        let blocks = self.templates.tool_approval(&view)?;
+        let slot = {
+            let mut updates = self.updates.lock().unwrap_or_else(|p| p.into_inner());
+            if updates.len() >= MAX_UPDATE_SLOTS {
+                updates.clear();
+            }
+            Arc::clone(
+                updates
+                    .entry((channel.to_string(), ts.to_string()))
+                    .or_default(),
+            )
+        };
+        let mut shown = slot.lock().await;
+        if session.rev <= *shown {
+            return Ok(());
+        }
+        self.api.update(channel, ts, &text, blocks).await?;
+        *shown = session.rev;
+        Ok(())
+    }
+
     /// Posts (or re-posts) the approval message for the open gate of a
     /// paused session and records it, with its failure if posting failed.
     pub async fn notify(&self, session_id: &str) -> Result<()> {
@@ -250,9 +329,27 @@ impl App {
                 "no approval channel: set STRANDS_APPROVAL_CHANNEL".into(),
             ));
         };
-        let view =
-            ApprovalView::from_gate(&gate, &session.workflow, &session.id, &session.started_by);
-        let text = format!("Approval needed: {} / {}", session.workflow, gate.id);
+        // A tool-call gate gets one message with a row of buttons per call.
+        let rendered = if gate.kind == GateKind::ToolCall {
+            match ToolApprovalView::from_session(&session, &gate.handle()) {
+                Some(view) => self
+                    .templates
+                    .tool_approval(&view)
+                    .map(|blocks| (tool_text(&view), blocks)),
+                None => Err(Error::Internal(
+                    "a tool-call gate without tool calls".into(),
+                )),
+            }
+        } else {
+            let view =
+                ApprovalView::from_gate(&gate, &session.workflow, &session.id, &session.started_by);
+            self.templates.approval(&view).map(|blocks| {
+                (
+                    format!("Approval needed: {} / {}", session.workflow, gate.id),
+                    blocks,
+                )
+            })
+        };
         // Progress stays in the first message's thread while the channel does.
         let thread_ts = session
             .notification
@@ -260,8 +357,8 @@ impl App {
             .filter(|n| n.channel == channel)
             .and_then(|n| n.thread_ts.clone());
         *self.lock_posting().entry(channel.clone()).or_insert(0) += 1;
-        let posted = match self.templates.approval(&view) {
-            Ok(blocks) => self.api.post_message(&channel, &text, blocks, None).await,
+        let posted = match rendered {
+            Ok((text, blocks)) => self.api.post_message(&channel, &text, blocks, None).await,
             Err(e) => Err(e),
         };
         let (ts, error) = match posted {
@@ -464,6 +561,19 @@ pub fn decision_name(a: &Answer) -> &'static str {
         crate::gate::Decision::Edit { .. } => "edit",
         crate::gate::Decision::Trust => "trust",
     }
+}
+
+/// The notification text of a tool-approval message.
+fn tool_text(view: &ToolApprovalView) -> String {
+    let status = if view.waiting > 0 {
+        format!("{} of {} calls waiting", view.waiting, view.total)
+    } else {
+        "every call decided".to_string()
+    };
+    format!(
+        "Tool approval: {} / {}: {status}",
+        view.workflow, view.agent
+    )
 }
 
 /// `<@U123>` for Slack user ids, the name otherwise.

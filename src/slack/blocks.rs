@@ -1,8 +1,10 @@
 //! Slack messages as templates: the approval message, its decided form, the
-//! feedback modal and progress replies are Block Kit JSON rendered by
-//! minijinja from `templates/*.json.j2`, so a team can restyle what the bot
-//! posts without rebuilding it (`STRANDS_TEMPLATES=DIR`: a file in DIR
-//! replaces the built-in of the same name).
+//! tool-call approval message (one row of buttons per call, re-rendered
+//! after each decision), the feedback / edit modal and progress replies are
+//! Block Kit JSON rendered by minijinja from `templates/*.json.j2`, so a
+//! team can restyle what the bot posts without rebuilding it
+//! (`STRANDS_TEMPLATES=DIR`: a file in DIR replaces the built-in of the same
+//! name).
 //!
 //! Templates are user code and gate text is model output, so nothing that
 //! comes out of here is trusted to be well-formed. Every render goes through
@@ -33,6 +35,12 @@
 //! - The gate handle is never cut where it is used for routing (button
 //!   `value`s); the actions `block_id` is `gate:{handle}` cut to 255, so a
 //!   handle over 2000 characters is an error, not a broken button.
+//! - Tool calls: a call's buttons carry `handle|call id` (never cut) in an
+//!   actions block `call:{handle}:{index}`; its arguments are pretty JSON
+//!   cut in Rust (at most [`TOOL_ARGS_MAX`] each, [`TOOL_ARGS_TOTAL`] over
+//!   the message) and the message says how much was cut; a call id too long
+//!   for a button's 2000 characters gets no buttons and a pointer to the
+//!   CLI instead.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -45,6 +53,7 @@ use slack_morphism::prelude::{SlackBlock, SlackView};
 
 use crate::error::{Error, Result};
 use crate::gate::{Answer, Decision, OpenGate};
+use crate::session::{CallState, GateEventKind, PendingCall, Session};
 use crate::spec::GateKind;
 
 /// The environment variable naming a directory of template overrides.
@@ -85,6 +94,7 @@ pub const TOOL_ARGS_MAX: usize = 2800;
 /// What all shown calls' arguments may take together, so ten calls do not
 /// make a wall of JSON; each call gets at least [`TOOL_ARGS_MIN`].
 pub const TOOL_ARGS_TOTAL: usize = 12_000;
+/// The least one call's arguments get, however many calls are shown.
 pub const TOOL_ARGS_MIN: usize = 800;
 /// Slack's limit on a plain_text_input's `initial_value` (the edit modal).
 pub const INITIAL_VALUE_MAX: usize = 3000;
@@ -103,7 +113,7 @@ pub const CODE_BLOCK_MAX: usize = 2990;
 const FUEL: u64 = 200_000;
 
 /// The sandboxed templates: built-ins plus overrides, no file access after
-/// [`Templates::load`] (no loader: only the four known names exist, so an
+/// [`Templates::load`] (no loader: only the known names exist, so an
 /// `{% include %}` can reach nothing else), strict undefined variables, a
 /// fuel limit, JSON auto-escaping, and the `mrkdwn`, `truncate_chars` and
 /// `mention` filters.
@@ -371,6 +381,10 @@ pub struct ModalView {
     pub private_metadata: String,
     /// Whether a reject reason is required (modify/respond always are).
     pub required: bool,
+    /// Prefilled text (`edit`: the call's arguments as JSON); at most 3000
+    /// characters ([`INITIAL_VALUE_MAX`]), not cut.
+    #[serde(default)]
+    pub initial_value: Option<String>,
 }
 
 /// A progress reply in the run's thread.
@@ -384,6 +398,201 @@ pub struct ProgressView {
     /// Output, pre-cut with [`cut_for_section`]`(…, CODE_BLOCK_MAX)`; say
     /// in `text` when it was cut.
     pub output: Option<String>,
+}
+
+/// The tool-call approval message: every call of the agent's latest turn
+/// (at most [`MAX_TOOL_CALLS`], waiting ones first), each with buttons while
+/// it waits and its outcome once decided. Built from the session, so the
+/// same view serves the first post and every re-render.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolApprovalView {
+    pub workflow: String,
+    /// The agent whose calls these are.
+    pub agent: String,
+    /// The gate handle (`tools#N`).
+    pub handle: String,
+    /// Where the agent step stands (`steps[0]`, `tasks.fetch`).
+    pub position: String,
+    pub session_id: String,
+    /// A Slack user id (`U…`, shown as a mention) or any name.
+    pub started_by: String,
+    /// Calls in the request.
+    pub total: usize,
+    /// Calls still waiting for a human, shown or not.
+    pub waiting: usize,
+    /// The calls shown, in request order.
+    pub calls: Vec<ToolCallView>,
+    /// Calls not shown, and how many of those wait.
+    pub hidden: usize,
+    pub hidden_waiting: usize,
+}
+
+/// One call of a [`ToolApprovalView`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallView {
+    /// 1-based position in the request.
+    pub index: usize,
+    /// The provider's call id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// `handle|call id`: every button's `value` (never cut).
+    pub value: String,
+    /// `call:handle:index`, unique in the message.
+    pub block_id: String,
+    /// `low` | `medium` | `high` | `critical`, when the call needed approval.
+    pub risk: Option<String>,
+    pub reversible: Option<bool>,
+    /// The approval prompt.
+    pub prompt: Option<String>,
+    /// What the call would do.
+    pub description: Option<String>,
+    /// Pretty-printed arguments, already cut ([`cut_for_section`]).
+    pub arguments: String,
+    /// Characters of the pretty-printed arguments left out.
+    pub arguments_cut: usize,
+    /// Still waiting for a human: show the buttons.
+    pub waiting: bool,
+    /// False when `value` is too long for a button (a model's absurd call
+    /// id): the message says to decide it with the CLI instead.
+    pub buttons: bool,
+    /// Whether a Trust button is offered.
+    pub trustable: bool,
+    /// How it was decided, once it was.
+    pub outcome: Option<CallOutcomeView>,
+}
+
+/// How a call was decided (or why it needed no decision).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallOutcomeView {
+    /// `approve` | `edit` | `trust` (the human trusted the tool on this
+    /// call) | `trusted` (approved by that trust) | `reject` | `policy` |
+    /// `running` | `done` | `not_run` (refused without asking; `detail` says
+    /// why).
+    pub kind: String,
+    /// A Slack user id or a name.
+    pub by: Option<String>,
+    /// RFC 3339.
+    pub at: Option<String>,
+    /// A reject reason, or why a call was not run.
+    pub detail: Option<String>,
+}
+
+impl ToolApprovalView {
+    /// The view of the tool calls `handle` asks about, from the session as
+    /// it stands (decisions are read from the calls' states and the gate
+    /// history). `None` when the session has no tool calls.
+    pub fn from_session(session: &Session, handle: &str) -> Option<Self> {
+        let turn = session.agent_turn.as_ref()?;
+        let total = turn.calls.len();
+        let is_waiting = |i: &usize| turn.calls[*i].state == CallState::Waiting;
+        let waiting = (0..total).filter(is_waiting).count();
+        // Waiting calls first (they need buttons), then decided ones; shown
+        // in request order. Hidden waiting calls appear as others are decided.
+        let mut shown: Vec<usize> = (0..total).filter(is_waiting).take(MAX_TOOL_CALLS).collect();
+        let room = MAX_TOOL_CALLS - shown.len();
+        shown.extend((0..total).filter(|i| !is_waiting(i)).take(room));
+        shown.sort_unstable();
+        let hidden_waiting = waiting - shown.iter().filter(|i| is_waiting(i)).count();
+        let budget = (TOOL_ARGS_TOTAL / shown.len().max(1)).clamp(TOOL_ARGS_MIN, TOOL_ARGS_MAX);
+        let calls = shown
+            .iter()
+            .map(|&i| ToolCallView::new(session, handle, i, &turn.calls[i], budget))
+            .collect();
+        Some(ToolApprovalView {
+            workflow: session.workflow.clone(),
+            agent: turn.agent.clone(),
+            handle: handle.to_string(),
+            position: turn.position.to_string(),
+            session_id: session.id.clone(),
+            started_by: session.started_by.clone(),
+            total,
+            waiting,
+            calls,
+            hidden: total - shown.len(),
+            hidden_waiting,
+        })
+    }
+}
+
+impl ToolCallView {
+    fn new(session: &Session, handle: &str, i: usize, pc: &PendingCall, budget: usize) -> Self {
+        let value = format!("{handle}|{}", pc.call.id);
+        let pretty = serde_json::to_string_pretty(&pc.call.arguments)
+            .unwrap_or_else(|_| pc.call.arguments.to_string());
+        let (arguments, arguments_cut) = cut_for_section(&pretty, budget.min(TOOL_ARGS_MAX));
+        let request = pc.request.as_ref();
+        ToolCallView {
+            index: i + 1,
+            id: pc.call.id.clone(),
+            name: pc.call.name.clone(),
+            buttons: value.chars().count() <= BUTTON_VALUE_MAX,
+            value,
+            block_id: format!("call:{handle}:{}", i + 1),
+            risk: request.map(|r| r.risk.as_str().to_string()),
+            reversible: request.map(|r| r.reversible),
+            prompt: request.map(|r| r.prompt.clone()),
+            description: request.map(|r| r.description.clone()),
+            arguments,
+            arguments_cut,
+            waiting: pc.state == CallState::Waiting,
+            trustable: request.is_some_and(|r| r.trustable),
+            outcome: call_outcome(session, handle, pc),
+        }
+    }
+}
+
+/// The answer a human gave to call `call` of gate `handle`, if any.
+pub fn call_answer<'a>(session: &'a Session, handle: &str, call: &str) -> Option<&'a Answer> {
+    session.history.iter().rev().find_map(|e| match &e.what {
+        GateEventKind::Answered { answer, .. }
+            if answer.call.as_deref() == Some(call)
+                && format!("{}#{}", e.gate, e.instance) == handle =>
+        {
+            Some(answer)
+        }
+        _ => None,
+    })
+}
+
+fn call_outcome(session: &Session, handle: &str, pc: &PendingCall) -> Option<CallOutcomeView> {
+    let outcome = |kind: &str, by: Option<String>, at: Option<String>, detail: Option<String>| {
+        Some(CallOutcomeView {
+            kind: kind.to_string(),
+            by,
+            at,
+            detail,
+        })
+    };
+    if pc.state == CallState::Waiting {
+        return None;
+    }
+    if let Some(a) = call_answer(session, handle, &pc.call.id) {
+        let (kind, detail) = match &a.decision {
+            Decision::Edit { .. } => ("edit", None),
+            Decision::Trust => ("trust", None),
+            Decision::Reject { reason } => ("reject", reason.clone()),
+            _ => ("approve", None),
+        };
+        let at = a.at.to_rfc3339_opts(SecondsFormat::Secs, true);
+        return outcome(kind, Some(a.by.clone()), Some(at), detail);
+    }
+    match &pc.state {
+        CallState::Waiting => None,
+        CallState::Approved { by, .. } if by == "policy" => outcome("policy", None, None, None),
+        CallState::Approved { by, .. } => match by.strip_prefix("trust by ") {
+            Some(who) => outcome("trusted", Some(who.to_string()), None, None),
+            None => outcome("approve", Some(by.clone()), None, None),
+        },
+        CallState::Rejected { by, reason } => {
+            outcome("reject", Some(by.clone()), None, reason.clone())
+        }
+        CallState::Running => outcome("running", None, None, None),
+        CallState::Done { result } if result.is_error => {
+            outcome("not_run", None, None, Some(result.content.clone()))
+        }
+        CallState::Done { .. } => outcome("done", None, None, None),
+    }
 }
 
 /// The template name of a gate kind.
@@ -1145,6 +1354,88 @@ struct Samples {
     decided: Vec<DecidedView>,
     modals: Vec<ModalView>,
     progress: Vec<ProgressView>,
+    tools: Vec<ToolApprovalView>,
+}
+
+fn sample_call(index: usize, waiting: bool, outcome: Option<(&str, Option<&str>)>) -> ToolCallView {
+    let handle = "tools#3";
+    let id = format!("call_{index}");
+    ToolCallView {
+        index,
+        value: format!("{handle}|{id}"),
+        block_id: format!("call:{handle}:{index}"),
+        id,
+        name: "deploy_api".into(),
+        risk: Some("high".into()),
+        reversible: Some(index.is_multiple_of(2)),
+        prompt: Some("Approve `deploy_api`: POST https://deploy.example.com/v1/rollout?".into()),
+        description: Some(
+            "POST https://deploy.example.com/v1/rollout via deploy_api (JSON 42 bytes)".into(),
+        ),
+        arguments: "{\n  \"method\": \"POST\",\n  \"path\": \"/v1/rollout\"\n}".into(),
+        arguments_cut: if index == 1 { 1_234 } else { 0 },
+        waiting,
+        buttons: true,
+        trustable: index % 2 == 1,
+        outcome: outcome.map(|(kind, detail)| CallOutcomeView {
+            kind: kind.into(),
+            by: Some("U04APPROVER".into()),
+            at: Some("2025-11-21T09:30:00Z".into()),
+            detail: detail.map(str::to_string),
+        }),
+    }
+}
+
+fn sample_tools() -> Vec<ToolApprovalView> {
+    let view = |calls: Vec<ToolCallView>, hidden: usize, hidden_waiting: usize| {
+        let waiting = calls.iter().filter(|c| c.waiting).count() + hidden_waiting;
+        ToolApprovalView {
+            workflow: "deploy-service".into(),
+            agent: "deployer".into(),
+            handle: "tools#3".into(),
+            position: "steps[1]".into(),
+            session_id: "3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f".into(),
+            started_by: "U04APPROVER".into(),
+            total: calls.len() + hidden,
+            waiting,
+            calls,
+            hidden,
+            hidden_waiting,
+        }
+    };
+    let decided = [
+        ("approve", None),
+        ("edit", None),
+        ("trust", None),
+        ("trusted", None),
+        ("reject", Some("not on a Friday")),
+        ("policy", None),
+        ("running", None),
+        ("done", None),
+        ("not_run", Some("unknown tool `nope`")),
+    ];
+    let mut all_decided: Vec<ToolCallView> = decided
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, detail))| sample_call(i + 1, false, Some((kind, *detail))))
+        .collect();
+    all_decided.push(sample_call(10, false, None));
+    let mut no_button = sample_call(2, true, None);
+    no_button.buttons = false;
+    vec![
+        view(vec![sample_call(1, true, None)], 0, 0),
+        view(
+            vec![
+                sample_call(1, true, None),
+                sample_call(2, true, None),
+                sample_call(3, false, Some(("approve", None))),
+            ],
+            0,
+            0,
+        ),
+        view(vec![sample_call(1, true, None), no_button], 2, 1),
+        view(all_decided, 2, 0),
+    ]
 }
 
 fn sample_approval(kind: GateKind) -> ApprovalView {
@@ -1200,21 +1491,33 @@ fn samples() -> Samples {
             detail: detail.map(str::to_string),
         });
     }
-    let modals = [
-        ("modify", false),
-        ("respond", false),
-        ("reject", false),
-        ("reject", true),
-    ]
-    .into_iter()
-    .map(|(kind, required)| ModalView {
-        kind: kind.into(),
-        title: "Review".into(),
-        prompt: "*Approve the production deploy?*".into(),
-        private_metadata: "{\"session\":\"3f2c9a4e\",\"gate\":\"review#1\"}".into(),
-        required,
-    })
-    .collect();
+    let modals =
+        [
+            ("modify", false),
+            ("respond", false),
+            ("reject", false),
+            ("reject", true),
+        ]
+        .into_iter()
+        .map(|(kind, required)| ModalView {
+            kind: kind.into(),
+            title: "Review".into(),
+            prompt: "*Approve the production deploy?*".into(),
+            private_metadata: "{\"session\":\"3f2c9a4e\",\"gate\":\"review#1\"}".into(),
+            required,
+            initial_value: None,
+        })
+        .chain(std::iter::once(ModalView {
+            kind: "edit".into(),
+            title: String::new(),
+            prompt: "*`deploy_api`*: POST https://deploy.example.com/v1/rollout".into(),
+            private_metadata:
+                "{\"channel\":\"C0123\",\"ts\":\"1.2\",\"gate\":\"tools#3\",\"call\":\"call_1\"}"
+                    .into(),
+            required: true,
+            initial_value: Some("{\n  \"path\": \"/v1/rollout\"\n}".into()),
+        }))
+        .collect();
     let progress = ["step_done", "paused", "completed", "failed", "rejected"]
         .into_iter()
         .map(|event| ProgressView {
@@ -1230,6 +1533,7 @@ fn samples() -> Samples {
         decided,
         modals,
         progress,
+        tools: sample_tools(),
     }
 }
 
@@ -1543,13 +1847,14 @@ mod tests {
                 assert_escaped(&Value::Array(blocks));
             }
         }
-        for kind in ["modify", "respond", "reject", &nasty(50)] {
+        for kind in ["modify", "respond", "reject", "edit", &nasty(50)] {
             let v = ModalView {
                 kind: kind.to_string(),
                 title: nasty(500),
                 prompt: nasty(5_000),
                 private_metadata: nasty(3_000),
                 required: false,
+                initial_value: Some(nasty(INITIAL_VALUE_MAX)),
             };
             let view = t.modal(&v).unwrap();
             assert_escaped(&view);
@@ -1619,6 +1924,7 @@ mod tests {
             prompt: String::new(),
             private_metadata: String::new(),
             required: true,
+            initial_value: Some(String::new()),
         })
         .unwrap();
         t.progress(&ProgressView {
@@ -1675,6 +1981,475 @@ mod tests {
         assert_eq!(mention_filter("<@U123>"), "&lt;@U123&gt;");
         assert_eq!(mention_filter(""), "someone");
         assert!(chars(&mention_filter(&"x".repeat(500))) <= 100);
+    }
+
+    // ---- tool-call approvals
+
+    fn tool_call(i: usize, name: &str, args: Value, trustable: bool) -> PendingCall {
+        use crate::tools::Risk;
+        PendingCall {
+            call: crate::provider::ToolCall {
+                id: format!("call_{i}"),
+                name: name.to_string(),
+                arguments: args.clone(),
+            },
+            digest: crate::tools::digest(name, &args),
+            request: Some(crate::session::ApprovalRequest {
+                prompt: format!("Approve `{name}` number {i}?"),
+                description: format!("POST https://api.example.com/{i} via {name}"),
+                reversible: i.is_multiple_of(2),
+                risk: Risk::High,
+                trustable,
+            }),
+            state: CallState::Waiting,
+        }
+    }
+
+    /// A session paused at tool-call gate `tools#3` with these calls.
+    fn tool_session(calls: Vec<PendingCall>) -> Session {
+        let now = chrono::Utc::now();
+        Session {
+            id: "3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f".into(),
+            workflow: "deploy".into(),
+            spec_path: "deploy.yaml".into(),
+            spec_hash: String::new(),
+            spec_snapshot: String::new(),
+            pattern: "chain".into(),
+            status: crate::session::Status::Paused,
+            created_at: now,
+            updated_at: now,
+            started_by: "U01REQUESTER".into(),
+            variables: Map::new(),
+            state: crate::session::PatternState::Chain {
+                next: 0,
+                steps: vec![None],
+            },
+            gate: None,
+            pending_answer: None,
+            human_feedback: None,
+            hitl_response: None,
+            history: Vec::new(),
+            gates_opened: 3,
+            usage: Default::default(),
+            output: None,
+            artifacts: Vec::new(),
+            out_dir: ".".into(),
+            failure: None,
+            origin: None,
+            notification: None,
+            agent_turn: Some(crate::session::AgentTurn {
+                position: crate::gate::Position::Step(0),
+                agent: "deployer".into(),
+                system: "You deploy.".into(),
+                messages: Vec::new(),
+                turns: 1,
+                calls,
+            }),
+            trusted_tools: Default::default(),
+            denied_calls: Default::default(),
+            rev: 1,
+        }
+    }
+
+    /// Records a human decision on call `i` the way the gate does: the
+    /// call's state and an `answered` event naming the call.
+    fn decide_call(s: &mut Session, i: usize, decision: Decision, state: CallState) {
+        let id = format!("call_{i}");
+        if let Some(pc) = s
+            .agent_turn
+            .as_mut()
+            .and_then(|t| t.calls.iter_mut().find(|c| c.call.id == id))
+        {
+            pc.state = state;
+        }
+        s.history.push(crate::session::GateEvent {
+            gate: "tools".into(),
+            instance: 3,
+            asked_at: None,
+            what: GateEventKind::Answered {
+                answer: Answer {
+                    decision,
+                    by: "U04APPROVER".into(),
+                    at: chrono::DateTime::parse_from_rfc3339("2025-11-21T09:30:00Z")
+                        .unwrap()
+                        .into(),
+                    via: "slack".into(),
+                    vars: Map::new(),
+                    call: Some(id),
+                },
+                waited_ms: 10,
+            },
+        });
+    }
+
+    fn approved() -> CallState {
+        CallState::Approved {
+            by: "U04APPROVER".into(),
+            digest: String::new(),
+        }
+    }
+
+    fn render_tools(s: &Session) -> (ToolApprovalView, Vec<Value>) {
+        let v = ToolApprovalView::from_session(s, "tools#3").unwrap();
+        let blocks = builtins().tool_approval(&v).unwrap();
+        check_message(&blocks).unwrap();
+        slack_blocks_shape(&blocks, "").unwrap();
+        (v, blocks)
+    }
+
+    fn actions_blocks(blocks: &[Value]) -> Vec<&Value> {
+        blocks.iter().filter(|b| b["type"] == "actions").collect()
+    }
+
+    fn contexts(blocks: &[Value]) -> Vec<String> {
+        blocks
+            .iter()
+            .filter(|b| b["type"] == "context")
+            .map(|b| b["elements"][0]["text"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn tool_approval_has_a_row_of_buttons_per_waiting_call() {
+        let mut policy = tool_call(3, "list_files", json!({"path": "."}), false);
+        policy.request = None;
+        policy.state = CallState::Approved {
+            by: "policy".into(),
+            digest: String::new(),
+        };
+        let s = tool_session(vec![
+            tool_call(
+                1,
+                "deploy_api",
+                json!({"method": "POST", "path": "/a"}),
+                true,
+            ),
+            tool_call(
+                2,
+                "deploy_api",
+                json!({"method": "POST", "path": "/b"}),
+                false,
+            ),
+            policy,
+        ]);
+        let (v, blocks) = render_tools(&s);
+        assert_eq!((v.total, v.waiting, v.hidden), (3, 2, 0));
+        assert_eq!(header_text(&blocks), "Tool approval: deploy / deployer");
+        let rows = actions_blocks(&blocks);
+        assert_eq!(rows.len(), 2);
+        for (n, row) in rows.iter().enumerate() {
+            assert_eq!(row["block_id"], format!("call:tools#3:{}", n + 1));
+            let els = row["elements"].as_array().unwrap();
+            assert!(els
+                .iter()
+                .all(|e| e["value"] == format!("tools#3|call_{}", n + 1)));
+            let ids: Vec<&str> = els
+                .iter()
+                .map(|e| e["action_id"].as_str().unwrap())
+                .collect();
+            if n == 0 {
+                assert_eq!(
+                    ids,
+                    [
+                        "strands_approve",
+                        "strands_reject",
+                        "strands_edit",
+                        "strands_trust"
+                    ]
+                );
+            } else {
+                assert_eq!(ids, ["strands_approve", "strands_reject", "strands_edit"]);
+            }
+            assert_eq!(els[0]["style"], "primary");
+            assert_eq!(els[1]["style"], "danger");
+            assert!(els[1]["confirm"]["text"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("deploy_api"));
+            assert_eq!(els[2]["text"]["text"], "Edit arguments");
+        }
+        let all = serde_json::to_string(&blocks).unwrap();
+        assert!(all.contains("Approve `deploy_api` number 1?"), "{all}");
+        assert!(
+            all.contains("POST https://api.example.com/2 via deploy_api"),
+            "{all}"
+        );
+        assert!(all.contains("risk: *high*"), "{all}");
+        // Call 1 is not reversible, call 2 is.
+        let sections: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b["type"] == "section")
+            .map(|b| b["text"]["text"].as_str().unwrap())
+            .collect();
+        let head = |i: usize| {
+            *sections
+                .iter()
+                .find(|t| t.starts_with(&format!("*{i}. ")))
+                .unwrap()
+        };
+        assert!(head(1).contains("cannot be undone"), "{}", head(1));
+        assert!(!head(2).contains("cannot be undone"), "{}", head(2));
+        assert!(
+            sections.contains(&"```\n{\n  \"method\": \"POST\",\n  \"path\": \"/a\"\n}\n```"),
+            "{sections:#?}"
+        );
+        assert!(contexts(&blocks)
+            .iter()
+            .any(|c| c == "✅ approved by policy"));
+        assert!(all.contains("2 need your decision"), "{all}");
+    }
+
+    #[test]
+    fn decided_calls_say_who_decided_and_lose_their_buttons() {
+        let mut s = tool_session(vec![
+            tool_call(1, "deploy_api", json!({"path": "/a"}), true),
+            tool_call(2, "deploy_api", json!({"path": "/b"}), true),
+            tool_call(3, "deploy_api", json!({"path": "/c"}), true),
+        ]);
+        decide_call(&mut s, 1, Decision::Approve, approved());
+        let (v, blocks) = render_tools(&s);
+        assert_eq!(v.waiting, 2);
+        let rows = actions_blocks(&blocks);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0]["block_id"], "call:tools#3:2");
+        assert_eq!(
+            contexts(&blocks)[1],
+            "✅ approved by <@U04APPROVER> at 2025-11-21T09:30:00Z"
+        );
+
+        decide_call(
+            &mut s,
+            2,
+            Decision::Reject {
+                reason: Some("not <!channel> on a Friday".into()),
+            },
+            CallState::Rejected {
+                by: "U04APPROVER".into(),
+                reason: Some("not <!channel> on a Friday".into()),
+            },
+        );
+        decide_call(
+            &mut s,
+            3,
+            Decision::Edit {
+                arguments: json!({"path": "/c2"}),
+            },
+            approved(),
+        );
+        let (v, blocks) = render_tools(&s);
+        assert_eq!(v.waiting, 0);
+        assert!(actions_blocks(&blocks).is_empty());
+        assert!(!serde_json::to_string(&blocks).unwrap().contains("strands_"));
+        let ctx = contexts(&blocks);
+        assert_eq!(
+            ctx[2],
+            "❌ rejected by <@U04APPROVER> at 2025-11-21T09:30:00Z: not &lt;!channel&gt; on a Friday"
+        );
+        assert_eq!(
+            ctx[3],
+            "✏️ approved with edited arguments by <@U04APPROVER> at 2025-11-21T09:30:00Z"
+        );
+        assert!(serde_json::to_string(&blocks)
+            .unwrap()
+            .contains("Every call is decided."));
+        assert_escaped(&Value::Array(blocks));
+    }
+
+    #[test]
+    fn trust_and_policy_outcomes() {
+        let mut refused = tool_call(4, "nope", json!({}), false);
+        refused.request = None;
+        refused.state = CallState::Done {
+            result: crate::tools::ToolResult::error("unknown tool `nope`"),
+        };
+        let mut s = tool_session(vec![
+            tool_call(1, "deploy_api", json!({"path": "/a"}), true),
+            tool_call(2, "deploy_api", json!({"path": "/b"}), true),
+            tool_call(3, "other", json!({}), false),
+            refused,
+        ]);
+        decide_call(&mut s, 1, Decision::Trust, approved());
+        if let Some(pc) = s.agent_turn.as_mut().map(|t| &mut t.calls[1]) {
+            pc.state = CallState::Approved {
+                by: "trust by U04APPROVER".into(),
+                digest: String::new(),
+            };
+        }
+        s.agent_turn.as_mut().unwrap().calls[2].state = CallState::Running;
+        let (_, blocks) = render_tools(&s);
+        let ctx = contexts(&blocks);
+        assert!(
+            ctx[1].starts_with("🤝 trusted by <@U04APPROVER> at "),
+            "{ctx:?}"
+        );
+        assert_eq!(
+            ctx[2],
+            "🤝 approved: <@U04APPROVER> trusted `deploy_api` for this run"
+        );
+        assert_eq!(ctx[3], "⏳ running");
+        assert_eq!(ctx[4], "⛔ not run: unknown tool `nope`");
+    }
+
+    #[test]
+    fn adversarial_tool_calls_stay_valid_escaped_and_routable() {
+        // Twelve calls with huge, hostile arguments, names, prompts and ids.
+        let calls: Vec<PendingCall> = (1..=12)
+            .map(|i| {
+                let args = json!({
+                    "body": nasty(100_000),
+                    "note": "\"quoted\" <@U123> <!channel> ```",
+                    "list": (0..50).collect::<Vec<u32>>(),
+                });
+                let mut pc = tool_call(i, &nasty(300), args, true);
+                pc.call.id = format!("call_{i}_\"q\"_<@U123>");
+                if let Some(r) = pc.request.as_mut() {
+                    r.prompt = nasty(5_000);
+                    r.description = nasty(5_000);
+                }
+                pc
+            })
+            .collect();
+        let mut s = tool_session(calls);
+        s.workflow = nasty(500);
+        s.started_by = nasty(300);
+        s.agent_turn.as_mut().unwrap().agent = nasty(500);
+        let (v, blocks) = render_tools(&s);
+        assert!(blocks.len() < 50, "{} blocks", blocks.len());
+        assert_eq!((v.calls.len(), v.hidden, v.hidden_waiting), (10, 2, 2));
+        assert_escaped(&Value::Array(blocks.clone()));
+        assert!(chars(&header_text(&blocks)) <= 150);
+        // Every button carries its call's full id.
+        let rows = actions_blocks(&blocks);
+        assert_eq!(rows.len(), 10);
+        for (row, c) in rows.iter().zip(&v.calls) {
+            for e in row["elements"].as_array().unwrap() {
+                assert_eq!(e["value"].as_str().unwrap(), format!("tools#3|{}", c.id));
+            }
+        }
+        // Arguments are cut within the section and say so.
+        assert!(v.calls.iter().all(|c| c.arguments_cut > 90_000));
+        let args: Vec<&str> = blocks
+            .iter()
+            .filter_map(|b| b["text"]["text"].as_str())
+            .filter(|t| t.starts_with("```"))
+            .collect();
+        assert_eq!(args.len(), 10);
+        for a in args {
+            assert!(chars(a) <= SECTION_TEXT_MAX);
+            assert!(a.contains("more characters not shown"), "{a:.200}");
+        }
+        let all = serde_json::to_string(&blocks).unwrap();
+        assert!(
+            all.contains("2 more calls not shown (2 waiting"),
+            "{all:.300}"
+        );
+
+        // Decided calls make room: the hidden waiting calls are shown next.
+        for i in 1..=5 {
+            let id = s.agent_turn.as_ref().unwrap().calls[i - 1].call.id.clone();
+            decide_call(&mut s, i, Decision::Approve, approved());
+            // decide_call names `call_{i}`; these ids are longer.
+            if let Some(GateEventKind::Answered { answer, .. }) =
+                s.history.last_mut().map(|e| &mut e.what)
+            {
+                answer.call = Some(id.clone());
+            }
+            s.agent_turn.as_mut().unwrap().calls[i - 1].state = approved();
+        }
+        let (v, blocks) = render_tools(&s);
+        assert_eq!(v.waiting, 7);
+        assert_eq!(
+            actions_blocks(&blocks).len(),
+            7,
+            "every waiting call is shown"
+        );
+        assert_eq!((v.hidden, v.hidden_waiting), (2, 0));
+        assert_eq!(v.calls.last().unwrap().index, 12);
+    }
+
+    #[test]
+    fn a_call_id_too_long_for_a_button_is_decided_elsewhere() {
+        let mut pc = tool_call(1, "deploy_api", json!({}), true);
+        pc.call.id = "x".repeat(2_500);
+        let (v, blocks) = render_tools(&tool_session(vec![pc]));
+        assert!(!v.calls[0].buttons);
+        assert!(actions_blocks(&blocks).is_empty());
+        assert!(
+            contexts(&blocks)[1].contains("strands resume"),
+            "{blocks:#?}"
+        );
+    }
+
+    #[test]
+    fn empty_tool_strings_never_make_empty_text() {
+        let mut pc = tool_call(1, "", Value::String(String::new()), true);
+        pc.call.id = String::new();
+        if let Some(r) = pc.request.as_mut() {
+            r.prompt = String::new();
+            r.description = " ".into();
+        }
+        let mut s = tool_session(vec![pc]);
+        s.workflow = String::new();
+        s.started_by = String::new();
+        s.agent_turn.as_mut().unwrap().agent = String::new();
+        render_tools(&s);
+        assert!(ToolApprovalView::from_session(
+            &Session {
+                agent_turn: None,
+                ..s
+            },
+            "tools#3"
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn the_edit_modal_is_prefilled() {
+        let t = builtins();
+        let v = samples()
+            .modals
+            .into_iter()
+            .find(|m| m.kind == "edit")
+            .unwrap();
+        let view = t.modal(&v).unwrap();
+        assert_eq!(view["callback_id"], "strands_edit");
+        assert_eq!(view["submit"]["text"], "Approve");
+        let input = view["blocks"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(input["block_id"], "feedback");
+        assert_eq!(input["optional"], false);
+        assert_eq!(
+            input["element"]["initial_value"],
+            "{\n  \"path\": \"/v1/rollout\"\n}"
+        );
+        let mut long = v.clone();
+        long.initial_value = Some("x".repeat(INITIAL_VALUE_MAX + 1));
+        assert!(t
+            .modal(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("initial_value"));
+    }
+
+    #[test]
+    fn the_tool_approval_template_can_be_overridden() {
+        let minimal = r#"[{"type": "section", "text": {"type": "mrkdwn", "text": {{ ("TOOLS " ~ agent)|mrkdwn(100)|tojson }}}}]"#;
+        let dir = dir_with(TOOL_APPROVAL, minimal);
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let v = ToolApprovalView::from_session(
+            &tool_session(vec![tool_call(1, "deploy_api", json!({}), true)]),
+            "tools#3",
+        )
+        .unwrap();
+        assert_eq!(
+            t.tool_approval(&v).unwrap()[0]["text"]["text"],
+            "TOOLS deployer"
+        );
+        assert_eq!(t.origin(APPROVAL), "built-in approval.json.j2");
+        let e = load_error(
+            TOOL_APPROVAL,
+            r#"[{"type": "header", "text": {"type": "plain_text", "text": {{ ("x" * 200)|tojson }}}}]"#,
+        );
+        assert!(e.contains("header text ≤ 150"), "{e}");
     }
 
     // ---- overrides

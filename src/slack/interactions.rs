@@ -4,6 +4,14 @@
 //! atomically (compare-and-swap, exactly once), and hand the resume to a
 //! background task. Modify / Respond open a modal at once (the `trigger_id`
 //! lives 3 s); its submission comes back here and is decided the same way.
+//!
+//! Tool calls: a tool-approval message has a row of buttons per call, each
+//! valued `handle|call id`; the decision names that call (`Answer.call`),
+//! and the gate closes (and the run resumes) once no call waits. Edit
+//! arguments opens a modal prefilled with the call's arguments as JSON; its
+//! submission approves the call with the edited arguments, after the same
+//! checks as `strands resume --edit-args` (a refused edit keeps the modal
+//! open with the error and changes nothing).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -14,14 +22,18 @@ use serde_json::json;
 use slack_morphism::prelude::*;
 
 use super::app::{refusal_text, App};
-use super::blocks::ModalView;
+use super::blocks::{self, ModalView};
 use crate::gate::{Answer, Decision};
-use crate::session::Status;
+use crate::session::{CallState, Session, Status};
 
 pub const APPROVE: &str = "strands_approve";
 pub const REJECT: &str = "strands_reject";
 pub const MODIFY: &str = "strands_modify";
 pub const RESPOND: &str = "strands_respond";
+/// Tool calls: approve with edited arguments (opens a modal).
+pub const EDIT: &str = "strands_edit";
+/// Tool calls: approve, and trust the tool for the rest of the run.
+pub const TRUST: &str = "strands_trust";
 
 /// What the bot puts in a modal's `private_metadata`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -29,6 +41,26 @@ struct ModalMeta {
     channel: String,
     ts: String,
     gate: String,
+    /// The tool call an edit modal is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    call: Option<String>,
+}
+
+/// A button's value: a gate handle (`review#1`), or `handle|call id` on a
+/// tool-approval message. A handle is `id#instance`, so the value splits at
+/// the first `|` that follows `#digits`; gate ids with a `|` of their own
+/// stay whole.
+pub fn split_value(value: &str) -> (&str, Option<&str>) {
+    for (i, _) in value.match_indices('|') {
+        let head = &value[..i];
+        let digits = head
+            .rsplit_once('#')
+            .map(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if digits == Some(true) {
+            return (head, Some(&value[i + 1..]));
+        }
+    }
+    (value, None)
 }
 
 fn ok() -> Response {
@@ -53,14 +85,14 @@ pub async fn handle(app: &App, payload: &str) -> Response {
     }
 }
 
-fn answer(decision: Decision, user: &str) -> Answer {
+fn answer(decision: Decision, user: &str, call: Option<&str>) -> Answer {
     Answer {
         decision,
         by: user.to_string(),
         at: Utc::now(),
         via: "slack".into(),
         vars: Default::default(),
-        call: None,
+        call: call.map(str::to_string),
     }
 }
 
@@ -93,7 +125,21 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         return ok();
     };
     let ts = container.message_ts.0.clone();
-    let handle = action.value.clone().unwrap_or_default();
+    let value = action.value.clone().unwrap_or_default();
+    // A value that is the message's gate handle whole names no call (a
+    // gate id may contain `#1|` itself); otherwise it may be `handle|call`.
+    let whole = app
+        .store
+        .message_target(&channel, &ts)
+        .ok()
+        .flatten()
+        .is_some_and(|t| t.gate == value);
+    let (handle, call) = if whole {
+        (value.clone(), None)
+    } else {
+        let (h, c) = split_value(&value);
+        (h.to_string(), c.map(str::to_string))
+    };
     let needs_reason = || {
         app.store
             .message_target(&channel, &ts)
@@ -105,9 +151,38 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     };
     let decision = match action.action_id.0.as_str() {
         APPROVE => Decision::Approve,
-        REJECT if !needs_reason() => Decision::Reject { reason: None },
+        TRUST => Decision::Trust,
+        // A tool call's rejection is recorded at once (the button has a
+        // confirm dialog); the model reads "denied by <user>".
+        REJECT if call.is_some() || !needs_reason() => Decision::Reject { reason: None },
+        EDIT => {
+            let Some(call) = call else {
+                tell(
+                    app,
+                    &channel,
+                    &user,
+                    "this button names no tool call".into(),
+                );
+                return ok();
+            };
+            let session = match still_open(app, &channel, &ts, &handle, Some(&call)).await {
+                Ok(s) => s,
+                Err(why) => {
+                    tell(app, &channel, &user, why);
+                    return ok();
+                }
+            };
+            let meta = ModalMeta {
+                channel: channel.clone(),
+                ts,
+                gate: handle,
+                call: Some(call),
+            };
+            open_edit_modal(app, &ev.trigger_id.0, &meta, &session, &user).await;
+            return ok();
+        }
         kind @ (REJECT | MODIFY | RESPOND) => {
-            if let Err(why) = still_open(app, &channel, &ts, &handle).await {
+            if let Err(why) = still_open(app, &channel, &ts, &handle, None).await {
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -115,6 +190,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                 channel: channel.clone(),
                 ts,
                 gate: handle,
+                call: None,
             };
             open_modal(app, &ev.trigger_id.0, kind, &meta, &channel, &user).await;
             return ok();
@@ -122,7 +198,12 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         _ => return ok(),
     };
     match app
-        .decide(&channel, &ts, &handle, answer(decision, &user))
+        .decide(
+            &channel,
+            &ts,
+            &handle,
+            answer(decision, &user, call.as_deref()),
+        )
         .await
     {
         Ok(Ok(())) => {}
@@ -140,8 +221,15 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     ok()
 }
 
-/// Refuses early (before a modal opens) when the gate is no longer open.
-async fn still_open(app: &App, channel: &str, ts: &str, handle: &str) -> Result<(), String> {
+/// Refuses early (before a modal opens) when the gate — or, for a tool
+/// call, the call — no longer waits; otherwise returns the session.
+async fn still_open(
+    app: &App,
+    channel: &str,
+    ts: &str,
+    handle: &str,
+    call: Option<&str>,
+) -> Result<Session, String> {
     let target = app
         .message_target(channel, ts)
         .await
@@ -157,8 +245,24 @@ async fn still_open(app: &App, channel: &str, ts: &str, handle: &str) -> Result<
         .ok_or_else(|| "that session no longer exists".to_string())?;
     let open = session.status == Status::Paused
         && session.gate.as_ref().is_some_and(|g| g.handle() == handle);
+    if let Some(call) = call {
+        let waiting = session
+            .agent_turn
+            .as_ref()
+            .and_then(|t| t.calls.iter().find(|c| c.call.id == call))
+            .map(|c| c.state == CallState::Waiting);
+        if open && waiting == Some(true) {
+            return Ok(session);
+        }
+        return Err(match blocks::call_answer(&session, handle, call) {
+            Some(a) => refusal_text(&crate::store::Refusal::AlreadyAnswered(a.clone())),
+            None if waiting.is_none() && open => format!("no call `{call}` in this request"),
+            None if open => format!("call `{call}` is no longer waiting"),
+            None => refusal_text(&crate::store::Refusal::NotPaused(session.status)),
+        });
+    }
     if open && session.pending_answer.is_none() {
-        return Ok(());
+        return Ok(session);
     }
     let last = session.history.iter().rev().find_map(|e| match &e.what {
         crate::session::GateEventKind::Answered { answer, .. }
@@ -201,6 +305,7 @@ async fn open_modal(
         prompt,
         private_metadata: serde_json::to_string(meta).unwrap_or_default(),
         required: true,
+        initial_value: None,
     };
     let result = match app.templates.modal(&view) {
         Ok(v) => app.api.views_open(trigger_id, v).await,
@@ -215,6 +320,95 @@ async fn open_modal(
             format!("Could not open the {kind} form ({e}); please try again."),
         );
     }
+}
+
+/// The text the edit modal starts with: the arguments as pretty JSON, or
+/// compact JSON when that is too long for Slack's `initial_value`; `None`
+/// when even that does not fit.
+fn edit_text(arguments: &serde_json::Value) -> Option<String> {
+    let fits = |s: &String| s.chars().count() <= blocks::INITIAL_VALUE_MAX;
+    serde_json::to_string_pretty(arguments)
+        .ok()
+        .filter(fits)
+        .or_else(|| serde_json::to_string(arguments).ok().filter(fits))
+}
+
+/// Opens the modal that edits a waiting tool call's arguments.
+async fn open_edit_modal(
+    app: &App,
+    trigger_id: &str,
+    meta: &ModalMeta,
+    session: &Session,
+    user: &str,
+) {
+    let channel = meta.channel.as_str();
+    let Some(pc) = meta.call.as_deref().and_then(|id| {
+        session
+            .agent_turn
+            .as_ref()
+            .and_then(|t| t.calls.iter().find(|c| c.call.id == id))
+    }) else {
+        tell(
+            app,
+            channel,
+            user,
+            "that tool call is not in this request".into(),
+        );
+        return;
+    };
+    let Some(initial) = edit_text(&pc.call.arguments) else {
+        tell(
+            app,
+            channel,
+            user,
+            format!(
+                "The arguments of call `{}` are too long to edit in Slack (a text box holds {} characters). \
+                 Use `strands resume {} --call {} --edit-args JSON`.",
+                pc.call.id,
+                blocks::INITIAL_VALUE_MAX,
+                session.id,
+                pc.call.id
+            ),
+        );
+        return;
+    };
+    let mut prompt = format!(
+        "Edit the arguments of `{}` (call `{}`). Sending approves the call with them; \
+         the tool stays the same and the arguments must fit its schema.",
+        pc.call.name, pc.call.id
+    );
+    if let Some(r) = &pc.request {
+        prompt.push_str(&format!("\n_What it does now:_ {}", r.description));
+    }
+    let view = ModalView {
+        kind: "edit".into(),
+        title: String::new(),
+        prompt,
+        private_metadata: serde_json::to_string(meta).unwrap_or_default(),
+        required: true,
+        initial_value: Some(initial),
+    };
+    let result = match app.templates.modal(&view) {
+        Ok(v) => app.api.views_open(trigger_id, v).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        tracing::warn!("could not open the edit modal: {e}");
+        tell(
+            app,
+            channel,
+            user,
+            format!("Could not open the edit form ({e}); please try again."),
+        );
+    }
+}
+
+/// The edited arguments of a submitted edit modal: the text must be JSON.
+/// Deciding checks the rest, as `strands resume --edit-args` does: a
+/// `{name, arguments}` form must name the call's own tool, and the
+/// arguments must fit the tool's schema.
+fn edited(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text.trim()).map_err(|e| format!("This is not valid JSON: {e}"))
 }
 
 async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> Response {
@@ -243,7 +437,14 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
         .and_then(|b| b.get(&SlackActionId("text".into())))
         .and_then(|v| v.value.clone())
         .unwrap_or_default();
+    if callback != REJECT && text.trim().is_empty() {
+        return modal_error("Please write something.");
+    }
     let decision = match callback.as_str() {
+        EDIT => match edited(&text) {
+            Ok(arguments) => Decision::Edit { arguments },
+            Err(why) => return modal_error(&why),
+        },
         MODIFY => Decision::Modify {
             feedback: text.clone(),
         },
@@ -253,11 +454,13 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
         },
         _ => return ok(),
     };
-    if callback != REJECT && text.trim().is_empty() {
-        return modal_error("Please write something.");
-    }
     match app
-        .decide(&meta.channel, &meta.ts, &meta.gate, answer(decision, &user))
+        .decide(
+            &meta.channel,
+            &meta.ts,
+            &meta.gate,
+            answer(decision, &user, meta.call.as_deref()),
+        )
         .await
     {
         Ok(Ok(())) => ok(),
@@ -271,5 +474,61 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
 
 /// Keeps the modal open with an error under the input.
 fn modal_error(text: &str) -> Response {
-    Json(json!({ "response_action": "errors", "errors": { "feedback": text } })).into_response()
+    Json(modal_errors(text)).into_response()
+}
+
+/// The `response_action: errors` body, the error cut to 500 characters.
+fn modal_errors(text: &str) -> serde_json::Value {
+    let (mut text, cut) = crate::gate::cut(text, 500);
+    if cut > 0 {
+        text.push('…');
+    }
+    json!({ "response_action": "errors", "errors": { "feedback": text } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn button_values_split_into_handle_and_call() {
+        assert_eq!(split_value("review#1"), ("review#1", None));
+        assert_eq!(split_value("tools#3|call_1"), ("tools#3", Some("call_1")));
+        assert_eq!(split_value("tools#3|a|b"), ("tools#3", Some("a|b")));
+        assert_eq!(split_value("tools#3|"), ("tools#3", Some("")));
+        // A gate id with a `|` of its own stays whole.
+        assert_eq!(split_value("a|b#2"), ("a|b#2", None));
+        assert_eq!(split_value("a|b#2|c"), ("a|b#2", Some("c")));
+        assert_eq!(split_value("x#|y"), ("x#|y", None));
+        assert_eq!(split_value(""), ("", None));
+    }
+
+    #[test]
+    fn edit_text_fits_the_initial_value_limit() {
+        let small = json!({"path": "/a"});
+        assert_eq!(edit_text(&small).unwrap(), "{\n  \"path\": \"/a\"\n}");
+        // Pretty JSON over the limit falls back to compact.
+        let items: Vec<u32> = (0..700).collect();
+        let medium = json!({ "items": items });
+        assert!(
+            serde_json::to_string_pretty(&medium)
+                .unwrap()
+                .chars()
+                .count()
+                > 3000
+        );
+        let text = edit_text(&medium).unwrap();
+        assert!(text.chars().count() <= 3000 && !text.contains('\n'));
+        assert!(edit_text(&json!({"body": "x".repeat(3000)})).is_none());
+    }
+
+    #[test]
+    fn modal_errors_are_cut() {
+        let body = modal_errors(&"é".repeat(2000));
+        assert_eq!(body["response_action"], "errors");
+        let text = body["errors"]["feedback"].as_str().unwrap();
+        assert_eq!(text.chars().count(), 501);
+        assert!(text.ends_with('…'));
+        assert_eq!(modal_errors("bad")["errors"]["feedback"], "bad");
+    }
 }

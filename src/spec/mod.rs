@@ -89,7 +89,8 @@ pub struct AgentSpec {
 /// A tool an agent may call.
 #[derive(Debug, Clone)]
 pub struct AgentTool {
-    /// A built-in name or an http executor id.
+    /// A built-in name, an http executor id, or an MCP server id (all of
+    /// that server's tools, named `{id}__{tool}`).
     pub name: String,
     pub policy: ToolPolicy,
 }
@@ -117,6 +118,62 @@ pub struct ToolsConfig {
     pub timeout_secs: u64,
     pub max_output_bytes: usize,
     pub http_executors: Vec<HttpExecutorSpec>,
+    /// `tools.mcp`: MCP servers whose tools agents may call.
+    pub mcp: Vec<McpServerSpec>,
+}
+
+/// One `tools.mcp` entry: an MCP server. An agent that lists its `id` gets
+/// every tool the server lists, named `{id}__{tool}`; the policy applies to
+/// all of them (the agent's own entry wins where both say something).
+#[derive(Debug, Clone)]
+pub struct McpServerSpec {
+    /// Letters, digits, `-` and `_` (never `__`, never a trailing `_`), at
+    /// most [`MCP_ID_MAX`] characters, so `{id}__` always splits cleanly.
+    pub id: String,
+    pub transport: McpTransport,
+    pub description: Option<String>,
+    pub policy: ToolPolicy,
+}
+
+/// The longest MCP server id: leaves room for tool names within the 64
+/// characters model APIs allow.
+pub const MCP_ID_MAX: usize = 32;
+
+/// How to reach an MCP server.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum McpTransport {
+    /// A child process speaking MCP over stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Added to the small inherited environment; values may be secrets.
+        env: BTreeMap<String, String>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        url: String,
+        /// Sent with every request; values are secrets.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Environment and header values may be secrets: `Debug` shows only names.
+impl std::fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpTransport::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            McpTransport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -92,7 +92,7 @@ pub struct Tools {
     /// strands-cli's Python callables: refused (or mapped to built-ins).
     pub python: Option<Vec<S<Value>>>,
     pub http_executors: Option<Vec<S<HttpExecutor>>>,
-    pub mcp: Option<Vec<S<Value>>>,
+    pub mcp: Option<Vec<S<McpServer>>>,
     /// Ours: the directory file tools are confined to (default `./workspace`).
     pub workspace: Option<String>,
     /// Ours: `shell` may be offered to agents (it is always gated).
@@ -110,6 +110,28 @@ pub struct HttpExecutor {
     pub base_url: S<String>,
     pub headers: Option<BTreeMap<String, String>>,
     pub timeout: Option<u64>,
+    pub description: Option<String>,
+    pub require_approval: Option<bool>,
+    pub approval_prompt: Option<String>,
+    pub approval_condition: Option<String>,
+    pub destructive: Option<bool>,
+    pub reversible: Option<bool>,
+    pub risk: Option<String>,
+}
+
+/// One `tools.mcp` entry: `{id, command, args?, env?}` (a child process)
+/// or `{id, url, headers?}` (Streamable HTTP), plus the approval policy of
+/// http executors, which applies to all of the server's tools.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    pub id: S<String>,
+    pub command: Option<S<String>>,
+    pub args: Option<Vec<String>>,
+    /// Values may be strings, numbers or booleans.
+    pub env: Option<S<BTreeMap<String, Value>>>,
+    pub url: Option<S<String>>,
+    pub headers: Option<S<BTreeMap<String, String>>>,
     pub description: Option<String>,
     pub require_approval: Option<bool>,
     pub approval_prompt: Option<String>,

@@ -313,6 +313,34 @@ impl Validator {
             if let (Some(allowed), Some(agent)) = (&a.allowed_tools, agents.get(id)) {
                 for entry in allowed {
                     let name = entry.value.trim().trim_start_matches('!');
+                    let mcp_server = |n: &str| {
+                        agent.tools.iter().any(|t| t.name == n)
+                            && tools.mcp.iter().any(|m| m.id == n)
+                    };
+                    if mcp_server(name) {
+                        self.error(
+                            at(entry),
+                            format!("allowed_tools of agent `{id}` names MCP server `{name}`, not one of its tools"),
+                            Some(format!("name each tool of the server as `{name}__TOOL` (or allow all tools with `*`)")),
+                        );
+                        continue;
+                    }
+                    if let Some((server, tool)) = name.split_once("__") {
+                        if mcp_server(server) {
+                            if tool.is_empty()
+                                || !tool
+                                    .chars()
+                                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                            {
+                                self.error(
+                                    at(entry),
+                                    format!("allowed_tools of agent `{id}` names `{name}`, which no tool of MCP server `{server}` can be called"),
+                                    Some("MCP tool names use letters, digits, `_` and `-`; other characters of the server's tool names become `_`".into()),
+                                );
+                            }
+                            continue;
+                        }
+                    }
                     if name != "*" && !agent.tools.iter().any(|t| t.name == name) {
                         let have: Vec<&str> = agent.tools.iter().map(|t| t.name.as_str()).collect();
                         self.error(
@@ -355,8 +383,8 @@ impl Validator {
         }
     }
 
-    /// The top-level `tools` section: executors, workspace, shell switch;
-    /// Python callables and MCP servers are refused here (with a mapping to
+    /// The top-level `tools` section: executors, MCP servers, workspace,
+    /// shell switch; Python callables are refused here (with a mapping to
     /// the built-in for `strands_tools.*` callables that have one).
     fn tools_section(&mut self, t: Option<&raw::Tools>) -> ToolsConfig {
         let mut cfg = ToolsConfig {
@@ -371,6 +399,7 @@ impl Validator {
                 .unwrap_or(65_536)
                 .max(256),
             http_executors: Vec::new(),
+            mcp: Vec::new(),
         };
         let Some(t) = t else { return cfg };
         for p in t.python.iter().flatten() {
@@ -385,13 +414,6 @@ impl Validator {
                     )),
                 );
             }
-        }
-        if let Some(m) = t.mcp.as_ref().and_then(|m| m.first()) {
-            self.error(
-                at(m),
-                "tools.mcp: MCP servers are not supported by this build",
-                Some("use built-in tools or tools.http_executors".into()),
-            );
         }
         let mut seen = BTreeSet::new();
         for h in t.http_executors.iter().flatten() {
@@ -433,7 +455,243 @@ impl Validator {
                 policy,
             });
         }
+        for m in t.mcp.iter().flatten() {
+            if let Some(server) = self.mcp_server(m, &mut seen) {
+                cfg.mcp.push(server);
+            }
+        }
         cfg
+    }
+
+    /// One `tools.mcp` entry: a child process (`command`, `args`, `env`) or
+    /// a Streamable HTTP URL (`url`, `headers`), never both. Header and
+    /// environment values may be secrets and are never part of a message.
+    fn mcp_server(
+        &mut self,
+        m: &Spanned<raw::McpServer>,
+        seen: &mut BTreeSet<String>,
+    ) -> Option<McpServerSpec> {
+        let raw = &m.value;
+        let id = raw.id.value.trim().to_string();
+        let mut ok = true;
+        if let Err(why) = check_mcp_id(&id) {
+            self.error(
+                at(&raw.id),
+                format!("MCP server id `{id}` {why}"),
+                Some(format!(
+                    "an MCP server id has letters, digits, `-` and single `_` (at most {MCP_ID_MAX} characters): its tools are named `{{id}}__{{tool}}`"
+                )),
+            );
+            ok = false;
+        } else if crate::tools::builtin::Builtin::from_name(&id).is_some()
+            || !seen.insert(id.clone())
+        {
+            self.error(
+                at(&raw.id),
+                format!("MCP server id `{id}` is used twice, or names a built-in tool or an http executor"),
+                None,
+            );
+            ok = false;
+        }
+        let policy = self.policy(
+            at(m),
+            &format!("MCP server `{id}`"),
+            PolicyFields {
+                require_approval: raw.require_approval,
+                approval_prompt: raw.approval_prompt.clone(),
+                approval_condition: raw.approval_condition.clone(),
+                destructive: raw.destructive,
+                reversible: raw.reversible,
+                risk: raw.risk.clone(),
+            },
+        );
+        let transport = match (&raw.command, &raw.url) {
+            (Some(command), None) => {
+                if let Some(h) = &raw.headers {
+                    self.error(
+                        at(h),
+                        format!("MCP server `{id}` runs a command; `headers` is for `url` servers"),
+                        Some("pass settings to a command with `env`".into()),
+                    );
+                    ok = false;
+                }
+                self.mcp_command(&id, command, raw.args.as_ref(), raw.env.as_ref())
+            }
+            (None, Some(url)) => {
+                if raw.args.is_some() || raw.env.is_some() {
+                    self.error(
+                        at(m),
+                        format!("MCP server `{id}` has a `url`; `args` and `env` are for `command` servers"),
+                        None,
+                    );
+                    ok = false;
+                }
+                self.mcp_url(&id, url, raw.headers.as_ref())
+            }
+            (Some(_), Some(url)) => {
+                self.error(
+                    at(url),
+                    format!("MCP server `{id}` has both `command` and `url`"),
+                    Some(
+                        "an MCP server is a command (stdio) or a URL (Streamable HTTP), not both"
+                            .into(),
+                    ),
+                );
+                None
+            }
+            (None, None) => {
+                self.error(
+                    at(m),
+                    format!("MCP server `{id}` has neither `command` nor `url`"),
+                    Some("add `command: PROGRAM` (with `args`, `env`) or `url: https://...` (with `headers`)".into()),
+                );
+                None
+            }
+        };
+        let transport = transport?;
+        ok.then(|| McpServerSpec {
+            id,
+            transport,
+            description: raw.description.clone(),
+            policy,
+        })
+    }
+
+    /// `command` (split into words when `args` is absent), `args`, `env`.
+    fn mcp_command(
+        &mut self,
+        id: &str,
+        command: &Spanned<String>,
+        args: Option<&Vec<String>>,
+        env: Option<&Spanned<BTreeMap<String, Value>>>,
+    ) -> Option<McpTransport> {
+        let text = command.value.trim();
+        let (program, args) = match args {
+            Some(args) => (text.to_string(), args.clone()),
+            None => match shell_words::split(text) {
+                Ok(mut words) if !words.is_empty() => {
+                    let program = words.remove(0);
+                    (program, words)
+                }
+                Ok(_) => (String::new(), Vec::new()),
+                Err(e) => {
+                    self.error(
+                        at(command),
+                        format!("the command of MCP server `{id}` cannot be split into words: {e}"),
+                        Some("give the program in `command` and its arguments in `args`".into()),
+                    );
+                    return None;
+                }
+            },
+        };
+        if program.is_empty() {
+            self.error(
+                at(command),
+                format!("the command of MCP server `{id}` is empty"),
+                None,
+            );
+            return None;
+        }
+        let mut vars = BTreeMap::new();
+        let mut ok = true;
+        if let Some(env) = env {
+            for (k, v) in &env.value {
+                let value = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => {
+                        self.error(
+                            at(env),
+                            format!(
+                                "env `{k}` of MCP server `{id}` is not a string, number or boolean"
+                            ),
+                            None,
+                        );
+                        ok = false;
+                        continue;
+                    }
+                };
+                if k.is_empty() || k.contains('=') || k.contains('\0') || value.contains('\0') {
+                    self.error(
+                        at(env),
+                        format!(
+                            "env `{k}` of MCP server `{id}` is not a valid environment variable"
+                        ),
+                        Some(
+                            "names are non-empty without `=`; neither names nor values contain NUL"
+                                .into(),
+                        ),
+                    );
+                    ok = false;
+                    continue;
+                }
+                vars.insert(k.clone(), value);
+            }
+        }
+        ok.then_some(McpTransport::Stdio {
+            command: program,
+            args,
+            env: vars,
+        })
+    }
+
+    /// `url` (http or https) and `headers` (names checked; values are
+    /// secrets and never quoted).
+    fn mcp_url(
+        &mut self,
+        id: &str,
+        url: &Spanned<String>,
+        headers: Option<&Spanned<BTreeMap<String, String>>>,
+    ) -> Option<McpTransport> {
+        let text = url.value.trim();
+        let parsed = url::Url::parse(text).ok();
+        if !parsed
+            .as_ref()
+            .is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        {
+            self.error(
+                at(url),
+                format!("the url of MCP server `{id}` is not an http(s) URL"),
+                None,
+            );
+            return None;
+        }
+        let mut ok = true;
+        let headers = headers
+            .map(|h| (at(h), h.value.clone()))
+            .unwrap_or_default();
+        for (name, value) in &headers.1 {
+            let bad_name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err();
+            let reserved = MCP_RESERVED_HEADERS
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(name.trim()));
+            let bad_value = reqwest::header::HeaderValue::from_str(value).is_err();
+            let why = if bad_name {
+                Some("is not a valid header name".to_string())
+            } else if reserved {
+                Some("is set by the MCP transport itself".to_string())
+            } else if bad_value {
+                Some(
+                    "has a value that is not a valid header value (the value is not shown)"
+                        .to_string(),
+                )
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                self.error(
+                    headers.0,
+                    format!("header `{name}` of MCP server `{id}` {why}"),
+                    None,
+                );
+                ok = false;
+            }
+        }
+        ok.then(|| McpTransport::Http {
+            url: text.to_string(),
+            headers: headers.1,
+        })
     }
 
     /// An agent's `tools` list: names or `{name, require_approval, ...}`.
@@ -506,13 +764,15 @@ impl Validator {
                 name
             };
             let known = crate::tools::builtin::Builtin::from_name(&resolved).is_some()
-                || cfg.http_executors.iter().any(|h| h.id == resolved);
+                || cfg.http_executors.iter().any(|h| h.id == resolved)
+                || cfg.mcp.iter().any(|m| m.id == resolved);
             if !known {
                 let mut names: Vec<String> = crate::tools::builtin::Builtin::ALL
                     .iter()
                     .map(|b| b.name().to_string())
                     .collect();
                 names.extend(cfg.http_executors.iter().map(|h| h.id.clone()));
+                names.extend(cfg.mcp.iter().map(|m| m.id.clone()));
                 self.error(
                     loc,
                     format!("agent `{agent}` uses unknown tool `{resolved}`"),
@@ -531,6 +791,9 @@ impl Validator {
             );
             if let Some(h) = cfg.http_executors.iter().find(|h| h.id == resolved) {
                 policy = merge_policy(policy, &h.policy);
+            }
+            if let Some(m) = cfg.mcp.iter().find(|m| m.id == resolved) {
+                policy = merge_policy(policy, &m.policy);
             }
             if out.iter().any(|t| t.name == resolved) {
                 self.error(
@@ -1117,4 +1380,32 @@ fn python_callable(v: &Value) -> String {
 fn builtin_for_callable(callable: &str) -> Option<crate::tools::builtin::Builtin> {
     let name = callable.strip_prefix("strands_tools.")?;
     crate::tools::builtin::Builtin::from_name(name)
+}
+
+/// Request headers the MCP transport sets itself.
+const MCP_RESERVED_HEADERS: [&str; 4] = [
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// Why an MCP server id cannot be used, if it cannot.
+fn check_mcp_id(id: &str) -> std::result::Result<(), String> {
+    if id.is_empty() {
+        return Err("is empty".into());
+    }
+    if id.chars().count() > MCP_ID_MAX {
+        return Err(format!("is longer than {MCP_ID_MAX} characters"));
+    }
+    if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err("has characters other than letters, digits, `-` and `_`".into());
+    }
+    if id.contains("__") || id.ends_with('_') {
+        return Err("contains `__` or ends with `_`".into());
+    }
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! Tools an agent may call: the built-ins (`http_request`, `file_read`,
-//! `file_write`, `list_files`, `delete_files`, `shell`) and strands-cli's
-//! `tools.http_executors`. Each tool has a JSON schema (checked before any
+//! `file_write`, `list_files`, `delete_files`, `shell`), strands-cli's
+//! `tools.http_executors`, and the tools of `tools.mcp` servers. Each tool has a JSON schema (checked before any
 //! call runs, edited arguments included), metadata for the approval request
 //! (what the call would do, whether it can be undone, a risk level), and a
 //! `run` that never panics: failures are results the model reads.
@@ -10,6 +10,7 @@
 
 pub mod builtin;
 pub mod http_executor;
+pub mod mcp;
 pub mod schema;
 
 use serde::{Deserialize, Serialize};
@@ -97,6 +98,8 @@ pub struct ToolMeta {
 pub enum Tool {
     Builtin(builtin::Builtin),
     Http(http_executor::HttpExecutor),
+    /// One tool of a connected MCP server.
+    Mcp(mcp::McpTool),
 }
 
 impl Tool {
@@ -104,6 +107,7 @@ impl Tool {
         match self {
             Tool::Builtin(b) => b.name().to_string(),
             Tool::Http(h) => h.id.clone(),
+            Tool::Mcp(m) => m.name.clone(),
         }
     }
 
@@ -112,16 +116,18 @@ impl Tool {
         match self {
             Tool::Builtin(b) => b.spec(),
             Tool::Http(h) => h.spec(),
+            Tool::Mcp(m) => m.spec(),
         }
     }
 
     /// Whether this call changes state (writes, deletes, non-GET requests,
-    /// any shell command). State-changing built-in calls need approval
+    /// any shell command, any MCP tool call — the engine cannot tell). State-changing built-in calls need approval
     /// unless the spec says otherwise.
     pub fn changes_state(&self, args: &Value) -> bool {
         match self {
             Tool::Builtin(b) => b.changes_state(args),
             Tool::Http(h) => h.changes_state(args),
+            Tool::Mcp(m) => m.changes_state(args),
         }
     }
 
@@ -130,6 +136,7 @@ impl Tool {
         match self {
             Tool::Builtin(b) => b.meta(args),
             Tool::Http(h) => h.meta(args),
+            Tool::Mcp(m) => m.meta(args),
         }
     }
 
@@ -138,6 +145,7 @@ impl Tool {
         match self {
             Tool::Builtin(b) => b.describe(args),
             Tool::Http(h) => h.describe(args),
+            Tool::Mcp(m) => m.describe(args),
         }
     }
 
@@ -154,6 +162,7 @@ impl Tool {
         match self {
             Tool::Builtin(b) => b.run(args, env).await,
             Tool::Http(h) => h.run(args, env).await,
+            Tool::Mcp(m) => m.run(args, env).await,
         }
     }
 }

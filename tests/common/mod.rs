@@ -29,6 +29,10 @@ use std::time::{Duration, Instant};
 /// request that arrived, rate-limited ones included).
 pub type ReplyFn = dyn Fn(usize, &Value) -> String + Send + Sync;
 
+/// The OpenAI-style `tool_calls` the fake puts in its answer to request `n`
+/// (build entries with [`tool_call`]); empty: a plain text answer.
+pub type ToolCallsFn = dyn Fn(usize, &Value) -> Vec<Value> + Send + Sync;
+
 /// How the fake behaves. `Behaviour::default()` answers every request at once
 /// with `REPLY <n> to: <last user message>`.
 pub struct Behaviour {
@@ -39,6 +43,9 @@ pub struct Behaviour {
     /// `usage.prompt_tokens` and `usage.completion_tokens` of every reply.
     pub usage: (u64, u64),
     pub reply: Arc<ReplyFn>,
+    /// Tool calls that come with the reply text (none by default). A reply
+    /// with tool calls has `finish_reason: "tool_calls"`.
+    pub tool_calls: Arc<ToolCallsFn>,
 }
 
 impl Default for Behaviour {
@@ -48,8 +55,48 @@ impl Default for Behaviour {
             delay: None,
             usage: (12, 7),
             reply: Arc::new(|n, body| format!("REPLY {n} to: {}", last_user_message(body))),
+            tool_calls: Arc::new(|_, _| Vec::new()),
         }
     }
+}
+
+/// One answer of a scripted fake (see [`Behaviour::scripted`]).
+#[derive(Debug, Clone)]
+pub enum Say {
+    /// A plain text answer.
+    Text(String),
+    /// An assistant turn that only calls tools ([`tool_call`] entries).
+    Calls(Vec<Value>),
+}
+
+impl Behaviour {
+    /// A fake whose answer to request `n` with body `b` is `script(n, b)`:
+    /// text, or tool calls. The script is called more than once per request
+    /// and must give the same answer each time.
+    pub fn scripted(script: impl Fn(usize, &Value) -> Say + Send + Sync + 'static) -> Behaviour {
+        let script = Arc::new(script);
+        let for_calls = script.clone();
+        Behaviour {
+            reply: Arc::new(move |n, b| match script(n, b) {
+                Say::Text(t) => t,
+                Say::Calls(_) => String::new(),
+            }),
+            tool_calls: Arc::new(move |n, b| match for_calls(n, b) {
+                Say::Text(_) => Vec::new(),
+                Say::Calls(c) => c,
+            }),
+            ..Behaviour::default()
+        }
+    }
+}
+
+/// How many assistant turns a request's conversation already has (0 for
+/// the first model call of an agent step).
+pub fn assistant_turns(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
+        .unwrap_or(0)
 }
 
 /// One request the fake received.
@@ -64,6 +111,8 @@ pub struct Exchange {
     pub status: u16,
     /// The text it answered (None for 429s and unknown paths).
     pub reply: Option<String>,
+    /// The `tool_calls` it answered with (empty for plain text answers).
+    pub tool_calls: Vec<Value>,
 }
 
 impl Exchange {
@@ -81,10 +130,77 @@ impl Exchange {
             .clone()
             .unwrap_or_else(|| panic!("request #{} got no reply text", self.n))
     }
+    /// The tool results in the conversation (`role: tool` messages), in
+    /// order, as `(tool_call_id, content)`.
+    pub fn tool_results(&self) -> Vec<(String, String)> {
+        tool_results(&self.body)
+    }
+    /// The content of the tool result answering `call_id`; panics when the
+    /// conversation has none.
+    pub fn tool_result(&self, call_id: &str) -> String {
+        self.tool_results()
+            .into_iter()
+            .find(|(id, _)| id == call_id)
+            .map(|(_, c)| c)
+            .unwrap_or_else(|| {
+                panic!(
+                    "request #{} has no tool result for {call_id}: {:#}",
+                    self.n, self.body["messages"]
+                )
+            })
+    }
+    /// The names of the tools offered in the request's `tools` field.
+    pub fn tools_offered(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
 }
 
 pub fn last_user_message(body: &Value) -> String {
     message_of_role(body, "user")
+}
+
+/// The role of the last message of a request body ("" when there is none).
+pub fn last_role(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["role"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The `role: tool` messages of a request body as `(tool_call_id, content)`.
+pub fn tool_results(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| {
+                    (
+                        m["tool_call_id"].as_str().unwrap_or_default().to_string(),
+                        m["content"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One OpenAI `tool_calls` entry: `arguments` goes on the wire as a JSON string.
+pub fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({
+        "id": id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments.to_string()}
+    })
 }
 
 fn message_of_role(body: &Value, role: &str) -> String {
@@ -210,10 +326,10 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let n = {
         let mut log = shared.log.lock().expect("fake log");
         let n = log.len() + 1;
-        let (status, reply) = if n <= b.rate_limited {
-            (429, None)
+        let (status, reply, tool_calls) = if n <= b.rate_limited {
+            (429, None, Vec::new())
         } else {
-            (200, Some((b.reply)(n, &body)))
+            (200, Some((b.reply)(n, &body)), (b.tool_calls)(n, &body))
         };
         log.push(Exchange {
             n,
@@ -222,6 +338,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             body,
             status,
             reply,
+            tool_calls,
         });
         n
     };
@@ -238,17 +355,28 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         )
             .into_response();
     }
-    let text = shared.log.lock().expect("fake log")[n - 1]
-        .reply
-        .clone()
-        .unwrap_or_default();
+    let (text, tool_calls) = {
+        let log = shared.log.lock().expect("fake log");
+        (
+            log[n - 1].reply.clone().unwrap_or_default(),
+            log[n - 1].tool_calls.clone(),
+        )
+    };
+    let (message, finish) = if tool_calls.is_empty() {
+        (json!({"role": "assistant", "content": text}), "stop")
+    } else {
+        (
+            json!({"role": "assistant", "content": text, "tool_calls": tool_calls}),
+            "tool_calls",
+        )
+    };
     Json(json!({
         "id": format!("chatcmpl-{n}"),
         "object": "chat.completion",
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop"
+            "message": message,
+            "finish_reason": finish
         }],
         "usage": {
             "prompt_tokens": b.usage.0,
@@ -269,6 +397,7 @@ async fn unknown_path(State(shared): State<Arc<Shared>>, uri: axum::http::Uri) -
         body: Value::Null,
         status: 404,
         reply: None,
+        tool_calls: Vec::new(),
     });
     (StatusCode::NOT_FOUND, "no such endpoint on the fake").into_response()
 }
