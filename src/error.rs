@@ -19,6 +19,8 @@ pub mod exit {
     pub const BUDGET: u8 = 20;
     /// Ours: a human rejected the run at a gate.
     pub const REJECTED: u8 = 21;
+    /// Ours: `strands audit verify` found the chain broken.
+    pub const AUDIT_BROKEN: u8 = 22;
     pub const UNKNOWN: u8 = 70;
 }
 

@@ -5,6 +5,7 @@
 //! answer) → [`store`] (durable sessions in sled) → [`channel`] (ask a human:
 //! terminal, CLI, Slack — see [`slack`]) → back to [`engine`] to resume.
 
+pub mod audit;
 pub mod channel;
 pub mod cli;
 pub mod engine;

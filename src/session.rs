@@ -192,6 +192,10 @@ pub struct Session {
     pub denied_calls: BTreeMap<String, String>,
     /// Store revision, bumped by every write (compare-and-swap).
     pub rev: u64,
+    /// Audit events waiting to be appended with the next write of this
+    /// session (in the same transaction). Never stored with the session.
+    #[serde(skip)]
+    pub audit: Vec<crate::audit::AuditEvent>,
 }
 
 /// An agent step that is calling tools: the conversation so far and the

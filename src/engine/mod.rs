@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
+use crate::audit::{AuditEvent, AuditKind};
 use crate::channel::{HumanChannel, Progress, Reply};
 use crate::error::{Error, Result};
 use crate::gate::{self, Answer, Outcome, Position};
@@ -116,6 +117,7 @@ impl<'a> Engine<'a> {
             agent_turn: None,
             trusted_tools: Default::default(),
             denied_calls: Default::default(),
+            audit: Vec::new(),
             rev: 0,
         };
         self.store.create(&mut session)?;
@@ -253,7 +255,10 @@ impl<'a> Engine<'a> {
                     Self::check_answer(&spec, &session, &answer)?;
                     match self.store.record_answer(&session.id, Some(&gate.handle()), &answer)? {
                         Ok(s) => s,
-                        Err(refusal) => return Err(Error::Session(format!("session {}: {refusal}", session.id))),
+                        Err(refusal) => {
+                            self.audit_refusal(&session, &answer, &refusal.to_string());
+                            return Err(Error::Session(format!("session {}: {refusal}", session.id)));
+                        }
                     }
                 }
             }
@@ -266,11 +271,12 @@ impl<'a> Engine<'a> {
                     session.id, session.id
                 )))
             }
-            (status, _) => {
-                return Err(Error::Session(format!(
-                    "session {} is {status}; there is nothing to resume",
-                    session.id
-                )))
+            (status, answer) => {
+                let why = format!("session {} is {status}; there is nothing to resume", session.id);
+                if let Some(a) = &answer {
+                    self.audit_refusal(&session, a, &why);
+                }
+                return Err(Error::Session(why));
             }
         };
         self.drive(&spec, session, channel).await
@@ -296,6 +302,10 @@ impl<'a> Engine<'a> {
                         code: e.exit_code(),
                         message: e.to_string(),
                     });
+                    let mut ev =
+                        AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                    ev.detail = Some(spec.redactor.redact(&format!("failed: {e}")));
+                    session.audit.push(ev);
                     self.store.checkpoint(&mut session)?;
                     channel
                         .progress(
@@ -356,6 +366,11 @@ impl<'a> Engine<'a> {
                                 condition: cond.clone(),
                             },
                         });
+                        let mut ev =
+                            AuditEvent::new(AuditKind::Skip, &session.id, &session.workflow);
+                        ev.gate = Some(gate.id.clone());
+                        ev.detail = Some(format!("condition `{cond}` was false"));
+                        session.audit.push(ev);
                         self.store.checkpoint(session)?;
                         channel
                             .progress(
@@ -382,14 +397,17 @@ impl<'a> Engine<'a> {
                     None => pattern::last_response(&session.state).unwrap_or_default(),
                 };
                 session.gates_opened += 1;
-                session.gate = Some(gate::open(
+                // What humans are shown is redacted (security.redact + secrets).
+                let opened = gate::open(
                     gate,
                     position,
                     session.gates_opened,
-                    prompt,
-                    shown,
+                    spec.redactor.redact(&prompt),
+                    spec.redactor.redact(&shown),
                     Utc::now(),
-                ));
+                );
+                audit_request(session, &opened);
+                session.gate = Some(opened);
                 session.status = Status::Paused;
                 self.store.checkpoint(session)?;
             }
@@ -398,6 +416,13 @@ impl<'a> Engine<'a> {
                 let out_dir = PathBuf::from(&session.out_dir);
                 session.artifacts =
                     artifacts::write(&self.templates, &spec.artifacts, &ctx, &out_dir)?;
+                let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                ev.detail = Some(format!(
+                    "completed; output {} characters, sha256 {}",
+                    output.chars().count(),
+                    crate::audit::sha256_hex(&output)
+                ));
+                session.audit.push(ev);
                 session.output = Some(output);
                 session.status = Status::Completed;
                 self.store.checkpoint(session)?;
@@ -442,7 +467,10 @@ impl<'a> Engine<'a> {
                 *session = updated;
                 Ok(true)
             }
-            Err(refusal) => Err(Error::Session(format!("session {}: {refusal}", session.id))),
+            Err(refusal) => {
+                self.audit_refusal(session, &answer, &refusal.to_string());
+                Err(Error::Session(format!("session {}: {refusal}", session.id)))
+            }
         }
     }
 
@@ -516,6 +544,13 @@ impl<'a> Engine<'a> {
                 session.status = Status::Running;
             }
             Outcome::Cancel { reason } => {
+                let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                ev.gate = Some(gate.handle());
+                ev.detail = Some(spec.redactor.redact(&format!(
+                    "rejected{}",
+                    reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+                )));
+                session.audit.push(ev);
                 session.gate = None;
                 session.status = Status::Rejected;
                 rejected = Some(reason);
@@ -538,6 +573,19 @@ impl<'a> Engine<'a> {
                 .await;
         }
         Ok(())
+    }
+
+    /// Records a refused answer in the audit log; nothing else changed.
+    fn audit_refusal(&self, session: &Session, answer: &Answer, why: &str) {
+        let mut ev = AuditEvent::new(AuditKind::Refusal, &session.id, &session.workflow);
+        ev.gate = session.gate.as_ref().map(|g| g.handle());
+        ev.call = answer.call.clone();
+        ev.who = Some(answer.by.clone());
+        ev.via = Some(answer.via.clone());
+        ev.detail = Some(why.to_string());
+        if let Err(e) = self.store.append_audit(&[ev]) {
+            tracing::error!("could not audit a refused answer: {e}");
+        }
     }
 
     fn provider(&mut self, spec: &Spec, agent: &str) -> Result<(Provider, String)> {
@@ -869,6 +917,9 @@ impl Engine<'_> {
             require_reason: false,
             channel: None,
         });
+        if let Some(g) = session.gate.clone() {
+            audit_request(session, &g);
+        }
         session.status = Status::Paused;
         self.store.checkpoint(session)?;
         Ok(true)
@@ -911,7 +962,17 @@ impl Engine<'_> {
                     } else if let Some(tool) = toolbox.tool(&pc.call.name) {
                         set_call_state(session, i, CallState::Running);
                         self.store.checkpoint(session)?;
-                        tool.run(&pc.call.arguments, &toolbox.env).await
+                        let result = tool.run(&pc.call.arguments, &toolbox.env).await;
+                        let mut ev = AuditEvent::new(AuditKind::ToolRun, &session.id, &session.workflow);
+                        ev.call = Some(pc.call.id.clone());
+                        ev.detail = Some(format!(
+                            "{} ran: {}, {} characters of result",
+                            pc.call.name,
+                            if result.is_error { "error" } else { "ok" },
+                            result.content.chars().count()
+                        ));
+                        session.audit.push(ev);
+                        result
                     } else {
                         crate::tools::ToolResult::error(format!("unknown tool `{}`", pc.call.name))
                     }
@@ -951,6 +1012,20 @@ impl Engine<'_> {
         self.store.checkpoint(session)?;
         Ok(())
     }
+}
+
+/// Records that a gate asked: a digest of exactly what was shown, and a
+/// short (already redacted) preview.
+fn audit_request(session: &mut Session, gate: &gate::OpenGate) {
+    let mut ev = AuditEvent::new(AuditKind::Request, &session.id, &session.workflow);
+    ev.gate = Some(gate.handle());
+    ev.shown_digest = Some(crate::audit::sha256_hex(&format!(
+        "{}\n{}",
+        gate.prompt, gate.context
+    )));
+    ev.preview = Some(gate::cut(&gate.context, 300).0);
+    ev.detail = Some(gate.prompt.clone());
+    session.audit.push(ev);
 }
 
 fn set_call_state(session: &mut Session, i: usize, state: CallState) {

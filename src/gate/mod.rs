@@ -259,6 +259,34 @@ pub fn open(
     }
 }
 
+/// Appends the audit record of an answer (redacted: an edit's arguments may
+/// hold secrets) to the session's outbox, written with the answer itself.
+fn audit_answer(
+    session: &mut crate::session::Session,
+    gate: &OpenGate,
+    answer: &Answer,
+    waited_ms: u64,
+) {
+    use crate::audit::{AuditEvent, AuditKind};
+    let kind = if answer.via == "timeout" {
+        AuditKind::Timeout
+    } else {
+        AuditKind::Answer
+    };
+    let mut ev = AuditEvent::new(kind, &session.id, &session.workflow);
+    ev.at = Some(answer.at);
+    ev.gate = Some(gate.handle());
+    ev.call = answer.call.clone();
+    ev.who = Some(answer.by.clone());
+    ev.via = Some(answer.via.clone());
+    let redactor = crate::audit::redact::Redactor::default();
+    let text = serde_json::to_string(&answer.decision).unwrap_or_default();
+    let redacted = redactor.redact(&text);
+    ev.decision = Some(serde_json::from_str(&redacted).unwrap_or(Value::String(redacted)));
+    ev.response_ms = Some(waited_ms);
+    session.audit.push(ev);
+}
+
 // A refusal carries the answer that won, for "already decided by"; it is
 // returned once per click, so its size does not matter.
 #[allow(clippy::result_large_err)]
@@ -311,6 +339,7 @@ pub fn accept(
     }
     let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
     if gate.kind != GateKind::ToolCall {
+        audit_answer(session, &gate, answer, waited_ms);
         session.pending_answer = Some(answer.clone());
         session.status = Status::Running;
         return Ok(());
@@ -403,6 +432,7 @@ pub fn accept(
         session.trusted_tools.insert(name);
     }
     let done = turn.waiting().next().is_none();
+    audit_answer(session, &gate, &answer, waited_ms);
     session.history.push(GateEvent {
         gate: gate.id.clone(),
         instance: gate.instance,

@@ -11,6 +11,7 @@ use super::api::SlackApi;
 use super::blocks::{self, ApprovalView, DecidedView, ProgressView, Templates, ToolApprovalView};
 use super::config::Config;
 use super::metrics::Metrics;
+use crate::audit::{AuditEvent, AuditKind};
 use crate::channel::{HumanChannel, Progress, Reply};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -139,6 +140,39 @@ impl App {
     /// message. `handle` is the gate handle the click claims (the button's
     /// value or the modal's metadata); the message index decides.
     pub async fn decide(
+        &self,
+        channel: &str,
+        ts: &str,
+        handle: &str,
+        answer: Answer,
+    ) -> Result<std::result::Result<(), String>> {
+        let who = answer.by.clone();
+        let call = answer.call.clone();
+        let outcome = self.decide_inner(channel, ts, handle, answer).await?;
+        if let Err(why) = &outcome {
+            // Every refused click is audited; nothing else changed.
+            let target = self.store.message_target(channel, ts).ok().flatten();
+            let (session, workflow) = match target
+                .as_ref()
+                .and_then(|t| self.store.load(&t.session).ok().flatten())
+            {
+                Some(s) => (s.id, s.workflow),
+                None => (String::new(), String::new()),
+            };
+            let mut ev = AuditEvent::new(AuditKind::Refusal, &session, &workflow);
+            ev.gate = Some(handle.to_string());
+            ev.call = call;
+            ev.who = Some(who);
+            ev.via = Some(format!("slack {channel}"));
+            ev.detail = Some(why.clone());
+            if let Err(e) = self.store.append_audit(&[ev]) {
+                tracing::error!("could not audit a refused click: {e}");
+            }
+        }
+        Ok(outcome)
+    }
+
+    async fn decide_inner(
         &self,
         channel: &str,
         ts: &str,

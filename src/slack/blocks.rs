@@ -2047,6 +2047,7 @@ mod tests {
             }),
             trusted_tools: Default::default(),
             denied_calls: Default::default(),
+            audit: Vec::new(),
             rev: 1,
         }
     }

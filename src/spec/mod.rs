@@ -47,6 +47,9 @@ pub struct Spec {
     pub pattern: PatternSpec,
     pub artifacts: Vec<ArtifactSpec>,
     pub tools: ToolsConfig,
+    /// `security.redact` patterns plus the built-in secret patterns: applied
+    /// to what gates show and what the audit log keeps.
+    pub redactor: crate::audit::redact::Redactor,
     /// Problems that do not stop a run (e.g. a provider this build lacks is only
     /// refused when a run needs it).
     pub warnings: Vec<String>,

@@ -34,7 +34,7 @@ pub struct Document<C> {
     pub skills: Option<Value>,
     pub tools: Option<Tools>,
     pub outputs: Option<Outputs>,
-    pub security: Option<Value>,
+    pub security: Option<S<Value>>,
 }
 
 #[derive(Debug, Deserialize)]

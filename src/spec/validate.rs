@@ -117,6 +117,7 @@ struct Common {
     input_values: Map<String, Value>,
     artifacts: Vec<ArtifactSpec>,
     tools: ToolsConfig,
+    redactor: crate::audit::redact::Redactor,
 }
 
 impl Common {
@@ -133,6 +134,7 @@ impl Common {
             pattern,
             artifacts: self.artifacts,
             tools: self.tools,
+            redactor: self.redactor,
             warnings: Vec::new(),
         }
     }
@@ -372,7 +374,9 @@ impl Validator {
                 });
             }
         }
+        let redactor = self.redactor(doc.security.as_ref());
         Common {
+            redactor,
             tools,
             name: doc.name.value.trim().to_string(),
             runtime,
@@ -853,6 +857,39 @@ impl Validator {
             destructive: f.destructive.unwrap_or(false),
             reversible: f.reversible,
             risk,
+        }
+    }
+
+    /// `security.redact`: a list of regular expressions.
+    fn redactor(&mut self, security: Option<&Spanned<Value>>) -> crate::audit::redact::Redactor {
+        let Some(sec) = security else {
+            return Default::default();
+        };
+        let patterns: Vec<String> = match sec.value.get("redact") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            Some(other) => {
+                self.error(
+                    at(sec),
+                    format!("security.redact must be a list of regular expressions, not {other}"),
+                    None,
+                );
+                return Default::default();
+            }
+        };
+        match crate::audit::redact::Redactor::new(&patterns) {
+            Ok(r) => r,
+            Err(e) => {
+                self.error(
+                    at(sec),
+                    e,
+                    Some("security.redact takes regular expressions (Rust regex syntax)".into()),
+                );
+                Default::default()
+            }
         }
     }
 

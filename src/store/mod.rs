@@ -26,7 +26,13 @@ pub mod trees {
     pub const SLACK_MESSAGES: &str = "slack_messages";
     /// Slack event ids already handled (retries are acknowledged once).
     pub const SLACK_EVENTS: &str = "slack_events";
+    /// seq (u64 big-endian) → `audit::AuditEntry` as JSON; append-only.
+    pub const AUDIT: &str = "audit";
+    /// `head` → `audit::Head`: the last entry, so a removed tail shows.
+    pub const AUDIT_HEAD: &str = "audit_head";
 }
+
+const HEAD_KEY: &[u8] = b"head";
 
 /// What an approval message asks about: a click finds its session and gate
 /// here, by the message's channel and `ts`.
@@ -84,6 +90,8 @@ pub struct Store {
     summaries: sled::Tree,
     messages: sled::Tree,
     events: sled::Tree,
+    audit: sled::Tree,
+    audit_head: sled::Tree,
     path: PathBuf,
 }
 
@@ -112,7 +120,11 @@ impl Store {
         let summaries = db.open_tree(trees::SUMMARIES)?;
         let messages = db.open_tree(trees::SLACK_MESSAGES)?;
         let events = db.open_tree(trees::SLACK_EVENTS)?;
+        let audit = db.open_tree(trees::AUDIT)?;
+        let audit_head = db.open_tree(trees::AUDIT_HEAD)?;
         Ok(Store {
+            audit,
+            audit_head,
             db,
             sessions,
             summaries,
@@ -134,6 +146,7 @@ impl Store {
         next.rev = expected + 1;
         next.updated_at = Utc::now();
         self.write(&next, Some(expected), None)?;
+        next.audit.clear();
         *session = next;
         Ok(())
     }
@@ -164,6 +177,7 @@ impl Store {
         next.rev = expected + 1;
         next.updated_at = Utc::now();
         self.write(&next, Some(expected), index)?;
+        next.audit.clear();
         *session = next;
         Ok(())
     }
@@ -206,7 +220,9 @@ impl Store {
     /// Stores a new session (rev 0 → 1).
     pub fn create(&self, session: &mut Session) -> Result<()> {
         session.rev = 1;
-        self.write(session, None, None)
+        self.write(session, None, None)?;
+        session.audit.clear();
+        Ok(())
     }
 
     fn write(
@@ -220,39 +236,48 @@ impl Store {
         let summary = serde_json::to_vec(&session.summary())
             .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
         let key = session.id.as_bytes();
-        let res = (&self.sessions, &self.summaries, &self.messages).transaction(|(s, m, msg)| {
-            let current = s.get(key)?;
-            match (expected_rev, &current) {
-                (None, Some(_)) => {
-                    return Err(ConflictableTransactionError::Abort(format!(
-                        "session {} already exists",
-                        session.id
-                    )))
-                }
-                (Some(rev), Some(cur)) => {
-                    let cur_rev = rev_of(cur);
-                    if cur_rev != Some(rev) {
+        let events = &session.audit;
+        let res = (
+            &self.sessions,
+            &self.summaries,
+            &self.messages,
+            &self.audit,
+            &self.audit_head,
+        )
+            .transaction(|(s, m, msg, log, head)| {
+                let current = s.get(key)?;
+                match (expected_rev, &current) {
+                    (None, Some(_)) => {
                         return Err(ConflictableTransactionError::Abort(format!(
+                            "session {} already exists",
+                            session.id
+                        )))
+                    }
+                    (Some(rev), Some(cur)) => {
+                        let cur_rev = rev_of(cur);
+                        if cur_rev != Some(rev) {
+                            return Err(ConflictableTransactionError::Abort(format!(
                             "session {} was changed by another writer (rev {:?}, expected {rev})",
                             session.id, cur_rev
                         )));
+                        }
                     }
+                    (Some(_), None) => {
+                        return Err(ConflictableTransactionError::Abort(format!(
+                            "session {} was deleted while running",
+                            session.id
+                        )))
+                    }
+                    (None, None) => {}
                 }
-                (Some(_), None) => {
-                    return Err(ConflictableTransactionError::Abort(format!(
-                        "session {} was deleted while running",
-                        session.id
-                    )))
+                s.insert(key, bytes.as_slice())?;
+                m.insert(key, summary.as_slice())?;
+                if let Some((k, v)) = &index {
+                    msg.insert(k.as_slice(), v.as_slice())?;
                 }
-                (None, None) => {}
-            }
-            s.insert(key, bytes.as_slice())?;
-            m.insert(key, summary.as_slice())?;
-            if let Some((k, v)) = &index {
-                msg.insert(k.as_slice(), v.as_slice())?;
-            }
-            Ok(())
-        });
+                append_in(log, head, events).map_err(ConflictableTransactionError::Abort)?;
+                Ok(())
+            });
         match res {
             Ok(()) => {}
             Err(TransactionError::Abort(msg)) => return Err(Error::Session(msg)),
@@ -369,35 +394,44 @@ impl Store {
         answer: &Answer,
     ) -> Result<std::result::Result<Session, Refusal>> {
         let key = id.as_bytes();
-        let res = (&self.sessions, &self.summaries).transaction(|(s, m)| {
-            let Some(cur) = s.get(key)? else {
-                return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
-            };
-            let mut session: Session = match serde_json::from_slice(&cur) {
-                Ok(v) => v,
-                Err(e) => {
-                    return Err(ConflictableTransactionError::Abort(Err(format!(
-                        "unreadable session: {e}"
-                    ))))
+        let res = (
+            &self.sessions,
+            &self.summaries,
+            &self.audit,
+            &self.audit_head,
+        )
+            .transaction(|(s, m, log, head)| {
+                let Some(cur) = s.get(key)? else {
+                    return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
+                };
+                let mut session: Session = match serde_json::from_slice(&cur) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return Err(ConflictableTransactionError::Abort(Err(format!(
+                            "unreadable session: {e}"
+                        ))))
+                    }
+                };
+                if let Err(refusal) = crate::gate::accept(&mut session, gate, answer) {
+                    return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
-            };
-            if let Err(refusal) = crate::gate::accept(&mut session, gate, answer) {
-                return Err(ConflictableTransactionError::Abort(Ok(refusal)));
-            }
-            session.rev += 1;
-            session.updated_at = Utc::now();
-            let bytes = match serde_json::to_vec(&session) {
-                Ok(b) => b,
-                Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
-            };
-            let summary = match serde_json::to_vec(&session.summary()) {
-                Ok(b) => b,
-                Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
-            };
-            s.insert(key, bytes)?;
-            m.insert(key, summary)?;
-            Ok(session)
-        });
+                session.rev += 1;
+                session.updated_at = Utc::now();
+                let bytes = match serde_json::to_vec(&session) {
+                    Ok(b) => b,
+                    Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
+                };
+                let summary = match serde_json::to_vec(&session.summary()) {
+                    Ok(b) => b,
+                    Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
+                };
+                s.insert(key, bytes)?;
+                m.insert(key, summary)?;
+                append_in(log, head, &session.audit)
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
+                session.audit.clear();
+                Ok(session)
+            });
         match res {
             Ok(session) => {
                 self.db.flush()?;
@@ -413,6 +447,73 @@ impl Store {
 
     pub fn count(&self) -> usize {
         self.summaries.len()
+    }
+}
+
+/// Appends events to the audit chain inside a transaction.
+fn append_in(
+    log: &sled::transaction::TransactionalTree,
+    head: &sled::transaction::TransactionalTree,
+    events: &[crate::audit::AuditEvent],
+) -> std::result::Result<(), String> {
+    use crate::audit::{entry_hash, AuditEntry, Head, GENESIS};
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut last: Head = match head.get(HEAD_KEY).map_err(|e| e.to_string())? {
+        Some(b) => serde_json::from_slice(&b).map_err(|e| format!("unreadable audit head: {e}"))?,
+        None => Head {
+            seq: 0,
+            hash: GENESIS.to_string(),
+        },
+    };
+    for event in events {
+        let seq = last.seq + 1;
+        let hash = entry_hash(seq, &last.hash, event);
+        let entry = AuditEntry {
+            seq,
+            prev: last.hash.clone(),
+            hash: hash.clone(),
+            event: event.clone(),
+        };
+        let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
+        log.insert(&seq.to_be_bytes(), bytes)
+            .map_err(|e| e.to_string())?;
+        last = Head { seq, hash };
+    }
+    let bytes = serde_json::to_vec(&last).map_err(|e| e.to_string())?;
+    head.insert(HEAD_KEY, bytes).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+impl Store {
+    /// Appends events that belong to no session write (refused clicks, ...).
+    pub fn append_audit(&self, events: &[crate::audit::AuditEvent]) -> Result<()> {
+        let res: std::result::Result<(), TransactionError<String>> =
+            (&self.audit, &self.audit_head).transaction(|(log, head)| {
+                append_in(log, head, events).map_err(ConflictableTransactionError::Abort)
+            });
+        res.map_err(|e| Error::Store(format!("audit log: {e:?}")))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Every audit entry in order, as stored (for verify and export).
+    pub fn audit_entries(&self) -> impl Iterator<Item = (u64, Vec<u8>)> + '_ {
+        self.audit.iter().filter_map(|kv| {
+            let (k, v) = kv.ok()?;
+            let seq = u64::from_be_bytes(k.as_ref().try_into().ok()?);
+            Some((seq, v.to_vec()))
+        })
+    }
+
+    pub fn audit_head(&self) -> Result<Option<crate::audit::Head>> {
+        match self.audit_head.get(HEAD_KEY)? {
+            None => Ok(None),
+            Some(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|e| Error::Store(format!("unreadable audit head: {e}"))),
+        }
     }
 }
 

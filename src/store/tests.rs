@@ -62,6 +62,7 @@ fn paused_session(id: &str) -> Session {
         agent_turn: None,
         trusted_tools: Default::default(),
         denied_calls: Default::default(),
+        audit: Vec::new(),
         rev: 0,
     }
 }

@@ -1,0 +1,232 @@
+//! The audit trail (seed 001 §2.7): every request, answer, refusal,
+//! timeout, skip, tool run and outcome, appended to an append-only log in
+//! sled. Each entry carries the SHA-256 of the previous one, so changing,
+//! removing or reordering an entry breaks the chain at that entry, and
+//! `strands audit verify` names it. Previews are redacted (see [`redact`])
+//! and full outputs are never copied in: an outcome records its size and
+//! digest, a request the digest of exactly what the human was shown.
+
+pub mod redact;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditKind {
+    /// A gate asked a human.
+    Request,
+    /// A human (or auto-approve) answered.
+    Answer,
+    /// A gate's timeout answered.
+    Timeout,
+    /// An answer or click was refused; nothing changed.
+    Refusal,
+    /// A gate's condition was false.
+    Skip,
+    /// An approved tool call ran.
+    ToolRun,
+    /// The run ended (completed, rejected, failed).
+    Outcome,
+}
+
+/// One event, as the code that saw it describes it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub at: Option<DateTime<Utc>>,
+    pub session: String,
+    pub workflow: String,
+    pub kind: Option<AuditKind>,
+    /// The gate handle (`id#instance`).
+    pub gate: Option<String>,
+    /// The tool call, for tool-call gates.
+    pub call: Option<String>,
+    pub who: Option<String>,
+    /// Channel: cli, terminal, auto-approve, slack, timeout.
+    pub via: Option<String>,
+    pub decision: Option<Value>,
+    /// How long the human took, from the request.
+    pub response_ms: Option<u64>,
+    /// SHA-256 of the prompt and context the human was shown.
+    pub shown_digest: Option<String>,
+    /// A redacted, cut preview of what was shown.
+    pub preview: Option<String>,
+    /// Outcome, refusal reason, tool result summary (redacted).
+    pub detail: Option<String>,
+}
+
+impl AuditEvent {
+    pub fn new(kind: AuditKind, session: &str, workflow: &str) -> Self {
+        AuditEvent {
+            at: Some(Utc::now()),
+            session: session.to_string(),
+            workflow: workflow.to_string(),
+            kind: Some(kind),
+            ..Default::default()
+        }
+    }
+}
+
+/// A stored entry: the event, its place in the chain and the chain hashes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub seq: u64,
+    /// Hash of the previous entry (64 zeros for the first).
+    pub prev: String,
+    pub hash: String,
+    pub event: AuditEvent,
+}
+
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The hash of an entry: SHA-256 over its sequence number, the previous
+/// hash and the event's JSON.
+pub fn entry_hash(seq: u64, prev: &str, event: &AuditEvent) -> String {
+    let body = serde_json::to_string(event).unwrap_or_default();
+    let mut h = Sha256::new();
+    h.update(seq.to_be_bytes());
+    h.update(prev.as_bytes());
+    h.update(body.as_bytes());
+    hex(&h.finalize())
+}
+
+pub fn sha256_hex(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The chain's last entry, kept beside the log so a removed tail shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    pub seq: u64,
+    pub hash: String,
+}
+
+/// The result of checking the whole chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Intact { entries: u64 },
+    Broken { seq: u64, why: String },
+}
+
+/// Checks entries in order: each must parse, follow its predecessor's seq
+/// and hash, and hash to what it says; the head must name the last one.
+pub fn verify(entries: impl Iterator<Item = (u64, Vec<u8>)>, head: Option<Head>) -> Verdict {
+    let mut prev = GENESIS.to_string();
+    let mut count = 0u64;
+    for (expected_seq, (key_seq, bytes)) in (1u64..).zip(entries) {
+        let entry: AuditEntry = match serde_json::from_slice(&bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                return Verdict::Broken {
+                    seq: key_seq,
+                    why: format!("unreadable: {e}"),
+                }
+            }
+        };
+        if entry.seq != key_seq || entry.seq != expected_seq {
+            return Verdict::Broken {
+                seq: key_seq,
+                why: format!(
+                    "expected entry #{expected_seq}, found #{} (an entry was removed or moved)",
+                    entry.seq
+                ),
+            };
+        }
+        if entry.prev != prev {
+            return Verdict::Broken {
+                seq: entry.seq,
+                why: "its `prev` does not match the previous entry's hash".into(),
+            };
+        }
+        let computed = entry_hash(entry.seq, &entry.prev, &entry.event);
+        if computed != entry.hash {
+            return Verdict::Broken {
+                seq: entry.seq,
+                why: "its content does not match its hash (the entry was changed)".into(),
+            };
+        }
+        prev = entry.hash;
+        count += 1;
+    }
+    match head {
+        Some(h) if h.seq != count || (count > 0 && h.hash != prev) => Verdict::Broken {
+            seq: h.seq,
+            why: format!(
+                "the log ends at #{count} but its head says #{} (entries were removed)",
+                h.seq
+            ),
+        },
+        _ => Verdict::Intact { entries: count },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(n: u64) -> (Vec<(u64, Vec<u8>)>, Head) {
+        let mut prev = GENESIS.to_string();
+        let mut out = Vec::new();
+        for seq in 1..=n {
+            let event = AuditEvent {
+                detail: Some(format!("event {seq}")),
+                ..AuditEvent::new(AuditKind::Answer, "s", "wf")
+            };
+            let hash = entry_hash(seq, &prev, &event);
+            let entry = AuditEntry {
+                seq,
+                prev: prev.clone(),
+                hash: hash.clone(),
+                event,
+            };
+            out.push((seq, serde_json::to_vec(&entry).expect("json")));
+            prev = hash;
+        }
+        (out, Head { seq: n, hash: prev })
+    }
+
+    #[test]
+    fn an_intact_chain_verifies() {
+        let (entries, head) = chain(5);
+        assert_eq!(
+            verify(entries.into_iter(), Some(head)),
+            Verdict::Intact { entries: 5 }
+        );
+    }
+
+    #[test]
+    fn one_changed_byte_breaks_the_chain_at_that_entry() {
+        let (mut entries, head) = chain(5);
+        let text = String::from_utf8(entries[2].1.clone())
+            .expect("utf8")
+            .replace("event 3", "event 8");
+        entries[2].1 = text.into_bytes();
+        assert!(matches!(
+            verify(entries.into_iter(), Some(head)),
+            Verdict::Broken { seq: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn removed_entries_are_found() {
+        let (mut entries, head) = chain(5);
+        entries.remove(1);
+        assert!(matches!(
+            verify(entries.clone().into_iter(), Some(head.clone())),
+            Verdict::Broken { seq: 3, .. }
+        ));
+        let (mut tail, head) = chain(5);
+        tail.pop();
+        assert!(matches!(
+            verify(tail.into_iter(), Some(head)),
+            Verdict::Broken { .. }
+        ));
+    }
+}
