@@ -185,6 +185,13 @@ pub enum SessionsCommand {
     /// Post a paused session's approval message to Slack again (the bot must
     /// not be running on this store; in Slack use `/strands notify ID`).
     Notify { id: String },
+    /// Apply every gate timeout that has passed (for cron when the bot is not
+    /// running): record each fallback and continue the run to its next stop.
+    /// `fallback_action: escalate` needs the bot; here it rejects.
+    Sweep {
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete finished sessions older than N days (paused ones are kept).
     Cleanup {
         #[arg(long)]
@@ -251,7 +258,8 @@ fn wants_json(c: &Command) -> bool {
         Command::Validate { json, .. } => *json,
         Command::Sessions(SessionsCommand::List { json, .. })
         | Command::Sessions(SessionsCommand::Show { json, .. })
-        | Command::Sessions(SessionsCommand::Cleanup { json, .. }) => *json,
+        | Command::Sessions(SessionsCommand::Cleanup { json, .. })
+        | Command::Sessions(SessionsCommand::Sweep { json }) => *json,
         Command::Sessions(SessionsCommand::Delete { .. })
         | Command::Sessions(SessionsCommand::Notify { .. })
         | Command::Serve(_) => false,
@@ -339,6 +347,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Run(args) => run(&ctx, args).await,
         Command::Resume(args) => resume(&ctx, args).await,
         Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,
+        Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,
         Command::Sessions(cmd) => sessions(&ctx, cmd),
         Command::Audit(cmd) => audit(&ctx, cmd),
         Command::Serve(args) => {
@@ -355,6 +364,100 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             Ok(exit::OK)
         }
     }
+}
+
+/// `sessions sweep`: every paused session whose gate timed out gets its
+/// fallback (recorded exactly once, as a resume would) and runs on to its
+/// next stop with nobody to ask.
+async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
+    let store = ctx.open()?;
+    let now = Utc::now();
+    let mut swept = Vec::new();
+    let mut errors = Vec::new();
+    let mut code = exit::OK;
+    for s in store.sessions_with_status(Status::Paused)? {
+        let Some(g) = s.gate.clone() else { continue };
+        if !g.timed_out(now) || s.pending_answer.is_some() {
+            continue;
+        }
+        let handle = g.handle();
+        let mut engine = Engine::new(&store);
+        let mut channel = cli_channel(false, false, &ctx.who);
+        match engine.resume(&s.id, None, &mut channel).await {
+            Ok(after) => {
+                let answer = after.history.iter().rev().find_map(|e| match &e.what {
+                    GateEventKind::Answered { answer, .. }
+                        if format!("{}#{}", e.gate, e.instance) == handle =>
+                    {
+                        Some(answer.clone())
+                    }
+                    _ => None,
+                });
+                let reason = answer.as_ref().and_then(|a| match &a.decision {
+                    Decision::Reject { reason } | Decision::Abort { reason } => reason.clone(),
+                    Decision::Respond { text } => Some(format!("answered `{text}`")),
+                    _ => None,
+                });
+                let note = (g.fallback == spec::Fallback::Escalate).then(|| {
+                    "escalation needs the bot (`strands serve`); without it `escalate` rejects"
+                        .to_string()
+                });
+                swept.push(json!({
+                    "session": after.id,
+                    "workflow": after.workflow,
+                    "gate": handle,
+                    "timeout_at": g.timeout_at,
+                    "fallback": g.fallback.name(),
+                    "decision": answer.as_ref().map(|a| a.decision.verb()),
+                    "by": answer.as_ref().map(|a| a.by.clone()),
+                    "reason": reason,
+                    "status": after.status,
+                    "note": note,
+                }));
+            }
+            Err(e) => {
+                if code == exit::OK {
+                    code = e.exit_code();
+                }
+                errors.push(json!({ "session": s.id, "gate": handle, "error": e.to_string() }));
+            }
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            json!({ "swept": swept, "count": swept.len(), "errors": errors })
+        );
+    } else {
+        if swept.is_empty() && errors.is_empty() {
+            eprintln!("no gate timeout is due in {}", store.path().display());
+        }
+        for v in &swept {
+            let str_of = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            let reason = match str_of("reason") {
+                r if r.is_empty() => String::new(),
+                r => format!(" ({r})"),
+            };
+            println!(
+                "{}: gate `{}` timed out → {}{reason}; the run is now {}",
+                str_of("session"),
+                str_of("gate"),
+                str_of("decision"),
+                str_of("status"),
+            );
+            if let Some(note) = v["note"].as_str() {
+                println!("  note: {note}");
+            }
+        }
+        for e in &errors {
+            eprintln!(
+                "error: {}: {}",
+                e["session"].as_str().unwrap_or_default(),
+                e["error"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(code)
 }
 
 async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
@@ -644,6 +747,22 @@ fn paused_text(ctx: &Ctx, s: &Session) -> String {
             timeout_effect(g)
         ));
     }
+    if !g.approvers.is_empty() {
+        out.push_str(&format!("\n   Approvers: {}\n", g.approvers.join(", ")));
+    }
+    if g.approvals_required > 1 {
+        let who: Vec<&str> = g.approvals.iter().map(|a| a.by.as_str()).collect();
+        out.push_str(&format!(
+            "   {} of {} approvals{}\n",
+            g.approvals.len(),
+            g.approvals_required,
+            if who.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", who.join(", "))
+            }
+        ));
+    }
     out.push_str(&format!("\n   Session: {}\n", s.id));
     if g.kind == spec::GateKind::ToolCall {
         for c in s.agent_turn.iter().flat_map(|t| t.waiting()) {
@@ -730,6 +849,9 @@ fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
             "opened_at": g.opened_at,
             "timeout_at": g.timeout_at,
             "calls": tool_calls_json(s),
+            "approvers": g.approvers,
+            "approvals_required": g.approvals_required,
+            "approvals": g.approvals,
         })
     });
     let gates: Vec<Value> = s
@@ -822,7 +944,9 @@ fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        SessionsCommand::Notify { .. } => Err(Error::Internal("notify is handled before".into())),
+        SessionsCommand::Notify { .. } | SessionsCommand::Sweep { .. } => Err(Error::Internal(
+            "notify and sweep are handled before".into(),
+        )),
         SessionsCommand::Delete { id } => {
             let id = store.resolve(&id)?;
             store.delete(&id)?;

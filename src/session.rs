@@ -186,6 +186,13 @@ pub struct Session {
     /// Tools a human trusted for the rest of this run (`trust` answers).
     #[serde(default)]
     pub trusted_tools: BTreeSet<String>,
+    /// `hitl.gates` triggers already fired or checked (`id` for one-shot
+    /// budgets, `id@position` per step).
+    #[serde(default)]
+    pub triggers_fired: BTreeSet<String>,
+    /// The `final_response` gate approved the output.
+    #[serde(default)]
+    pub final_approved: bool,
     /// Digests of calls a human rejected → what the model was told. The same
     /// call is not proposed to a human again in this run without new input.
     #[serde(default)]

@@ -21,7 +21,7 @@ const INVALID: &[(&str, u32, u32, &str)] = &[
         "bad_fallback_action.yaml",
         15,
         26,
-        "unknown fallback_action `approve`",
+        "unknown fallback_action `explode`",
     ),
     (
         "hitl_timeout_minutes.yaml",

@@ -1658,3 +1658,68 @@ fn two_calls_decided_at_the_same_moment_leave_the_message_showing_both() {
     );
     assert_llm_stays_at(&llm, 2, "the run resumes once");
 }
+
+#[test]
+fn approvers_self_approval_and_a_two_of_three_quorum_in_slack() {
+    let llm = FakeLlm::start();
+    let slack = FakeSlack::start();
+    let sandbox = Sandbox::new();
+    let spec = DEPLOY.replace(
+        "        prompt: Approve the deploy of {{ service }}?\n",
+        "        prompt: Approve the deploy of {{ service }}?\n        approvers: [U04APPROVER, U05SECOND, U06THIRD, U01REQUESTER]\n        approvals_required: 2\n",
+    );
+    let mut bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec)]);
+    let (id, msg) = deploy_paused(&bot, &slack);
+    assert!(
+        msg.text().contains("0 of 2 approvals"),
+        "{:#}",
+        msg.call.body
+    );
+
+    // Someone who is not an approver: refused, told who may, nothing changes.
+    let stranger = bot.click(&msg, "strands_approve", "U09STRANGER");
+    stranger
+        .reply
+        .expect_prompt_ok("the stranger's click", &bot);
+    let note = slack.wait_for_ephemeral(&stranger);
+    assert!(note.text.contains("not an approver"), "{}", note.text);
+    // The requester is an approver but cannot approve their own run.
+    let own = bot.click(&msg, "strands_approve", REQUESTER);
+    let note = slack.wait_for_ephemeral(&own);
+    assert!(note.text.contains("you started this run"), "{}", note.text);
+    assert_llm_stays_at(&llm, 1, "refused clicks resume nothing");
+
+    // First approval: the message shows progress and keeps its buttons.
+    bot.click(&msg, "strands_approve", APPROVER)
+        .reply
+        .expect_prompt_ok("first approval", &bot);
+    let update = slack.wait_for_update(&msg, |c| c.text().contains("1 of 2 approvals"));
+    assert!(update.has_buttons(), "still waiting for a second approval");
+    assert_llm_stays_at(&llm, 1, "one approval of two resumes nothing");
+    // The same person again counts once.
+    let twice = bot.click(&msg, "strands_approve", APPROVER);
+    let note = slack.wait_for_ephemeral(&twice);
+    assert!(note.text.contains("already approved"), "{}", note.text);
+
+    // Second approval releases the gate.
+    bot.click(&msg, "strands_approve", "U05SECOND")
+        .reply
+        .expect_prompt_ok("second approval", &bot);
+    wait_llm(&llm, &slack, 2);
+    slack.wait_for_update(&msg, |c| !c.has_buttons());
+
+    bot.stop();
+    let show = sandbox.show(&id);
+    assert_eq!(show["status"], "completed", "{show:#}");
+    let out = sandbox.strands(&["audit", "export"]);
+    let refused = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"refusal\""))
+        .count();
+    assert!(
+        refused >= 3,
+        "the stranger, the requester and the double click are audited: {}",
+        out.stdout
+    );
+}

@@ -118,6 +118,8 @@ impl<'a> Engine<'a> {
             trusted_tools: Default::default(),
             denied_calls: Default::default(),
             audit: Vec::new(),
+            triggers_fired: Default::default(),
+            final_approved: false,
             rev: 0,
         };
         self.store.create(&mut session)?;
@@ -152,7 +154,8 @@ impl<'a> Engine<'a> {
             }
         }
         if let Outcome::Rerun { .. } = gate::interpret(gate.kind, &answer.decision)? {
-            if pattern::rerun_targets(spec, &gate.position).is_empty() {
+            // A triggered gate reviews its own step: modify re-runs that step.
+            if gate.trigger.is_none() && pattern::rerun_targets(spec, &gate.position).is_empty() {
                 return Err(Error::Usage(format!(
                     "gate `{}` has no agent step before it to re-run; answer approve or reject",
                     gate.id
@@ -251,6 +254,10 @@ impl<'a> Engine<'a> {
                     );
                     session
                 } else {
+                    if let Err(why) = authorize_locally(&gate, &session, &answer) {
+                        self.audit_refusal(&session, &answer, &why);
+                        return Err(Error::Session(format!("session {}: {why}", session.id)));
+                    }
                     tools::prepare_answer_check(&spec, &session, &answer).await?;
                     Self::check_answer(&spec, &session, &answer)?;
                     match self.store.record_answer(&session.id, Some(&gate.handle()), &answer)? {
@@ -337,6 +344,9 @@ impl<'a> Engine<'a> {
             Status::Running => {}
             _ => return Ok(false),
         }
+        if self.open_triggered_gate(spec, session)? {
+            return Ok(true);
+        }
         match pattern::next(spec, &session.state)? {
             Next::Run(work) => self.run_agents(spec, session, work, channel).await?,
             Next::Gate { position, gate } => {
@@ -398,7 +408,7 @@ impl<'a> Engine<'a> {
                 };
                 session.gates_opened += 1;
                 // What humans are shown is redacted (security.redact + secrets).
-                let opened = gate::open(
+                let mut opened = gate::open(
                     gate,
                     position,
                     session.gates_opened,
@@ -406,12 +416,36 @@ impl<'a> Engine<'a> {
                     spec.redactor.redact(&shown),
                     Utc::now(),
                 );
+                // The workflow's `security` defaults fill what the gate leaves open.
+                if gate.approvers.is_none() {
+                    opened.approvers = spec.approval.approvers.clone();
+                }
+                if gate.approvals_required.is_none() {
+                    opened.approvals_required =
+                        spec.approval.approvals_required.unwrap_or(1).max(1);
+                }
+                if gate.allow_self_approval.is_none() {
+                    opened.allow_self_approval = spec.approval.allow_self_approval;
+                }
                 audit_request(session, &opened);
                 session.gate = Some(opened);
                 session.status = Status::Paused;
                 self.store.checkpoint(session)?;
             }
             Next::Done { output } => {
+                let final_gate = spec
+                    .hitl
+                    .triggers
+                    .iter()
+                    .find(|t| t.trigger == crate::spec::Trigger::FinalResponse);
+                if let (false, Some(t)) = (session.final_approved, final_gate) {
+                    let position = pattern::agent_records(&session.state)
+                        .last()
+                        .map(|(p, _)| p.clone())
+                        .unwrap_or(Position::Step(0));
+                    self.open_triggered(spec, session, t, position, output)?;
+                    return Ok(true);
+                }
                 let ctx = context::build(session, None);
                 let out_dir = PathBuf::from(&session.out_dir);
                 session.artifacts =
@@ -453,6 +487,10 @@ impl<'a> Engine<'a> {
             match channel.ask(session).await? {
                 Reply::Later => return Ok(false),
                 Reply::Now(answer) => {
+                    if let Err(why) = authorize_locally(&gate, session, &answer) {
+                        self.audit_refusal(session, &answer, &why);
+                        return Err(Error::Session(format!("session {}: {why}", session.id)));
+                    }
                     tools::prepare_answer_check(spec, session, &answer).await?;
                     Self::check_answer(spec, session, &answer)?;
                     answer
@@ -514,7 +552,19 @@ impl<'a> Engine<'a> {
         });
         session.pending_answer = None;
         let mut rejected = None;
+        let mut aborted = None;
         match outcome {
+            Outcome::Continue { .. } if gate.trigger.is_some() => {
+                if spec.hitl.triggers.iter().any(|t| {
+                    Some(&t.id) == gate.trigger.as_ref()
+                        && t.trigger == crate::spec::Trigger::FinalResponse
+                }) {
+                    session.final_approved = true;
+                }
+                session.human_feedback = None;
+                session.gate = None;
+                session.status = Status::Running;
+            }
             Outcome::Continue { response } => {
                 let kind = match gate.kind {
                     crate::spec::GateKind::Hitl => RecordKind::Answer,
@@ -537,6 +587,14 @@ impl<'a> Engine<'a> {
                 session.gate = None;
                 session.status = Status::Running;
             }
+            Outcome::Rerun { feedback } if gate.trigger.is_some() => {
+                pattern::forget(&mut session.state, &gate.position)?;
+                let suffix = format!("@{}", gate.position);
+                session.triggers_fired.retain(|k| !k.ends_with(&suffix));
+                session.human_feedback = Some(feedback);
+                session.gate = None;
+                session.status = Status::Running;
+            }
             Outcome::Rerun { feedback } => {
                 pattern::rewind(spec, &mut session.state, &gate.position)?;
                 session.human_feedback = Some(feedback);
@@ -555,6 +613,42 @@ impl<'a> Engine<'a> {
                 session.status = Status::Rejected;
                 rejected = Some(reason);
             }
+            // A timeout's `skip`: the gate passes with no response of its own.
+            Outcome::Skip => {
+                pattern::record(
+                    &mut session.state,
+                    &gate.position,
+                    StepRecord {
+                        agent: None,
+                        response: String::new(),
+                        kind: RecordKind::Skipped,
+                        finished_at: Utc::now(),
+                    },
+                )?;
+                session.hitl_response = None;
+                session.human_feedback = None;
+                session.gate = None;
+                session.status = Status::Running;
+            }
+            // A timeout's `abort`: the run fails (not rejected: nobody said no).
+            Outcome::Abort { reason } => {
+                let message = format!(
+                    "gate `{}` timed out: {}",
+                    gate.id,
+                    reason.unwrap_or_else(|| "aborted by fallback".into())
+                );
+                let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                ev.gate = Some(gate.handle());
+                ev.detail = Some(spec.redactor.redact(&format!("failed: {message}")));
+                session.audit.push(ev);
+                session.gate = None;
+                session.status = Status::Failed;
+                session.failure = Some(crate::session::Failure {
+                    code: crate::error::exit::RUNTIME,
+                    message: message.clone(),
+                });
+                aborted = Some(message);
+            }
             Outcome::StayPaused => session.status = Status::Paused,
         }
         self.store.checkpoint(session)?;
@@ -570,6 +664,11 @@ impl<'a> Engine<'a> {
         if let Some(reason) = rejected {
             channel
                 .progress(session, &Progress::Rejected { reason })
+                .await;
+        }
+        if let Some(message) = aborted {
+            channel
+                .progress(session, &Progress::Failed { message })
                 .await;
         }
         Ok(())
@@ -806,7 +905,7 @@ impl Engine<'_> {
                 .map(|t| !t.calls.is_empty())
                 .unwrap_or(false);
             if pending {
-                if self.open_tool_gate(session, &w.position)? {
+                if self.open_tool_gate(spec, session, &w.position)? {
                     return Ok(());
                 }
                 self.run_approved_calls(session, &toolbox).await?;
@@ -886,7 +985,12 @@ impl Engine<'_> {
 
     /// Opens the tool-call gate when any call waits for a human. True when
     /// the session is now paused.
-    fn open_tool_gate(&mut self, session: &mut Session, position: &Position) -> Result<bool> {
+    fn open_tool_gate(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        position: &Position,
+    ) -> Result<bool> {
         let Some(turn) = session.agent_turn.as_ref() else {
             return Ok(false);
         };
@@ -916,6 +1020,12 @@ impl Engine<'_> {
             timeout_at: None,
             require_reason: false,
             channel: None,
+            approvers: spec.approval.approvers.clone(),
+            // Each call is one decision: tool gates take no quorum.
+            approvals_required: 1,
+            allow_self_approval: spec.approval.allow_self_approval,
+            approvals: Vec::new(),
+            trigger: None,
         });
         if let Some(g) = session.gate.clone() {
             audit_request(session, &g);
@@ -1012,6 +1122,210 @@ impl Engine<'_> {
         self.store.checkpoint(session)?;
         Ok(())
     }
+}
+
+impl Engine<'_> {
+    /// Opens the first `hitl.gates` trigger that fires: a budget passed, a
+    /// step reporting low confidence, a custom condition. Each step is
+    /// checked once per trigger; an error while checking asks a human
+    /// (fail closed).
+    fn open_triggered_gate(&mut self, spec: &Spec, session: &mut Session) -> Result<bool> {
+        use crate::spec::Trigger;
+        for t in &spec.hitl.triggers {
+            match &t.trigger {
+                Trigger::Budget { tokens } => {
+                    let used = session.total_usage().total();
+                    if used >= *tokens && !session.triggers_fired.contains(&t.id) {
+                        session.triggers_fired.insert(t.id.clone());
+                        let Some((position, _)) = pattern::agent_records(&session.state)
+                            .last()
+                            .map(|(p, r)| (p.clone(), r.response.clone()))
+                        else {
+                            continue;
+                        };
+                        let context = format!(
+                            "{used} tokens used; the budget gate `{}` asks at {tokens}.",
+                            t.id
+                        );
+                        self.open_triggered(spec, session, t, position, context)?;
+                        return Ok(true);
+                    }
+                }
+                Trigger::Confidence { .. } | Trigger::Custom { .. } => {
+                    let steps: Vec<(Position, Option<String>, String)> =
+                        pattern::agent_records(&session.state)
+                            .into_iter()
+                            .map(|(p, r)| (p, r.agent.clone(), r.response.clone()))
+                            .collect();
+                    for (position, agent, response) in steps {
+                        let key = format!("{}@{}", t.id, position);
+                        if !session.triggers_fired.insert(key) {
+                            continue;
+                        }
+                        if let (Some(only), Some(a)) = (&t.agents, &agent) {
+                            if !only.contains(a) {
+                                continue;
+                            }
+                        }
+                        let (fires, context) = self.trigger_fires(session, &t.trigger, &response);
+                        if fires {
+                            self.open_triggered(spec, session, t, position, context)?;
+                            return Ok(true);
+                        }
+                    }
+                }
+                Trigger::FinalResponse | Trigger::PlanApproval => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether a per-step trigger fires on `response`, and what to show.
+    fn trigger_fires(
+        &self,
+        session: &Session,
+        trigger: &crate::spec::Trigger,
+        response: &str,
+    ) -> (bool, String) {
+        use crate::spec::Trigger;
+        match trigger {
+            Trigger::Confidence { threshold, field } => match confidence_of(response, field) {
+                Some(c) if c < *threshold => (
+                    true,
+                    format!("confidence {c} is below {threshold}\n\n{response}"),
+                ),
+                Some(_) => (false, String::new()),
+                None => (
+                    true,
+                    format!("no numeric `{field}` in the output; a human decides\n\n{response}"),
+                ),
+            },
+            Trigger::Custom { condition } => {
+                let mut vars = serde_json::Map::new();
+                vars.insert(
+                    "response".into(),
+                    serde_json::Value::String(response.to_string()),
+                );
+                let ctx = context::build(session, Some(&vars));
+                match self
+                    .templates
+                    .truthy("a hitl gate condition", condition, &ctx)
+                {
+                    Ok(fires) => (fires, response.to_string()),
+                    Err(e) => (
+                        true,
+                        format!("the condition failed ({e}); a human decides\n\n{response}"),
+                    ),
+                }
+            }
+            _ => (false, String::new()),
+        }
+    }
+
+    /// Opens a gate the run triggered, reviewing the step at `position`.
+    fn open_triggered(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        t: &crate::spec::TriggerSpec,
+        position: Position,
+        context: String,
+    ) -> Result<()> {
+        let ctx = context::build(session, None);
+        let prompt = self
+            .templates
+            .render(
+                &format!("the prompt of hitl gate `{}`", t.id),
+                &t.prompt,
+                &ctx,
+            )
+            .unwrap_or_else(|_| t.prompt.clone());
+        let spec_gate = crate::spec::GateSpec {
+            id: t.id.clone(),
+            kind: crate::spec::GateKind::ManualGate,
+            prompt: prompt.clone(),
+            context_display: None,
+            default: None,
+            timeout_secs: None,
+            fallback: crate::spec::Fallback::Cancel,
+            condition: None,
+            show_preview: true,
+            preview_length: 2000,
+            require_reason: false,
+            channel: None,
+            approvers: None,
+            approvals_required: None,
+            allow_self_approval: None,
+            timers: Default::default(),
+        };
+        session.gates_opened += 1;
+        let mut opened = gate::open(
+            &spec_gate,
+            position,
+            session.gates_opened,
+            spec.redactor.redact(&prompt),
+            spec.redactor.redact(&context),
+            Utc::now(),
+        );
+        opened.approvers = spec.approval.approvers.clone();
+        opened.approvals_required = spec.approval.approvals_required.unwrap_or(1).max(1);
+        opened.allow_self_approval = spec.approval.allow_self_approval;
+        opened.trigger = Some(t.id.clone());
+        audit_request(session, &opened);
+        session.gate = Some(opened);
+        session.status = Status::Paused;
+        self.store.checkpoint(session)
+    }
+}
+
+/// A numeric field of a step's JSON output (the whole output, or the first
+/// `{...}` in it).
+fn confidence_of(response: &str, field: &str) -> Option<f64> {
+    let parsed: Option<serde_json::Value> =
+        serde_json::from_str(response.trim()).ok().or_else(|| {
+            let start = response.find('{')?;
+            let end = response.rfind('}')?;
+            serde_json::from_str(response.get(start..=end)?).ok()
+        });
+    let v = parsed?;
+    let n = v.get(field)?;
+    n.as_f64()
+        .or_else(|| n.as_str().and_then(|s| s.trim().parse().ok()))
+}
+
+/// Who may answer from this machine (CLI, terminal, auto-approve): the
+/// identity is the OS user or `--as NAME`; admins come from `STRANDS_ADMINS`.
+/// Slack groups cannot be resolved here, so group approvers are not matched.
+fn authorize_locally(
+    gate: &gate::OpenGate,
+    session: &Session,
+    answer: &Answer,
+) -> std::result::Result<(), String> {
+    if answer.via == "timeout" {
+        return Ok(());
+    }
+    let admins = admins_from_env();
+    gate::authorize(
+        gate,
+        &answer.decision,
+        &gate::Identity {
+            who: &answer.by,
+            started_by: &session.started_by,
+            in_bot: false,
+            admins: &admins,
+            member_of: &|_| false,
+        },
+    )
+}
+
+/// `STRANDS_ADMINS`: a comma-separated list of identities that may answer any gate.
+pub fn admins_from_env() -> Vec<String> {
+    std::env::var("STRANDS_ADMINS")
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// Records that a gate asked: a digest of exactly what was shown, and a

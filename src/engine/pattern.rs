@@ -201,3 +201,40 @@ pub fn last_response(state: &PatternState) -> Option<String> {
             .map(|r| r.response.clone()),
     }
 }
+
+/// Forgets a step's result (and, in a chain, every later one) so `next`
+/// runs it again: a triggered gate's `modify`.
+pub fn forget(state: &mut PatternState, position: &Position) -> Result<()> {
+    match (state, position) {
+        (PatternState::Chain { next, steps }, Position::Step(i)) => {
+            for slot in steps.iter_mut().skip(*i) {
+                *slot = None;
+            }
+            *next = *i;
+            Ok(())
+        }
+        (PatternState::Workflow { tasks }, Position::Task(id)) => {
+            tasks.remove(id);
+            Ok(())
+        }
+        _ => Err(mismatch()),
+    }
+}
+
+/// Finished agent steps in the order they finished: where triggers look.
+pub fn agent_records(state: &PatternState) -> Vec<(Position, &StepRecord)> {
+    let mut out: Vec<(Position, &StepRecord)> = match state {
+        PatternState::Chain { steps, .. } => steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().map(|r| (Position::Step(i), r)))
+            .collect(),
+        PatternState::Workflow { tasks } => tasks
+            .iter()
+            .map(|(id, r)| (Position::Task(id.clone()), r))
+            .collect(),
+    };
+    out.retain(|(_, r)| r.kind == crate::session::RecordKind::Agent);
+    out.sort_by_key(|(_, r)| r.finished_at);
+    out
+}

@@ -13,6 +13,8 @@
 //! 1. `shell`, and tools negated in `allowed_tools` (`!name`): always ask,
 //!    never trusted;
 //! 2. tools the human trusted in this run: run;
+//!    then `hitl.preset` strict/paranoid (every call) and standard
+//!    (external tools) ask;
 //! 3. `require_approval: true`: ask (when `approval_condition` holds);
 //! 4. `require_approval: false`: run;
 //! 5. listed in `allowed_tools` (or `*`): run; `allowed_tools` given but not
@@ -51,6 +53,9 @@ pub struct Toolbox {
     allowed: Option<Vec<String>>,
     enable_trust: bool,
     agent: String,
+    /// The `hitl.preset`'s demands: every call asks, or these tools ask.
+    ask_all: bool,
+    ask_tools: Vec<String>,
     pub env: ToolEnv,
 }
 
@@ -99,6 +104,8 @@ impl Toolbox {
             allowed: agent.allowed_tools.clone(),
             enable_trust: agent.enable_trust,
             agent: agent.id.clone(),
+            ask_all: spec.hitl.ask_all_tools,
+            ask_tools: spec.hitl.ask_tools.clone(),
             env: ToolEnv {
                 workspace: spec.tools.workspace.clone(),
                 http,
@@ -269,6 +276,10 @@ impl Toolbox {
         }
         if session.trusted_tools.contains(name) {
             return Verdict::Run;
+        }
+        // A preset's demands come before the spec's relaxations.
+        if self.ask_all || self.ask_tools.iter().any(|t| t == name) {
+            return ask(false);
         }
         match policy.require_approval {
             Some(true) => return ask(true),

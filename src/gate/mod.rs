@@ -32,6 +32,10 @@ pub enum Decision {
     Edit { arguments: serde_json::Value },
     /// Tool calls: approve, and approve this tool for the rest of the run.
     Trust,
+    /// Timeouts only (`fallback_action: skip`): the gate passes with no response.
+    Skip,
+    /// Timeouts only (`fallback_action: abort`): the run ends `failed`.
+    Abort { reason: Option<String> },
 }
 
 impl Decision {
@@ -44,6 +48,8 @@ impl Decision {
             Decision::Respond { .. } => "responded",
             Decision::Edit { .. } => "approved with edits",
             Decision::Trust => "trusted",
+            Decision::Skip => "skipped",
+            Decision::Abort { .. } => "aborted",
         }
     }
 }
@@ -109,6 +115,112 @@ pub struct OpenGate {
     /// The chat channel the spec names for this gate.
     #[serde(default)]
     pub channel: Option<String>,
+    /// Who may answer; empty: anyone who can reach the gate.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    /// Approvals needed before the gate passes.
+    #[serde(default = "one")]
+    pub approvals_required: u32,
+    /// Whether the run's starter may approve; `None`: the channel's default
+    /// (the bot forbids it for manual and tool gates, the CLI allows it).
+    #[serde(default)]
+    pub allow_self_approval: Option<bool>,
+    /// Approvals so far, while a quorum is being gathered.
+    #[serde(default)]
+    pub approvals: Vec<Approval>,
+    /// Set for gates the run itself triggered (`hitl.gates`): the trigger's
+    /// id. Such a gate reviews the step at `position` (modify re-runs it)
+    /// and records nothing in the pattern's state when approved.
+    #[serde(default)]
+    pub trigger: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One approval towards a quorum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+/// Who is answering, and what the channel knows about them.
+pub struct Identity<'a> {
+    pub who: &'a str,
+    /// The run's starter.
+    pub started_by: &'a str,
+    /// The Slack bot (self-approval is off by default there).
+    pub in_bot: bool,
+    /// Bot-wide admins: they may answer any gate.
+    pub admins: &'a [String],
+    /// Whether `who` belongs to a group id (`S…`) listed as approver.
+    pub member_of: &'a dyn Fn(&str) -> bool,
+}
+
+/// Whether `id` may give `decision` at `gate`: self-approval first (admins
+/// too — nobody approves their own run where that is off), then the
+/// approver list (admins and group members count). The error is what the
+/// person is told.
+pub fn authorize(
+    gate: &OpenGate,
+    decision: &Decision,
+    id: &Identity<'_>,
+) -> std::result::Result<(), String> {
+    let approves = matches!(
+        decision,
+        Decision::Approve | Decision::Edit { .. } | Decision::Trust
+    ) || matches!(decision, Decision::Respond { text } if text.trim().eq_ignore_ascii_case("approved"));
+    let self_ok = gate
+        .allow_self_approval
+        .unwrap_or(!(id.in_bot && gate.kind != GateKind::Hitl));
+    if approves && !self_ok && id.who == id.started_by {
+        return Err(
+            "you started this run, so you cannot approve it (allow_self_approval is off)".into(),
+        );
+    }
+    if gate.approvers.is_empty() || id.admins.iter().any(|a| a == id.who) {
+        return Ok(());
+    }
+    let listed = gate
+        .approvers
+        .iter()
+        .any(|a| a == id.who || (is_group(a) && (id.member_of)(a)));
+    if listed {
+        Ok(())
+    } else {
+        let names: Vec<String> = gate.approvers.iter().map(|a| show_approver(a)).collect();
+        Err(format!(
+            "you are not an approver for this gate (approvers: {})",
+            names.join(", ")
+        ))
+    }
+}
+
+/// Slack user-group ids start with `S`.
+pub fn is_group(approver: &str) -> bool {
+    approver.len() > 2
+        && approver.starts_with('S')
+        && approver
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        && approver.chars().any(|c| c.is_ascii_digit())
+}
+
+/// How an approver is named in messages: mentions for Slack ids.
+pub fn show_approver(a: &str) -> String {
+    if is_group(a) {
+        format!("<!subteam^{a}>")
+    } else if a.len() > 1
+        && (a.starts_with('U') || a.starts_with('W'))
+        && a.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    {
+        format!("<@{a}>")
+    } else {
+        a.to_string()
+    }
 }
 
 impl OpenGate {
@@ -146,6 +258,10 @@ pub enum Outcome {
     Rerun { feedback: String },
     /// End the run rejected.
     Cancel { reason: Option<String> },
+    /// The gate passes with no response (a timeout's `skip`).
+    Skip,
+    /// End the run failed (a timeout's `abort`).
+    Abort { reason: Option<String> },
     /// Keep waiting.
     StayPaused,
 }
@@ -170,6 +286,10 @@ pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
             }
         }
         Decision::Defer => Outcome::StayPaused,
+        Decision::Skip => Outcome::Skip,
+        Decision::Abort { reason } => Outcome::Abort {
+            reason: reason.clone(),
+        },
         Decision::Edit { .. } | Decision::Trust => {
             return Err(Error::Usage(
                 "--edit-args and --trust answer tool calls; this gate is not one".into(),
@@ -199,24 +319,56 @@ pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
     })
 }
 
-/// The answer a timed-out gate gets: a `hitl` gate's `default` (fail closed
-/// with a rejection when it has none), a manual gate's `fallback_action`.
+/// The answer a timed-out gate gets from its `fallback_action` (a `hitl`
+/// gate without one answers its `default`). Every path without a usable
+/// answer rejects (fail closed): `default` with no default, and `escalate`
+/// — the bot escalates before it gets here ([`crate::slack::timers`]); what
+/// is left is an escalation nobody answered, or no bot to escalate.
 pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
-    let decision = match gate.kind {
-        GateKind::ToolCall => Decision::Reject {
+    let by_fallback = |what: &str| {
+        Some(format!(
+            "{what} by fallback (fallback_action: {})",
+            gate.fallback.name()
+        ))
+    };
+    let decision = match (gate.kind, gate.fallback) {
+        (GateKind::ToolCall, _) => Decision::Reject {
             reason: Some("timed out".into()),
         },
-        GateKind::Hitl => match &gate.default {
+        (_, Fallback::Continue) => Decision::Approve,
+        (_, Fallback::Cancel) => Decision::Reject {
+            reason: by_fallback("rejected"),
+        },
+        (_, Fallback::Skip) => Decision::Skip,
+        (_, Fallback::Abort) => Decision::Abort {
+            reason: by_fallback("aborted"),
+        },
+        (GateKind::Hitl, Fallback::Default) => match &gate.default {
             Some(d) => Decision::Respond { text: d.clone() },
             None => Decision::Reject {
                 reason: Some("timed out with no default answer".into()),
             },
         },
-        GateKind::ManualGate => match gate.fallback {
-            Fallback::Continue => Decision::Approve,
-            Fallback::Cancel => Decision::Reject {
-                reason: Some("timed out (fallback_action: cancel)".into()),
-            },
+        (GateKind::ManualGate, Fallback::Default) => {
+            match gate
+                .default
+                .as_deref()
+                .map(|d| d.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                Some("approve" | "approved") => Decision::Approve,
+                Some("reject" | "rejected") => Decision::Reject {
+                    reason: Some(
+                        "rejected by fallback (fallback_action: default, default: reject)".into(),
+                    ),
+                },
+                _ => Decision::Reject {
+                    reason: Some("timed out with no default answer".into()),
+                },
+            }
+        }
+        (_, Fallback::Escalate) => Decision::Reject {
+            reason: by_fallback("rejected"),
         },
     };
     Answer {
@@ -251,6 +403,11 @@ pub fn open(
         fallback: spec.fallback,
         require_reason: spec.require_reason,
         channel: spec.channel.clone(),
+        approvers: spec.approvers.clone().unwrap_or_default(),
+        approvals_required: spec.approvals_required.unwrap_or(1).max(1),
+        allow_self_approval: spec.allow_self_approval,
+        approvals: Vec::new(),
+        trigger: None,
         opened_at: now,
         timeout_at: spec
             .timeout_secs
@@ -339,7 +496,40 @@ pub fn accept(
     }
     let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
     if gate.kind != GateKind::ToolCall {
-        audit_answer(session, &gate, answer, waited_ms);
+        // A timeout's answer is final; it never counts as one vote.
+        let approves = matches!(answer.decision, Decision::Approve) && answer.via != "timeout";
+        if approves && gate.approvals_required > 1 {
+            // A quorum: one person counts once; the gate passes at N.
+            if gate.approvals.iter().any(|a| a.by == answer.by) {
+                return Err(Refusal::Invalid(format!(
+                    "you already approved this gate ({} of {} approvals)",
+                    gate.approvals.len(),
+                    gate.approvals_required
+                )));
+            }
+            audit_answer(session, &gate, answer, waited_ms);
+            let Some(open) = session.gate.as_mut() else {
+                return Err(Refusal::NotPaused(session.status));
+            };
+            open.approvals.push(Approval {
+                by: answer.by.clone(),
+                at: answer.at,
+            });
+            if (open.approvals.len() as u32) < open.approvals_required {
+                session.history.push(GateEvent {
+                    gate: gate.id.clone(),
+                    instance: gate.instance,
+                    asked_at: Some(gate.opened_at),
+                    what: GateEventKind::Answered {
+                        answer: answer.clone(),
+                        waited_ms,
+                    },
+                });
+                return Ok(());
+            }
+        } else {
+            audit_answer(session, &gate, answer, waited_ms);
+        }
         session.pending_answer = Some(answer.clone());
         session.status = Status::Running;
         return Ok(());
@@ -519,6 +709,10 @@ mod tests {
             preview_length: 10,
             require_reason: false,
             channel: None,
+            approvers: None,
+            approvals_required: None,
+            allow_self_approval: None,
+            timers: Default::default(),
         };
         let now = Utc::now();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

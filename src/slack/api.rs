@@ -152,6 +152,29 @@ impl SlackApi {
         Ok(res.ts.0)
     }
 
+    /// Posts a message; returns the channel Slack put it in (a user id
+    /// becomes the direct-message channel a click will name) and its `ts`.
+    pub async fn post_message_in(
+        &self,
+        channel: &str,
+        text: &str,
+        blocks: Vec<Value>,
+    ) -> Result<(String, String)> {
+        let content = SlackMessageContent::new()
+            .with_text(text.to_string())
+            .with_blocks(Self::blocks(blocks)?);
+        let req = SlackApiChatPostMessageRequest::new(channel.into(), content);
+        let res = self
+            .retrying("chat.postMessage", || async {
+                self.client
+                    .open_session(&self.token)
+                    .chat_post_message(&req)
+                    .await
+            })
+            .await?;
+        Ok((res.channel.0, res.ts.0))
+    }
+
     pub async fn update(
         &self,
         channel: &str,
@@ -184,6 +207,20 @@ impl SlackApi {
         })
         .await
         .map(|_| ())
+    }
+
+    /// The members of a user group (`usergroups.users.list`).
+    pub async fn usergroup_members(&self, group: &str) -> Result<Vec<String>> {
+        let req = SlackApiUserGroupsUsersListRequest::new(group.into());
+        let res = self
+            .retrying("usergroups.users.list", || async {
+                self.client
+                    .open_session(&self.token)
+                    .usergroups_users_list(&req)
+                    .await
+            })
+            .await?;
+        Ok(res.users.into_iter().map(|u| u.0).collect())
     }
 
     /// Opens a modal. No retries: a `trigger_id` works once, within 3 s.

@@ -45,6 +45,8 @@ pub struct Inner {
     /// Channels with an approval message posted but not yet indexed: Slack
     /// shows a message before `chat.postMessage` returns its `ts` to us.
     posting: Mutex<HashMap<String, usize>>,
+    /// User-group members by group id, with when they were fetched.
+    groups: Mutex<HashMap<String, (std::time::Instant, HashSet<String>)>>,
     /// Background drives, so shutdown can wait for them.
     tasks: tokio_util::task::TaskTracker,
     /// Tool-approval messages by (channel, ts): per-call decisions re-render
@@ -72,6 +74,7 @@ impl App {
             metrics,
             driving: Mutex::new(HashSet::new()),
             posting: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             updates: Mutex::new(HashMap::new()),
         })))
@@ -198,6 +201,9 @@ impl App {
             .is_some_and(|g| g.kind == GateKind::ToolCall && g.handle() == handle);
         if let Some(gate) = &session.gate {
             if gate.handle() == handle {
+                if let Err(why) = self.authorize(gate, &session, &answer).await {
+                    return Ok(Err(why));
+                }
                 let spec = Engine::spec_of(&session)?;
                 if tool_gate {
                     // An edited MCP call is checked against its server's
@@ -238,6 +244,15 @@ impl App {
             });
             return Ok(Ok(()));
         }
+        if recorded.status == Status::Paused {
+            // A quorum still gathering: show the progress, keep the buttons.
+            self.tasks.spawn(async move {
+                if let Err(e) = app.show_progress(&recorded, &channel, &ts).await {
+                    tracing::warn!(session = %recorded.id, "could not update the approval message: {e}");
+                }
+            });
+            return Ok(Ok(()));
+        }
         self.drive(recorded.id.clone());
         self.tasks.spawn(async move {
             if let Err(e) = app.show_decision(&recorded, &channel, &ts, &answer).await {
@@ -245,6 +260,93 @@ impl App {
             }
         });
         Ok(Ok(()))
+    }
+
+    /// Whether the clicker may answer: approvers (users, groups resolved
+    /// through `usergroups.users.list` and cached), admins, self-approval.
+    async fn authorize(
+        &self,
+        gate: &crate::gate::OpenGate,
+        session: &Session,
+        answer: &Answer,
+    ) -> std::result::Result<(), String> {
+        // The bot-wide default applies when neither gate nor workflow names anyone.
+        let mut with_default;
+        let gate = if gate.approvers.is_empty() && !self.config.default_approvers.is_empty() {
+            with_default = gate.clone();
+            with_default.approvers = self.config.default_approvers.clone();
+            &with_default
+        } else {
+            gate
+        };
+        let mut members: HashMap<String, HashSet<String>> = HashMap::new();
+        for group in gate.approvers.iter().filter(|a| crate::gate::is_group(a)) {
+            match self.group_members(group).await {
+                Ok(m) => {
+                    members.insert(group.clone(), m);
+                }
+                // Fail closed: an unresolvable group admits nobody.
+                Err(e) => tracing::warn!(group, "could not resolve a user group: {e}"),
+            }
+        }
+        let who = answer.by.clone();
+        let member_of = move |g: &str| members.get(g).is_some_and(|m| m.contains(&who));
+        crate::gate::authorize(
+            gate,
+            &answer.decision,
+            &crate::gate::Identity {
+                who: &answer.by,
+                started_by: &session.started_by,
+                in_bot: true,
+                admins: &self.config.admins,
+                member_of: &member_of,
+            },
+        )
+    }
+
+    /// A user group's members, cached for five minutes.
+    async fn group_members(&self, group: &str) -> Result<HashSet<String>> {
+        const TTL: std::time::Duration = std::time::Duration::from_secs(300);
+        if let Some((at, m)) = self
+            .groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(group)
+        {
+            if at.elapsed() < TTL {
+                return Ok(m.clone());
+            }
+        }
+        let users: HashSet<String> = self
+            .api
+            .usergroup_members(group)
+            .await?
+            .into_iter()
+            .collect();
+        self.groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                group.to_string(),
+                (std::time::Instant::now(), users.clone()),
+            );
+        Ok(users)
+    }
+
+    /// Re-renders the approval message with the quorum's progress.
+    async fn show_progress(&self, session: &Session, channel: &str, ts: &str) -> Result<()> {
+        let Some(gate) = &session.gate else {
+            return Ok(());
+        };
+        let view =
+            ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+        let text = format!(
+            "{} of {} approvals",
+            gate.approvals.len(),
+            gate.approvals_required
+        );
+        let blocks = self.templates.approval(&view)?;
+        self.api.update(channel, ts, &text, blocks).await
     }
 
     /// The session and gate a message asks about. A click can arrive before
@@ -569,6 +671,12 @@ impl HumanChannel for SlackChannel {
             .notification
             .as_ref()
             .is_some_and(|n| n.ts.is_some() && Some(&n.gate) == handle.as_ref());
+        // The gate's timeout, reminders and escalation (once per asking; a
+        // bot-wide default timeout is written into the gate first, so the
+        // message shows it).
+        if let Err(e) = super::timers::arm(&self.app, &session.id).await {
+            tracing::error!(session = %session.id, "could not arm the gate's timers: {e}");
+        }
         if !already {
             if let Err(e) = self.app.notify(&session.id).await {
                 // Recorded on the session; `strands sessions notify ID` retries.
@@ -582,6 +690,10 @@ impl HumanChannel for SlackChannel {
         if let Err(e) = self.app.post_progress(session, event).await {
             tracing::warn!(session = %session.id, "progress not posted: {e}");
         }
+        if let Progress::GateAnswered { gate, answer } = event {
+            // An escalated gate was asked in several messages: all show it.
+            super::timers::after_answer(&self.app, session, gate, answer).await;
+        }
     }
 }
 
@@ -594,6 +706,8 @@ pub fn decision_name(a: &Answer) -> &'static str {
         crate::gate::Decision::Respond { .. } => "respond",
         crate::gate::Decision::Edit { .. } => "edit",
         crate::gate::Decision::Trust => "trust",
+        crate::gate::Decision::Skip => "skip",
+        crate::gate::Decision::Abort { .. } => "abort",
     }
 }
 

@@ -294,6 +294,18 @@ pub struct ApprovalView {
     /// RFC 3339.
     pub timeout_at: Option<String>,
     pub timeout_unix: Option<i64>,
+    /// Who may answer (user ids, group ids or names); empty: anyone.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    /// Approvals needed, and who has approved so far.
+    #[serde(default = "one")]
+    pub approvals_required: u32,
+    #[serde(default)]
+    pub approvals: Vec<String>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl ApprovalView {
@@ -324,6 +336,9 @@ impl ApprovalView {
                 .timeout_at
                 .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
             timeout_unix: gate.timeout_at.map(|t| t.timestamp()),
+            approvers: gate.approvers.clone(),
+            approvals_required: gate.approvals_required,
+            approvals: gate.approvals.iter().map(|a| a.by.clone()).collect(),
         }
     }
 }
@@ -358,6 +373,8 @@ impl DecidedView {
                 "approve",
                 Some("and trusted the tool for this run".to_string()),
             ),
+            Decision::Skip => ("skip", None),
+            Decision::Abort { reason } => ("abort", reason.clone()),
         };
         DecidedView {
             approval,
@@ -706,12 +723,15 @@ fn truncate_chars(value: &str, max: usize) -> String {
     out
 }
 
-/// `who|mention`: `<@U…>` for a Slack user id, escaped text (at most 100
+/// `who|mention`: `<@U…>` for a Slack user id, `<!subteam^S…>` for a user
+/// group id, escaped text (at most 100
 /// chars) for anything else, `someone` for nothing.
 fn mention_filter(value: &str) -> String {
     let who = value.trim();
     if is_slack_user_id(who) {
         format!("<@{who}>")
+    } else if crate::gate::is_group(who) {
+        format!("<!subteam^{who}>")
     } else if who.is_empty() {
         "someone".to_string()
     } else {
@@ -1452,6 +1472,9 @@ fn sample_approval(kind: GateKind) -> ApprovalView {
         session_id: "3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f".into(),
         timeout_at: Some("2025-11-21T10:00:00Z".into()),
         timeout_unix: Some(1_763_719_200),
+        approvers: vec!["U04APPROVER".into(), "S0APPROVERS".into(), "dana".into()],
+        approvals_required: 2,
+        approvals: vec!["U04APPROVER".into()],
     }
 }
 
@@ -1569,6 +1592,11 @@ mod tests {
             timeout_at: Some(chrono::Utc::now() + chrono::Duration::seconds(60)),
             require_reason: false,
             channel: None,
+            approvers: Vec::new(),
+            approvals_required: 1,
+            allow_self_approval: None,
+            approvals: Vec::new(),
+            trigger: None,
         };
         ApprovalView::from_gate(&gate, &nasty(500), &nasty(300), &nasty(300))
     }
@@ -1908,6 +1936,9 @@ mod tests {
             session_id: String::new(),
             timeout_at: None,
             timeout_unix: None,
+            approvers: vec![String::new()],
+            approvals_required: 3,
+            approvals: vec![String::new()],
         };
         t.approval(&v).unwrap();
         let d = DecidedView {
@@ -2048,6 +2079,8 @@ mod tests {
             trusted_tools: Default::default(),
             denied_calls: Default::default(),
             audit: Vec::new(),
+            triggers_fired: Default::default(),
+            final_approved: false,
             rev: 1,
         }
     }

@@ -42,6 +42,10 @@ pub struct Config {
     pub templates: Option<PathBuf>,
     /// Largest request body accepted on Slack routes.
     pub max_body_bytes: usize,
+    /// `STRANDS_ADMINS`: Slack user ids that may answer any gate.
+    pub admins: Vec<String>,
+    /// `STRANDS_APPROVERS`: who may answer gates whose spec names nobody.
+    pub default_approvers: Vec<String>,
 }
 
 /// Flag values that override the environment.
@@ -110,12 +114,23 @@ impl Config {
                 .templates
                 .or_else(|| get("STRANDS_TEMPLATES").map(PathBuf::from)),
             max_body_bytes,
+            admins: list(get("STRANDS_ADMINS")),
+            default_approvers: list(get("STRANDS_APPROVERS")),
         })
     }
 
     pub fn from_env(store: PathBuf, o: Overrides) -> Result<Config> {
         Self::from_lookup(|k| std::env::var(k).ok(), store, o)
     }
+}
+
+/// A comma-separated list.
+fn list(v: Option<String>) -> Vec<String> {
+    v.unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod config;
 pub mod interactions;
 pub mod metrics;
 pub mod server;
+pub mod timers;
 
 use crate::error::{Error, Result};
 use crate::session::Status;
@@ -30,6 +31,9 @@ pub async fn serve(config: config::Config) -> Result<()> {
     let store = Store::open(&config.store)?;
     let bind = config.bind;
     let app = app::App::new(config, store)?;
+    // Timeouts, reminders and escalations that came due while the bot was
+    // away fire first, before any click is taken; then the timer task runs.
+    timers::start(&app).await?;
     recover(&app)?;
     let listener = tokio::net::TcpListener::bind(bind)
         .await

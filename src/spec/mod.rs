@@ -50,6 +50,9 @@ pub struct Spec {
     /// `security.redact` patterns plus the built-in secret patterns: applied
     /// to what gates show and what the audit log keeps.
     pub redactor: crate::audit::redact::Redactor,
+    pub approval: ApprovalDefaults,
+    /// seed 001's preset (tool policy) and run-triggered gates.
+    pub hitl: HitlSpec,
     /// Problems that do not stop a run (e.g. a provider this build lacks is only
     /// refused when a run needs it).
     pub warnings: Vec<String>,
@@ -269,12 +272,123 @@ pub enum GateKind {
     ToolCall,
 }
 
-/// What a manual gate does when its timeout passes unanswered.
+/// What a gate does when its timeout passes unanswered (`fallback_action`,
+/// seed 001 §2.4.1). Stored with open gates under these names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fallback {
+    /// `approve` (or `continue`): the gate passes as approved.
     Continue,
+    /// `reject` (or `cancel`): the run ends rejected.
     Cancel,
+    /// `skip`: the gate passes with no response.
+    Skip,
+    /// `abort`: the run ends failed (not rejected).
+    Abort,
+    /// `default`: the gate's `default` answer (a `hitl` gate's text; a manual
+    /// gate's `approve` or `reject`). A `hitl` gate without `fallback_action`.
+    Default,
+    /// `escalate`: the bot re-posts the request to `escalation_target` and
+    /// waits one more timeout, then rejects; without the bot it rejects.
+    Escalate,
+}
+
+impl Fallback {
+    /// The `fallback_action` word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fallback::Continue => "approve",
+            Fallback::Cancel => "reject",
+            Fallback::Skip => "skip",
+            Fallback::Abort => "abort",
+            Fallback::Default => "default",
+            Fallback::Escalate => "escalate",
+        }
+    }
+}
+
+/// Reminders and escalation of a gate; the Slack bot acts on them
+/// (`slack::timers`), the CLI ignores them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GateTimers {
+    /// Between reminders in the approval thread (`reminder_interval`).
+    pub reminder_interval: Option<std::time::Duration>,
+    /// Reminders at most (`max_reminders`, default 3).
+    pub max_reminders: u32,
+    /// Without an answer this long, the request is re-posted to
+    /// `escalation_target` (`escalation_timeout`).
+    pub escalation_timeout: Option<std::time::Duration>,
+    pub escalation_target: Vec<EscalationTarget>,
+}
+
+/// Default `max_reminders` when `reminder_interval` is set.
+pub const DEFAULT_MAX_REMINDERS: u32 = 3;
+
+/// Who an escalated request goes to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "snake_case")]
+pub enum EscalationTarget {
+    /// A Slack user id (`U…`/`W…`): mentioned, and sent the request directly
+    /// when no channel is named.
+    User(String),
+    /// A Slack user group id (`S…`): mentioned.
+    Group(String),
+    /// A channel id (`C…`/`G…`) or name (without `#`): the request is posted there.
+    Channel(String),
+}
+
+impl EscalationTarget {
+    /// How the target is named in a message (a mention for people).
+    pub fn mention(&self) -> String {
+        match self {
+            EscalationTarget::User(u) => format!("<@{u}>"),
+            EscalationTarget::Group(g) => format!("<!subteam^{g}>"),
+            EscalationTarget::Channel(c) if looks_like_channel_id(c) => format!("<#{c}>"),
+            EscalationTarget::Channel(c) => format!("#{c}"),
+        }
+    }
+
+    /// Parses one `escalation_target` entry.
+    pub fn parse(raw: &str) -> std::result::Result<Self, String> {
+        let t = raw.trim();
+        let id = |s: &str| {
+            s.len() > 1
+                && s.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        };
+        if let Some(name) = t.strip_prefix('#') {
+            let ok = !name.is_empty()
+                && name.chars().all(|c| {
+                    c.is_ascii_lowercase()
+                        || c.is_ascii_digit()
+                        || "-_.".contains(c)
+                        || !c.is_ascii()
+                });
+            return if ok {
+                Ok(EscalationTarget::Channel(name.to_string()))
+            } else {
+                Err(format!("`{t}` is not a channel name"))
+            };
+        }
+        if id(t) {
+            match t.as_bytes()[0] {
+                b'U' | b'W' => return Ok(EscalationTarget::User(t.to_string())),
+                b'S' => return Ok(EscalationTarget::Group(t.to_string())),
+                b'C' | b'G' => return Ok(EscalationTarget::Channel(t.to_string())),
+                _ => {}
+            }
+        }
+        Err(format!(
+            "`{t}` is not a Slack user id (U…), user group id (S…) or channel (C… or #name)"
+        ))
+    }
+}
+
+fn looks_like_channel_id(c: &str) -> bool {
+    c.len() > 1
+        && (c.starts_with('C') || c.starts_with('G'))
+        && c.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
 }
 
 /// A human gate, from either syntax, normalised.
@@ -284,9 +398,11 @@ pub struct GateSpec {
     pub kind: GateKind,
     pub prompt: String,
     pub context_display: Option<String>,
-    /// hitl: the answer used when the timeout passes.
+    /// The answer `fallback_action: default` gives (a `hitl` gate's text; a
+    /// manual gate's `approve` or `reject`).
     pub default: Option<String>,
-    /// Seconds; `None` (or 0 in the file) means no timeout.
+    /// Seconds; `None` (or 0 in the file) means no timeout. At most
+    /// [`max_timeout_secs`].
     pub timeout_secs: Option<u64>,
     pub fallback: Fallback,
     pub condition: Option<String>,
@@ -296,12 +412,72 @@ pub struct GateSpec {
     pub require_reason: bool,
     /// The chat channel whose members approve this gate (the Slack bot).
     pub channel: Option<String>,
+    /// Who may answer (the workflow's `security.approvers` when unset).
+    pub approvers: Option<Vec<String>>,
+    pub approvals_required: Option<u32>,
+    pub allow_self_approval: Option<bool>,
+    /// Reminders and escalation (the bot).
+    pub timers: GateTimers,
+}
+
+/// `hitl:` resolved: what the preset asks of tools, and the gates the run
+/// itself triggers.
+#[derive(Debug, Clone, Default)]
+pub struct HitlSpec {
+    pub preset: Option<String>,
+    /// Every tool call asks (presets strict and paranoid).
+    pub ask_all_tools: bool,
+    /// These tools always ask (preset standard: external tools).
+    pub ask_tools: Vec<String>,
+    pub triggers: Vec<TriggerSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trigger {
+    /// Approve the final answer before the run completes.
+    FinalResponse,
+    /// Pause once when the run's token use passes this.
+    Budget { tokens: u64 },
+    /// Pause after a step whose JSON output reports `field` below `threshold`.
+    Confidence { threshold: f64, field: String },
+    /// Pause after a step when the condition holds.
+    Custom { condition: String },
+    /// Approve an orchestrator's plan (takes effect with that pattern).
+    PlanApproval,
+}
+
+#[derive(Debug, Clone)]
+pub struct TriggerSpec {
+    pub id: String,
+    pub trigger: Trigger,
+    pub prompt: String,
+    /// Only steps of these agents (all when `None`).
+    pub agents: Option<Vec<String>>,
+}
+
+/// Workflow-wide approval defaults (`security.approvers`,
+/// `security.approvals_required`, `security.allow_self_approval`).
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalDefaults {
+    pub approvers: Vec<String>,
+    pub approvals_required: Option<u32>,
+    pub allow_self_approval: Option<bool>,
 }
 
 #[derive(Debug, Clone)]
 pub struct ArtifactSpec {
     pub path: String,
     pub from: String,
+}
+
+/// The longest gate timeout: 7 days, or `STRANDS_MAX_TIMEOUT_DAYS`.
+pub fn max_timeout_secs() -> u64 {
+    let days = std::env::var("STRANDS_MAX_TIMEOUT_DAYS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|d| *d > 0)
+        .unwrap_or(7);
+    days.saturating_mul(86_400)
 }
 
 /// Default characters of preview shown at a gate.

@@ -35,6 +35,37 @@ pub struct Document<C> {
     pub tools: Option<Tools>,
     pub outputs: Option<Outputs>,
     pub security: Option<S<Value>>,
+    /// Ours: seed 001's gate types and presets.
+    pub hitl: Option<Hitl>,
+}
+
+/// `hitl:`: a preset and extra gates triggered by the run itself.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hitl {
+    /// minimal | standard | strict | paranoid (seed 001 §3.3).
+    pub preset: Option<S<String>>,
+    pub gates: Option<Vec<S<TriggerGate>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerGate {
+    /// final_response | budget_based | threshold_based | custom | plan_approval
+    #[serde(rename = "type")]
+    pub kind: S<String>,
+    pub id: Option<String>,
+    pub prompt: Option<S<String>>,
+    /// budget_based: tokens used by the run.
+    pub cost_threshold: Option<f64>,
+    /// threshold_based: pause when the step's `field` is below this.
+    pub confidence_threshold: Option<f64>,
+    /// threshold_based: the JSON field of the step's output (default `confidence`).
+    pub field: Option<String>,
+    /// custom: a condition over the templates' variables and `response`.
+    pub condition: Option<S<String>>,
+    /// Only steps of these agents.
+    pub agents: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -230,9 +261,9 @@ pub struct Step {
     pub prompt: Option<S<String>>,
     pub context_display: Option<S<String>>,
     pub default: Option<S<String>>,
-    pub timeout_seconds: Option<u64>,
+    pub timeout_seconds: Option<S<u64>>,
     pub condition: Option<S<String>>,
-    pub timeout_minutes: Option<u64>,
+    pub timeout_minutes: Option<S<u64>>,
     pub fallback_action: Option<S<String>>,
     pub show_preview: Option<bool>,
     pub preview_length: Option<usize>,
@@ -240,4 +271,19 @@ pub struct Step {
     pub require_reason: Option<bool>,
     /// Ours: the chat channel that approves this gate (the bot).
     pub channel: Option<S<String>>,
+    /// Who may answer: Slack user ids (`U…`), group ids (`S…`) or CLI names.
+    pub approvers: Option<Vec<String>>,
+    /// Approvals needed before the gate passes (N of the approvers).
+    pub approvals_required: Option<u32>,
+    /// Whether whoever started the run may approve it.
+    pub allow_self_approval: Option<bool>,
+    /// Ours: minutes between reminders in the approval thread (fractions allowed).
+    pub reminder_interval: Option<S<f64>>,
+    /// Ours: how many reminders at most (default 3).
+    pub max_reminders: Option<S<u32>>,
+    /// Ours: minutes without an answer before the request goes to `escalation_target`.
+    pub escalation_timeout: Option<S<f64>>,
+    /// Ours: who gets an escalated request: Slack user ids (`U…`), group ids
+    /// (`S…`) and/or a channel (`C…` or `#name`); one id or a list.
+    pub escalation_target: Option<S<Value>>,
 }

@@ -118,6 +118,8 @@ struct Common {
     artifacts: Vec<ArtifactSpec>,
     tools: ToolsConfig,
     redactor: crate::audit::redact::Redactor,
+    approval: ApprovalDefaults,
+    hitl: HitlSpec,
 }
 
 impl Common {
@@ -135,6 +137,8 @@ impl Common {
             artifacts: self.artifacts,
             tools: self.tools,
             redactor: self.redactor,
+            approval: self.approval,
+            hitl: self.hitl,
             warnings: Vec::new(),
         }
     }
@@ -375,7 +379,11 @@ impl Validator {
             }
         }
         let redactor = self.redactor(doc.security.as_ref());
+        let approval = approval_defaults(doc.security.as_ref().map(|s| &s.value));
+        let hitl = self.hitl(doc.hitl.as_ref());
         Common {
+            hitl,
+            approval,
             redactor,
             tools,
             name: doc.name.value.trim().to_string(),
@@ -893,6 +901,129 @@ impl Validator {
         }
     }
 
+    /// `hitl:`: a preset (seed 001 §3.3) and run-triggered gates (§2.1.1).
+    fn hitl(&mut self, h: Option<&raw::Hitl>) -> HitlSpec {
+        let mut out = HitlSpec::default();
+        let Some(h) = h else { return out };
+        if let Some(p) = &h.preset {
+            let name = p.value.trim().to_string();
+            match name.as_str() {
+                "minimal" => {}
+                "standard" => {
+                    out.ask_tools = ["web_search", "send_email", "api_call", "http_request"]
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect();
+                }
+                "strict" | "paranoid" => {
+                    out.ask_all_tools = true;
+                    out.triggers.push(TriggerSpec {
+                        id: "final_response".into(),
+                        trigger: Trigger::FinalResponse,
+                        prompt: "Approve the final answer?".into(),
+                        agents: None,
+                    });
+                    if name == "paranoid" {
+                        out.triggers.push(TriggerSpec {
+                            id: "plan_approval".into(),
+                            trigger: Trigger::PlanApproval,
+                            prompt: "Approve the plan?".into(),
+                            agents: None,
+                        });
+                    }
+                }
+                other => {
+                    self.error(
+                        at(p),
+                        format!("unknown hitl preset `{other}`"),
+                        Some("presets: minimal, standard, strict, paranoid".into()),
+                    );
+                }
+            }
+            out.preset = Some(name);
+        }
+        for g in h.gates.iter().flatten() {
+            let v = &g.value;
+            let kind = v.kind.value.trim();
+            let id = v.id.clone().unwrap_or_else(|| kind.to_string());
+            let prompt_default = match kind {
+                "final_response" => "Approve the final answer?",
+                "budget_based" => "The run passed its token budget. Continue?",
+                "threshold_based" => "The agent is not confident. Continue?",
+                "plan_approval" => "Approve the plan?",
+                _ => "Continue?",
+            };
+            let prompt = match &v.prompt {
+                Some(p) => {
+                    self.template(p, &format!("the prompt of hitl gate `{id}`"));
+                    p.value.clone()
+                }
+                None => prompt_default.to_string(),
+            };
+            let trigger = match kind {
+                "final_response" => Trigger::FinalResponse,
+                "plan_approval" => Trigger::PlanApproval,
+                "budget_based" => match v.cost_threshold {
+                    Some(t) if t > 0.0 => Trigger::Budget { tokens: t as u64 },
+                    _ => {
+                        self.error(at(g), format!("hitl gate `{id}`: budget_based needs a positive `cost_threshold` (tokens)"), None);
+                        continue;
+                    }
+                },
+                "threshold_based" => {
+                    match v.confidence_threshold {
+                        Some(t) => Trigger::Confidence {
+                            threshold: t,
+                            field: v.field.clone().unwrap_or_else(|| "confidence".into()),
+                        },
+                        None => {
+                            self.error(at(g), format!("hitl gate `{id}`: threshold_based needs `confidence_threshold`"), None);
+                            continue;
+                        }
+                    }
+                }
+                "custom" => match &v.condition {
+                    Some(c) => {
+                        if let Err(e) = self.templates.check_condition(&c.value) {
+                            self.error(
+                                at(c),
+                                format!("condition of hitl gate `{id}`: {}", e.message),
+                                None,
+                            );
+                        }
+                        Trigger::Custom {
+                            condition: c.value.clone(),
+                        }
+                    }
+                    None => {
+                        self.error(
+                            at(g),
+                            format!("hitl gate `{id}`: custom needs a `condition`"),
+                            None,
+                        );
+                        continue;
+                    }
+                },
+                other => {
+                    self.error(
+                        at(&v.kind),
+                        format!("unknown hitl gate type `{other}`"),
+                        Some("types: final_response, budget_based, threshold_based, custom, plan_approval (tool gates: see tools policy)".into()),
+                    );
+                    continue;
+                }
+            };
+            out.triggers.retain(|t| t.id != id);
+            out.triggers.push(TriggerSpec {
+                id,
+                trigger,
+                prompt,
+                agents: v.agents.clone(),
+            });
+        }
+        out
+    }
+
     fn inputs(&mut self, inputs: Option<&raw::Inputs>) -> (Vec<InputDecl>, Map<String, Value>) {
         let mut decls = Vec::new();
         let Some(inputs) = inputs else {
@@ -1145,15 +1276,16 @@ impl Validator {
                     if s.timeout_minutes.is_some() {
                         wrong.push("timeout_minutes (hitl uses timeout_seconds)");
                     }
-                    if s.fallback_action.is_some() {
-                        wrong.push("fallback_action (hitl uses default)");
-                    }
                 } else {
                     if s.timeout_seconds.is_some() {
                         wrong.push("timeout_seconds (manual_gate uses timeout_minutes)");
                     }
-                    if s.default.is_some() {
-                        wrong.push("default (manual_gate uses fallback_action)");
+                    let default_fallback = s
+                        .fallback_action
+                        .as_ref()
+                        .is_some_and(|f| f.value.trim() == "default");
+                    if s.default.is_some() && !default_fallback {
+                        wrong.push("default (manual_gate uses fallback_action; `default` only with fallback_action: default)");
                     }
                 }
                 if !wrong.is_empty() {
@@ -1180,26 +1312,7 @@ impl Validator {
                         self.error(at(c), format!("condition of {label}: {}", e.message), Some("a condition is an expression like `{{ steps[0].response|length < 1000 }}`".into()));
                     }
                 }
-                let fallback = match s.fallback_action.as_ref().map(|f| f.value.trim()) {
-                    None | Some("cancel") => Fallback::Cancel,
-                    Some("continue") => Fallback::Continue,
-                    Some(other) => {
-                        let loc = s.fallback_action.as_ref().map(at).unwrap_or(loc);
-                        self.error(
-                            loc,
-                            format!("{label}: unknown fallback_action `{other}`"),
-                            Some("fallback_action is `continue` or `cancel`".into()),
-                        );
-                        Fallback::Cancel
-                    }
-                };
-                let timeout_secs = if hitl {
-                    s.timeout_seconds.filter(|&t| t > 0)
-                } else {
-                    s.timeout_minutes
-                        .filter(|&t| t > 0)
-                        .map(|m| m.saturating_mul(60))
-                };
+                let (fallback, timeout_secs, timers) = self.gate_timing(s, label, loc, hitl);
                 Some(Body::Gate(GateSpec {
                     id: s
                         .id
@@ -1224,6 +1337,10 @@ impl Validator {
                         .channel
                         .as_ref()
                         .map(|c| c.value.trim().trim_start_matches('#').to_string()),
+                    approvers: s.approvers.clone(),
+                    approvals_required: s.approvals_required.filter(|n| *n >= 1),
+                    allow_self_approval: s.allow_self_approval,
+                    timers,
                 }))
             }
             Some(other) => {
@@ -1280,7 +1397,229 @@ fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     if s.channel.is_some() {
         v.push("channel");
     }
+    if s.approvers.is_some() {
+        v.push("approvers");
+    }
+    if s.approvals_required.is_some() {
+        v.push("approvals_required");
+    }
+    if s.allow_self_approval.is_some() {
+        v.push("allow_self_approval");
+    }
+    if s.reminder_interval.is_some() {
+        v.push("reminder_interval");
+    }
+    if s.max_reminders.is_some() {
+        v.push("max_reminders");
+    }
+    if s.escalation_timeout.is_some() {
+        v.push("escalation_timeout");
+    }
+    if s.escalation_target.is_some() {
+        v.push("escalation_target");
+    }
     v
+}
+
+impl Validator {
+    /// A gate's timeout, `fallback_action`, reminders and escalation:
+    /// timeouts at most [`max_timeout_secs`], a `default` where the fallback
+    /// needs one, an `escalation_target` where escalation needs one.
+    fn gate_timing(
+        &mut self,
+        s: &raw::Step,
+        label: &str,
+        loc: (u32, u32),
+        hitl: bool,
+    ) -> (Fallback, Option<u64>, GateTimers) {
+        let fallback_loc = s.fallback_action.as_ref().map(at).unwrap_or(loc);
+        let fallback = match s.fallback_action.as_ref().map(|f| f.value.trim()) {
+            // strands-cli: a hitl gate answers its `default` (or rejects without one).
+            None if hitl => Fallback::Default,
+            None | Some("cancel" | "reject") => Fallback::Cancel,
+            Some("continue" | "approve") => Fallback::Continue,
+            Some("skip") => Fallback::Skip,
+            Some("abort") => Fallback::Abort,
+            Some("default") => Fallback::Default,
+            Some("escalate") => Fallback::Escalate,
+            Some(other) => {
+                self.error(
+                    fallback_loc,
+                    format!("{label}: unknown fallback_action `{other}`"),
+                    Some("fallback_action is `approve`, `reject`, `skip`, `abort`, `default` or `escalate` (`continue` or `cancel` also work)".into()),
+                );
+                Fallback::Cancel
+            }
+        };
+        if s.fallback_action.is_some() && fallback == Fallback::Default {
+            match &s.default {
+                None => self.error(
+                    fallback_loc,
+                    format!("{label}: fallback_action `default` needs a `default` answer"),
+                    Some(if hitl {
+                        "default: \"approved\"".into()
+                    } else {
+                        "default: approve (or reject)".into()
+                    }),
+                ),
+                Some(d) if !hitl => {
+                    let word = d.value.trim().to_ascii_lowercase();
+                    if !matches!(
+                        word.as_str(),
+                        "approve" | "approved" | "reject" | "rejected"
+                    ) {
+                        self.error(
+                            at(d),
+                            format!("{label}: a manual_gate's `default` is `approve` or `reject`, not `{}`", d.value.trim()),
+                            None,
+                        );
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let (raw, unit, per) = if hitl {
+            (s.timeout_seconds.as_ref(), "timeout_seconds", 1)
+        } else {
+            (s.timeout_minutes.as_ref(), "timeout_minutes", 60)
+        };
+        let timeout_secs = raw
+            .map(|t| (t.value.saturating_mul(per), at(t)))
+            .filter(|(t, _)| *t > 0);
+        let max = max_timeout_secs();
+        if let Some((t, tloc)) = timeout_secs {
+            if t > max {
+                self.error(
+                    tloc,
+                    format!(
+                        "{label}: {unit} is {} days, longer than the limit of {} days",
+                        fmt_days(t),
+                        fmt_days(max)
+                    ),
+                    Some(
+                        "gates wait at most 7 days; set STRANDS_MAX_TIMEOUT_DAYS to allow longer"
+                            .into(),
+                    ),
+                );
+            }
+        }
+        let timeout_secs = timeout_secs.map(|(t, _)| t);
+        let minutes = |me: &mut Validator, v: &Option<Spanned<f64>>, key: &str| {
+            let v = v.as_ref()?;
+            let ok = v.value.is_finite() && v.value > 0.0 && v.value * 60.0 <= max as f64;
+            if !ok {
+                me.error(
+                    at(v),
+                    format!(
+                        "{label}: {key} is minutes, more than 0 and at most {} days",
+                        fmt_days(max)
+                    ),
+                    None,
+                );
+                return None;
+            }
+            let d = std::time::Duration::from_secs_f64(v.value * 60.0);
+            Some(d.max(std::time::Duration::from_secs(1)))
+        };
+        let reminder_interval = minutes(self, &s.reminder_interval, "reminder_interval");
+        let escalation_timeout = minutes(self, &s.escalation_timeout, "escalation_timeout");
+        if let (Some(m), None) = (&s.max_reminders, &s.reminder_interval) {
+            self.error(
+                at(m),
+                format!("{label}: max_reminders needs a reminder_interval"),
+                Some("reminder_interval: 60   # minutes".into()),
+            );
+        }
+        let max_reminders = s
+            .max_reminders
+            .as_ref()
+            .map(|m| m.value)
+            .unwrap_or(DEFAULT_MAX_REMINDERS);
+        let mut escalation_target = Vec::new();
+        if let Some(t) = &s.escalation_target {
+            let entries: Vec<Option<&str>> = match &t.value {
+                Value::String(one) => vec![Some(one.as_str())],
+                Value::Array(list) => list.iter().map(Value::as_str).collect(),
+                _ => vec![None],
+            };
+            for e in entries {
+                match e.map(EscalationTarget::parse) {
+                    Some(Ok(target)) => escalation_target.push(target),
+                    Some(Err(why)) => self.error(at(t), format!("{label}: escalation_target: {why}"), None),
+                    None => self.error(
+                        at(t),
+                        format!("{label}: escalation_target is a Slack id or channel, or a list of them"),
+                        Some("escalation_target: [U0123ABCD, \"#ops-oncall\"]".into()),
+                    ),
+                }
+            }
+            if escalation_target.is_empty() && matches!(&t.value, Value::Array(l) if l.is_empty()) {
+                self.error(at(t), format!("{label}: escalation_target is empty"), None);
+            }
+            let channels = escalation_target
+                .iter()
+                .filter(|t| matches!(t, EscalationTarget::Channel(_)))
+                .count();
+            if channels > 1 {
+                self.error(
+                    at(t),
+                    format!("{label}: escalation_target names {channels} channels; name one"),
+                    None,
+                );
+            }
+        }
+        let wants_target = escalation_timeout.is_some() || fallback == Fallback::Escalate;
+        match (&s.escalation_target, wants_target) {
+            (None, true) => {
+                let (what, wloc) = match &s.escalation_timeout {
+                    Some(e) => ("escalation_timeout", at(e)),
+                    None => ("fallback_action `escalate`", fallback_loc),
+                };
+                self.error(
+                    wloc,
+                    format!("{label}: {what} needs an escalation_target"),
+                    Some("escalation_target: [U0123ABCD]   # users (U…), groups (S…) or a channel (C… / #name)".into()),
+                );
+            }
+            (Some(t), false) => self.error(
+                at(t),
+                format!("{label}: escalation_target needs an escalation_timeout or fallback_action: escalate"),
+                Some("escalation_timeout: 30   # minutes".into()),
+            ),
+            _ => {}
+        }
+        if let (Some(e), Some(t)) = (escalation_timeout, timeout_secs) {
+            if e.as_secs_f64() >= t as f64 && fallback != Fallback::Escalate {
+                self.warnings.push(format!(
+                    "{label}: escalation_timeout is not shorter than the gate's timeout, so the fallback applies first and the request is never escalated"
+                ));
+            }
+        }
+        (
+            fallback,
+            timeout_secs,
+            GateTimers {
+                reminder_interval,
+                max_reminders: if reminder_interval.is_some() {
+                    max_reminders
+                } else {
+                    0
+                },
+                escalation_timeout,
+                escalation_target,
+            },
+        )
+    }
+}
+
+/// Seconds as days, for messages (`0.5`, `7`).
+fn fmt_days(secs: u64) -> String {
+    let days = secs as f64 / 86_400.0;
+    if days.fract() == 0.0 {
+        format!("{days:.0}")
+    } else {
+        format!("{days:.2}")
+    }
 }
 
 fn parse_type(t: &str) -> Option<InputType> {
@@ -1445,4 +1784,143 @@ fn check_mcp_id(id: &str) -> std::result::Result<(), String> {
         return Err("contains `__` or ends with `_`".into());
     }
     Ok(())
+}
+
+/// `security.approvers` / `approvals_required` / `allow_self_approval`.
+fn approval_defaults(security: Option<&Value>) -> ApprovalDefaults {
+    let Some(sec) = security else {
+        return ApprovalDefaults::default();
+    };
+    ApprovalDefaults {
+        approvers: sec
+            .get("approvers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        approvals_required: sec
+            .get("approvals_required")
+            .and_then(Value::as_u64)
+            .map(|n| n.max(1) as u32),
+        allow_self_approval: sec.get("allow_self_approval").and_then(Value::as_bool),
+    }
+}
+
+/// Gate timeouts, fallbacks, reminders and escalation (`gate_timing`).
+#[cfg(test)]
+mod timing_tests {
+    use super::*;
+
+    /// A chain: agent `a`, then one gate whose lines are `gate` (line 14 on).
+    fn spec(gate: &str) -> String {
+        format!(
+            "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  a:\n    prompt: hi\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n{gate}"
+        )
+    }
+
+    fn gate_of(text: &str) -> GateSpec {
+        match parse(text, Path::new("f.yaml")) {
+            Ok(s) => match s.pattern {
+                PatternSpec::Chain { steps } => match steps.into_iter().nth(1) {
+                    Some(ChainStep::Gate(g)) => g,
+                    _ => panic!("no gate"),
+                },
+                PatternSpec::Workflow { .. } => panic!("not a chain"),
+            },
+            Err(e) => panic!("{e}\n{text}"),
+        }
+    }
+
+    fn errors(text: &str) -> Vec<Diagnostic> {
+        match parse(text, Path::new("f.yaml")) {
+            Err(Error::Spec(d)) => d,
+            other => panic!("expected diagnostics, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_fallback_word_and_the_old_ones() {
+        for (word, want) in [
+            ("approve", Fallback::Continue),
+            ("continue", Fallback::Continue),
+            ("reject", Fallback::Cancel),
+            ("cancel", Fallback::Cancel),
+            ("skip", Fallback::Skip),
+            ("abort", Fallback::Abort),
+        ] {
+            let g = gate_of(&spec(&format!(
+                "      - type: hitl\n        prompt: ok?\n        fallback_action: {word}\n"
+            )));
+            assert_eq!(g.fallback, want, "{word}");
+        }
+        // strands-cli: a hitl gate without one answers its default.
+        let g = gate_of(&spec("      - type: hitl\n        prompt: ok?\n"));
+        assert_eq!(g.fallback, Fallback::Default);
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        fallback_action: default\n        default: approve\n",
+        ));
+        assert_eq!(g.fallback, Fallback::Default);
+        assert_eq!(g.default.as_deref(), Some("approve"));
+    }
+
+    #[test]
+    fn defaults_and_escalation_targets_are_checked_where_written() {
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        fallback_action: default\n        default: maybe\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (16, 18), "{d:#?}");
+        assert!(d[0].message.contains("`approve` or `reject`"), "{d:#?}");
+        let d = errors(&spec(
+            "      - type: hitl\n        prompt: ok?\n        fallback_action: escalate\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (15, 26), "{d:#?}");
+        assert!(
+            d[0].message.contains("needs an escalation_target"),
+            "{d:#?}"
+        );
+        let d = errors(&spec(
+            "      - type: hitl\n        prompt: ok?\n        escalation_timeout: 5\n        escalation_target: [U0BOSS1, bob]\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (16, 28), "{d:#?}");
+        assert!(d[0].message.contains("`bob`"), "{d:#?}");
+    }
+
+    #[test]
+    fn reminders_and_escalation_become_durations() {
+        let g = gate_of(&spec(concat!(
+            "      - type: manual_gate\n",
+            "        prompt: ok?\n",
+            "        timeout_minutes: 60\n",
+            "        reminder_interval: 0.5\n",
+            "        max_reminders: 2\n",
+            "        escalation_timeout: 30\n",
+            "        escalation_target: [U0BOSS1, S0LEADS1, \"#ops\"]\n",
+        )));
+        assert_eq!(g.timeout_secs, Some(3600));
+        let t = &g.timers;
+        assert_eq!(
+            t.reminder_interval,
+            Some(std::time::Duration::from_secs(30))
+        );
+        assert_eq!(t.max_reminders, 2);
+        assert_eq!(
+            t.escalation_timeout,
+            Some(std::time::Duration::from_secs(1800))
+        );
+        assert_eq!(
+            t.escalation_target,
+            vec![
+                EscalationTarget::User("U0BOSS1".into()),
+                EscalationTarget::Group("S0LEADS1".into()),
+                EscalationTarget::Channel("ops".into()),
+            ]
+        );
+        let g = gate_of(&spec(
+            "      - type: hitl\n        prompt: ok?\n        reminder_interval: 10\n",
+        ));
+        assert_eq!(g.timers.max_reminders, DEFAULT_MAX_REMINDERS);
+    }
 }

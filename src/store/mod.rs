@@ -30,6 +30,14 @@ pub mod trees {
     pub const AUDIT: &str = "audit";
     /// `head` → `audit::Head`: the last entry, so a removed tail shows.
     pub const AUDIT_HEAD: &str = "audit_head";
+    /// due (ms since the epoch, u64 big-endian) ++ session id ++ 0 ++ gate
+    /// handle ++ 0 ++ kind ++ reminder number (u32 big-endian) → `Timer` as
+    /// JSON: the earliest due timer is the first key.
+    pub const TIMERS: &str = "timers";
+    /// session id → the gate handle whose timers were armed (once per asking).
+    pub const TIMER_GATES: &str = "timer_gates";
+    /// session id ++ 0 ++ gate handle → `Escalation` as JSON.
+    pub const ESCALATIONS: &str = "escalations";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -513,6 +521,353 @@ impl Store {
             Some(b) => serde_json::from_slice(&b)
                 .map(Some)
                 .map_err(|e| Error::Store(format!("unreadable audit head: {e}"))),
+        }
+    }
+}
+
+/// What a timer does when it comes due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerKind {
+    /// Apply the gate's `fallback_action`.
+    Timeout,
+    /// Remind the approvers in the approval thread.
+    Reminder,
+    /// Re-post the request to the `escalation_target`.
+    Escalation,
+}
+
+impl TimerKind {
+    fn byte(self) -> u8 {
+        match self {
+            TimerKind::Timeout => 1,
+            TimerKind::Reminder => 2,
+            TimerKind::Escalation => 3,
+        }
+    }
+}
+
+/// A timer of one gate asking, kept in the `timers` tree until it has done
+/// its work. A timer whose gate is no longer the open one is stale: firing
+/// it only deletes it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Timer {
+    pub session: String,
+    /// The gate handle (`id#instance`) it belongs to.
+    pub gate: String,
+    pub kind: TimerKind,
+    pub due: DateTime<Utc>,
+    /// Reminders: which one (1-based); 0 otherwise.
+    #[serde(default)]
+    pub n: u32,
+    /// A timeout whose answer is recorded (in the same transaction that
+    /// recorded it): what is left is showing it; the answer is never
+    /// recorded twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fired: Option<Fired>,
+}
+
+/// What a fired timeout recorded, and the messages that must show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Fired {
+    pub answer: Answer,
+    /// The gate as it was asked (the messages are re-rendered from it).
+    pub gate: crate::gate::OpenGate,
+    /// `(channel, ts)` of every message asking for this gate.
+    pub messages: Vec<(String, String)>,
+}
+
+impl Timer {
+    /// Its key in the `timers` tree: ordered by due time first.
+    pub fn key(&self) -> Vec<u8> {
+        let ms = self.due.timestamp_millis().max(0) as u64;
+        let mut k = Vec::with_capacity(8 + self.session.len() + self.gate.len() + 7);
+        k.extend_from_slice(&ms.to_be_bytes());
+        k.extend_from_slice(self.session.as_bytes());
+        k.push(0);
+        k.extend_from_slice(self.gate.as_bytes());
+        k.push(0);
+        k.push(self.kind.byte());
+        k.extend_from_slice(&self.n.to_be_bytes());
+        k
+    }
+}
+
+/// Where an escalated request was re-posted.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Escalation {
+    pub gate: crate::gate::OpenGate,
+    pub at: DateTime<Utc>,
+    /// `(channel, ts)` of the re-posted requests.
+    pub messages: Vec<(String, String)>,
+    /// Who it went to, as written in the spec.
+    pub targets: Vec<crate::spec::EscalationTarget>,
+}
+
+fn escalation_key(session: &str, gate: &str) -> Vec<u8> {
+    let mut k = session.as_bytes().to_vec();
+    k.push(0);
+    k.extend_from_slice(gate.as_bytes());
+    k
+}
+
+fn encode<T: serde::Serialize>(what: &str, v: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(v).map_err(|e| Error::Internal(format!("encode {what}: {e}")))
+}
+
+/// Timers, escalations and extra message index entries (the Slack bot's
+/// `slack::timers`; `sessions sweep` does without them).
+impl Store {
+    fn tree(&self, name: &str) -> Result<sled::Tree> {
+        Ok(self.db.open_tree(name)?)
+    }
+
+    /// Arms the timers of one gate asking, once: a second call for the same
+    /// session and gate handle changes nothing and returns false, so arming
+    /// again at every start-up never re-creates a timer that already fired.
+    pub fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
+        let marks = self.tree(trees::TIMER_GATES)?;
+        let tree = self.tree(trees::TIMERS)?;
+        let mut rows = Vec::new();
+        for t in timers {
+            rows.push((t.key(), encode("timer", t)?));
+        }
+        let res: std::result::Result<bool, TransactionError<String>> =
+            (&marks, &tree).transaction(|(m, t)| {
+                if m.get(session.as_bytes())?.as_deref() == Some(gate.as_bytes()) {
+                    return Ok(false);
+                }
+                for (k, v) in &rows {
+                    t.insert(k.as_slice(), v.as_slice())?;
+                }
+                m.insert(session.as_bytes(), gate.as_bytes())?;
+                Ok(true)
+            });
+        let armed = res.map_err(|e| Error::Store(format!("arm timers: {e:?}")))?;
+        self.db.flush()?;
+        Ok(armed)
+    }
+
+    /// The earliest timer, if any.
+    pub fn next_timer(&self) -> Result<Option<Timer>> {
+        let tree = self.tree(trees::TIMERS)?;
+        match tree.first()? {
+            None => Ok(None),
+            Some((k, v)) => match serde_json::from_slice::<Timer>(&v) {
+                Ok(t) => Ok(Some(t)),
+                Err(e) => {
+                    // Unreadable: drop it rather than spin on it forever.
+                    tracing::error!("dropping an unreadable timer: {e}");
+                    tree.remove(k)?;
+                    self.db.flush()?;
+                    self.next_timer()
+                }
+            },
+        }
+    }
+
+    /// Every timer, earliest first (for `sessions show` and tests).
+    pub fn timers(&self) -> Result<Vec<Timer>> {
+        let mut out = Vec::new();
+        for kv in self.tree(trees::TIMERS)?.iter() {
+            let (_, v) = kv?;
+            if let Ok(t) = serde_json::from_slice(&v) {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes `done` and adds `next` (the following reminder, a moved
+    /// timeout), in one transaction.
+    pub fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()> {
+        let tree = self.tree(trees::TIMERS)?;
+        let mut rows = Vec::new();
+        for t in next {
+            rows.push((t.key(), encode("timer", t)?));
+        }
+        let old = done.key();
+        let res: std::result::Result<(), TransactionError<String>> = tree.transaction(|t| {
+            t.remove(old.as_slice())?;
+            for (k, v) in &rows {
+                t.insert(k.as_slice(), v.as_slice())?;
+            }
+            Ok(())
+        });
+        res.map_err(|e| Error::Store(format!("timers: {e:?}")))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Deletes a timer (done, or stale).
+    pub fn remove_timer(&self, t: &Timer) -> Result<()> {
+        self.replace_timer(t, &[])
+    }
+
+    /// Records a timeout's answer exactly once, like [`Store::record_answer`]
+    /// with the timer's gate handle, and in the same transaction marks the
+    /// timer fired (`fired` holds what the messages must show). After a crash
+    /// the timer is found fired: the answer is not recorded again, only shown.
+    /// A refusal (someone answered first) changes nothing.
+    #[allow(clippy::result_large_err)] // see `gate::accept`
+    pub fn record_timeout(
+        &self,
+        timer: &Timer,
+        answer: &Answer,
+        fired: &Fired,
+    ) -> Result<std::result::Result<Session, Refusal>> {
+        let timers = self.tree(trees::TIMERS)?;
+        let mut marked = timer.clone();
+        marked.fired = Some(fired.clone());
+        let timer_key = timer.key();
+        let timer_bytes = encode("timer", &marked)?;
+        let key = timer.session.as_bytes();
+        let res = (
+            &self.sessions,
+            &self.summaries,
+            &self.audit,
+            &self.audit_head,
+            &timers,
+        )
+            .transaction(|(s, m, log, head, t)| {
+                let Some(cur) = s.get(key)? else {
+                    return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
+                };
+                let mut session: Session = match serde_json::from_slice(&cur) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return Err(ConflictableTransactionError::Abort(Err(format!(
+                            "unreadable session: {e}"
+                        ))))
+                    }
+                };
+                if let Err(refusal) = crate::gate::accept(&mut session, Some(&timer.gate), answer) {
+                    return Err(ConflictableTransactionError::Abort(Ok(refusal)));
+                }
+                session.rev += 1;
+                session.updated_at = Utc::now();
+                let bytes = serde_json::to_vec(&session)
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
+                let summary = serde_json::to_vec(&session.summary())
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
+                s.insert(key, bytes)?;
+                m.insert(key, summary)?;
+                append_in(log, head, &session.audit)
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
+                t.insert(timer_key.as_slice(), timer_bytes.as_slice())?;
+                session.audit.clear();
+                Ok(session)
+            });
+        match res {
+            Ok(session) => {
+                self.db.flush()?;
+                Ok(Ok(session))
+            }
+            Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
+            Err(TransactionError::Abort(Err(msg))) => {
+                Err(Error::Store(format!("session {}: {msg}", timer.session)))
+            }
+            Err(TransactionError::Storage(e)) => Err(e.into()),
+        }
+    }
+
+    /// Changes the open gate `gate` of paused session `id` (a moved
+    /// deadline, more approvers), compare-and-swap on the session's revision.
+    /// `None` when that gate is no longer open and waiting (nothing changed).
+    pub fn update_open_gate(
+        &self,
+        id: &str,
+        gate: &str,
+        change: impl Fn(&mut crate::gate::OpenGate),
+    ) -> Result<Option<Session>> {
+        for _ in 0..8 {
+            let Some(mut session) = self.load(id)? else {
+                return Ok(None);
+            };
+            let open = session.status == Status::Paused && session.pending_answer.is_none();
+            let Some(g) = session.gate.as_mut().filter(|g| open && g.handle() == gate) else {
+                return Ok(None);
+            };
+            let before = g.clone();
+            change(g);
+            if *g == before {
+                return Ok(Some(session));
+            }
+            let expected = session.rev;
+            session.rev = expected + 1;
+            session.updated_at = Utc::now();
+            match self.write(&session, Some(expected), None) {
+                Ok(()) => return Ok(Some(session)),
+                // Another writer got there first: look again.
+                Err(Error::Session(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Store(format!(
+            "session {id} kept changing while its gate was being updated"
+        )))
+    }
+
+    /// Records the requests re-posted for an escalation: each message is
+    /// indexed like the first approval message (a click on it finds its
+    /// session and gate), with the escalation and the removal of the timer
+    /// that caused it (plus the timers it leaves, `next`), in one transaction.
+    pub fn record_escalation(
+        &self,
+        session: &str,
+        esc: &Escalation,
+        done: &Timer,
+        next: &[Timer],
+    ) -> Result<()> {
+        let escalations = self.tree(trees::ESCALATIONS)?;
+        let timers = self.tree(trees::TIMERS)?;
+        let handle = esc.gate.handle();
+        let target = encode(
+            "message target",
+            &MessageTarget {
+                session: session.to_string(),
+                gate: handle.clone(),
+            },
+        )?;
+        let index: Vec<Vec<u8>> = esc
+            .messages
+            .iter()
+            .map(|(c, ts)| message_key(c, ts))
+            .collect();
+        let record = encode("escalation", esc)?;
+        let ekey = escalation_key(session, &handle);
+        let mut rows = Vec::new();
+        for t in next {
+            rows.push((t.key(), encode("timer", t)?));
+        }
+        let old = done.key();
+        let res: std::result::Result<(), TransactionError<String>> =
+            (&self.messages, &escalations, &timers).transaction(|(msg, e, t)| {
+                for k in &index {
+                    msg.insert(k.as_slice(), target.as_slice())?;
+                }
+                e.insert(ekey.as_slice(), record.as_slice())?;
+                t.remove(old.as_slice())?;
+                for (k, v) in &rows {
+                    t.insert(k.as_slice(), v.as_slice())?;
+                }
+                Ok(())
+            });
+        res.map_err(|e| Error::Store(format!("record escalation: {e:?}")))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// The escalation of one gate asking, if it was escalated.
+    pub fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
+        match self
+            .tree(trees::ESCALATIONS)?
+            .get(escalation_key(session, gate))?
+        {
+            None => Ok(None),
+            Some(v) => serde_json::from_slice(&v)
+                .map(Some)
+                .map_err(|e| Error::Store(format!("unreadable escalation: {e}"))),
         }
     }
 }

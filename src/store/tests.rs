@@ -22,6 +22,10 @@ fn paused_session(id: &str) -> Session {
         preview_length: 10,
         require_reason: false,
         channel: None,
+        approvers: None,
+        approvals_required: None,
+        allow_self_approval: None,
+        timers: Default::default(),
     };
     Session {
         id: id.into(),
@@ -63,6 +67,8 @@ fn paused_session(id: &str) -> Session {
         trusted_tools: Default::default(),
         denied_calls: Default::default(),
         audit: Vec::new(),
+        triggers_fired: Default::default(),
+        final_approved: false,
         rev: 0,
     }
 }

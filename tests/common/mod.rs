@@ -500,6 +500,18 @@ impl Sandbox {
             .expect("spawn strands")
     }
 
+    /// `strands --store <store> --as WHO ARGS` with extra environment.
+    pub fn strands_as(&self, who: &str, env: &[(&str, &str)], args: &[&str]) -> Outcome {
+        let store = self.store.display().to_string();
+        let mut all = vec!["--store", store.as_str(), "--as", who];
+        all.extend_from_slice(args);
+        let mut cmd = self.base_command(self.path(), &all);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        collect(cmd, "")
+    }
+
     fn command(&self, cwd: &Path, args: &[&str]) -> Command {
         let store = self.store.display().to_string();
         let mut all = vec!["--store", store.as_str(), "--as", "tester"];
@@ -517,6 +529,7 @@ impl Sandbox {
             .env_remove("STRANDS_LOG")
             .env_remove("STRANDS_LOG_FORMAT")
             .env_remove("STRANDS_MAX_RETRIES")
+            .env_remove("STRANDS_ADMINS")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL");
         cmd
