@@ -160,3 +160,20 @@ fn a_single_reject_by_an_approver_rejects_and_admins_may_answer() {
     );
     out.expect_code(0);
 }
+
+#[test]
+fn a_gate_can_require_two_rejections() {
+    let sandbox = Sandbox::new();
+    let spec = SPEC.replace(
+        "        approvals_required: 2\n",
+        "        approvals_required: 2\n        rejections_required: 2\n",
+    );
+    let id = started_by(&sandbox, "carol", &spec);
+    answer_as(&sandbox, "alice", &id, &["--reject", "--reason", "no"]).expect_code(19);
+    assert_eq!(
+        sandbox.show(&id)["status"],
+        "paused",
+        "one rejection of two changes only the tally"
+    );
+    answer_as(&sandbox, "bob", &id, &["--reject", "--reason", "no"]).expect_code(21);
+}

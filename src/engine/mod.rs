@@ -1025,6 +1025,8 @@ impl Engine<'_> {
             approvals_required: 1,
             allow_self_approval: spec.approval.allow_self_approval,
             approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
             trigger: None,
         });
         if let Some(g) = session.gate.clone() {
@@ -1255,6 +1257,7 @@ impl Engine<'_> {
             channel: None,
             approvers: None,
             approvals_required: None,
+            rejections_required: None,
             allow_self_approval: None,
             timers: Default::default(),
         };

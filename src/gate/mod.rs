@@ -128,6 +128,11 @@ pub struct OpenGate {
     /// Approvals so far, while a quorum is being gathered.
     #[serde(default)]
     pub approvals: Vec<Approval>,
+    /// Rejections needed to reject (1: a single reject by an approver).
+    #[serde(default = "one")]
+    pub rejections_required: u32,
+    #[serde(default)]
+    pub rejections: Vec<Approval>,
     /// Set for gates the run itself triggered (`hitl.gates`): the trigger's
     /// id. Such a gate reviews the step at `position` (modify re-runs it)
     /// and records nothing in the pattern's state when approved.
@@ -405,6 +410,8 @@ pub fn open(
         channel: spec.channel.clone(),
         approvers: spec.approvers.clone().unwrap_or_default(),
         approvals_required: spec.approvals_required.unwrap_or(1).max(1),
+        rejections_required: spec.rejections_required.unwrap_or(1).max(1),
+        rejections: Vec::new(),
         allow_self_approval: spec.allow_self_approval,
         approvals: Vec::new(),
         trigger: None,
@@ -497,6 +504,40 @@ pub fn accept(
     let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
     if gate.kind != GateKind::ToolCall {
         // A timeout's answer is final; it never counts as one vote.
+        let rejects = matches!(answer.decision, Decision::Reject { .. }) && answer.via != "timeout";
+        if rejects && gate.rejections_required > 1 {
+            // Configured to need several rejections: gather them like approvals.
+            if gate.rejections.iter().any(|a| a.by == answer.by) {
+                return Err(Refusal::Invalid(format!(
+                    "you already rejected this gate ({} of {} rejections)",
+                    gate.rejections.len(),
+                    gate.rejections_required
+                )));
+            }
+            audit_answer(session, &gate, answer, waited_ms);
+            let Some(open) = session.gate.as_mut() else {
+                return Err(Refusal::NotPaused(session.status));
+            };
+            open.rejections.push(Approval {
+                by: answer.by.clone(),
+                at: answer.at,
+            });
+            if (open.rejections.len() as u32) < open.rejections_required {
+                session.history.push(GateEvent {
+                    gate: gate.id.clone(),
+                    instance: gate.instance,
+                    asked_at: Some(gate.opened_at),
+                    what: GateEventKind::Answered {
+                        answer: answer.clone(),
+                        waited_ms,
+                    },
+                });
+                return Ok(());
+            }
+            session.pending_answer = Some(answer.clone());
+            session.status = Status::Running;
+            return Ok(());
+        }
         let approves = matches!(answer.decision, Decision::Approve) && answer.via != "timeout";
         if approves && gate.approvals_required > 1 {
             // A quorum: one person counts once; the gate passes at N.
@@ -711,6 +752,7 @@ mod tests {
             channel: None,
             approvers: None,
             approvals_required: None,
+            rejections_required: None,
             allow_self_approval: None,
             timers: Default::default(),
         };

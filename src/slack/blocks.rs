@@ -1596,6 +1596,8 @@ mod tests {
             approvals_required: 1,
             allow_self_approval: None,
             approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
             trigger: None,
         };
         ApprovalView::from_gate(&gate, &nasty(500), &nasty(300), &nasty(300))

@@ -806,6 +806,8 @@ mod tests {
             approvals_required: 1,
             allow_self_approval: None,
             approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
             trigger: None,
         }
     }

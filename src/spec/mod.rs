@@ -415,6 +415,7 @@ pub struct GateSpec {
     /// Who may answer (the workflow's `security.approvers` when unset).
     pub approvers: Option<Vec<String>>,
     pub approvals_required: Option<u32>,
+    pub rejections_required: Option<u32>,
     pub allow_self_approval: Option<bool>,
     /// Reminders and escalation (the bot).
     pub timers: GateTimers,

@@ -275,6 +275,8 @@ pub struct Step {
     pub approvers: Option<Vec<String>>,
     /// Approvals needed before the gate passes (N of the approvers).
     pub approvals_required: Option<u32>,
+    /// Rejections needed to reject (default 1: one approver's reject rejects).
+    pub rejections_required: Option<u32>,
     /// Whether whoever started the run may approve it.
     pub allow_self_approval: Option<bool>,
     /// Ours: minutes between reminders in the approval thread (fractions allowed).

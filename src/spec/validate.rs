@@ -1339,6 +1339,7 @@ impl Validator {
                         .map(|c| c.value.trim().trim_start_matches('#').to_string()),
                     approvers: s.approvers.clone(),
                     approvals_required: s.approvals_required.filter(|n| *n >= 1),
+                    rejections_required: s.rejections_required.filter(|n| *n >= 1),
                     allow_self_approval: s.allow_self_approval,
                     timers,
                 }))
@@ -1402,6 +1403,9 @@ fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.approvals_required.is_some() {
         v.push("approvals_required");
+    }
+    if s.rejections_required.is_some() {
+        v.push("rejections_required");
     }
     if s.allow_self_approval.is_some() {
         v.push("allow_self_approval");

@@ -24,6 +24,7 @@ fn paused_session(id: &str) -> Session {
         channel: None,
         approvers: None,
         approvals_required: None,
+        rejections_required: None,
         allow_self_approval: None,
         timers: Default::default(),
     };
