@@ -262,6 +262,10 @@ fn a_timeout_due_while_the_bot_was_down_fires_once_at_start_up() {
         &[],
     );
     let (id, msg) = run_to_gate(&bot, &slack, "expiry");
+    // Slack shows the message before the bot has recorded its ts; a kill in
+    // that instant leaves a message the bot cannot know (posting is not
+    // atomic with the store). Give the bot a moment to record it.
+    std::thread::sleep(Duration::from_millis(800));
     bot.kill();
     assert!(
         slack.timed_out_updates(&msg).is_empty(),
