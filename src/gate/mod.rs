@@ -144,6 +144,13 @@ fn one() -> u32 {
     1
 }
 
+/// Which tally an answer counts towards.
+#[derive(Clone, Copy)]
+enum Vote {
+    Approve,
+    Reject,
+}
+
 /// One approval towards a quorum.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Approval {
@@ -504,25 +511,38 @@ pub fn accept(
     let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
     if gate.kind != GateKind::ToolCall {
         // A timeout's answer is final; it never counts as one vote.
-        let rejects = matches!(answer.decision, Decision::Reject { .. }) && answer.via != "timeout";
-        if rejects && gate.rejections_required > 1 {
-            // Configured to need several rejections: gather them like approvals.
-            if gate.rejections.iter().any(|a| a.by == answer.by) {
+        let vote = match answer.decision {
+            _ if answer.via == "timeout" => None,
+            Decision::Approve if gate.approvals_required > 1 => Some(Vote::Approve),
+            Decision::Reject { .. } if gate.rejections_required > 1 => Some(Vote::Reject),
+            _ => None,
+        };
+        audit_answer(session, &gate, answer, waited_ms);
+        if let Some(vote) = vote {
+            let (tally, required, noun) = match vote {
+                Vote::Approve => (&gate.approvals, gate.approvals_required, "approv"),
+                Vote::Reject => (&gate.rejections, gate.rejections_required, "reject"),
+            };
+            if tally.iter().any(|a| a.by == answer.by) {
                 return Err(Refusal::Invalid(format!(
-                    "you already rejected this gate ({} of {} rejections)",
-                    gate.rejections.len(),
-                    gate.rejections_required
+                    "you already {noun}ed this gate ({} of {required} {noun}{})",
+                    tally.len(),
+                    if noun == "approv" { "als" } else { "ions" }
                 )));
             }
-            audit_answer(session, &gate, answer, waited_ms);
             let Some(open) = session.gate.as_mut() else {
                 return Err(Refusal::NotPaused(session.status));
             };
-            open.rejections.push(Approval {
+            let list = match vote {
+                Vote::Approve => &mut open.approvals,
+                Vote::Reject => &mut open.rejections,
+            };
+            list.push(Approval {
                 by: answer.by.clone(),
                 at: answer.at,
             });
-            if (open.rejections.len() as u32) < open.rejections_required {
+            if (list.len() as u32) < required {
+                // Counted; the gate stays open until the tally is complete.
                 session.history.push(GateEvent {
                     gate: gate.id.clone(),
                     instance: gate.instance,
@@ -534,42 +554,6 @@ pub fn accept(
                 });
                 return Ok(());
             }
-            session.pending_answer = Some(answer.clone());
-            session.status = Status::Running;
-            return Ok(());
-        }
-        let approves = matches!(answer.decision, Decision::Approve) && answer.via != "timeout";
-        if approves && gate.approvals_required > 1 {
-            // A quorum: one person counts once; the gate passes at N.
-            if gate.approvals.iter().any(|a| a.by == answer.by) {
-                return Err(Refusal::Invalid(format!(
-                    "you already approved this gate ({} of {} approvals)",
-                    gate.approvals.len(),
-                    gate.approvals_required
-                )));
-            }
-            audit_answer(session, &gate, answer, waited_ms);
-            let Some(open) = session.gate.as_mut() else {
-                return Err(Refusal::NotPaused(session.status));
-            };
-            open.approvals.push(Approval {
-                by: answer.by.clone(),
-                at: answer.at,
-            });
-            if (open.approvals.len() as u32) < open.approvals_required {
-                session.history.push(GateEvent {
-                    gate: gate.id.clone(),
-                    instance: gate.instance,
-                    asked_at: Some(gate.opened_at),
-                    what: GateEventKind::Answered {
-                        answer: answer.clone(),
-                        waited_ms,
-                    },
-                });
-                return Ok(());
-            }
-        } else {
-            audit_answer(session, &gate, answer, waited_ms);
         }
         session.pending_answer = Some(answer.clone());
         session.status = Status::Running;
