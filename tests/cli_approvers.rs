@@ -177,3 +177,32 @@ fn a_gate_can_require_two_rejections() {
     );
     answer_as(&sandbox, "bob", &id, &["--reject", "--reason", "no"]).expect_code(21);
 }
+
+#[test]
+fn auto_approve_by_someone_who_may_not_approve_leaves_the_session_paused() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.path().join("payout.yaml");
+    std::fs::write(&path, SPEC).expect("write spec");
+    let out = sandbox.strands_as(
+        "mallory",
+        &[],
+        &[
+            "run",
+            path.to_str().expect("utf-8"),
+            "--auto-approve",
+            "--json",
+        ],
+    );
+    out.expect_code(19);
+    // mallory started it (self-approval is off) and is not an approver either.
+    assert!(
+        out.stderr.contains("refused: you started this run"),
+        "{}",
+        out.stderr
+    );
+    let v = out.json();
+    assert_eq!(
+        v["status"], "paused",
+        "a refused answer never fails the run: {v:#}"
+    );
+}

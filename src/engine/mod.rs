@@ -487,12 +487,21 @@ impl<'a> Engine<'a> {
             match channel.ask(session).await? {
                 Reply::Later => return Ok(false),
                 Reply::Now(answer) => {
+                    // A refused answer leaves the session paused as it was:
+                    // the human is told why, and it is audited.
                     if let Err(why) = authorize_locally(&gate, session, &answer) {
                         self.audit_refusal(session, &answer, &why);
-                        return Err(Error::Session(format!("session {}: {why}", session.id)));
+                        eprintln!("refused: {why}; the session stays paused");
+                        return Ok(false);
                     }
-                    tools::prepare_answer_check(spec, session, &answer).await?;
-                    Self::check_answer(spec, session, &answer)?;
+                    let checked = match tools::prepare_answer_check(spec, session, &answer).await {
+                        Ok(()) => Self::check_answer(spec, session, &answer),
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = checked {
+                        eprintln!("refused: {e}; the session stays paused");
+                        return Ok(false);
+                    }
                     answer
                 }
             }
@@ -507,7 +516,8 @@ impl<'a> Engine<'a> {
             }
             Err(refusal) => {
                 self.audit_refusal(session, &answer, &refusal.to_string());
-                Err(Error::Session(format!("session {}: {refusal}", session.id)))
+                eprintln!("refused: {refusal}; the session stays as it was");
+                Ok(false)
             }
         }
     }
