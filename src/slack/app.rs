@@ -45,6 +45,9 @@ pub struct Inner {
     /// Channels with an approval message posted but not yet indexed: Slack
     /// shows a message before `chat.postMessage` returns its `ts` to us.
     posting: Mutex<HashMap<String, usize>>,
+    /// Parsed specs by SHA-256 of their text: a click never re-parses YAML
+    /// for a workflow the bot has seen.
+    specs: Mutex<HashMap<String, Arc<crate::spec::Spec>>>,
     /// User-group members by group id, with when they were fetched.
     groups: Mutex<HashMap<String, (std::time::Instant, HashSet<String>)>>,
     /// Background drives, so shutdown can wait for them.
@@ -75,6 +78,7 @@ impl App {
             driving: Mutex::new(HashSet::new()),
             posting: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
+            specs: Mutex::new(HashMap::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             updates: Mutex::new(HashMap::new()),
         })))
@@ -204,7 +208,7 @@ impl App {
                 if let Err(why) = self.authorize(gate, &session, &answer).await {
                     return Ok(Err(why));
                 }
-                let spec = Engine::spec_of(&session)?;
+                let spec = self.spec_of(&session)?;
                 if tool_gate {
                     // An edited MCP call is checked against its server's
                     // schema, fetched now if this process has not seen it.
@@ -260,6 +264,25 @@ impl App {
             }
         });
         Ok(Ok(()))
+    }
+
+    /// The session's spec snapshot, parsed once per distinct text.
+    fn spec_of(&self, session: &Session) -> Result<Arc<crate::spec::Spec>> {
+        if let Some(s) = self
+            .specs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&session.spec_hash)
+        {
+            return Ok(Arc::clone(s));
+        }
+        let spec = Arc::new(Engine::spec_of(session)?);
+        let mut cache = self.specs.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() > 256 {
+            cache.clear();
+        }
+        cache.insert(session.spec_hash.clone(), Arc::clone(&spec));
+        Ok(spec)
     }
 
     /// Whether the clicker may answer: approvers (users, groups resolved

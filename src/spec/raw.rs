@@ -172,6 +172,10 @@ pub struct McpServer {
     pub risk: Option<String>,
 }
 
+// The policy fields repeat across HttpExecutor, ToolEntry and PythonEntry on
+// purpose: serde's `flatten` cannot be combined with `deny_unknown_fields`,
+// and unknown keys must stay errors.
+
 /// One entry of an agent's `tools` list in map form (parsed from the
 /// entry's value, so unknown keys are reported at the entry).
 #[derive(Debug, Deserialize)]
