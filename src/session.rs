@@ -104,6 +104,15 @@ pub enum PatternState {
         /// Finished tasks by id.
         tasks: BTreeMap<String, StepRecord>,
     },
+    Parallel {
+        /// One slot per step of each branch, by branch id.
+        branches: BTreeMap<String, Vec<Option<StepRecord>>>,
+        reduce: Option<StepRecord>,
+    },
+    Routing(crate::engine::pattern::routing::State),
+    EvaluatorOptimizer(crate::engine::pattern::evaluator::State),
+    OrchestratorWorkers(crate::engine::pattern::orchestrator::State),
+    Graph(crate::engine::pattern::graph::State),
 }
 
 /// One event in a gate's life, in the order it happened.
@@ -148,8 +157,13 @@ pub struct Session {
     pub started_by: String,
     pub variables: Map<String, Value>,
     pub state: PatternState,
-    /// The gate waiting for a human, while paused.
+    /// The gate waiting for a human, while paused: the one an answer
+    /// without `--gate` is for.
     pub gate: Option<OpenGate>,
+    /// Other gates open at the same time (parallel branches that all wait);
+    /// each is answered on its own, in any order ([`Session::focus`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parked: Vec<OpenGate>,
     /// An answer recorded for the open gate but not yet carried out (the
     /// process died between recording and continuing); applied on resume.
     #[serde(default)]
@@ -292,6 +306,36 @@ pub struct Notification {
 }
 
 impl Session {
+    /// Every open gate: the focused one first, then the parked ones.
+    pub fn open_gates(&self) -> impl Iterator<Item = &OpenGate> {
+        self.gate.iter().chain(self.parked.iter())
+    }
+
+    /// Makes the open gate with this handle (`id#instance`, or just the id
+    /// when that is unambiguous) the focused one. False when no open gate
+    /// matches.
+    pub fn focus(&mut self, want: &str) -> bool {
+        let matches = |g: &OpenGate| g.handle() == want || g.id == want;
+        if self.gate.as_ref().is_some_and(|g| g.handle() == want) {
+            return true;
+        }
+        let i = self.parked.iter().position(|g| g.handle() == want);
+        let i = match i {
+            Some(i) => Some(i),
+            None if self.gate.as_ref().is_some_and(matches) => return true,
+            None => self.parked.iter().position(matches),
+        };
+        let Some(i) = i else {
+            return false;
+        };
+        let picked = self.parked.remove(i);
+        if let Some(current) = self.gate.take() {
+            self.parked.insert(0, current);
+        }
+        self.gate = Some(picked);
+        true
+    }
+
     pub fn total_usage(&self) -> Usage {
         let mut u = Usage::default();
         for v in self.usage.values() {

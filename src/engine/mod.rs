@@ -30,7 +30,7 @@ use crate::session::{
 use crate::spec::{self, AgentStep, Spec};
 use crate::store::Store;
 use crate::template::Templates;
-use pattern::Next;
+use pattern::{GateWork, Next};
 
 /// How a new run is started.
 pub struct Start {
@@ -102,6 +102,7 @@ impl<'a> Engine<'a> {
             variables: start.variables,
             state: pattern::initial(spec),
             gate: None,
+            parked: Vec::new(),
             pending_answer: None,
             human_feedback: None,
             hitl_response: None,
@@ -153,9 +154,15 @@ impl<'a> Engine<'a> {
                 )));
             }
         }
-        if let Outcome::Rerun { .. } = gate::interpret(gate.kind, &answer.decision)? {
+        let outcome = gate::interpret(gate.kind, &answer.decision)?;
+        if let (Outcome::Continue { response }, None) = (&outcome, &gate.trigger) {
+            pattern::check_response(spec, &session.state, &gate.position, response)?;
+        }
+        if let Outcome::Rerun { .. } = outcome {
             // A triggered gate reviews its own step: modify re-runs that step.
-            if gate.trigger.is_none() && pattern::rerun_targets(spec, &gate.position).is_empty() {
+            if gate.trigger.is_none()
+                && pattern::rerun_targets(spec, &session.state, &gate.position).is_empty()
+            {
                 return Err(Error::Usage(format!(
                     "gate `{}` has no agent step before it to re-run; answer approve or reject",
                     gate.id
@@ -239,7 +246,41 @@ impl<'a> Engine<'a> {
         answer: Option<Answer>,
         channel: &mut C,
     ) -> Result<Session> {
-        let session = self.store.get(id)?;
+        self.resume_gate(id, None, answer, channel).await
+    }
+
+    /// [`Engine::resume`] answering one of several open gates (`--gate`):
+    /// its handle `id#n`, or its id when only one open gate has it.
+    pub async fn resume_gate<C: HumanChannel>(
+        &mut self,
+        id: &str,
+        pick: Option<&str>,
+        answer: Option<Answer>,
+        channel: &mut C,
+    ) -> Result<Session> {
+        let mut session = self.store.get(id)?;
+        if answer.is_some() && session.status == Status::Paused {
+            let open: Vec<String> = session
+                .open_gates()
+                .map(|g| format!("{} ({})", g.handle(), g.position))
+                .collect();
+            match pick {
+                Some(want) if !session.focus(want) => {
+                    return Err(Error::Usage(format!(
+                        "session {id} has no open gate `{want}`; open: {}",
+                        open.join(", ")
+                    )))
+                }
+                None if open.len() > 1 => {
+                    return Err(Error::Usage(format!(
+                        "session {id} has {} gates open; pick one with --gate: {}",
+                        open.len(),
+                        open.join(", ")
+                    )))
+                }
+                _ => {}
+            }
+        }
         let spec = Self::spec_of(&session)?;
         Self::preflight(&spec)?;
         let session = match (session.status, answer) {
@@ -349,86 +390,40 @@ impl<'a> Engine<'a> {
         }
         match pattern::next(spec, &session.state)? {
             Next::Run(work) => self.run_agents(spec, session, work, channel).await?,
-            Next::Gate { position, gate } => {
-                let ctx = context::build(session, None);
-                if let Some(cond) = &gate.condition {
-                    if !self.templates.truthy(
-                        &format!("the condition of gate `{}`", gate.id),
-                        cond,
-                        &ctx,
-                    )? {
-                        let now = Utc::now();
-                        pattern::record(
-                            &mut session.state,
-                            &position,
-                            StepRecord {
-                                agent: None,
-                                response: String::new(),
-                                kind: RecordKind::Skipped,
-                                finished_at: now,
-                            },
-                        )?;
-                        session.history.push(GateEvent {
-                            gate: gate.id.clone(),
-                            instance: 0,
-                            asked_at: None,
-                            what: GateEventKind::Skipped {
-                                condition: cond.clone(),
-                            },
-                        });
-                        let mut ev =
-                            AuditEvent::new(AuditKind::Skip, &session.id, &session.workflow);
-                        ev.gate = Some(gate.id.clone());
-                        ev.detail = Some(format!("condition `{cond}` was false"));
-                        session.audit.push(ev);
-                        self.store.checkpoint(session)?;
-                        channel
-                            .progress(
-                                session,
-                                &Progress::GateSkipped {
-                                    gate: gate.id.clone(),
-                                },
-                            )
-                            .await;
-                        return Ok(true);
+            Next::Gates(gates) => {
+                for GateWork { position, gate } in gates {
+                    if session.open_gates().any(|g| g.position == position) {
+                        continue;
+                    }
+                    match self.open_gate(spec, session, position, gate)? {
+                        Some(opened) => {
+                            audit_request(session, &opened);
+                            session.parked.push(opened);
+                        }
+                        None => {
+                            // Condition false: recorded as skipped; look again.
+                            self.store.checkpoint(session)?;
+                            channel
+                                .progress(
+                                    session,
+                                    &Progress::GateSkipped {
+                                        gate: gate.id.clone(),
+                                    },
+                                )
+                                .await;
+                            return Ok(true);
+                        }
                     }
                 }
-                let prompt = self.templates.render(
-                    &format!("the prompt of gate `{}`", gate.id),
-                    &gate.prompt,
-                    &ctx,
-                )?;
-                let shown = match &gate.context_display {
-                    Some(t) => self.templates.render(
-                        &format!("the context_display of gate `{}`", gate.id),
-                        t,
-                        &ctx,
-                    )?,
-                    None => pattern::last_response(&session.state).unwrap_or_default(),
-                };
-                session.gates_opened += 1;
-                // What humans are shown is redacted (security.redact + secrets).
-                let mut opened = gate::open(
-                    gate,
-                    position,
-                    session.gates_opened,
-                    spec.redactor.redact(&prompt),
-                    spec.redactor.redact(&shown),
-                    Utc::now(),
-                );
-                // The workflow's `security` defaults fill what the gate leaves open.
-                if gate.approvers.is_none() {
-                    opened.approvers = spec.approval.approvers.clone();
+                if session.gate.is_none() && !session.parked.is_empty() {
+                    let first = session.parked.remove(0);
+                    session.gate = Some(first);
                 }
-                if gate.approvals_required.is_none() {
-                    opened.approvals_required =
-                        spec.approval.approvals_required.unwrap_or(1).max(1);
+                if session.gate.is_none() {
+                    return Err(Error::Internal(
+                        "the pattern waits on a gate that is not open".into(),
+                    ));
                 }
-                if gate.allow_self_approval.is_none() {
-                    opened.allow_self_approval = spec.approval.allow_self_approval;
-                }
-                audit_request(session, &opened);
-                session.gate = Some(opened);
                 session.status = Status::Paused;
                 self.store.checkpoint(session)?;
             }
@@ -446,7 +441,7 @@ impl<'a> Engine<'a> {
                     self.open_triggered(spec, session, t, position, output)?;
                     return Ok(true);
                 }
-                let ctx = context::build(session, None);
+                let ctx = context::build(spec, session, None, None);
                 let out_dir = PathBuf::from(&session.out_dir);
                 session.artifacts =
                     artifacts::write(&self.templates, &spec.artifacts, &ctx, &out_dir)?;
@@ -465,6 +460,84 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Opens a spec gate at `position`: `None` when its condition is false
+    /// (then recorded as skipped), else the gate to ask, with the workflow's
+    /// `security` defaults filling what the gate leaves open.
+    fn open_gate(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        position: Position,
+        gate: &crate::spec::GateSpec,
+    ) -> Result<Option<gate::OpenGate>> {
+        let ctx = context::build(spec, session, None, Some(&position));
+        if let Some(cond) = &gate.condition {
+            if !self.templates.truthy(
+                &format!("the condition of gate `{}`", gate.id),
+                cond,
+                &ctx,
+            )? {
+                pattern::record(
+                    spec,
+                    &mut session.state,
+                    &position,
+                    StepRecord {
+                        agent: None,
+                        response: String::new(),
+                        kind: RecordKind::Skipped,
+                        finished_at: Utc::now(),
+                    },
+                )?;
+                session.history.push(GateEvent {
+                    gate: gate.id.clone(),
+                    instance: 0,
+                    asked_at: None,
+                    what: GateEventKind::Skipped {
+                        condition: cond.clone(),
+                    },
+                });
+                let mut ev = AuditEvent::new(AuditKind::Skip, &session.id, &session.workflow);
+                ev.gate = Some(gate.id.clone());
+                ev.detail = Some(format!("condition `{cond}` was false"));
+                session.audit.push(ev);
+                return Ok(None);
+            }
+        }
+        let prompt = self.templates.render(
+            &format!("the prompt of gate `{}`", gate.id),
+            &gate.prompt,
+            &ctx,
+        )?;
+        let shown = match &gate.context_display {
+            Some(t) => self.templates.render(
+                &format!("the context_display of gate `{}`", gate.id),
+                t,
+                &ctx,
+            )?,
+            None => pattern::last_response(&session.state).unwrap_or_default(),
+        };
+        session.gates_opened += 1;
+        // What humans are shown is redacted (security.redact + secrets).
+        let mut opened = gate::open(
+            gate,
+            position,
+            session.gates_opened,
+            spec.redactor.redact(&prompt),
+            spec.redactor.redact(&shown),
+            Utc::now(),
+        );
+        if gate.approvers.is_none() {
+            opened.approvers = spec.approval.approvers.clone();
+        }
+        if gate.approvals_required.is_none() {
+            opened.approvals_required = spec.approval.approvals_required.unwrap_or(1).max(1);
+        }
+        if gate.allow_self_approval.is_none() {
+            opened.allow_self_approval = spec.approval.allow_self_approval;
+        }
+        Ok(Some(opened))
     }
 
     /// Paused: apply a due timeout, or ask the channel.
@@ -536,7 +609,15 @@ impl<'a> Engine<'a> {
                 session.id
             ))
         })?;
-        let outcome = gate::interpret(gate.kind, &answer.decision)?;
+        let mut outcome = gate::interpret(gate.kind, &answer.decision)?;
+        if let (Outcome::Continue { response }, None) = (&outcome, &gate.trigger) {
+            // Some positions read certain answers as "stop the run".
+            if let Some(reason) = pattern::rejects(spec, &gate.position, response) {
+                outcome = Outcome::Cancel {
+                    reason: Some(reason),
+                };
+            }
+        }
         for (k, v) in &answer.vars {
             session.variables.insert(k.clone(), v.clone());
         }
@@ -583,6 +664,7 @@ impl<'a> Engine<'a> {
                     }
                 };
                 pattern::record(
+                    spec,
                     &mut session.state,
                     &gate.position,
                     StepRecord {
@@ -620,12 +702,14 @@ impl<'a> Engine<'a> {
                 )));
                 session.audit.push(ev);
                 session.gate = None;
+                session.parked.clear();
                 session.status = Status::Rejected;
                 rejected = Some(reason);
             }
             // A timeout's `skip`: the gate passes with no response of its own.
             Outcome::Skip => {
                 pattern::record(
+                    spec,
                     &mut session.state,
                     &gate.position,
                     StepRecord {
@@ -652,6 +736,7 @@ impl<'a> Engine<'a> {
                 ev.detail = Some(spec.redactor.redact(&format!("failed: {message}")));
                 session.audit.push(ev);
                 session.gate = None;
+                session.parked.clear();
                 session.status = Status::Failed;
                 session.failure = Some(crate::session::Failure {
                     code: crate::error::exit::RUNTIME,
@@ -743,7 +828,7 @@ impl<'a> Engine<'a> {
             .agents
             .get(&step.agent)
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", step.agent)))?;
-        let ctx = context::build(session, Some(&step.vars));
+        let ctx = context::build(spec, session, Some(&step.vars), Some(position));
         let system = self.templates.render(
             &format!("the prompt of agent `{}`", agent.id),
             &agent.prompt,
@@ -809,7 +894,7 @@ impl<'a> Engine<'a> {
         }
         let mut queue = Vec::new();
         for w in &work {
-            let (provider, req) = self.request(spec, session, w.step, &w.position)?;
+            let (provider, req) = self.request(spec, session, &w.step, &w.position)?;
             queue.push((w.position.clone(), provider, req));
         }
         queue.reverse();
@@ -844,6 +929,7 @@ impl<'a> Engine<'a> {
                 .or_default()
                 .add(resp.usage);
             pattern::record(
+                spec,
                 &mut session.state,
                 &position,
                 StepRecord {
@@ -894,7 +980,7 @@ impl Engine<'_> {
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", w.step.agent)))?;
         let mut toolbox = tools::Toolbox::for_agent(spec, agent)?;
         toolbox.connect().await?;
-        let (provider, first) = self.request(spec, session, w.step, &w.position)?;
+        let (provider, first) = self.request(spec, session, &w.step, &w.position)?;
         if session.agent_turn.as_ref().map(|t| &t.position) != Some(&w.position) {
             session.agent_turn = Some(AgentTurn {
                 position: w.position.clone(),
@@ -950,6 +1036,7 @@ impl Engine<'_> {
             if resp.tool_calls.is_empty() {
                 session.agent_turn = None;
                 pattern::record(
+                    spec,
                     &mut session.state,
                     &w.position,
                     StepRecord {
@@ -1179,7 +1266,8 @@ impl Engine<'_> {
                                 continue;
                             }
                         }
-                        let (fires, context) = self.trigger_fires(session, &t.trigger, &response);
+                        let (fires, context) =
+                            self.trigger_fires(spec, session, &t.trigger, &response);
                         if fires {
                             self.open_triggered(spec, session, t, position, context)?;
                             return Ok(true);
@@ -1195,6 +1283,7 @@ impl Engine<'_> {
     /// Whether a per-step trigger fires on `response`, and what to show.
     fn trigger_fires(
         &self,
+        spec: &Spec,
         session: &Session,
         trigger: &crate::spec::Trigger,
         response: &str,
@@ -1218,7 +1307,7 @@ impl Engine<'_> {
                     "response".into(),
                     serde_json::Value::String(response.to_string()),
                 );
-                let ctx = context::build(session, Some(&vars));
+                let ctx = context::build(spec, session, Some(&vars), None);
                 match self
                     .templates
                     .truthy("a hitl gate condition", condition, &ctx)
@@ -1243,7 +1332,7 @@ impl Engine<'_> {
         position: Position,
         context: String,
     ) -> Result<()> {
-        let ctx = context::build(session, None);
+        let ctx = context::build(spec, session, None, None);
         let prompt = self
             .templates
             .render(
@@ -1370,12 +1459,9 @@ fn default_model(kind: ProviderKind) -> &'static str {
     }
 }
 
-/// The state pattern of a session, for display.
+/// How many steps of a session have finished, for display.
 pub fn finished_steps(state: &PatternState) -> usize {
-    match state {
-        PatternState::Chain { steps, .. } => steps.iter().flatten().count(),
-        PatternState::Workflow { tasks } => tasks.len(),
-    }
+    pattern::finished(state)
 }
 
 #[cfg(test)]

@@ -78,6 +78,36 @@ pub enum Position {
     Step(usize),
     /// `tasks.<id>` of a workflow.
     Task(String),
+    /// `branches.<id>.steps[i]` of a parallel pattern.
+    Branch { branch: String, step: usize },
+    /// The `reduce` step of a parallel or orchestrator pattern.
+    Reduce,
+    /// routing: the router agent.
+    Router,
+    /// routing: `router.review_router`.
+    RouterReview,
+    /// routing: `routes.<name>.then[i]`.
+    Route { route: String, step: usize },
+    /// evaluator_optimizer: the producer's draft of iteration i (0-based).
+    Draft(u32),
+    /// evaluator_optimizer: the evaluation of iteration i.
+    Evaluation(u32),
+    /// evaluator_optimizer: `review_gate` after iteration i.
+    ReviewGate(u32),
+    /// evaluator_optimizer: `accept.manual_review` after iteration i.
+    ManualReview(u32),
+    /// orchestrator_workers: the orchestrator's plan of round r (0-based).
+    Plan(u32),
+    /// orchestrator_workers: `decomposition_review` of round r's plan.
+    DecompositionReview(u32),
+    /// orchestrator_workers: worker i of round r.
+    Worker { round: u32, index: usize },
+    /// orchestrator_workers: `reduce_review`.
+    ReduceReview,
+    /// orchestrator_workers: `writeup`.
+    Writeup,
+    /// graph: the run's n-th visit (0-based) of node `id`.
+    Node { id: String, visit: u32 },
 }
 
 impl std::fmt::Display for Position {
@@ -85,6 +115,21 @@ impl std::fmt::Display for Position {
         match self {
             Position::Step(i) => write!(f, "steps[{i}]"),
             Position::Task(id) => write!(f, "tasks.{id}"),
+            Position::Branch { branch, step } => write!(f, "branches.{branch}.steps[{step}]"),
+            Position::Reduce => write!(f, "reduce"),
+            Position::Router => write!(f, "router"),
+            Position::RouterReview => write!(f, "router.review_router"),
+            Position::Route { route, step } => write!(f, "routes.{route}.then[{step}]"),
+            Position::Draft(i) => write!(f, "iterations[{i}].draft"),
+            Position::Evaluation(i) => write!(f, "iterations[{i}].evaluation"),
+            Position::ReviewGate(i) => write!(f, "iterations[{i}].review_gate"),
+            Position::ManualReview(i) => write!(f, "iterations[{i}].manual_review"),
+            Position::Plan(r) => write!(f, "rounds[{r}].plan"),
+            Position::DecompositionReview(r) => write!(f, "rounds[{r}].decomposition_review"),
+            Position::Worker { round, index } => write!(f, "rounds[{round}].workers[{index}]"),
+            Position::ReduceReview => write!(f, "reduce_review"),
+            Position::Writeup => write!(f, "writeup"),
+            Position::Node { id, visit } => write!(f, "nodes.{id}#{visit}"),
         }
     }
 }
@@ -494,6 +539,10 @@ pub fn accept(
                 None => Refusal::NotPaused(session.status),
             },
         );
+    }
+    if let Some(want) = handle {
+        // A parked gate (several open at once) is answered by its handle.
+        session.focus(want);
     }
     let Some(gate) = session.gate.clone() else {
         return Err(Refusal::NotPaused(session.status));

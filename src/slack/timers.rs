@@ -56,9 +56,7 @@ use super::blocks::{escape_mrkdwn, ApprovalView, DecidedView};
 use crate::error::{Error, Result};
 use crate::gate::{Answer, Decision, OpenGate};
 use crate::session::{GateEventKind, Session, Status};
-use crate::spec::{
-    ChainStep, EscalationTarget, Fallback, GateKind, GateSpec, GateTimers, PatternSpec, TaskBody,
-};
+use crate::spec::{EscalationTarget, Fallback, GateKind, GateSpec, GateTimers};
 use crate::store::{Escalation, Fired, Timer, TimerKind};
 
 /// Wakes the timer task when timers are added.
@@ -92,25 +90,15 @@ fn waiting_gate<'a>(session: &'a Session, handle: Option<&str>) -> Option<&'a Op
         return None;
     }
     session
-        .gate
-        .as_ref()
-        .filter(|g| g.kind != GateKind::ToolCall && handle.is_none_or(|h| g.handle() == h))
+        .open_gates()
+        .find(|g| g.kind != GateKind::ToolCall && handle.is_none_or(|h| g.handle() == h))
 }
 
 /// The spec of a gate, by id, in the session's spec snapshot.
 fn gate_spec(session: &Session, id: &str) -> Result<GateTimers> {
     let spec = crate::engine::Engine::spec_of(session)?;
     let found = |g: &GateSpec| (g.id == id).then(|| g.timers.clone());
-    let timers = match &spec.pattern {
-        PatternSpec::Chain { steps } => steps.iter().find_map(|s| match s {
-            ChainStep::Gate(g) => found(g),
-            ChainStep::Agent(_) => None,
-        }),
-        PatternSpec::Workflow { tasks, .. } => tasks.iter().find_map(|t| match &t.body {
-            TaskBody::Gate(g) => found(g),
-            TaskBody::Agent(_) => None,
-        }),
-    };
+    let timers = spec.gates().into_iter().find_map(found);
     Ok(timers.unwrap_or_default())
 }
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// Patterns strands-cli defines; only some run in this build.
-pub const SUPPORTED_PATTERNS: &[&str] = &["chain", "workflow"];
+pub const SUPPORTED_PATTERNS: &[&str] = KNOWN_PATTERNS;
 pub const KNOWN_PATTERNS: &[&str] = &[
     "chain",
     "workflow",
@@ -221,6 +221,11 @@ pub enum PatternSpec {
         tasks: Vec<Task>,
         layers: Vec<Vec<usize>>,
     },
+    Parallel(ParallelSpec),
+    Routing(RoutingSpec),
+    EvaluatorOptimizer(EvaluatorSpec),
+    OrchestratorWorkers(OrchestratorSpec),
+    Graph(GraphSpec),
 }
 
 impl PatternSpec {
@@ -228,8 +233,131 @@ impl PatternSpec {
         match self {
             PatternSpec::Chain { .. } => "chain",
             PatternSpec::Workflow { .. } => "workflow",
+            PatternSpec::Parallel(_) => "parallel",
+            PatternSpec::Routing(_) => "routing",
+            PatternSpec::EvaluatorOptimizer(_) => "evaluator_optimizer",
+            PatternSpec::OrchestratorWorkers(_) => "orchestrator_workers",
+            PatternSpec::Graph(_) => "graph",
         }
     }
+}
+
+/// `parallel`: branches run concurrently (up to `runtime.max_parallel`),
+/// each a little chain; `reduce` runs (or asks) once every branch is done.
+#[derive(Debug, Clone)]
+pub struct ParallelSpec {
+    pub branches: Vec<Branch>,
+    pub reduce: Option<ChainStep>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub id: String,
+    pub steps: Vec<ChainStep>,
+}
+
+/// `routing`: a router agent picks a route (`{"route": "<name>"}`), a
+/// human may review the pick, then the route's steps run as a chain.
+#[derive(Debug, Clone)]
+pub struct RoutingSpec {
+    pub router: AgentStep,
+    /// Re-asks of the router after a reply that names no valid route.
+    pub max_retries: u32,
+    /// `router.review_router`: answered `approved` or `route:<name>`.
+    pub review: Option<GateSpec>,
+    /// In file order.
+    pub routes: Vec<Route>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub name: String,
+    pub steps: Vec<ChainStep>,
+}
+
+/// `evaluator_optimizer`: the producer drafts, the evaluator scores
+/// (`{score, issues, fixes}`), the producer revises until `min_score` or
+/// `max_iters`; humans may stand between iterations.
+#[derive(Debug, Clone)]
+pub struct EvaluatorSpec {
+    /// The producer agent; its first input is its own prompt.
+    pub producer: AgentStep,
+    pub evaluator: AgentStep,
+    /// 0–100.
+    pub min_score: f64,
+    pub max_iters: u32,
+    pub revise_prompt: Option<String>,
+    /// Asked after each evaluation that does not end the loop: `continue` / `stop`.
+    pub review_gate: Option<GateSpec>,
+    /// The seed's quality gate: `accept.manual_review`.
+    pub manual_review: Option<ManualReview>,
+}
+
+/// `accept.manual_review {after_iterations, prompt, condition}`: asked after
+/// an evaluation once `after_iterations` iterations have run (and the
+/// condition holds); answered approve-current / continue / reject / feedback.
+#[derive(Debug, Clone)]
+pub struct ManualReview {
+    pub after_iterations: u32,
+    /// The gate (its `condition` is the manual review's condition).
+    pub gate: GateSpec,
+}
+
+/// `orchestrator_workers`: the orchestrator plans subtasks (JSON), workers
+/// run them in parallel, then an optional reduce and writeup.
+#[derive(Debug, Clone)]
+pub struct OrchestratorSpec {
+    pub orchestrator: AgentStep,
+    /// `limits.max_workers`: subtasks taken from a plan (and run at once).
+    pub max_workers: usize,
+    /// `limits.max_rounds`: plans the orchestrator may make (re-plans after
+    /// review feedback count).
+    pub max_rounds: u32,
+    /// The worker agent; the subtask is its input unless `input` is set.
+    pub worker: AgentStep,
+    pub decomposition_review: Option<GateSpec>,
+    pub reduce_review: Option<GateSpec>,
+    pub reduce: Option<AgentStep>,
+    pub writeup: Option<AgentStep>,
+}
+
+/// `graph`: nodes (agents or gates) joined by edges; the first node is the
+/// entry, a node without outgoing edges ends the run.
+#[derive(Debug, Clone)]
+pub struct GraphSpec {
+    /// In file order; `nodes[0]` is the entry.
+    pub nodes: Vec<GraphNode>,
+    /// Outgoing edge by source node id (one per node).
+    pub edges: BTreeMap<String, Edge>,
+    /// Visits allowed per node.
+    pub max_iterations: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct GraphNode {
+    pub id: String,
+    pub body: TaskBody,
+}
+
+#[derive(Debug, Clone)]
+pub enum Edge {
+    /// `to: [ids]`: the first target runs next (strands-cli runs only the first).
+    To(Vec<String>),
+    /// `choose`: the first `when` that holds, else the `else` entry.
+    Choose(Vec<Choice>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub when: When,
+    pub to: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum When {
+    Else,
+    /// A condition, with or without `{{ }}`.
+    Condition(String),
 }
 
 // Specs are built once and hold a handful of steps: boxing the gate buys nothing.
@@ -512,6 +640,55 @@ pub fn sha256_hex(text: &str) -> String {
 }
 
 impl Spec {
+    /// Every gate the pattern declares, in file order.
+    pub fn gates(&self) -> Vec<&GateSpec> {
+        fn of_steps(steps: &[ChainStep]) -> impl Iterator<Item = &GateSpec> {
+            steps.iter().filter_map(|s| match s {
+                ChainStep::Gate(g) => Some(g),
+                ChainStep::Agent(_) => None,
+            })
+        }
+        match &self.pattern {
+            PatternSpec::Chain { steps } => of_steps(steps).collect(),
+            PatternSpec::Workflow { tasks, .. } => tasks
+                .iter()
+                .filter_map(|t| match &t.body {
+                    TaskBody::Gate(g) => Some(g),
+                    TaskBody::Agent(_) => None,
+                })
+                .collect(),
+            PatternSpec::Parallel(p) => p
+                .branches
+                .iter()
+                .flat_map(|b| of_steps(&b.steps))
+                .chain(of_steps(p.reduce.as_slice()))
+                .collect(),
+            PatternSpec::Routing(p) => p
+                .review
+                .iter()
+                .chain(p.routes.iter().flat_map(|r| of_steps(&r.steps)))
+                .collect(),
+            PatternSpec::EvaluatorOptimizer(p) => p
+                .review_gate
+                .iter()
+                .chain(p.manual_review.iter().map(|m| &m.gate))
+                .collect(),
+            PatternSpec::OrchestratorWorkers(p) => p
+                .decomposition_review
+                .iter()
+                .chain(p.reduce_review.iter())
+                .collect(),
+            PatternSpec::Graph(g) => g
+                .nodes
+                .iter()
+                .filter_map(|n| match &n.body {
+                    TaskBody::Gate(g) => Some(g),
+                    TaskBody::Agent(_) => None,
+                })
+                .collect(),
+        }
+    }
+
     /// The agent steps' and gates' ids in order, for messages.
     pub fn agent_ids(&self) -> Vec<&str> {
         self.agents.keys().map(String::as_str).collect()

@@ -13,6 +13,12 @@ use crate::error::{Diagnostic, Error, Result};
 use crate::provider::ProviderKind;
 use crate::template::Templates;
 
+mod evaluator;
+mod graph;
+mod orchestrator;
+mod parallel;
+mod routing;
+
 pub fn parse(text: &str, path: &Path) -> Result<Spec> {
     let file = path.display().to_string();
     let head: Document<IgnoredAny> = from_yaml(text, &file)?;
@@ -30,12 +36,6 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec> {
             )),
         }]));
     }
-    if !SUPPORTED_PATTERNS.contains(&kind.as_str()) {
-        return Err(Error::Unsupported(format!(
-            "{file}: pattern `{kind}` is not supported yet (this build runs: {})",
-            SUPPORTED_PATTERNS.join(", ")
-        )));
-    }
     let mut v = Validator {
         file: file.clone(),
         text: text.to_string(),
@@ -50,10 +50,40 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec> {
             let steps = v.chain(&doc.pattern.config, &common.agents);
             common.finish(PatternSpec::Chain { steps }, text, path, &mut v)
         }
-        _ => {
+        "workflow" => {
             let doc: Document<raw::WorkflowConfig> = from_yaml(text, &file)?;
             let common = v.common(&doc);
             let pattern = v.workflow(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "parallel" => {
+            let doc: Document<parallel::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.parallel(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "routing" => {
+            let doc: Document<routing::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.routing(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "evaluator_optimizer" => {
+            let doc: Document<evaluator::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.evaluator(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "orchestrator_workers" => {
+            let doc: Document<orchestrator::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.orchestrator(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        _ => {
+            let doc: Document<graph::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.graph(&doc.pattern.config, &common.agents);
             common.finish(pattern, text, path, &mut v)
         }
     };

@@ -1,0 +1,19 @@
+//! Validation of the `graph` pattern's config (stub: filled in by its owner).
+
+use std::collections::BTreeMap;
+
+use super::Validator;
+use crate::spec::{AgentSpec, PatternSpec};
+
+pub(super) type Config = serde::de::IgnoredAny;
+
+impl Validator {
+    pub(super) fn graph(
+        &mut self,
+        _cfg: &Config,
+        _agents: &BTreeMap<String, AgentSpec>,
+    ) -> PatternSpec {
+        self.error((1, 1), "pattern `graph` is not built yet", None);
+        PatternSpec::Chain { steps: Vec::new() }
+    }
+}
