@@ -152,6 +152,14 @@ pub struct ResumeArgs {
     /// Tool calls: which waiting call this answers (see `sessions show`).
     #[arg(long = "call", value_name = "CALL_ID")]
     pub call: Option<String>,
+    /// Which open gate this answers, when several are open (parallel
+    /// branches): its handle `id#n` or its id (see `sessions show`).
+    #[arg(long = "gate", value_name = "GATE")]
+    pub gate: Option<String>,
+    /// strands-cli's `run --resume ID --hitl-response`: answers the first
+    /// open gate, as strands-cli (one gate at a time) would.
+    #[arg(skip)]
+    pub first_open: bool,
     /// Variable overrides that come with the answer.
     #[arg(long = "var", value_parser = spec::parse_var)]
     pub vars: Vec<(String, String)>,
@@ -541,6 +549,8 @@ async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             edit_args: None,
             trust: false,
             call: None,
+            gate: None,
+            first_open: true,
             vars: Vec::new(),
             interactive: args.interactive,
             auto_approve: args.auto_approve,
@@ -659,7 +669,12 @@ async fn continue_session(ctx: &Ctx, args: &ResumeArgs, answer: Option<Answer>) 
         other => other,
     };
     let mut channel = cli_channel(args.interactive, args.auto_approve, &ctx.who);
-    let session = engine.resume(&id, answer, &mut channel).await?;
+    let first = match (&args.gate, args.first_open) {
+        (None, true) => store.get(&id)?.gate.map(|g| g.handle()),
+        _ => None,
+    };
+    let pick = args.gate.as_deref().or(first.as_deref());
+    let session = engine.resume_gate(&id, pick, answer, &mut channel).await?;
     Ok(report(ctx, &session, args.json))
 }
 
@@ -717,6 +732,29 @@ fn report(ctx: &Ctx, s: &Session, json: bool) -> u8 {
 fn paused_text(ctx: &Ctx, s: &Session) -> String {
     let Some(g) = &s.gate else {
         return format!("session {} is paused", s.id);
+    };
+    if s.parked.is_empty() {
+        return gate_text(ctx, s, g, None);
+    }
+    // Several gates are open at once: each is answered on its own.
+    let all: Vec<String> = s
+        .open_gates()
+        .map(|g| gate_text(ctx, s, g, Some(&g.handle())))
+        .collect();
+    format!(
+        "{} gates are open in session {}; answer each with --gate:\n\n{}",
+        all.len(),
+        s.id,
+        all.join("\n\n")
+    )
+}
+
+/// How one open gate is shown, with the commands that answer it (`pick`:
+/// the `--gate` to name when several are open).
+fn gate_text(ctx: &Ctx, s: &Session, g: &crate::gate::OpenGate, pick: Option<&str>) -> String {
+    let resume = |rest: &str| match pick {
+        Some(h) => ctx.resume_cmd(&s.id, &format!("--gate {h} {rest}")),
+        None => ctx.resume_cmd(&s.id, rest),
     };
     let mut out = String::new();
     out.push_str(&format!(
@@ -780,21 +818,21 @@ fn paused_text(ctx: &Ctx, s: &Session) -> String {
     }
     out.push_str(&format!(
         "   Resume:  {}\n",
-        ctx.resume_cmd(&s.id, "--approve")
+        resume("--approve")
     ));
     out.push_str(&format!(
         "            {}\n",
-        ctx.resume_cmd(&s.id, "--reject --reason \"...\"")
+        resume("--reject --reason \"...\"")
     ));
     if g.kind == spec::GateKind::Hitl {
         out.push_str(&format!(
             "            {}\n",
-            ctx.resume_cmd(&s.id, "--response \"...\"")
+            resume("--response \"...\"")
         ));
     }
     out.push_str(&format!(
         "            {}",
-        ctx.resume_cmd(&s.id, "--modify --feedback \"...\"")
+        resume("--modify --feedback \"...\"")
     ));
     out
 }
@@ -832,7 +870,13 @@ fn tool_calls_json(s: &Session) -> Value {
 
 /// The one JSON object scripts read.
 fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
-    let gate = s.gate.as_ref().map(|g| {
+    let gate = s.gate.as_ref().map(|g| gate_json(s, g, full));
+    let open_gates: Vec<Value> = s.open_gates().map(|g| gate_json(s, g, full)).collect();
+    session_json_with(ctx, s, full, gate, open_gates)
+}
+
+fn gate_json(s: &Session, g: &crate::gate::OpenGate, full: bool) -> Value {
+    {
         let (preview, cut) = g.preview();
         json!({
             "id": g.id,
@@ -853,7 +897,16 @@ fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
             "approvals_required": g.approvals_required,
             "approvals": g.approvals,
         })
-    });
+    }
+}
+
+fn session_json_with(
+    ctx: &Ctx,
+    s: &Session,
+    full: bool,
+    gate: Option<Value>,
+    open_gates: Vec<Value>,
+) -> Value {
     let gates: Vec<Value> = s
         .history
         .iter()
@@ -879,6 +932,7 @@ fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
         "updated_at": s.updated_at,
         "started_by": s.started_by,
         "gate": gate,
+        "open_gates": open_gates,
         "output": s.output,
         "artifacts": s.artifacts,
         "gates": gates,
@@ -1030,7 +1084,25 @@ fn print_show(ctx: &Ctx, s: &Session) {
                 );
             }
         }
-        println!("\nResume:    {}", ctx.resume_cmd(&s.id, "--approve"));
+        if s.parked.is_empty() {
+            println!("\nResume:    {}", ctx.resume_cmd(&s.id, "--approve"));
+        } else {
+            println!(
+                "\nResume:    {}",
+                ctx.resume_cmd(&s.id, &format!("--gate {} --approve", g.handle()))
+            );
+        }
+    }
+    for g in &s.parked {
+        println!("\nAlso open: {} ({}, {:?})", g.id, g.position, g.kind);
+        println!("Prompt:    {}", g.prompt);
+        if !g.context.is_empty() {
+            println!("Context:\n{}", g.context);
+        }
+        println!(
+            "Resume:    {}",
+            ctx.resume_cmd(&s.id, &format!("--gate {} --approve", g.handle()))
+        );
     }
     if !s.history.is_empty() {
         println!("\nHistory:");
