@@ -194,6 +194,10 @@ pub struct Session {
     /// The approval message posted for the open gate, or why posting failed.
     #[serde(default)]
     pub notification: Option<Notification>,
+    /// The approval message of every open gate, by gate handle (several
+    /// when parallel branches wait at once; each has its own message).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub messages: BTreeMap<String, Notification>,
     /// An agent step in the middle of a tool-calling conversation.
     #[serde(default)]
     pub agent_turn: Option<AgentTurn>,
@@ -309,6 +313,27 @@ impl Session {
     /// Every open gate: the focused one first, then the parked ones.
     pub fn open_gates(&self) -> impl Iterator<Item = &OpenGate> {
         self.gate.iter().chain(self.parked.iter())
+    }
+
+    /// The open gate with this handle (`id#instance`).
+    pub fn open_gate(&self, handle: &str) -> Option<&OpenGate> {
+        self.open_gates().find(|g| g.handle() == handle)
+    }
+
+    /// The open gate with this handle, to change it.
+    pub fn open_gate_mut(&mut self, handle: &str) -> Option<&mut OpenGate> {
+        self.gate
+            .iter_mut()
+            .chain(self.parked.iter_mut())
+            .find(|g| g.handle() == handle)
+    }
+
+    /// Whether the approval message of this open gate has been posted.
+    pub fn posted(&self, handle: &str) -> bool {
+        self.messages
+            .get(handle)
+            .or(self.notification.as_ref().filter(|n| n.gate == handle))
+            .is_some_and(|n| n.ts.is_some())
     }
 
     /// Makes the open gate with this handle (`id#instance`, or just the id

@@ -115,6 +115,7 @@ impl<'a> Engine<'a> {
             failure: None,
             origin: start.origin,
             notification: None,
+            messages: Default::default(),
             agent_turn: None,
             trusted_tools: Default::default(),
             denied_calls: Default::default(),
@@ -381,7 +382,12 @@ impl<'a> Engine<'a> {
             return Ok(!session.status.is_terminal());
         }
         match session.status {
-            Status::Paused => return self.ask(spec, session, channel).await,
+            Status::Paused => {
+                if self.apply_queued(session)? {
+                    return Ok(true);
+                }
+                return self.ask(spec, session, channel).await;
+            }
             Status::Running => {}
             _ => return Ok(false),
         }
@@ -538,6 +544,33 @@ impl<'a> Engine<'a> {
             opened.allow_self_approval = spec.approval.allow_self_approval;
         }
         Ok(Some(opened))
+    }
+
+    /// Records an answer the bot queued for one of several open gates while
+    /// the run was busy (`store::queued`), exactly as if it had just been
+    /// given: compare-and-swap, refusals audited. True when one was recorded.
+    fn apply_queued(&mut self, session: &mut Session) -> Result<bool> {
+        if session.parked.is_empty() && session.gate.is_none() {
+            return Ok(false);
+        }
+        for (handle, answer) in self.store.queued_answers(&session.id)? {
+            if session.open_gate(&handle).is_none() {
+                self.store.drop_queued(&session.id, &handle)?;
+                continue;
+            }
+            let recorded = self
+                .store
+                .record_answer(&session.id, Some(&handle), &answer)?;
+            self.store.drop_queued(&session.id, &handle)?;
+            match recorded {
+                Ok(updated) => {
+                    *session = updated;
+                    return Ok(true);
+                }
+                Err(refusal) => self.audit_refusal(session, &answer, &refusal.to_string()),
+            }
+        }
+        Ok(false)
     }
 
     /// Paused: apply a due timeout, or ask the channel.

@@ -93,10 +93,12 @@ impl App {
     /// `STRANDS_APPROVAL_CHANNEL`, or the channel it came from), else
     /// `STRANDS_APPROVAL_CHANNEL`.
     pub fn approval_channel(&self, session: &Session) -> Option<String> {
-        session
-            .gate
-            .as_ref()
-            .and_then(|g| g.channel.clone())
+        self.channel_for(session, session.gate.as_ref())
+    }
+
+    /// [`App::approval_channel`] for one open gate.
+    pub fn channel_for(&self, session: &Session, gate: Option<&crate::gate::OpenGate>) -> Option<String> {
+        gate.and_then(|g| g.channel.clone())
             .or_else(|| session.origin.as_ref().map(|o| o.approval_channel.clone()))
             .or_else(|| self.config.approval_channel.clone())
     }
@@ -128,7 +130,14 @@ impl App {
                 let mut driving = app.driving.lock().unwrap_or_else(|p| p.into_inner());
                 match app.store.load(&id) {
                     Ok(Some(s))
-                        if !failed && s.status == Status::Running && s.failure.is_none() =>
+                        if !failed
+                            && s.failure.is_none()
+                            && (s.status == Status::Running
+                                || (s.status == Status::Paused
+                                    && app
+                                        .store
+                                        .queued_answers(&id)
+                                        .is_ok_and(|q| !q.is_empty()))) =>
                     {
                         drop(driving);
                         continue;
@@ -200,11 +209,11 @@ impl App {
             None => return Ok(Err("that session no longer exists".into())),
         };
         let tool_gate = session
-            .gate
-            .as_ref()
-            .is_some_and(|g| g.kind == GateKind::ToolCall && g.handle() == handle);
-        if let Some(gate) = &session.gate {
-            if gate.handle() == handle {
+            .open_gate(handle)
+            .is_some_and(|g| g.kind == GateKind::ToolCall);
+        // Any open gate, focused or parked: each is authorized on its own.
+        if let Some(gate) = session.open_gate(handle) {
+            {
                 if let Err(why) = self.authorize(gate, &session, &answer).await {
                     return Ok(Err(why));
                 }
@@ -220,10 +229,35 @@ impl App {
                         return Ok(Err(e.to_string()));
                     }
                 }
-                if let Err(e) = Engine::check_answer(&spec, &session, &answer) {
+                // Checked against the gate clicked, focused or parked.
+                let mut focused = session.clone();
+                focused.focus(handle);
+                if let Err(e) = Engine::check_answer(&spec, &focused, &answer) {
                     return Ok(Err(e.to_string()));
                 }
             }
+        }
+        if session.status == Status::Running
+            && session.parked.iter().any(|g| g.handle() == handle)
+            && !tool_gate
+        {
+            // Another branch is running: the answer waits for the engine,
+            // which records it as soon as the run stops moving.
+            if let Err(refusal) = self.store.queue_answer(&session.id, handle, &answer)? {
+                return Ok(Err(refusal_text(&refusal)));
+            }
+            self.metrics.gate_answered(decision_name(&answer));
+            self.drive(session.id.clone());
+            let mut shown = session;
+            shown.focus(handle);
+            let app = self.clone();
+            let (channel, ts) = (channel.to_string(), ts.to_string());
+            self.tasks.spawn(async move {
+                if let Err(e) = app.show_decision(&shown, &channel, &ts, &answer).await {
+                    tracing::warn!(session = %shown.id, "could not update the approval message: {e}");
+                }
+            });
+            return Ok(Ok(()));
         }
         let recorded = match self
             .store
@@ -460,12 +494,35 @@ impl App {
     }
 
     /// Posts (or re-posts) the approval message for the open gate of a
-    /// paused session and records it, with its failure if posting failed.
+    /// paused session, and the messages of other open gates (parallel
+    /// branches) that were never posted; records each, with its failure if
+    /// posting failed.
     pub async fn notify(&self, session_id: &str) -> Result<()> {
+        let session = self.store.get(session_id)?;
+        let parked: Vec<String> = session
+            .parked
+            .iter()
+            .map(|g| g.handle())
+            .filter(|h| !session.posted(h))
+            .collect();
+        let first = self.notify_gate(session_id, None).await;
+        for h in parked {
+            self.notify_gate(session_id, Some(&h)).await?;
+        }
+        first
+    }
+
+    /// Posts the approval message of one open gate (`None`: the focused one).
+    pub async fn notify_gate(&self, session_id: &str, handle: Option<&str>) -> Result<()> {
         let mut session = self.store.get(session_id)?;
-        let Some(gate) = session.gate.clone() else {
+        let gate = match handle {
+            Some(h) => session.open_gate(h).cloned(),
+            None => session.gate.clone(),
+        };
+        let Some(gate) = gate else {
             return Err(Error::Session(format!(
-                "session {session_id} has no open gate"
+                "session {session_id} has no open gate{}",
+                handle.map(|h| format!(" `{h}`")).unwrap_or_default()
             )));
         };
         if session.status != Status::Paused {
@@ -474,7 +531,7 @@ impl App {
                 session.status
             )));
         }
-        let Some(channel) = self.approval_channel(&session) else {
+        let Some(channel) = self.channel_for(&session, Some(&gate)) else {
             let n = Notification {
                 gate: gate.handle(),
                 channel: String::new(),
@@ -689,21 +746,23 @@ pub struct SlackChannel {
 
 impl HumanChannel for SlackChannel {
     async fn ask(&mut self, session: &Session) -> Result<Reply> {
-        let handle = session.gate.as_ref().map(|g| g.handle());
-        let already = session
-            .notification
-            .as_ref()
-            .is_some_and(|n| n.ts.is_some() && Some(&n.gate) == handle.as_ref());
+        // Every open gate gets its own message (several when parallel
+        // branches wait at once).
+        let unposted: Vec<String> = session
+            .open_gates()
+            .map(|g| g.handle())
+            .filter(|h| !session.posted(h))
+            .collect();
         // The gate's timeout, reminders and escalation (once per asking; a
         // bot-wide default timeout is written into the gate first, so the
         // message shows it).
         if let Err(e) = super::timers::arm(&self.app, &session.id).await {
             tracing::error!(session = %session.id, "could not arm the gate's timers: {e}");
         }
-        if !already {
-            if let Err(e) = self.app.notify(&session.id).await {
+        for handle in unposted {
+            if let Err(e) = self.app.notify_gate(&session.id, Some(&handle)).await {
                 // Recorded on the session; `strands sessions notify ID` retries.
-                tracing::error!(session = %session.id, "approval message not posted: {e}");
+                tracing::error!(session = %session.id, gate = %handle, "approval message not posted: {e}");
             }
         }
         Ok(Reply::Later)

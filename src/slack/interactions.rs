@@ -146,8 +146,8 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             .ok()
             .flatten()
             .and_then(|t| app.store.load(&t.session).ok().flatten())
-            .and_then(|s| s.gate)
-            .is_some_and(|g| g.require_reason && g.handle() == handle)
+            .and_then(|s| s.open_gate(&handle).map(|g| g.require_reason))
+            .unwrap_or(false)
     };
     let decision = match action.action_id.0.as_str() {
         APPROVE => Decision::Approve,
@@ -243,8 +243,7 @@ async fn still_open(
         .load(&target.session)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| "that session no longer exists".to_string())?;
-    let open = session.status == Status::Paused
-        && session.gate.as_ref().is_some_and(|g| g.handle() == handle);
+    let open = session.status == Status::Paused && session.open_gate(handle).is_some();
     if let Some(call) = call {
         let waiting = session
             .agent_turn
@@ -297,7 +296,7 @@ async fn open_modal(
         .ok()
         .flatten()
         .and_then(|t| app.store.load(&t.session).ok().flatten())
-        .and_then(|s| s.gate.map(|g| g.prompt))
+        .and_then(|s| s.open_gate(&meta.gate).map(|g| g.prompt.clone()))
         .unwrap_or_default();
     let view = ModalView {
         kind: kind.into(),

@@ -60,11 +60,7 @@ fn recover(app: &app::App) -> Result<()> {
         app.drive(s.id);
     }
     for s in app.store.sessions_with_status(Status::Paused)? {
-        let handle = s.gate.as_ref().map(|g| g.handle());
-        let posted = s
-            .notification
-            .as_ref()
-            .is_some_and(|n| n.ts.is_some() && Some(&n.gate) == handle.as_ref());
+        let posted = s.open_gates().all(|g| s.posted(&g.handle()));
         if !posted {
             tracing::info!(session = %s.id, "posting an approval message that was never posted");
             app.drive(s.id);

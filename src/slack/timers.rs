@@ -153,7 +153,20 @@ pub async fn arm(app: &App, id: &str) -> Result<()> {
     let Some(session) = app.store.load(id)? else {
         return Ok(());
     };
-    let Some(gate) = waiting_gate(&session, None) else {
+    // Every open gate has its own timers (parallel branches wait at once).
+    let handles: Vec<String> = session
+        .open_gates()
+        .filter(|g| g.kind != GateKind::ToolCall)
+        .map(|g| g.handle())
+        .collect();
+    for handle in handles {
+        arm_gate(app, id, &session, &handle)?;
+    }
+    Ok(())
+}
+
+fn arm_gate(app: &App, id: &str, session: &Session, handle: &str) -> Result<()> {
+    let Some(gate) = waiting_gate(session, Some(handle)) else {
         return Ok(());
     };
     let handle = gate.handle();
@@ -166,13 +179,13 @@ pub async fn arm(app: &App, id: &str) -> Result<()> {
                     g.timeout_at = Some(at);
                 }
             })?;
-            match updated.as_ref().and_then(|s| s.gate.clone()) {
+            match updated.as_ref().and_then(|s| s.open_gate(&handle).cloned()) {
                 Some(g) => gate = g,
                 None => return Ok(()),
             }
         }
     }
-    let timing = gate_spec(&session, &gate.id)?;
+    let timing = gate_spec(session, &gate.id)?;
     let timers = plan(id, &gate, &timing);
     if app.store.arm_timers(id, &handle, &timers)? && !timers.is_empty() {
         tracing::debug!(session = %id, gate = %handle, timers = timers.len(), "timers armed");

@@ -77,7 +77,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec> {
         "orchestrator_workers" => {
             let doc: Document<orchestrator::Config> = from_yaml(text, &file)?;
             let common = v.common(&doc);
-            let pattern = v.orchestrator(&doc.pattern.config, &common.agents);
+            let mut pattern = v.orchestrator(&doc.pattern.config, &common.agents);
+            plan_approval(&mut pattern, &common.hitl);
             common.finish(pattern, text, path, &mut v)
         }
         _ => {
@@ -94,6 +95,44 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec> {
     } else {
         Err(Error::Spec(v.diags))
     }
+}
+
+/// seed 001's `plan_approval` trigger (or the `paranoid` preset) asks a
+/// human to approve an orchestrator's plan: it becomes the
+/// `decomposition_review` when the spec has none of its own.
+fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
+    let PatternSpec::OrchestratorWorkers(o) = pattern else {
+        return;
+    };
+    let Some(t) = hitl
+        .triggers
+        .iter()
+        .find(|t| t.trigger == Trigger::PlanApproval)
+    else {
+        return;
+    };
+    if o.decomposition_review.is_some() {
+        return;
+    }
+    o.decomposition_review = Some(GateSpec {
+        id: t.id.clone(),
+        kind: GateKind::ManualGate,
+        prompt: t.prompt.clone(),
+        context_display: None,
+        default: None,
+        timeout_secs: None,
+        fallback: Fallback::Cancel,
+        condition: None,
+        show_preview: true,
+        preview_length: DEFAULT_PREVIEW_LENGTH,
+        require_reason: false,
+        channel: None,
+        approvers: None,
+        approvals_required: None,
+        rejections_required: None,
+        allow_self_approval: None,
+        timers: GateTimers::default(),
+    });
 }
 
 /// Deserializes, turning serde-saphyr's error into one located diagnostic.

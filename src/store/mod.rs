@@ -38,6 +38,10 @@ pub mod trees {
     pub const TIMER_GATES: &str = "timer_gates";
     /// session id ++ 0 ++ gate handle → `Escalation` as JSON.
     pub const ESCALATIONS: &str = "escalations";
+    /// session id ++ 0 ++ gate handle → `Answer` as JSON: a click on one of
+    /// several open gates while the run was busy with another branch,
+    /// waiting for the engine to record it (`store::queued`).
+    pub const QUEUED_ANSWERS: &str = "queued_answers";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -181,6 +185,11 @@ impl Store {
         };
         let expected = session.rev;
         let mut next = session.clone();
+        let open: Vec<String> = next.open_gates().map(|g| g.handle()).collect();
+        next.messages.retain(|h, _| open.contains(h));
+        if open.contains(&n.gate) {
+            next.messages.insert(n.gate.clone(), n.clone());
+        }
         next.notification = Some(n);
         next.rev = expected + 1;
         next.updated_at = Utc::now();
@@ -785,7 +794,7 @@ impl Store {
                 return Ok(None);
             };
             let open = session.status == Status::Paused && session.pending_answer.is_none();
-            let Some(g) = session.gate.as_mut().filter(|g| open && g.handle() == gate) else {
+            let Some(g) = session.open_gate_mut(gate).filter(|_| open) else {
                 return Ok(None);
             };
             let before = g.clone();
@@ -899,5 +908,6 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
     }
 }
 
+mod queued;
 #[cfg(test)]
 mod tests;
