@@ -394,6 +394,16 @@ impl<'a> Engine<'a> {
         if self.open_triggered_gate(spec, session)? {
             return Ok(true);
         }
+        if let Some(at) = pattern::pending_choice(spec, &session.state) {
+            // A graph `choose` edge: its conditions see the whole context.
+            let ctx = context::build(spec, session, None, Some(&at));
+            let templates = &self.templates;
+            pattern::choose(spec, &mut session.state, |what, cond| {
+                templates.truthy(what, cond, &ctx)
+            })?;
+            self.store.checkpoint(session)?;
+            return Ok(true);
+        }
         match pattern::next(spec, &session.state)? {
             Next::Run(work) => self.run_agents(spec, session, work, channel).await?,
             Next::Gates(gates) => {

@@ -433,6 +433,28 @@ pub fn slots(steps: &[Option<StepRecord>]) -> Value {
     )
 }
 
+/// A branch that waits for conditions only the engine can render (a graph
+/// `choose` edge): where to render them.
+pub fn pending_choice(spec: &Spec, state: &PatternState) -> Option<Position> {
+    match (&spec.pattern, state) {
+        (PatternSpec::Graph(p), PatternState::Graph(st)) => graph::pending_choice(p, st),
+        _ => None,
+    }
+}
+
+/// Decides the pending branch: `holds(what, condition)` renders one
+/// condition with the full context.
+pub fn choose(
+    spec: &Spec,
+    state: &mut PatternState,
+    holds: impl FnMut(&str, &str) -> Result<bool>,
+) -> Result<()> {
+    match (&spec.pattern, state) {
+        (PatternSpec::Graph(p), PatternState::Graph(st)) => graph::choose(p, st, holds),
+        _ => Ok(()),
+    }
+}
+
 /// How many steps have finished, for display.
 pub fn finished(state: &PatternState) -> usize {
     match state {
