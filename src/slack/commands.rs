@@ -134,8 +134,9 @@ fn status(app: &App, id: &str) -> Value {
         Err(e) => return ephemeral(e.to_string()),
     };
     let mut text = format!("`{}` ({}) is *{}*", s.id, s.workflow, s.status);
-    if let Some(g) = &s.gate {
-        text.push_str(&format!(" at gate `{}`: {}", g.id, g.prompt));
+    for (i, g) in s.open_gates().enumerate() {
+        let sep = if i == 0 { " at" } else { "\nalso at" };
+        text.push_str(&format!("{sep} gate `{}`: {}", g.id, g.prompt));
     }
     if let Some(err) = s.notification.as_ref().and_then(|n| n.error.as_ref()) {
         text.push_str(&format!(
@@ -169,7 +170,10 @@ fn list(app: &App, channel: &str) -> Value {
                 "• `{}` {} — gate `{}`",
                 s.id,
                 s.workflow,
-                s.gate.as_ref().map(|g| g.id.as_str()).unwrap_or("?")
+                s.open_gates()
+                    .map(|g| g.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join("`, `")
             )
         })
         .collect();
