@@ -114,6 +114,18 @@ fn both_branch_gates_open_at_once_after_both_first_steps_ran() {
             .is_some_and(|p| p.contains("Scrape tides")),
         "{web:#}"
     );
+    // A gate without context_display shows its own branch's latest output.
+    let docs = v["open_gates"]
+        .as_array()
+        .and_then(|a| a.iter().find(|g| g["id"] == "docs_review"))
+        .expect("docs gate")
+        .clone();
+    assert!(
+        docs["preview"]
+            .as_str()
+            .is_some_and(|p| p.contains("Read docs on tides") && !p.contains("Scrape")),
+        "{docs:#}"
+    );
     // The printed text names both gates and how to answer each.
     let text = sandbox.strands(&["sessions", "show", &id]);
     text.expect_code(0);

@@ -33,7 +33,7 @@ pub fn build(
     root.insert("human_feedback".into(), opt(&session.human_feedback));
     root.insert(
         "last_response".into(),
-        opt(&pattern::last_response(&session.state)),
+        opt(&pattern::last_response_at(&session.state, at)),
     );
     minijinja::Value::from_serialize(&root)
 }

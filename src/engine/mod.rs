@@ -532,7 +532,7 @@ impl<'a> Engine<'a> {
                 t,
                 &ctx,
             )?,
-            None => pattern::last_response(&session.state).unwrap_or_default(),
+            None => pattern::last_response_at(&session.state, Some(&position)).unwrap_or_default(),
         };
         session.gates_opened += 1;
         // What humans are shown is redacted (security.redact + secrets).
@@ -881,7 +881,8 @@ impl<'a> Engine<'a> {
             Some(t) => self
                 .templates
                 .render(&format!("the input of {position}"), t, &ctx)?,
-            None => pattern::last_response(&session.state).unwrap_or_else(|| system.clone()),
+            None => pattern::last_response_at(&session.state, Some(position))
+                .unwrap_or_else(|| system.clone()),
         };
         let (provider, model) = self.provider(spec, &step.agent)?;
         Ok((

@@ -326,6 +326,18 @@ pub fn last_response(state: &PatternState) -> Option<String> {
     }
 }
 
+/// `last_response` as seen from `at`: inside a parallel branch, that
+/// branch's latest output (branches do not see each other); elsewhere the
+/// run's.
+pub fn last_response_at(state: &PatternState, at: Option<&Position>) -> Option<String> {
+    match (state, at) {
+        (PatternState::Parallel { .. }, Some(Position::Branch { branch, .. })) => {
+            parallel::branch_last(state, branch)
+        }
+        _ => last_response(state),
+    }
+}
+
 /// The output-bearing record that finished last.
 pub fn latest<'a>(records: impl Iterator<Item = &'a StepRecord>) -> Option<String> {
     records

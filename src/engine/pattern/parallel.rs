@@ -100,6 +100,12 @@ fn combined(spec: &ParallelSpec, branches: &BTreeMap<String, Vec<Option<StepReco
         .join("\n\n")
 }
 
+/// A branch's latest output, for `last_response` inside it.
+pub fn branch_last(st: &PatternState, branch: &str) -> Option<String> {
+    let (branches, _) = parts(st).ok()?;
+    branch_response(branches.get(branch)?)
+}
+
 /// A branch's response: its last output-bearing step.
 fn branch_response(slots: &[Option<StepRecord>]) -> Option<String> {
     slots
