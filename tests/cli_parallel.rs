@@ -150,14 +150,13 @@ fn answer_in_order(first: &str) {
     let (id, v) = paused_two(&sandbox, &fake);
     let answer = |v: &Value, gate: &str| {
         let h = handle_of(v, gate);
-        let out = if gate == "web_review" {
+        if gate == "web_review" {
             sandbox.strands(&[
                 "resume", &id, "--gate", &h, "--response", "looks right", "--json",
             ])
         } else {
             sandbox.strands(&["resume", &id, "--gate", &h, "--approve", "--json"])
-        };
-        out
+        }
     };
     let second = if first == "web_review" {
         "docs_review"

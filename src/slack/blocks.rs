@@ -2070,6 +2070,8 @@ mod tests {
             failure: None,
             origin: None,
             notification: None,
+            messages: Default::default(),
+            parked: Vec::new(),
             agent_turn: Some(crate::session::AgentTurn {
                 position: crate::gate::Position::Step(0),
                 agent: "deployer".into(),

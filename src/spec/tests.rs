@@ -92,18 +92,6 @@ fn check(d: &Diagnostic, line: u32, column: u32, message: &str, hint: Option<&st
     }
 }
 
-#[track_caller]
-fn unsupported(text: &str) -> String {
-    match try_parse(text) {
-        Err(e @ Error::Unsupported(_)) => {
-            assert_eq!(e.exit_code(), exit::UNSUPPORTED);
-            e.to_string()
-        }
-        Err(other) => panic!("expected Error::Unsupported, got {other:?}"),
-        Ok(_) => panic!("expected Error::Unsupported, but the spec validated"),
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Shape errors (reported by the YAML deserializer)
 // ---------------------------------------------------------------------------
@@ -697,7 +685,7 @@ fn unknown_pattern_type_is_a_schema_error() {
 }
 
 #[test]
-fn known_but_unbuilt_patterns_are_unsupported_not_invalid() {
+fn every_strands_cli_pattern_is_checked_with_located_errors() {
     for p in [
         "parallel",
         "routing",
@@ -705,12 +693,14 @@ fn known_but_unbuilt_patterns_are_unsupported_not_invalid() {
         "evaluator_optimizer",
         "orchestrator_workers",
     ] {
-        // The config is not checked: it is never a parse error.
+        // Each pattern's config has its own shape: an unknown key is an error
+        // at its line, never "unsupported".
         let text = format!("{HEAD}pattern:\n  type: {p}\n  config:\n    whatever: 1\n");
-        let msg = unsupported(&text);
-        assert!(msg.contains("not supported yet"), "{p}: {msg}");
-        assert!(msg.contains(&format!("`{p}`")), "{p}: {msg}");
-        assert!(msg.contains("f.yaml"), "{p}: {msg}");
+        let e = parse(&text, Path::new("f.yaml")).expect_err(p);
+        assert_eq!(e.exit_code(), exit::SCHEMA, "{p}: {e}");
+        let msg = e.to_string();
+        assert!(msg.contains("whatever"), "{p}: {msg}");
+        assert!(msg.contains("f.yaml:"), "{p}: {msg}");
     }
 }
 

@@ -1903,7 +1903,7 @@ mod timing_tests {
                     Some(ChainStep::Gate(g)) => g,
                     _ => panic!("no gate"),
                 },
-                PatternSpec::Workflow { .. } => panic!("not a chain"),
+                _ => panic!("not a chain"),
             },
             Err(e) => panic!("{e}\n{text}"),
         }

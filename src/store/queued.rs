@@ -27,6 +27,7 @@ impl Store {
     /// Queues `answer` for the open gate `handle` of a running session.
     /// Refused when the run is not running, the gate is not open, or an
     /// answer for it is already queued (that one wins).
+    #[allow(clippy::result_large_err)] // see `gate::accept`
     pub fn queue_answer(
         &self,
         id: &str,

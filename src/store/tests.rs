@@ -64,6 +64,8 @@ fn paused_session(id: &str) -> Session {
         failure: None,
         origin: None,
         notification: None,
+        messages: Default::default(),
+        parked: Vec::new(),
         agent_turn: None,
         trusted_tools: Default::default(),
         denied_calls: Default::default(),

@@ -25,12 +25,10 @@ pub fn initial(spec: &ParallelSpec) -> PatternState {
     }
 }
 
-fn parts(
-    st: &PatternState,
-) -> Result<(
-    &BTreeMap<String, Vec<Option<StepRecord>>>,
-    &Option<StepRecord>,
-)> {
+/// Each branch's step slots, by branch id.
+type Slots = BTreeMap<String, Vec<Option<StepRecord>>>;
+
+fn parts(st: &PatternState) -> Result<(&Slots, &Option<StepRecord>)> {
     match st {
         PatternState::Parallel { branches, reduce } => Ok((branches, reduce)),
         _ => Err(mismatch()),
@@ -86,7 +84,7 @@ pub fn next<'s>(spec: &'s ParallelSpec, st: &PatternState) -> Result<Next<'s>> {
 
 /// Without a reduce (or when it has no text of its own): every branch's
 /// result under its id, in spec order.
-fn combined(spec: &ParallelSpec, branches: &BTreeMap<String, Vec<Option<StepRecord>>>) -> String {
+fn combined(spec: &ParallelSpec, branches: &Slots) -> String {
     spec.branches
         .iter()
         .map(|b| {
