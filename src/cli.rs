@@ -816,19 +816,13 @@ fn gate_text(ctx: &Ctx, s: &Session, g: &crate::gate::OpenGate, pick: Option<&st
         }
         return out.trim_end().to_string();
     }
-    out.push_str(&format!(
-        "   Resume:  {}\n",
-        resume("--approve")
-    ));
+    out.push_str(&format!("   Resume:  {}\n", resume("--approve")));
     out.push_str(&format!(
         "            {}\n",
         resume("--reject --reason \"...\"")
     ));
     if g.kind == spec::GateKind::Hitl {
-        out.push_str(&format!(
-            "            {}\n",
-            resume("--response \"...\"")
-        ));
+        out.push_str(&format!("            {}\n", resume("--response \"...\"")));
     }
     out.push_str(&format!(
         "            {}",

@@ -152,7 +152,13 @@ fn answer_in_order(first: &str) {
         let h = handle_of(v, gate);
         if gate == "web_review" {
             sandbox.strands(&[
-                "resume", &id, "--gate", &h, "--response", "looks right", "--json",
+                "resume",
+                &id,
+                "--gate",
+                &h,
+                "--response",
+                "looks right",
+                "--json",
             ])
         } else {
             sandbox.strands(&["resume", &id, "--gate", &h, "--approve", "--json"])
@@ -175,15 +181,13 @@ fn answer_in_order(first: &str) {
         "SUMMARIZER"
     };
     assert_eq!(fake.calls_of(moved).len(), 1);
-    assert_eq!(fake.calls_of("AGGREGATOR").len(), 0, "reduce waits for both");
+    assert_eq!(
+        fake.calls_of("AGGREGATOR").len(),
+        0,
+        "reduce waits for both"
+    );
     // Answering the same gate again is refused (it is closed).
-    let again = sandbox.strands(&[
-        "resume",
-        &id,
-        "--gate",
-        &handle_of(&v, first),
-        "--approve",
-    ]);
+    let again = sandbox.strands(&["resume", &id, "--gate", &handle_of(&v, first), "--approve"]);
     assert_ne!(again.code, 0, "{again:?}");
 
     let done = answer(&v2, second);
@@ -195,7 +199,10 @@ fn answer_in_order(first: &str) {
     }
     assert_eq!(fake.count(), 5);
     let validator = fake.only_call_of("VALIDATOR").user();
-    assert!(validator.starts_with("Validate (looks right)"), "{validator}");
+    assert!(
+        validator.starts_with("Validate (looks right)"),
+        "{validator}"
+    );
     let reduce = fake.only_call_of("AGGREGATOR").user();
     assert!(
         reduce.contains("WEB=REPLY") && reduce.contains("DOCS=REPLY"),

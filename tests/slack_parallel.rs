@@ -153,7 +153,9 @@ fn a_click_on_one_gate_while_another_branch_runs_is_recorded_and_applied() {
     wait_count(&llm, 3);
     // The validator is running now; the docs gate is still open.
     let click = bot.click(&docs, "strands_approve", APPROVER);
-    click.reply.expect_prompt_ok("approve docs while busy", &bot);
+    click
+        .reply
+        .expect_prompt_ok("approve docs while busy", &bot);
     slack.wait_for_update(&docs, |c| c.text().contains("Approved by"));
     wait_count(&llm, 5);
     bot.stop();

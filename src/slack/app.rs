@@ -97,7 +97,11 @@ impl App {
     }
 
     /// [`App::approval_channel`] for one open gate.
-    pub fn channel_for(&self, session: &Session, gate: Option<&crate::gate::OpenGate>) -> Option<String> {
+    pub fn channel_for(
+        &self,
+        session: &Session,
+        gate: Option<&crate::gate::OpenGate>,
+    ) -> Option<String> {
         gate.and_then(|g| g.channel.clone())
             .or_else(|| session.origin.as_ref().map(|o| o.approval_channel.clone()))
             .or_else(|| self.config.approval_channel.clone())

@@ -44,9 +44,9 @@ impl Store {
                 ConflictableTransactionError::Abort(Err(format!("unreadable session: {e}")))
             })?;
             if session.status != Status::Running {
-                return Err(ConflictableTransactionError::Abort(Ok(
-                    Refusal::NotPaused(session.status),
-                )));
+                return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotPaused(
+                    session.status,
+                ))));
             }
             if !session.parked.iter().any(|g| g.handle() == handle) {
                 return Err(ConflictableTransactionError::Abort(Ok(
