@@ -34,6 +34,9 @@ impl Templates {
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         env.set_fuel(Some(FUEL));
         env.set_keep_trailing_newline(true);
+        // strands-cli specs are Jinja2 templates written against Python
+        // values: `.lower()`, `.items()`, `.startswith()` ... work as there.
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         Templates { env }
     }
 
@@ -148,5 +151,25 @@ mod tests {
         let src =
             "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}";
         assert!(t.render("loop", src, &ctx).is_err());
+    }
+
+    #[test]
+    fn python_string_and_dict_methods_work_as_in_strands_cli() {
+        let t = Templates::new();
+        let ctx = minijinja::Value::from_serialize(serde_json::json!({
+            "answer": "APPROVE",
+            "nodes": {"a": {"response": "x"}},
+        }));
+        let out = t
+            .render(
+                "test",
+                "{{ answer.lower() }} {% for k, v in nodes.items() %}{{ k }}={{ v.response }}{% endfor %}",
+                &ctx,
+            )
+            .expect("renders");
+        assert_eq!(out, "approve a=x");
+        assert!(t
+            .truthy("test", "answer.lower().startswith('app')", &ctx)
+            .expect("evaluates"));
     }
 }
