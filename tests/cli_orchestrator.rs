@@ -221,9 +221,9 @@ fn feedback_replans_with_the_previous_plan_and_then_no_round_is_left() {
     let out = sandbox.strands(&["resume", &id, "--response", "again"]);
     out.expect_code(2);
     assert!(out.stderr.contains("max_rounds"), "{}", out.stderr);
-    sandbox
-        .strands(&["resume", &id, "--modify", "--feedback", "again"])
-        .expect_code(2);
+    let out = sandbox.strands(&["resume", &id, "--modify", "--feedback", "again"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("max_rounds"), "{}", out.stderr);
     assert_eq!(fake.count(), 2);
 
     let v = resume(&sandbox, &id, &["--response", "yes"], 19);

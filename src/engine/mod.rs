@@ -165,8 +165,9 @@ impl<'a> Engine<'a> {
                 && pattern::rerun_targets(spec, &session.state, &gate.position).is_empty()
             {
                 return Err(Error::Usage(format!(
-                    "gate `{}` has no agent step before it to re-run; answer approve or reject",
-                    gate.id
+                    "gate `{}`: {}",
+                    gate.id,
+                    pattern::no_rerun(spec, &session.state, &gate.position)
                 )));
             }
         }

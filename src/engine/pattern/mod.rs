@@ -272,9 +272,7 @@ pub fn rerun_targets(spec: &Spec, state: &PatternState, gate: &Position) -> Vec<
 pub fn rewind(spec: &Spec, state: &mut PatternState, gate: &Position) -> Result<()> {
     let targets = rerun_targets(spec, state, gate);
     if targets.is_empty() {
-        return Err(Error::Usage(format!(
-            "gate at {gate} has no agent step before it to re-run; answer approve or reject"
-        )));
+        return Err(Error::Usage(no_rerun(spec, state, gate)));
     }
     match (&spec.pattern, state) {
         (_, PatternState::Chain { next, steps }) => {
@@ -305,6 +303,20 @@ pub fn rewind(spec: &Spec, state: &mut PatternState, gate: &Position) -> Result<
         _ => return Err(mismatch()),
     }
     Ok(())
+}
+
+/// Why a `modify` at `gate` has nothing to re-run, in the pattern's words.
+pub fn no_rerun(spec: &Spec, state: &PatternState, gate: &Position) -> String {
+    match (&spec.pattern, state, gate) {
+        (
+            PatternSpec::OrchestratorWorkers(p),
+            PatternState::OrchestratorWorkers(_),
+            Position::DecompositionReview(_),
+        ) => orchestrator::no_rounds_left(p),
+        _ => format!(
+            "gate at {gate} has no agent step before it to re-run; answer approve or reject"
+        ),
+    }
 }
 
 /// The most recent output (an agent reply or a `hitl` answer; not a skipped

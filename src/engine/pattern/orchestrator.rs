@@ -510,7 +510,7 @@ fn preview(text: &str) -> String {
     }
 }
 
-fn no_rounds_left(spec: &OrchestratorSpec) -> String {
+pub fn no_rounds_left(spec: &OrchestratorSpec) -> String {
     format!(
         "the orchestrator has already made {} plan{} (limits.max_rounds), so feedback cannot ask for another; answer approve, reject, or your own plan as a JSON task list",
         spec.max_rounds,
