@@ -6,71 +6,15 @@
 
 mod common;
 
-use common::{session_id, Behaviour, FakeLlm, Sandbox};
+use common::{invalid_spec, per_agent, run_paused, FakeLlm, Sandbox};
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const PLAIN: &str = include_str!("specs/compat/evaluator-plain.yaml");
 const REVIEW: &str = include_str!("specs/compat/evaluator-review-gate.yaml");
 const MANUAL: &str = include_str!("specs/compat/evaluator-manual-review.yaml");
 
-/// The system message of a request body.
-fn system_of(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["role"] == "system"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// Replies scripted per agent (matched by a word of the system prompt): the
-/// k-th request of that agent gets the k-th reply, the last one again when
-/// the script runs out.
-fn per_agent(script: &[(&str, &[&str])]) -> Behaviour {
-    let script: Vec<(String, Vec<String>)> = script
-        .iter()
-        .map(|(who, replies)| {
-            (
-                who.to_string(),
-                replies.iter().map(|r| r.to_string()).collect(),
-            )
-        })
-        .collect();
-    let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
-    Behaviour {
-        reply: Arc::new(move |n, body| {
-            let system = system_of(body);
-            for (who, replies) in &script {
-                if system.contains(who.as_str()) {
-                    let mut seen = seen.lock().expect("script counter");
-                    let k = seen.entry(who.clone()).or_insert(0);
-                    let reply = replies
-                        .get(*k)
-                        .or(replies.last())
-                        .cloned()
-                        .unwrap_or_default();
-                    *k += 1;
-                    return reply;
-                }
-            }
-            format!("REPLY {n} to: {}", common::last_user_message(body))
-        }),
-        ..Behaviour::default()
-    }
-}
-
 const DRAFTS: &[&str] = &["DRAFT ONE", "DRAFT TWO", "DRAFT THREE", "DRAFT FOUR"];
-
-fn run_paused(sandbox: &Sandbox, spec: &std::path::Path) -> String {
-    let run = sandbox.strands(&["run", spec.to_str().expect("utf-8"), "--json"]);
-    run.expect_code(19);
-    let v = run.json();
-    assert_eq!(v["status"], "paused", "{v:#}");
-    session_id(&v)
-}
 
 #[test]
 fn the_score_reaches_min_score_on_the_second_iteration() {
@@ -528,27 +472,9 @@ fn a_run_killed_mid_revision_resumes_without_redoing_finished_steps() {
     assert_eq!(v["output"], Value::String(writer[2].reply_text()));
 }
 
-/// `strands validate` on an inline spec: exit 3, every message at its line.
-fn invalid(yaml: &str, expect: &[(&str, &str)]) {
-    let fake = FakeLlm::start();
-    let sandbox = Sandbox::new();
-    let spec = sandbox.spec("bad.yaml", yaml, &fake);
-    let out = sandbox.strands(&["validate", spec.to_str().expect("utf-8")]);
-    out.expect_code(3);
-    let all = format!("{}{}", out.stdout, out.stderr);
-    for (at, message) in expect {
-        let line = all
-            .lines()
-            .find(|l| l.contains(&format!("bad.yaml:{at}")))
-            .unwrap_or_else(|| panic!("nothing at bad.yaml:{at} in:\n{all}"));
-        assert!(line.contains(message), "{line}\n--- all\n{all}");
-    }
-    assert!(all.contains("hint:"), "{all}");
-}
-
 #[test]
 fn invalid_evaluator_specs_exit_3_at_their_location() {
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:
@@ -580,7 +506,7 @@ pattern:
             ("21:7", "review_gate is a human gate, not an agent step"),
         ],
     );
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:
@@ -601,7 +527,7 @@ pattern:
 "#,
         &[("13:7", "unknown field `inptu`")],
     );
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:
@@ -631,7 +557,7 @@ pattern:
             ("16:18", "accept.min_score is -1"),
         ],
     );
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:

@@ -5,16 +5,10 @@
 
 mod common;
 
-use common::{session_id, Behaviour, FakeLlm, Sandbox};
+use common::{compat, run_json, session_id, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A compatibility spec from tests/specs/compat.
-fn compat(name: &str) -> String {
-    let path = format!("{}/tests/specs/compat/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
-}
 
 /// A fake whose reply is `reply(system, user, n)`.
 fn fake_with(reply: impl Fn(&str, &str, usize) -> String + Send + Sync + 'static) -> FakeLlm {
@@ -30,12 +24,6 @@ fn fake_with(reply: impl Fn(&str, &str, usize) -> String + Send + Sync + 'static
         }),
         ..Behaviour::default()
     })
-}
-
-fn run(sandbox: &Sandbox, spec: &std::path::Path, code: i32) -> Value {
-    let out = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
-    out.expect_code(code);
-    out.json()
 }
 
 fn respond(sandbox: &Sandbox, id: &str, text: &str, code: i32) -> Value {
@@ -60,7 +48,7 @@ fn a_reviewer_breaks_the_revise_loop_with_approve_on_the_second_visit() {
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("loop.yaml", &compat("graph-hitl-loop.yaml"), &fake);
 
-    let v = run(&sandbox, &spec, 19);
+    let v = run_json(&sandbox, &spec, 19);
     let id = session_id(&v);
     assert_eq!(v["gate"]["id"], "manager_review", "{v:#}");
     assert_eq!(v["gate"]["position"], "nodes.manager_review#0");
@@ -145,7 +133,7 @@ fn a_reject_answer_branches_to_the_rejected_node_whose_answer_is_the_output() {
     let fake = FakeLlm::start();
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("loop.yaml", &compat("graph-hitl-loop.yaml"), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
+    let id = session_id(&run_json(&sandbox, &spec, 19));
     // 'reject' is data for `when:` here, not a rejection of the run.
     let v = respond(&sandbox, &id, "reject", 19);
     assert_eq!(v["gate"]["id"], "rejected", "{v:#}");
@@ -156,7 +144,7 @@ fn a_reject_answer_branches_to_the_rejected_node_whose_answer_is_the_output() {
     // An answer no `when` names takes the `else` branch.
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("loop.yaml", &compat("graph-hitl-loop.yaml"), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
+    let id = session_id(&run_json(&sandbox, &spec, 19));
     let v = respond(&sandbox, &id, "maybe later", 19);
     assert_eq!(v["gate"]["id"], "rejected", "{v:#}");
 }
@@ -166,7 +154,7 @@ fn reject_at_a_gate_node_rejects_the_run() {
     let fake = FakeLlm::start();
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("loop.yaml", &compat("graph-hitl-loop.yaml"), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
+    let id = session_id(&run_json(&sandbox, &spec, 19));
     let out = sandbox.strands(&["resume", &id, "--reject", "--reason", "no budget", "--json"]);
     out.expect_code(21);
     assert_eq!(out.json()["status"], "rejected");
@@ -231,7 +219,7 @@ fn modify_at_a_gate_node_reruns_the_agent_before_it_and_asks_again() {
     let fake = FakeLlm::start();
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("manual.yaml", MANUAL, &fake);
-    let v = run(&sandbox, &spec, 19);
+    let v = run_json(&sandbox, &spec, 19);
     let id = session_id(&v);
     assert_eq!(v["gate"]["position"], "nodes.check#0");
     let out = sandbox.strands(&["resume", &id, "--modify", "--feedback", "shorter", "--json"]);
@@ -275,7 +263,7 @@ fn a_choose_where_nothing_holds_ends_the_run_at_that_node() {
         "        prompt: Ship this?\n        condition: \"{{ mode == 'careful' }}\"\n",
     );
     let spec = sandbox.spec("manual.yaml", &yaml, &fake);
-    let done = run(&sandbox, &spec, 0);
+    let done = run_json(&sandbox, &spec, 0);
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(fake.count(), 1);
     // The output is the latest output: the writer's (the gate has none).
@@ -312,7 +300,7 @@ fn a_plain_graph_loops_until_the_critic_approves_and_ends_at_its_terminal_node()
     let fake = plain_fake(2);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("plain.yaml", &compat("graph-plain.yaml"), &fake);
-    let done = run(&sandbox, &spec, 0);
+    let done = run_json(&sandbox, &spec, 0);
     assert_eq!(done["status"], "completed", "{done:#}");
     // draft, critique, revise, critique (approved), polish.
     assert_eq!(fake.count(), 5);

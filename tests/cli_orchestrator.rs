@@ -6,26 +6,11 @@
 
 mod common;
 
-use common::{session_id, Behaviour, FakeLlm, Sandbox};
+use common::{compat, resume_json, run_json, session_id, system_of, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A compatibility spec from tests/specs/compat.
-fn compat(name: &str) -> String {
-    let path = format!("{}/tests/specs/compat/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
-}
-
-fn system_of(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["role"] == "system"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
 
 /// A fake whose orchestrator answers `plans[k]` on its k-th call (the last
 /// one again after that); every other agent answers `<ROLE> n: <input>`.
@@ -55,21 +40,6 @@ fn fake(plans: &[&str], delay: Option<(usize, Duration)>) -> FakeLlm {
 
 const THREE: &str =
     r#"[{"task": "research costs"}, {"task": "research users"}, {"task": "research risks"}]"#;
-
-fn run(sandbox: &Sandbox, spec: &std::path::Path, code: i32) -> Value {
-    let out = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
-    out.expect_code(code);
-    out.json()
-}
-
-fn resume(sandbox: &Sandbox, id: &str, args: &[&str], code: i32) -> Value {
-    let mut all = vec!["resume", id];
-    all.extend_from_slice(args);
-    all.push("--json");
-    let out = sandbox.strands(&all);
-    out.expect_code(code);
-    out.json()
-}
 
 /// The user messages of one agent's calls (by a word of its system prompt).
 fn inputs_of(fake: &FakeLlm, role: &str) -> Vec<String> {
@@ -101,7 +71,7 @@ fn plan_review_then_workers_then_reduce_review_then_reduce() {
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &compat("orchestrator-reviews.yaml"), &fake);
 
-    let v = run(&sandbox, &spec, 19);
+    let v = run_json(&sandbox, &spec, 19);
     let id = session_id(&v);
     assert_eq!(v["gate"]["id"], "decomposition_review", "{v:#}");
     assert_eq!(v["gate"]["position"], "rounds[0].decomposition_review");
@@ -114,7 +84,7 @@ fn plan_review_then_workers_then_reduce_review_then_reduce() {
     sandbox.strands(&["resume", &id]).expect_code(2);
     assert_eq!(fake.count(), 1);
 
-    let v = resume(&sandbox, &id, &["--response", "approve"], 19);
+    let v = resume_json(&sandbox, &id, &["--response", "approve"], 19);
     assert_eq!(v["gate"]["id"], "reduce_review", "{v:#}");
     assert_eq!(v["gate"]["prompt"], "Review 3 worker results before final aggregation.\n\nRespond with:\n- 'approved' to proceed with reduce step\n- 'reject' to stop workflow\n- Provide specific feedback for revision\n");
     // Exactly one request per subtask, each given its subtask.
@@ -127,7 +97,7 @@ fn plan_review_then_workers_then_reduce_review_then_reduce() {
     assert!(preview.contains("**Task:** research risks"), "{preview}");
     assert!(preview.contains("WORKER"), "{preview}");
 
-    let done = resume(&sandbox, &id, &["--response", "focus on costs"], 0);
+    let done = resume_json(&sandbox, &id, &["--response", "focus on costs"], 0);
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(fake.count(), 5, "nothing ran twice");
     let reduce = only(&fake, "REDUCER").user();
@@ -157,11 +127,11 @@ fn an_edited_plan_runs_exactly_the_edited_tasks_as_plain_text() {
     let fake = fake(&[THREE], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &compat("orchestrator-reviews.yaml"), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
+    let id = session_id(&run_json(&sandbox, &spec, 19));
     // The human's plan replaces the orchestrator's; a task that looks like a
     // template stays text (no template injection).
     let edited = r#"[{"task": "only costs"}, "total: {{ 6 * 7 }}"]"#;
-    let v = resume(&sandbox, &id, &["--response", edited], 19);
+    let v = resume_json(&sandbox, &id, &["--response", edited], 19);
     assert_eq!(v["gate"]["id"], "reduce_review", "{v:#}");
     assert_eq!(fake.count(), 3);
     assert_eq!(
@@ -173,7 +143,7 @@ fn an_edited_plan_runs_exactly_the_edited_tasks_as_plain_text() {
     // JSON that is not a task list is refused and changes nothing.
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &compat("orchestrator-reviews.yaml"), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
+    let id = session_id(&run_json(&sandbox, &spec, 19));
     let before = fake.count();
     let out = sandbox.strands(&["resume", &id, "--response", r#"[{"name": "x"}]"#]);
     out.expect_code(2);
@@ -193,9 +163,9 @@ fn feedback_replans_with_the_previous_plan_and_then_no_round_is_left() {
     let fake = fake(&[THREE, second], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &two_rounds(), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
+    let id = session_id(&run_json(&sandbox, &spec, 19));
 
-    let v = resume(&sandbox, &id, &["--response", "split costs in two"], 19);
+    let v = resume_json(&sandbox, &id, &["--response", "split costs in two"], 19);
     assert_eq!(
         v["gate"]["position"], "rounds[1].decomposition_review",
         "{v:#}"
@@ -226,13 +196,13 @@ fn feedback_replans_with_the_previous_plan_and_then_no_round_is_left() {
     assert!(out.stderr.contains("max_rounds"), "{}", out.stderr);
     assert_eq!(fake.count(), 2);
 
-    let v = resume(&sandbox, &id, &["--response", "yes"], 19);
+    let v = resume_json(&sandbox, &id, &["--response", "yes"], 19);
     assert_eq!(v["gate"]["id"], "reduce_review");
     assert_eq!(
         sorted(inputs_of(&fake, "WORKER")),
         ["costs of hosting", "costs of staff"]
     );
-    let done = resume(&sandbox, &id, &["--response", "approved"], 0);
+    let done = resume_json(&sandbox, &id, &["--response", "approved"], 0);
     assert_eq!(fake.count(), 5);
     assert!(only(&fake, "REDUCER")
         .user()
@@ -245,8 +215,8 @@ fn modify_at_the_decomposition_review_replans_with_the_feedback() {
     let fake = fake(&[THREE, r#"["one thing"]"#], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &two_rounds(), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
-    let v = resume(
+    let id = session_id(&run_json(&sandbox, &spec, 19));
+    let v = resume_json(
         &sandbox,
         &id,
         &["--modify", "--feedback", "fewer tasks"],
@@ -257,7 +227,7 @@ fn modify_at_the_decomposition_review_replans_with_the_feedback() {
         "{v:#}"
     );
     assert!(fake.request(2).user().contains("fewer tasks"));
-    resume(&sandbox, &id, &["--approve"], 19);
+    resume_json(&sandbox, &id, &["--approve"], 19);
     assert_eq!(inputs_of(&fake, "WORKER"), ["one thing"]);
 }
 
@@ -266,17 +236,17 @@ fn reject_at_either_review_rejects_the_run() {
     let fake = fake(&[THREE], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &compat("orchestrator-reviews.yaml"), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
-    let v = resume(&sandbox, &id, &["--response", "reject"], 21);
+    let id = session_id(&run_json(&sandbox, &spec, 19));
+    let v = resume_json(&sandbox, &id, &["--response", "reject"], 21);
     assert_eq!(v["status"], "rejected");
     assert_eq!(fake.count(), 1, "no worker ran");
 
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &compat("orchestrator-reviews.yaml"), &fake);
-    let id = session_id(&run(&sandbox, &spec, 19));
-    resume(&sandbox, &id, &["--response", "approve"], 19);
+    let id = session_id(&run_json(&sandbox, &spec, 19));
+    resume_json(&sandbox, &id, &["--response", "approve"], 19);
     let before = fake.count();
-    let v = resume(&sandbox, &id, &["--reject", "--reason", "thin"], 21);
+    let v = resume_json(&sandbox, &id, &["--reject", "--reason", "thin"], 21);
     assert_eq!(v["status"], "rejected");
     assert_eq!(fake.count(), before, "the reduce never ran");
 }
@@ -286,7 +256,7 @@ fn a_reply_that_is_not_a_task_list_fails_the_run_naming_the_problem() {
     let fake = fake(&["I would rather not plan today."], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("orch.yaml", &compat("orchestrator-reviews.yaml"), &fake);
-    let v = run(&sandbox, &spec, 10);
+    let v = run_json(&sandbox, &spec, 10);
     assert_eq!(v["status"], "failed", "{v:#}");
     let msg = v["error"]["message"].as_str().expect("message");
     assert!(msg.contains("not a task list"), "{msg}");
@@ -324,7 +294,7 @@ fn max_workers_takes_the_first_subtasks_and_the_output_says_what_was_dropped() {
     let fake = fake(&[plan], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("bare.yaml", BARE, &fake);
-    let done = run(&sandbox, &spec, 0);
+    let done = run_json(&sandbox, &spec, 0);
     assert_eq!(fake.count(), 3);
     assert_eq!(sorted(inputs_of(&fake, "WORKER")), ["a", "b"]);
     let out = done["output"].as_str().expect("output");
@@ -342,7 +312,7 @@ fn the_plain_compat_spec_runs_plan_workers_reduce_and_writeup() {
     let fake = fake(&[THREE], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("plain.yaml", &compat("orchestrator-plain.yaml"), &fake);
-    let done = run(&sandbox, &spec, 0);
+    let done = run_json(&sandbox, &spec, 0);
     assert_eq!(fake.count(), 6, "plan + 3 workers + reduce + writeup");
     let plan = only(&fake, "ORCHESTRATOR");
     assert!(plan
@@ -383,7 +353,7 @@ fn a_run_killed_while_workers_run_resumes_without_rerunning_finished_ones() {
     assert_eq!(list["sessions"][0]["status"], "running", "{list:#}");
     let hung = fake.request(3).user();
 
-    let done = resume(&sandbox, &id, &[], 0);
+    let done = resume_json(&sandbox, &id, &[], 0);
     assert_eq!(done["status"], "completed", "{done:#}");
     // Only the hung worker ran again, then reduce and writeup.
     assert_eq!(fake.count(), 7);
@@ -436,17 +406,17 @@ fn manual_reviews_approve_and_modify_reruns_the_workers_with_feedback() {
     let fake = fake(&[r#"["x", "y"]"#], None);
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("manual.yaml", MANUAL, &fake);
-    let v = run(&sandbox, &spec, 19);
+    let v = run_json(&sandbox, &spec, 19);
     let id = session_id(&v);
     assert_eq!(v["gate"]["prompt"], "Run 2 subtasks?");
     // Free text on a manual gate is a usage error.
     sandbox
         .strands(&["resume", &id, "--response", "sure"])
         .expect_code(2);
-    let v = resume(&sandbox, &id, &["--approve"], 19);
+    let v = resume_json(&sandbox, &id, &["--approve"], 19);
     assert_eq!(v["gate"]["id"], "reduce_review", "{v:#}");
     assert_eq!(fake.count(), 3);
-    let v = resume(
+    let v = resume_json(
         &sandbox,
         &id,
         &["--modify", "--feedback", "cite sources"],
@@ -461,7 +431,7 @@ fn manual_reviews_approve_and_modify_reruns_the_workers_with_feedback() {
             "y\n\nReviewer feedback: cite sources"
         ]
     );
-    let done = resume(&sandbox, &id, &["--approve"], 0);
+    let done = resume_json(&sandbox, &id, &["--approve"], 0);
     assert_eq!(fake.count(), 6);
     // The default reduce input lists every subtask with its latest result.
     let reduce = only(&fake, "REDUCER").user();

@@ -6,70 +6,13 @@
 
 mod common;
 
-use common::{session_id, Behaviour, FakeLlm, Sandbox};
+use common::{invalid_spec, per_agent, run_paused, session_id, FakeLlm, Sandbox};
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const PLAIN: &str = include_str!("specs/compat/routing-plain.yaml");
 const REVIEW: &str = include_str!("specs/compat/routing-review.yaml");
 const ROUTE_GATE: &str = include_str!("specs/compat/routing-route-gate.yaml");
-
-/// A fake whose replies are scripted per agent (matched by a word of the
-/// system prompt): the k-th request of that agent gets the k-th reply (the
-/// last one again when the script runs out). Other agents get the default
-/// `REPLY n to: <input>`.
-fn per_agent(script: &[(&str, &[&str])]) -> Behaviour {
-    let script: Vec<(String, Vec<String>)> = script
-        .iter()
-        .map(|(who, replies)| {
-            (
-                who.to_string(),
-                replies.iter().map(|r| r.to_string()).collect(),
-            )
-        })
-        .collect();
-    let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
-    Behaviour {
-        reply: Arc::new(move |n, body| {
-            let system = system_of(body);
-            for (who, replies) in &script {
-                if system.contains(who.as_str()) {
-                    let mut seen = seen.lock().expect("script counter");
-                    let k = seen.entry(who.clone()).or_insert(0);
-                    let reply = replies
-                        .get(*k)
-                        .or(replies.last())
-                        .cloned()
-                        .unwrap_or_default();
-                    *k += 1;
-                    return reply;
-                }
-            }
-            format!("REPLY {n} to: {}", common::last_user_message(body))
-        }),
-        ..Behaviour::default()
-    }
-}
-
-/// The system message of a request body.
-fn system_of(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["role"] == "system"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn run_paused(sandbox: &Sandbox, spec: &std::path::Path) -> String {
-    let run = sandbox.strands(&["run", spec.to_str().expect("utf-8"), "--json"]);
-    run.expect_code(19);
-    let v = run.json();
-    assert_eq!(v["status"], "paused", "{v:#}");
-    session_id(&v)
-}
 
 #[test]
 fn the_router_picks_a_route_and_only_that_routes_steps_run() {
@@ -475,27 +418,9 @@ fn a_run_killed_mid_route_resumes_without_asking_the_router_again() {
     assert_eq!(fake.count(), 4);
 }
 
-/// `strands validate` on an inline spec: exit 3, every message at its line.
-fn invalid(yaml: &str, expect: &[(&str, &str)]) {
-    let fake = FakeLlm::start();
-    let sandbox = Sandbox::new();
-    let spec = sandbox.spec("bad.yaml", yaml, &fake);
-    let out = sandbox.strands(&["validate", spec.to_str().expect("utf-8")]);
-    out.expect_code(3);
-    let all = format!("{}{}", out.stdout, out.stderr);
-    for (at, message) in expect {
-        let line = all
-            .lines()
-            .find(|l| l.contains(&format!("bad.yaml:{at}")))
-            .unwrap_or_else(|| panic!("nothing at bad.yaml:{at} in:\n{all}"));
-        assert!(line.contains(message), "{line}\n--- all\n{all}");
-    }
-    assert!(all.contains("hint:"), "{all}");
-}
-
 #[test]
 fn invalid_routing_specs_exit_3_at_their_location() {
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:
@@ -534,7 +459,7 @@ pattern:
             ),
         ],
     );
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:
@@ -556,7 +481,7 @@ pattern:
 "#,
         &[("14:9", "review_router is a human gate, not an agent step")],
     );
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:
@@ -576,7 +501,7 @@ pattern:
 "#,
         &[("15:9", "unknown field `steps`")],
     );
-    invalid(
+    invalid_spec(
         r#"version: 0
 name: bad
 runtime:

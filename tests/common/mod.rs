@@ -586,4 +586,107 @@ pub fn history(v: &Value) -> Vec<Value> {
         .clone()
 }
 
+// ---------------------------------------------------------------------------
+// Helpers shared by the pattern tests
+// ---------------------------------------------------------------------------
+
+/// The system message of a request body.
+pub fn system_of(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "system"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Replies scripted per agent (matched by a word of the system prompt): the
+/// k-th request of that agent gets the k-th reply, the last one again when
+/// the script runs out. Other agents get the default `REPLY n to: <input>`.
+pub fn per_agent(script: &[(&str, &[&str])]) -> Behaviour {
+    let script: Vec<(String, Vec<String>)> = script
+        .iter()
+        .map(|(who, replies)| {
+            (
+                who.to_string(),
+                replies.iter().map(|r| r.to_string()).collect(),
+            )
+        })
+        .collect();
+    let seen: Arc<Mutex<std::collections::HashMap<String, usize>>> = Arc::default();
+    Behaviour {
+        reply: Arc::new(move |n, body| {
+            let system = system_of(body);
+            for (who, replies) in &script {
+                if system.contains(who.as_str()) {
+                    let mut seen = seen.lock().expect("script counter");
+                    let k = seen.entry(who.clone()).or_insert(0);
+                    let reply = replies
+                        .get(*k)
+                        .or(replies.last())
+                        .cloned()
+                        .unwrap_or_default();
+                    *k += 1;
+                    return reply;
+                }
+            }
+            format!("REPLY {n} to: {}", last_user_message(body))
+        }),
+        ..Behaviour::default()
+    }
+}
+
+/// A spec of the compatibility suite (`tests/specs/compat/NAME`).
+pub fn compat(name: &str) -> String {
+    let path = format!("{}/tests/specs/compat/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
+/// `strands run SPEC --json`, expecting exit `code`.
+#[track_caller]
+pub fn run_json(sandbox: &Sandbox, spec: &Path, code: i32) -> Value {
+    let out = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
+    out.expect_code(code);
+    out.json()
+}
+
+/// Runs SPEC to its first pause and returns the session id.
+#[track_caller]
+pub fn run_paused(sandbox: &Sandbox, spec: &Path) -> String {
+    let v = run_json(sandbox, spec, 19);
+    assert_eq!(v["status"], "paused", "{v:#}");
+    session_id(&v)
+}
+
+/// `strands resume ID ARGS --json`, expecting exit `code`.
+#[track_caller]
+pub fn resume_json(sandbox: &Sandbox, id: &str, args: &[&str], code: i32) -> Value {
+    let mut all = vec!["resume", id];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = sandbox.strands(&all);
+    out.expect_code(code);
+    out.json()
+}
+
+/// `strands validate` on YAML must exit 3 with each `(line, message)`
+/// reported at `bad.yaml:line` and a hint.
+#[track_caller]
+pub fn invalid_spec(yaml: &str, expect: &[(&str, &str)]) {
+    let fake = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let spec = sandbox.spec("bad.yaml", yaml, &fake);
+    let out = sandbox.strands(&["validate", spec.to_str().expect("utf-8")]);
+    out.expect_code(3);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    for (at, message) in expect {
+        let line = all
+            .lines()
+            .find(|l| l.contains(&format!("bad.yaml:{at}")))
+            .unwrap_or_else(|| panic!("nothing at bad.yaml:{at} in:\n{all}"));
+        assert!(line.contains(message), "{line}\n--- all\n{all}");
+    }
+    assert!(all.contains("hint:"), "{all}");
+}
+
 pub mod fake_slack;
