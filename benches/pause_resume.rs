@@ -5,7 +5,9 @@
 //! Run with `cargo bench --bench pause_resume`. Knobs (environment):
 //! - `BENCH_RUNS` (default 1000): paused runs started, then resumed, in process;
 //! - `BENCH_SESSIONS` (default 10000): paused sessions in the listing store;
-//! - `BENCH_CLI_RUNS` (default 20): end-to-end `strands resume` processes.
+//! - `BENCH_CLI_RUNS` (default 20): end-to-end `strands resume` processes;
+//! - `BENCH_BRANCHES` (default 8) / `BENCH_FANOUT_RUNS` (default 100): a
+//!   parallel run whose every branch stops at its own gate, all open at once.
 //!
 //! The model is an in-process fake OpenAI-compatible server (axum) that
 //! answers at once with a fixed ~2 KB reply and records when each request
@@ -174,6 +176,48 @@ pattern:
         input: "Write a report from this draft: {{{{ steps[0].response }}}}"
 "#
     )
+}
+
+/// `branches` branches, each agent → manual gate → agent, then a reduce.
+fn fanout_text(port: u16, branches: usize) -> String {
+    let mut text = format!(
+        r#"version: 0
+name: bench-fanout
+runtime:
+  provider: openai
+  host: http://127.0.0.1:{port}/v1
+  model_id: bench
+  max_parallel: {branches}
+agents:
+  drafter:
+    prompt: You draft short notes.
+pattern:
+  type: parallel
+  config:
+    branches:
+"#
+    );
+    for b in 0..branches {
+        text.push_str(&format!(
+            r#"      - id: b{b}
+        steps:
+          - agent: drafter
+            input: Draft note {b}.
+          - type: manual_gate
+            id: review{b}
+            prompt: Review note {b}.
+          - agent: drafter
+            input: "Finish: {{{{ steps[0].response }}}}"
+"#
+        ));
+    }
+    text.push_str(
+        r#"    reduce:
+      agent: drafter
+      input: Merge the notes.
+"#,
+    );
+    text
 }
 
 fn start_args(spec: &strands::spec::Spec, out: &Path) -> Start {
@@ -675,6 +719,63 @@ fn main() {
         }
     }
 
+    // ---- 3. parallel fan-out: every branch waits at its own gate ---------
+    let branches = env_usize("BENCH_BRANCHES", 8).max(2);
+    let fan_runs = env_usize("BENCH_FANOUT_RUNS", 100).max(1);
+    let fan_spec = strands::spec::parse(&fanout_text(server.port, branches), Path::new("fan.yaml"))
+        .unwrap_or_else(|e| panic!("the fan-out spec does not parse: {e}"));
+    let fan_dir = tempfile::Builder::new()
+        .prefix("strands-bench-fanout-")
+        .tempdir()
+        .expect("cannot create a temporary store directory");
+    let mut fan_pause = Vec::with_capacity(fan_runs);
+    let mut fan_answer_to_request = Vec::with_capacity(fan_runs);
+    let mut fan_answer_total = Vec::with_capacity(fan_runs);
+    let mut fan_bytes = 0;
+    {
+        let store =
+            Store::open(&fan_dir.path().join("store")).expect("cannot open the fan-out store");
+        let mut engine = Engine::new(&store);
+        for _ in 0..fan_runs {
+            let k = server.count();
+            let t0 = Instant::now();
+            let s = rt
+                .block_on(engine.start(
+                    &fan_spec,
+                    start_args(&fan_spec, &fan_dir.path().join("out")),
+                    &mut Detached,
+                ))
+                .expect("fan-out start failed");
+            fan_pause.push(t0.elapsed());
+            expect_status(&s, Status::Paused, "fan-out start");
+            assert_eq!(
+                server.count(),
+                k + branches,
+                "every branch's first step ran"
+            );
+            assert_eq!(
+                s.open_gates().count(),
+                branches,
+                "every branch's gate is open"
+            );
+            fan_bytes = serde_json::to_vec(&s)
+                .expect("cannot encode the session")
+                .len();
+            // Answer a parked gate (not the focused one): the last branch's.
+            let handle = s.parked.last().map(|g| g.handle()).expect("parked gates");
+            let k = server.count();
+            let t0 = Instant::now();
+            let s = rt
+                .block_on(engine.resume_gate(&s.id, Some(&handle), Some(approve()), &mut Detached))
+                .expect("fan-out resume failed");
+            fan_answer_total.push(t0.elapsed());
+            expect_status(&s, Status::Paused, "fan-out answer");
+            assert_eq!(server.count(), k + 1, "only the answered branch moved");
+            assert_eq!(s.open_gates().count(), branches - 1);
+            fan_answer_to_request.push(server.arrival(k).saturating_duration_since(t0));
+        }
+    }
+
     // ---- report ---------------------------------------------------------
     let title = format!(
         "pause / resume, in process ({runs} runs after {WARMUP} warm-up; fake model answers at once)"
@@ -724,6 +825,29 @@ fn main() {
             ],
         );
     }
+    print_table(
+        &format!(
+            "parallel fan-out: {branches} branches each stop at a gate, all open at once ({fan_runs} runs; session with {branches} open gates: {})",
+            fmt_bytes(fan_bytes as u64)
+        ),
+        &[
+            row(
+                format!("start -> {branches} model calls -> {branches} gates open, flushed"),
+                fan_pause,
+                None,
+            ),
+            row(
+                "answer a parked gate (--gate): load -> next model request",
+                fan_answer_to_request,
+                Some(RESUME_BUDGET),
+            ),
+            row(
+                format!("answer a parked gate: whole call, paused again with {} open", branches - 1),
+                fan_answer_total,
+                None,
+            ),
+        ],
+    );
     let mut rows = vec![
         row(
             format!("Store::list(None), {n_sessions} sessions"),
