@@ -858,6 +858,13 @@ mod tests {
                 .unwrap(),
             "armed once per gate asking"
         );
+        // Another gate open at the same time (parallel branches) is armed on
+        // its own, and arming it does not let the first be armed again.
+        assert!(store.arm_timers(&session.id, "other#9", &[]).unwrap());
+        assert!(!store
+            .arm_timers(&session.id, &gate.handle(), &timers)
+            .unwrap());
+        assert!(!store.arm_timers(&session.id, "other#9", &[]).unwrap());
         let t = store.next_timer().unwrap().unwrap();
         assert_eq!(t.kind, TimerKind::Timeout);
         let answer = crate::gate::timeout_answer(&gate, Utc::now());

@@ -34,7 +34,8 @@ pub mod trees {
     /// handle ++ 0 ++ kind ++ reminder number (u32 big-endian) → `Timer` as
     /// JSON: the earliest due timer is the first key.
     pub const TIMERS: &str = "timers";
-    /// session id → the gate handle whose timers were armed (once per asking).
+    /// session id ++ 0 ++ gate handle → the handle: that gate asking's timers
+    /// were armed (once per asking). Older stores: session id → handle.
     pub const TIMER_GATES: &str = "timer_gates";
     /// session id ++ 0 ++ gate handle → `Escalation` as JSON.
     pub const ESCALATIONS: &str = "escalations";
@@ -613,7 +614,9 @@ pub struct Escalation {
     pub targets: Vec<crate::spec::EscalationTarget>,
 }
 
-fn escalation_key(session: &str, gate: &str) -> Vec<u8> {
+/// session id ++ 0 ++ gate handle: per-gate keys (timer marks,
+/// escalations, queued answers).
+fn gate_key(session: &str, gate: &str) -> Vec<u8> {
     let mut k = session.as_bytes().to_vec();
     k.push(0);
     k.extend_from_slice(gate.as_bytes());
@@ -643,13 +646,18 @@ impl Store {
         }
         let res: std::result::Result<bool, TransactionError<String>> =
             (&marks, &tree).transaction(|(m, t)| {
-                if m.get(session.as_bytes())?.as_deref() == Some(gate.as_bytes()) {
+                // One mark per gate (several are open at once in parallel
+                // runs); the older mark, session → its one gate, still counts.
+                let mark = gate_key(session, gate);
+                if m.get(&mark)?.is_some()
+                    || m.get(session.as_bytes())?.as_deref() == Some(gate.as_bytes())
+                {
                     return Ok(false);
                 }
                 for (k, v) in &rows {
                     t.insert(k.as_slice(), v.as_slice())?;
                 }
-                m.insert(session.as_bytes(), gate.as_bytes())?;
+                m.insert(mark, gate.as_bytes())?;
                 Ok(true)
             });
         let armed = res.map_err(|e| Error::Store(format!("arm timers: {e:?}")))?;
@@ -844,7 +852,7 @@ impl Store {
             .map(|(c, ts)| message_key(c, ts))
             .collect();
         let record = encode("escalation", esc)?;
-        let ekey = escalation_key(session, &handle);
+        let ekey = gate_key(session, &handle);
         let mut rows = Vec::new();
         for t in next {
             rows.push((t.key(), encode("timer", t)?));
@@ -871,7 +879,7 @@ impl Store {
     pub fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
         match self
             .tree(trees::ESCALATIONS)?
-            .get(escalation_key(session, gate))?
+            .get(gate_key(session, gate))?
         {
             None => Ok(None),
             Some(v) => serde_json::from_slice(&v)

@@ -11,17 +11,10 @@
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
-use super::{trees, Refusal, Store};
+use super::{gate_key, trees, Refusal, Store};
 use crate::error::{Error, Result};
 use crate::gate::Answer;
 use crate::session::{Session, Status};
-
-fn key(session: &str, handle: &str) -> Vec<u8> {
-    let mut k = session.as_bytes().to_vec();
-    k.push(0);
-    k.extend_from_slice(handle.as_bytes());
-    k
-}
 
 impl Store {
     /// Queues `answer` for the open gate `handle` of a running session.
@@ -35,7 +28,7 @@ impl Store {
         answer: &Answer,
     ) -> Result<std::result::Result<(), Refusal>> {
         let queued = self.tree(trees::QUEUED_ANSWERS)?;
-        let k = key(id, handle);
+        let k = gate_key(id, handle);
         let res = (&self.sessions, &queued).transaction(|(s, q)| {
             let Some(cur) = s.get(id.as_bytes())? else {
                 return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
@@ -102,7 +95,8 @@ impl Store {
 
     /// Forgets a queued answer (recorded, or its gate closed).
     pub fn drop_queued(&self, id: &str, handle: &str) -> Result<()> {
-        self.tree(trees::QUEUED_ANSWERS)?.remove(key(id, handle))?;
+        self.tree(trees::QUEUED_ANSWERS)?
+            .remove(gate_key(id, handle))?;
         self.db.flush()?;
         Ok(())
     }
