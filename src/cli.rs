@@ -384,8 +384,16 @@ async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
     let mut errors = Vec::new();
     let mut code = exit::OK;
     for s in store.sessions_with_status(Status::Paused)? {
-        let Some(g) = s.gate.clone() else { continue };
-        if !g.timed_out(now) || s.pending_answer.is_some() {
+        // The focused gate's timeout, else a parked one's (the engine
+        // applies the parked gate's fallback the same way).
+        let due = s
+            .gate
+            .iter()
+            .chain(s.parked.iter())
+            .find(|g| g.timed_out(now))
+            .cloned();
+        let Some(g) = due else { continue };
+        if s.pending_answer.is_some() {
             continue;
         }
         let handle = g.handle();
@@ -645,7 +653,7 @@ async fn continue_session(ctx: &Ctx, args: &ResumeArgs, answer: Option<Answer>) 
         // applies a timeout that has passed.
         let s = store.get(&id)?;
         if let (Status::Paused, Some(g)) = (s.status, &s.gate) {
-            if !g.timed_out(Utc::now()) {
+            if !s.open_gates().any(|g| g.timed_out(Utc::now())) {
                 return Err(Error::Usage(format!(
                     "session {id} is paused at gate `{}`: answer with --approve, --reject [--reason R], --modify --feedback F or --response TEXT (or --interactive)",
                     g.id

@@ -425,3 +425,74 @@ pattern:
     assert!(all.contains("undefined agent `nobody`"), "{all}");
     assert!(all.contains("one.yaml:15"), "{all}");
 }
+
+/// One branch gate has a short timeout, the other none: the passed one's
+/// fallback applies on the next resume (or sweep) while the other stays open.
+const TIMEOUTS: &str = r#"
+version: 0
+name: parallel-timeouts
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+agents:
+  a:
+    prompt: You are A.
+  b:
+    prompt: You are B.
+pattern:
+  type: parallel
+  config:
+    branches:
+      - id: slow
+        steps:
+          - agent: a
+            input: one
+          - type: hitl
+            id: wait_forever
+            prompt: No deadline.
+          - agent: a
+            input: "after {{ steps[1].response }}"
+      - id: quick
+        steps:
+          - agent: b
+            input: two
+          - type: hitl
+            id: short
+            prompt: Answer within a second.
+            default: "taken by default"
+            timeout_seconds: 1
+          - agent: b
+            input: "after {{ steps[1].response }}"
+"#;
+
+#[test]
+fn a_parked_gates_timeout_applies_while_the_other_gate_stays_open() {
+    let fake = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let spec = sandbox.spec("timeouts.yaml", TIMEOUTS, &fake);
+    let run = sandbox.strands(&["run", spec.to_str().expect("utf-8"), "--json"]);
+    run.expect_code(19);
+    let id = session_id(&run.json());
+    std::thread::sleep(Duration::from_millis(1300));
+    // `sessions sweep` finds the passed deadline even though the gate is not
+    // the focused one, and answers it with its default.
+    let swept = sandbox.strands(&["sessions", "sweep", "--json"]);
+    swept.expect_code(0);
+    let v = swept.json();
+    assert_eq!(v["count"], 1, "{v:#}");
+    assert!(
+        v["swept"][0]["gate"]
+            .as_str()
+            .is_some_and(|g| g.starts_with("short#")),
+        "{v:#}"
+    );
+    let after = sandbox.show(&id);
+    assert_eq!(after["status"], "paused", "{after:#}");
+    let open: Vec<String> = open_handles(&after).into_iter().map(|(g, _)| g).collect();
+    assert_eq!(open, ["wait_forever"], "{after:#}");
+    let quick = fake.calls_of("You are B.");
+    assert_eq!(quick.len(), 2, "the quick branch moved on");
+    assert_eq!(quick[1].user(), "after taken by default");
+    assert_eq!(fake.calls_of("You are A.").len(), 1);
+}

@@ -591,13 +591,25 @@ impl<'a> Engine<'a> {
         session: &mut Session,
         channel: &mut C,
     ) -> Result<bool> {
+        let now = Utc::now();
+        // A parked gate whose timeout passed is answered by its fallback
+        // first (several gates open at once each keep their own deadline).
+        if !session.gate.as_ref().is_some_and(|g| g.timed_out(now)) {
+            if let Some(h) = session
+                .parked
+                .iter()
+                .find(|g| g.timed_out(now))
+                .map(|g| g.handle())
+            {
+                session.focus(&h);
+            }
+        }
         let Some(gate) = session.gate.clone() else {
             return Err(Error::Internal(format!(
                 "session {} is paused without a gate",
                 session.id
             )));
         };
-        let now = Utc::now();
         let answer = if gate.timed_out(now) {
             gate::timeout_answer(&gate, now)
         } else {
