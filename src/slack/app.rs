@@ -233,9 +233,15 @@ impl App {
                         return Ok(Err(e.to_string()));
                     }
                 }
-                // Checked against the gate clicked, focused or parked.
-                let mut focused = session.clone();
-                focused.focus(handle);
+                // Checked against the gate clicked, focused or parked (a
+                // copy of the session only for a parked one).
+                let focused = if session.gate.as_ref().is_some_and(|g| g.handle() == handle) {
+                    std::borrow::Cow::Borrowed(&session)
+                } else {
+                    let mut s = session.clone();
+                    s.focus(handle);
+                    std::borrow::Cow::Owned(s)
+                };
                 if let Err(e) = Engine::check_answer(&spec, &focused, &answer) {
                     return Ok(Err(e.to_string()));
                 }
