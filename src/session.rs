@@ -215,6 +215,13 @@ pub struct Session {
     /// call is not proposed to a human again in this run without new input.
     #[serde(default)]
     pub denied_calls: BTreeMap<String, String>,
+    /// Positions (`steps[1]`, `branches.a.steps[0]`) whose model request
+    /// was sent and not yet answered, as of the last checkpoint. A process
+    /// that dies with requests in flight cannot take them back: recovery
+    /// sends them again and says so (model calls are at-least-once; tool
+    /// calls, by `CallState::Running`, at-most-once).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub in_flight: BTreeSet<String>,
     /// Store revision, bumped by every write (compare-and-swap).
     pub rev: u64,
     /// Audit events waiting to be appended with the next write of this

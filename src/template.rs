@@ -56,13 +56,29 @@ impl Templates {
         if is_template(source) {
             return self.check(source);
         }
-        self.env
-            .compile_expression(source)
+        self.expression(source)
             .map(|_| ())
-            .map_err(|e| SyntaxError {
-                line: 1,
-                message: detail(&e),
-            })
+            .map_err(|message| SyntaxError { line: 1, message })
+    }
+
+    /// Compiles a bare expression. minijinja 2.24's expression lexer
+    /// panics ("empty lexer stack") on a top-level `}}` followed by more
+    /// input (`x }} y`): the expression is first read inside `{{ ( ) }}`,
+    /// where that is a plain syntax error, and a panic that still escapes
+    /// the compiler becomes an error too — a spec can never crash strands.
+    fn expression<'e>(&'e self, source: &'e str) -> Result<minijinja::Expression<'e, 'e>, String> {
+        let wrapped = format!("{{{{ ({source}) }}}}");
+        if let Err(e) = self.env.template_from_str(&wrapped) {
+            return Err(detail(&e));
+        }
+        let env = &self.env;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            env.compile_expression(source)
+        })) {
+            Ok(Ok(expr)) => Ok(expr),
+            Ok(Err(e)) => Err(detail(&e)),
+            Err(_) => Err("syntax error: the expression could not be read".into()),
+        }
     }
 
     /// Renders `source` against `ctx`. `what` names the template in errors
@@ -84,9 +100,9 @@ impl Templates {
                 "" | "false" | "0" | "no" | "none" | "null" | "off"
             ));
         }
-        let expr = self.env.compile_expression(source).map_err(|e| {
-            crate::Error::Runtime(format!("condition error in {what}: {}", detail(&e)))
-        })?;
+        let expr = self
+            .expression(source)
+            .map_err(|e| crate::Error::Runtime(format!("condition error in {what}: {e}")))?;
         let v = expr.eval(ctx).map_err(|e| {
             crate::Error::Runtime(format!("condition error in {what}: {}", detail(&e)))
         })?;
@@ -142,6 +158,20 @@ mod tests {
         assert!(!t.truthy("c", "{{ n > 7 }}", &ctx).unwrap());
         assert!(t.truthy("c", "{{ s|length < 10 }}", &ctx).unwrap());
         assert!(t.check_condition("n >").is_err());
+    }
+
+    /// minijinja's expression lexer panics on these; here they are errors.
+    #[test]
+    fn a_stray_closing_brace_pair_is_an_error_not_a_panic() {
+        let t = Templates::new();
+        let ctx = minijinja::context! { x => 1 };
+        for src in ["}}}}", "}} x", "x }} y", "}}}", "a }} }}"] {
+            assert!(t.check_condition(src).is_err(), "{src:?}");
+            assert!(t.truthy("c", src, &ctx).is_err(), "{src:?}");
+        }
+        // Braces inside strings and dicts are fine.
+        assert!(t.truthy("c", "'}}' != x", &ctx).unwrap());
+        assert!(t.check_condition("{'a': {'b': 1}}").is_ok());
     }
 
     #[test]

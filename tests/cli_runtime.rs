@@ -66,6 +66,22 @@ fn a_run_killed_mid_step_resumes_from_its_last_checkpoint() {
     resumed.expect_code(0);
     let v = resumed.json();
     assert_eq!(v["status"], "completed", "{v:#}");
+    // At-least-once, said out loud: in the progress and in the audit trail.
+    assert!(
+        resumed
+            .stderr
+            .contains("steps[1]: model request re-sent after a crash"),
+        "{}",
+        resumed.stderr
+    );
+    let audit = sandbox.strands(&["audit", "export"]);
+    let resent: Vec<&str> = audit
+        .stdout
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"resent\""))
+        .collect();
+    assert_eq!(resent.len(), 1, "{}", audit.stdout);
+    assert!(resent[0].contains("steps[1]"), "{}", resent[0]);
 
     let one = fake.calls_of("agent ONE");
     let two = fake.calls_of("agent TWO");

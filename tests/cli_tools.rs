@@ -7,122 +7,11 @@
 
 mod common;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{Method, Uri};
-use axum::Router;
+use common::target::Target;
 use common::{assistant_turns, history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-// ---------------------------------------------------------------------------
-// The fake HTTP target
-// ---------------------------------------------------------------------------
-
-/// One request the target received.
-#[derive(Debug, Clone)]
-struct Hit {
-    method: String,
-    path: String,
-    body: String,
-}
-
-struct TargetShared {
-    hits: Mutex<Vec<Hit>>,
-    /// Requests with this method and path are answered only after the delay.
-    slow: Option<(String, String, Duration)>,
-}
-
-/// An HTTP server on 127.0.0.1 that records every request (counted on
-/// arrival, before any delay) and answers `200 target got METHOD PATH`.
-struct Target {
-    /// `http://127.0.0.1:PORT`, no trailing slash.
-    url: String,
-    shared: Arc<TargetShared>,
-}
-
-impl Target {
-    fn start() -> Target {
-        Target::start_with(None)
-    }
-
-    fn start_with(slow: Option<(&str, &str, Duration)>) -> Target {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the target");
-        listener.set_nonblocking(true).expect("non-blocking");
-        let port = listener.local_addr().expect("target address").port();
-        let shared = Arc::new(TargetShared {
-            hits: Mutex::new(Vec::new()),
-            slow: slow.map(|(m, p, d)| (m.to_string(), p.to_string(), d)),
-        });
-        let app = Router::new().fallback(hit).with_state(shared.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("the target's runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                axum::serve(listener, app).await.expect("the target serves");
-            });
-        });
-        Target {
-            url: format!("http://127.0.0.1:{port}"),
-            shared,
-        }
-    }
-
-    fn hits(&self) -> Vec<Hit> {
-        self.shared.hits.lock().expect("hits").clone()
-    }
-
-    /// How many `method path` requests arrived.
-    fn count(&self, method: &str, path: &str) -> usize {
-        self.hits()
-            .iter()
-            .filter(|h| h.method == method && h.path == path)
-            .count()
-    }
-
-    /// Requests other than GET, whatever their path.
-    fn writes(&self) -> usize {
-        self.hits().iter().filter(|h| h.method != "GET").count()
-    }
-
-    fn wait_for(&self, method: &str, path: &str, n: usize, timeout: Duration) {
-        let until = Instant::now() + timeout;
-        while self.count(method, path) < n {
-            assert!(
-                Instant::now() < until,
-                "the target got {} {method} {path} within {timeout:?}, wanted {n}",
-                self.count(method, path)
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-async fn hit(
-    State(shared): State<Arc<TargetShared>>,
-    method: Method,
-    uri: Uri,
-    body: Bytes,
-) -> String {
-    let method = method.to_string();
-    let path = uri.path().to_string();
-    shared.hits.lock().expect("hits").push(Hit {
-        method: method.clone(),
-        path: path.clone(),
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
-    if let Some((m, p, d)) = &shared.slow {
-        if *m == method && *p == path {
-            tokio::time::sleep(*d).await;
-        }
-    }
-    format!("target got {method} {path}")
-}
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------
 // Specs, models and small helpers
@@ -139,6 +28,8 @@ runtime:
   host: $HOST
 tools:
   workspace: $WS
+  network:
+    allow: ["127.0.0.1"]
 $TOOLS
 agents:
   worker:

@@ -10,8 +10,8 @@
 mod common;
 
 use common::fake_slack::{
-    call_button, calls_with_buttons, context_lines, sign, ApprovalMessage, Bot, BotConfig, Click,
-    Ephemeral, FakeSlack, FakeTarget, HttpReply, Signing, SlackBehaviour, ACK_DEADLINE,
+    call_button, calls_with_buttons, context_lines, sign, started, ApprovalMessage, Bot, BotConfig,
+    Click, Ephemeral, FakeSlack, FakeTarget, Signing, SlackBehaviour, ACK_DEADLINE,
     APPROVAL_CHANNEL, BLOCK_ACTIONS_JSON, BOT_TOKEN, SIGNING_SECRET, VIEW_SUBMISSION_JSON, WAIT,
 };
 use common::{assistant_turns, history, tool_call, Behaviour, FakeLlm, Sandbox, Say};
@@ -85,26 +85,6 @@ const HUMAN: Duration = Duration::from_millis(300);
 // ---------------------------------------------------------------------------
 // Story helpers
 // ---------------------------------------------------------------------------
-
-/// The session id in a "started NAME as SESSION" acknowledgement.
-#[track_caller]
-fn started(ack: &HttpReply, name: &str) -> String {
-    let text = ack.text();
-    let marker = format!("started {name} as ");
-    let at = text.find(&marker).unwrap_or_else(|| {
-        panic!(
-            "the acknowledgement does not say {marker:?}: {:?}",
-            ack.body
-        )
-    });
-    let id: String = text[at + marker.len()..]
-        .trim_start_matches(['`', '*', '_'])
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .collect();
-    assert!(!id.is_empty(), "no session id after {marker:?}: {text:?}");
-    id
-}
 
 /// Waits until the model got `n` requests, showing Slack calls and bot log on failure.
 #[track_caller]

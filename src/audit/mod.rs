@@ -29,6 +29,11 @@ pub enum AuditKind {
     Skip,
     /// An approved tool call ran.
     ToolRun,
+    /// The egress policy refused a tool's destination; nothing was sent.
+    EgressBlocked,
+    /// A model request that may have been in flight when the process died
+    /// was sent again (model calls are at-least-once).
+    Resent,
     /// The run ended (completed, rejected, failed).
     Outcome,
 }

@@ -36,6 +36,11 @@ pub enum Progress {
     GateSkipped {
         gate: String,
     },
+    /// A model request that may have been in flight when the process died
+    /// is sent again.
+    Resent {
+        position: String,
+    },
     GateAnswered {
         gate: String,
         answer: Answer,
@@ -125,6 +130,9 @@ impl<C: HumanChannel> HumanChannel for WithProgress<C> {
             Progress::GateSkipped { gate } => {
                 eprintln!("↷ gate `{gate}` skipped (condition false)")
             }
+            Progress::Resent { position } => eprintln!(
+                "↻ {position}: model request re-sent after a crash (the earlier one may have reached the model)"
+            ),
             Progress::GateAnswered { gate, answer } => {
                 eprintln!(
                     "✓ gate `{gate}` {} by {} ({})",

@@ -122,6 +122,7 @@ impl<'a> Engine<'a> {
             audit: Vec::new(),
             triggers_fired: Default::default(),
             final_approved: false,
+            in_flight: Default::default(),
             rev: 0,
         };
         self.store.create(&mut session)?;
@@ -136,6 +137,7 @@ impl<'a> Engine<'a> {
     /// Checks that an answer fits the open gate, before it is recorded, so a
     /// bad answer changes nothing.
     pub fn check_answer(spec: &Spec, session: &Session, answer: &Answer) -> Result<()> {
+        answer.decision.check_limits().map_err(Error::Usage)?;
         let Some(gate) = &session.gate else {
             return Err(Error::Session(format!(
                 "session {} has no open gate",
@@ -219,7 +221,9 @@ impl<'a> Engine<'a> {
         match &answer.decision {
             crate::gate::Decision::Approve | crate::gate::Decision::Reject { .. } => Ok(()),
             crate::gate::Decision::Trust => {
-                if toolbox.trustable(&pc.call.name) {
+                if toolbox.trustable(&pc.call.name)
+                    && pc.request.as_ref().is_none_or(|r| r.trustable)
+                {
                     Ok(())
                 } else {
                     Err(Error::Usage(format!(
@@ -913,6 +917,36 @@ impl<'a> Engine<'a> {
         ))
     }
 
+    /// Marks model requests as sent, durably, before they go out. A
+    /// position already marked was in flight when an earlier process
+    /// stopped: its request is sent again (at-least-once), which is
+    /// audited and reported.
+    async fn mark_in_flight<C: HumanChannel>(
+        &mut self,
+        session: &mut Session,
+        positions: &[String],
+        channel: &mut C,
+    ) -> Result<()> {
+        let mut resent = Vec::new();
+        for p in positions {
+            if !session.in_flight.insert(p.clone()) {
+                let mut ev = AuditEvent::new(AuditKind::Resent, &session.id, &session.workflow);
+                ev.detail = Some(format!(
+                    "{p}: model request re-sent after a crash (the earlier one may have reached the model)"
+                ));
+                session.audit.push(ev);
+                resent.push(p.clone());
+            }
+        }
+        self.store.checkpoint(session)?;
+        for position in resent {
+            channel
+                .progress(session, &Progress::Resent { position })
+                .await;
+        }
+        Ok(())
+    }
+
     fn check_budget(spec: &Spec, session: &Session) -> Result<()> {
         if let Some(max) = spec.runtime.budget_max_tokens {
             let used = session.total_usage().total();
@@ -959,10 +993,18 @@ impl<'a> Engine<'a> {
             JoinSet::new();
         let limit = spec.runtime.max_parallel.max(1);
         loop {
-            while running.len() < limit {
-                let Some((position, provider, req)) = queue.pop() else {
+            let mut batch = Vec::new();
+            while running.len() + batch.len() < limit {
+                let Some(next) = queue.pop() else {
                     break;
                 };
+                batch.push(next);
+            }
+            if !batch.is_empty() {
+                let positions: Vec<String> = batch.iter().map(|(p, _, _)| p.to_string()).collect();
+                self.mark_in_flight(session, &positions, channel).await?;
+            }
+            for (position, provider, req) in batch {
                 running.spawn(async move {
                     let started = Instant::now();
                     let res = provider.complete(&req).await;
@@ -980,6 +1022,7 @@ impl<'a> Engine<'a> {
             let (position, agent, millis, res) =
                 joined.map_err(|e| Error::Internal(format!("model call task failed: {e}")))?;
             let resp = res?;
+            session.in_flight.remove(&position.to_string());
             session
                 .usage
                 .entry(agent.clone())
@@ -1079,7 +1122,15 @@ impl Engine<'_> {
             req.system = turn.system.clone();
             req.messages = turn.messages.clone();
             req.tools = toolbox.specs();
+            let at = w.position.to_string();
+            self.mark_in_flight(session, std::slice::from_ref(&at), channel)
+                .await?;
             let resp = provider.complete(&req).await?;
+            session.in_flight.remove(&at);
+            let turn = session
+                .agent_turn
+                .as_mut()
+                .ok_or_else(|| Error::Internal("tool step lost its conversation".into()))?;
             turn.turns += 1;
             session
                 .usage
@@ -1228,7 +1279,19 @@ impl Engine<'_> {
                     } else if let Some(tool) = toolbox.tool(&pc.call.name) {
                         set_call_state(session, i, CallState::Running);
                         self.store.checkpoint(session)?;
-                        let result = tool.run(&pc.call.arguments, &toolbox.env).await;
+                        // A call a human looked at may follow redirects
+                        // anywhere the egress policy allows.
+                        let grant = match &pc.request {
+                            Some(_) if !by_policy(&pc.state) => crate::tools::Grant::Human,
+                            _ => crate::tools::Grant::Policy,
+                        };
+                        let result = tool.run(&pc.call.arguments, &toolbox.env, grant).await;
+                        if let Some(why) = &result.blocked {
+                            let mut ev = AuditEvent::new(AuditKind::EgressBlocked, &session.id, &session.workflow);
+                            ev.call = Some(pc.call.id.clone());
+                            ev.detail = Some(spec_redact(why));
+                            session.audit.push(ev);
+                        }
                         let mut ev = AuditEvent::new(AuditKind::ToolRun, &session.id, &session.workflow);
                         ev.call = Some(pc.call.id.clone());
                         ev.detail = Some(format!(
@@ -1499,6 +1562,18 @@ fn audit_request(session: &mut Session, gate: &gate::OpenGate) {
     ev.preview = Some(gate::cut(&gate.context, 300).0);
     ev.detail = Some(gate.prompt.clone());
     session.audit.push(ev);
+}
+
+/// Whether an approved call was approved by the policy (or a trust), not
+/// by a human answering this call.
+fn by_policy(state: &CallState) -> bool {
+    matches!(state, CallState::Approved { by, .. } if by == "policy" || by.starts_with("trust by "))
+}
+
+/// Refusal texts name addresses, not secrets; still, run them through the
+/// built-in secret patterns before they enter the log.
+fn spec_redact(text: &str) -> String {
+    crate::audit::redact::Redactor::default().redact(text)
 }
 
 fn set_call_state(session: &mut Session, i: usize, state: CallState) {

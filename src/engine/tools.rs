@@ -41,7 +41,8 @@ use crate::session::{ApprovalRequest, CallState, PendingCall, Session};
 use crate::spec::{AgentSpec, McpServerSpec, Spec, ToolPolicy};
 use crate::template::Templates;
 use crate::tools::{
-    self, builtin::Builtin, http_executor::HttpExecutor, mcp, Tool, ToolEnv, ToolResult,
+    self, builtin::Builtin, egress::Egress, http_executor::HttpExecutor, mcp, Tool, ToolEnv,
+    ToolResult,
 };
 
 /// The tools one agent may call, with their policies and run environment.
@@ -95,8 +96,25 @@ impl Toolbox {
             tools.insert(t.name.clone(), (tool, t.policy.clone()));
         }
         let timeout = Duration::from_secs(spec.tools.timeout_secs);
+        // The hosts the spec names as destinations are reachable although
+        // internal; so is what the spec and the installation allow.
+        let mut destinations: Vec<String> = spec
+            .tools
+            .http_executors
+            .iter()
+            .map(|h| h.base_url.clone())
+            .collect();
+        destinations.extend(spec.tools.mcp.iter().filter_map(|m| match &m.transport {
+            crate::spec::McpTransport::Http { url, .. } => Some(url.clone()),
+            crate::spec::McpTransport::Stdio { .. } => None,
+        }));
+        let egress = std::sync::Arc::new(Egress::new(
+            spec.tools.network_allow.clone(),
+            &destinations,
+            Egress::installation_rules(),
+        ));
         // The tools follow redirects themselves, hop by hop, with their checks.
-        let http = crate::tools::builtin::http_client()
+        let http = crate::tools::egress::client(&egress)
             .map_err(|e| Error::Runtime(format!("cannot build the HTTP client for tools: {e}")))?;
         Ok(Toolbox {
             tools,
@@ -109,6 +127,7 @@ impl Toolbox {
             env: ToolEnv {
                 workspace: spec.tools.workspace.clone(),
                 http,
+                egress,
                 max_bytes: spec.tools.max_output_bytes,
                 timeout,
                 shell_enabled: spec.tools.shell,
@@ -127,7 +146,8 @@ impl Toolbox {
     /// connections close when the toolbox is dropped.
     pub async fn connect(&mut self) -> Result<()> {
         for (server, policy) in &self.mcp {
-            let (conn, listed) = mcp::Connection::open(server, self.env.timeout).await?;
+            let (conn, listed) =
+                mcp::Connection::open(server, self.env.timeout, &self.env.egress).await?;
             for l in listed {
                 if self.tools.contains_key(&l.name) {
                     return Err(Error::Runtime(format!(
@@ -191,7 +211,7 @@ impl Toolbox {
         if self.tools.contains_key(name) || mcp::cached_schema(&fp, name).is_some() {
             return Ok(());
         }
-        let (conn, listed) = mcp::Connection::open(server, self.env.timeout)
+        let (conn, listed) = mcp::Connection::open(server, self.env.timeout, &self.env.egress)
             .await
             .map_err(|e| {
                 Error::Runtime(format!(
@@ -231,6 +251,24 @@ impl Toolbox {
     /// Whether a `trust` answer may approve this tool for the rest of the run.
     pub fn trustable(&self, name: &str) -> bool {
         self.enable_trust && name != Builtin::Shell.name() && !self.negated(name)
+    }
+
+    /// The full URL of an `http_request` call whose host the spec does not
+    /// name (`tools.network.allow`, an executor's or MCP server's host):
+    /// the model chose where to go, so a human looks at it first. `None`
+    /// for other tools, named hosts, and URLs that do not parse (those
+    /// fail when run).
+    fn unnamed_destination(&self, tool: &Tool, call: &ToolCall) -> Option<String> {
+        if !matches!(tool, Tool::Builtin(Builtin::HttpRequest)) {
+            return None;
+        }
+        let raw = call.arguments.get("url").and_then(Value::as_str)?;
+        let url = url::Url::parse(raw.trim()).ok()?;
+        let host = url.host()?;
+        if self.env.egress.names(&host) {
+            return None;
+        }
+        Some(url.to_string())
     }
 
     /// Classifies one call. Unknown tools, bad arguments and policy errors
@@ -273,6 +311,27 @@ impl Toolbox {
         let name = call.name.as_str();
         if name == Builtin::Shell.name() || self.negated(name) {
             return ask(false);
+        }
+        // A destination the model chose: always a human, whatever the
+        // preset, trust or `require_approval: false` say.
+        if let Some(url) = self.unnamed_destination(tool, call) {
+            return match self.request(tool, policy, call, templates) {
+                Ok(mut r) => {
+                    r.prompt = format!(
+                        "`{}` wants to reach a host the workflow does not name: {} {}",
+                        call.name,
+                        call.arguments
+                            .get("method")
+                            .and_then(Value::as_str)
+                            .unwrap_or("GET")
+                            .to_ascii_uppercase(),
+                        crate::gate::cut(&url, 2000).0
+                    );
+                    r.trustable = false;
+                    Verdict::Ask(r)
+                }
+                Err(e) => Verdict::Refuse(format!("not run: the approval request failed ({e})")),
+            };
         }
         if session.trusted_tools.contains(name) {
             return Verdict::Run;

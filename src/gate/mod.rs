@@ -54,6 +54,48 @@ impl Decision {
     }
 }
 
+/// The longest reason, feedback or response a human may give, in
+/// characters (Slack's own limit for a text input): the text reaches the
+/// model and the audit trail, whatever the channel.
+pub const MAX_ANSWER_TEXT: usize = 3000;
+/// The longest edited tool-call arguments, in bytes of JSON.
+pub const MAX_EDITED_ARGS: usize = 65_536;
+
+impl Decision {
+    /// Refuses human text over the limits ([`MAX_ANSWER_TEXT`],
+    /// [`MAX_EDITED_ARGS`]), naming the field and its size.
+    pub fn check_limits(&self) -> std::result::Result<(), String> {
+        let text = |field: &str, t: &str| {
+            let n = t.chars().count();
+            if n > MAX_ANSWER_TEXT {
+                Err(format!(
+                    "the {field} is {n} characters long; at most {MAX_ANSWER_TEXT} are accepted"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Decision::Reject { reason: Some(r) } | Decision::Abort { reason: Some(r) } => {
+                text("reason", r)
+            }
+            Decision::Modify { feedback } => text("feedback", feedback),
+            Decision::Respond { text: t } => text("response", t),
+            Decision::Edit { arguments } => {
+                let n = arguments.to_string().len();
+                if n > MAX_EDITED_ARGS {
+                    Err(format!(
+                        "the edited arguments are {n} bytes of JSON; at most {MAX_EDITED_ARGS} are accepted"
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A decision with who gave it, when, through which channel, and any
 /// variable overrides that come with it (`--var` on resume).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

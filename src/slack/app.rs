@@ -170,26 +170,38 @@ impl App {
         let call = answer.call.clone();
         let outcome = self.decide_inner(channel, ts, handle, answer).await?;
         if let Err(why) = &outcome {
-            // Every refused click is audited; nothing else changed.
-            let target = self.store.message_target(channel, ts).ok().flatten();
-            let (session, workflow) = match target
-                .as_ref()
-                .and_then(|t| self.store.load(&t.session).ok().flatten())
-            {
-                Some(s) => (s.id, s.workflow),
-                None => (String::new(), String::new()),
-            };
-            let mut ev = AuditEvent::new(AuditKind::Refusal, &session, &workflow);
-            ev.gate = Some(handle.to_string());
-            ev.call = call;
-            ev.who = Some(who);
-            ev.via = Some(format!("slack {channel}"));
-            ev.detail = Some(why.clone());
-            if let Err(e) = self.store.append_audit(&[ev]) {
-                tracing::error!("could not audit a refused click: {e}");
-            }
+            self.audit_refused_click(channel, ts, handle, &who, call, why);
         }
         Ok(outcome)
+    }
+
+    /// Every refused click (or refused modal) is audited; nothing else changed.
+    pub fn audit_refused_click(
+        &self,
+        channel: &str,
+        ts: &str,
+        handle: &str,
+        who: &str,
+        call: Option<String>,
+        why: &str,
+    ) {
+        let target = self.store.message_target(channel, ts).ok().flatten();
+        let (session, workflow) = match target
+            .as_ref()
+            .and_then(|t| self.store.load(&t.session).ok().flatten())
+        {
+            Some(s) => (s.id, s.workflow),
+            None => (String::new(), String::new()),
+        };
+        let mut ev = AuditEvent::new(AuditKind::Refusal, &session, &workflow);
+        ev.gate = Some(handle.to_string());
+        ev.call = call;
+        ev.who = Some(who.to_string());
+        ev.via = Some(format!("slack {channel}"));
+        ev.detail = Some(why.to_string());
+        if let Err(e) = self.store.append_audit(&[ev]) {
+            tracing::error!("could not audit a refused click: {e}");
+        }
     }
 
     async fn decide_inner(
@@ -331,7 +343,7 @@ impl App {
 
     /// Whether the clicker may answer: approvers (users, groups resolved
     /// through `usergroups.users.list` and cached), admins, self-approval.
-    async fn authorize(
+    pub(crate) async fn authorize(
         &self,
         gate: &crate::gate::OpenGate,
         session: &Session,
@@ -651,6 +663,11 @@ impl App {
                 ),
                 None,
             ),
+            Progress::Resent { position } => (
+                "resent",
+                format!("{position}: model request re-sent after a crash"),
+                None,
+            ),
             Progress::Completed => (
                 "completed",
                 format!("`{}` completed", session.workflow),
@@ -681,7 +698,7 @@ impl App {
             .and_then(|n| n.thread_ts.clone().map(|t| (n.channel.clone(), t)));
         let (channel, thread_ts) = match thread {
             Some((c, t)) if !c.is_empty() => (c, Some(t)),
-            _ if name == "step_done" => return Ok(()),
+            _ if name == "step_done" || name == "resent" => return Ok(()),
             _ => match self.approval_channel(session) {
                 Some(c) => (c, None),
                 None => return Ok(()),

@@ -2085,6 +2085,7 @@ mod tests {
             audit: Vec::new(),
             triggers_fired: Default::default(),
             final_approved: false,
+            in_flight: Default::default(),
             rev: 1,
         }
     }

@@ -172,6 +172,14 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                     return ok();
                 }
             };
+            let probe = Decision::Edit {
+                arguments: serde_json::Value::Null,
+            };
+            if let Err(why) = may_answer(app, &session, &handle, probe, &user, Some(&call)).await {
+                app.audit_refused_click(&channel, &ts, &handle, &user, Some(call), &why);
+                tell(app, &channel, &user, why);
+                return ok();
+            }
             let meta = ModalMeta {
                 channel: channel.clone(),
                 ts,
@@ -182,7 +190,24 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             return ok();
         }
         kind @ (REJECT | MODIFY | RESPOND) => {
-            if let Err(why) = still_open(app, &channel, &ts, &handle, None).await {
+            let session = match still_open(app, &channel, &ts, &handle, None).await {
+                Ok(s) => s,
+                Err(why) => {
+                    tell(app, &channel, &user, why);
+                    return ok();
+                }
+            };
+            let probe = match kind {
+                REJECT => Decision::Reject { reason: None },
+                MODIFY => Decision::Modify {
+                    feedback: String::new(),
+                },
+                _ => Decision::Respond {
+                    text: String::new(),
+                },
+            };
+            if let Err(why) = may_answer(app, &session, &handle, probe, &user, None).await {
+                app.audit_refused_click(&channel, &ts, &handle, &user, None, &why);
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -219,6 +244,25 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         }
     }
     ok()
+}
+
+/// Whether `user` may answer gate `handle` of `session` with a decision of
+/// this kind — the same rules (approvers, groups, admins, self-approval) a
+/// click meets, checked before a modal opens so that nobody who may not
+/// answer ever sees the form.
+async fn may_answer(
+    app: &App,
+    session: &Session,
+    handle: &str,
+    probe: Decision,
+    user: &str,
+    call: Option<&str>,
+) -> Result<(), String> {
+    let Some(gate) = session.open_gate(handle) else {
+        return Err("that gate is no longer open".into());
+    };
+    app.authorize(gate, session, &answer(probe, user, call))
+        .await
 }
 
 /// Refuses early (before a modal opens) when the gate — or, for a tool

@@ -19,6 +19,7 @@ pub mod config;
 pub mod interactions;
 pub mod metrics;
 pub mod server;
+pub mod signature;
 pub mod timers;
 
 use crate::error::{Error, Result};

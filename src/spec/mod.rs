@@ -126,6 +126,9 @@ pub struct ToolsConfig {
     pub http_executors: Vec<HttpExecutorSpec>,
     /// `tools.mcp`: MCP servers whose tools agents may call.
     pub mcp: Vec<McpServerSpec>,
+    /// `tools.network.allow`: destinations HTTP tools may reach although
+    /// internal, and that `http_request` may call without asking.
+    pub network_allow: Vec<crate::tools::egress::Rule>,
 }
 
 /// One `tools.mcp` entry: an MCP server. An agent that lists its `id` gets

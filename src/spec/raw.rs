@@ -132,6 +132,18 @@ pub struct Tools {
     pub timeout_seconds: Option<u64>,
     /// Ours: largest tool output returned to the model, bytes (default 65536).
     pub max_output_bytes: Option<usize>,
+    /// Ours: where HTTP tools may go besides the public internet.
+    pub network: Option<Network>,
+}
+
+/// `tools.network`: the egress policy's exceptions.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Hosts, `*.domain` wildcards, IP addresses and CIDRs that HTTP tools
+    /// may reach even when internal, and that `http_request` may call
+    /// without a human.
+    pub allow: Option<Vec<S<String>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -483,8 +483,22 @@ impl Validator {
                 .max(256),
             http_executors: Vec::new(),
             mcp: Vec::new(),
+            network_allow: Vec::new(),
         };
         let Some(t) = t else { return cfg };
+        for entry in t.network.iter().flat_map(|n| n.allow.iter().flatten()) {
+            match crate::tools::egress::Rule::parse(&entry.value) {
+                Ok(rule) => cfg.network_allow.push(rule),
+                Err(why) => self.error(
+                    at(entry),
+                    format!("tools.network.allow: {why}"),
+                    Some(
+                        "for example `api.internal`, `*.corp.example`, `10.0.0.0/8` or `127.0.0.1`"
+                            .into(),
+                    ),
+                ),
+            }
+        }
         for p in t.python.iter().flatten() {
             let callable = python_callable(&p.value);
             if builtin_for_callable(&callable).is_none() {

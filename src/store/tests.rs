@@ -72,6 +72,7 @@ fn paused_session(id: &str) -> Session {
         audit: Vec::new(),
         triggers_fired: Default::default(),
         final_approved: false,
+        in_flight: Default::default(),
         rev: 0,
     }
 }

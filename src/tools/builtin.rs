@@ -17,11 +17,12 @@
 //! ends.
 //!
 //! `http_request` (and the HTTP executors in `http_executor`) send requests
-//! through [`ToolEnv::http`], which should come from [`http_client`]: that
-//! client follows no redirects by itself, so that the tools can follow at
-//! most [`MAX_REDIRECTS`] of them, check the scheme of every hop, never
-//! resend a state-changing request to another site, and drop credentials
-//! when a redirect leaves the origin.
+//! through [`ToolEnv::http`], which comes from [`super::egress::client`]:
+//! that client follows no redirects by itself, so that the tools can follow
+//! at most [`MAX_REDIRECTS`] of them, check the scheme and the egress policy
+//! of every hop, never resend a state-changing request to another site, and
+//! drop credentials when a redirect leaves the origin. An `http_request`
+//! that ran without a human follows redirects only to hosts the spec names.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -35,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
-use super::{Risk, ToolEnv, ToolMeta, ToolResult};
+use super::{Grant, Risk, ToolEnv, ToolMeta, ToolResult};
 use crate::provider::ToolSpec;
 
 /// Redirects followed per request, at most.
@@ -328,9 +329,9 @@ impl Builtin {
     }
 
     /// Runs the call. Never panics; failures are error results.
-    pub async fn run(&self, args: &Value, env: &ToolEnv) -> ToolResult {
+    pub async fn run(&self, args: &Value, env: &ToolEnv, grant: Grant) -> ToolResult {
         match self {
-            Builtin::HttpRequest => http_request(args, env).await,
+            Builtin::HttpRequest => http_request(args, env, grant).await,
             Builtin::FileRead => {
                 let Some(path) = str_arg(args, "path").map(str::to_string) else {
                     return ToolResult::error("missing `path`");
@@ -374,17 +375,6 @@ impl Builtin {
             Builtin::Shell => shell(args, env).await,
         }
     }
-}
-
-/// An HTTP client for [`ToolEnv::http`]: rustls with ring, and no automatic
-/// redirects (the tools follow them themselves, hop by hop). Time limits are
-/// set per request from [`ToolEnv::timeout`].
-pub fn http_client() -> Result<reqwest::Client, String> {
-    crate::provider::install_crypto();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("could not set up the HTTP client: {}", transport_error(e)))
 }
 
 // ---------------------------------------------------------------------------
@@ -644,10 +634,10 @@ pub(crate) fn is_web_url(url: &Url) -> bool {
 /// Sends `call`, following redirects per the rules in the module docs, and
 /// formats the response for the model. Transport failures and timeouts are
 /// error results; any HTTP response, 4xx and 5xx included, is a result.
-pub(crate) async fn send(http: &reqwest::Client, call: HttpCall<'_>) -> ToolResult {
+pub(crate) async fn send(env: &ToolEnv, call: HttpCall<'_>) -> ToolResult {
     let limit = effective_timeout(call.timeout);
     let what = format!("{} {}", call.method, (call.show)(&call.url));
-    match tokio::time::timeout(limit, send_following(http, &call, limit)).await {
+    match tokio::time::timeout(limit, send_following(env, &call, limit)).await {
         Ok(result) => result,
         Err(_) => ToolResult::error(format!("{what} timed out after {}", human_duration(limit))),
     }
@@ -659,11 +649,7 @@ enum Hop {
     Done,
 }
 
-async fn send_following(
-    http: &reqwest::Client,
-    call: &HttpCall<'_>,
-    limit: Duration,
-) -> ToolResult {
+async fn send_following(env: &ToolEnv, call: &HttpCall<'_>, limit: Duration) -> ToolResult {
     let deadline = tokio::time::Instant::now() + limit;
     let first_origin = call.url.origin();
     let mut url = call.url.clone();
@@ -678,10 +664,16 @@ async fn send_following(
                 (call.show)(&url)
             ));
         }
+        // Names are checked by the client's resolver at connect time; an IP
+        // literal is connected to as it is, so it is checked here.
+        if let Err(b) = env.egress.check_literal(&url) {
+            return ToolResult::blocked(b);
+        }
         let remaining = deadline
             .saturating_duration_since(tokio::time::Instant::now())
             .max(Duration::from_millis(1));
-        let mut request = http
+        let mut request = env
+            .http
             .request(method.clone(), url.clone())
             .headers(headers.clone())
             .timeout(remaining);
@@ -691,6 +683,9 @@ async fn send_following(
         let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
+                if let Some(b) = super::egress::blocked_in(&e) {
+                    return ToolResult::blocked(b);
+                }
                 let what = if e.is_timeout() {
                     "timed out"
                 } else {
@@ -896,7 +891,7 @@ async fn describe_response(
     ToolResult::ok(out)
 }
 
-async fn http_request(args: &Value, env: &ToolEnv) -> ToolResult {
+async fn http_request(args: &Value, env: &ToolEnv, grant: Grant) -> ToolResult {
     let method = match parse_method(str_arg(args, "method").unwrap_or_default()) {
         Ok(m) => m,
         Err(e) => return ToolResult::error(e),
@@ -921,10 +916,22 @@ async fn http_request(args: &Value, env: &ToolEnv) -> ToolResult {
         Err(e) => return ToolResult::error(e),
     };
     let body = str_arg(args, "body").map(|b| b.as_bytes().to_vec());
-    let anywhere = |_: &Url| Ok(());
+    // A human who approved this URL may be sent on (the egress policy still
+    // checks every hop); a request nobody looked at stays on named hosts.
+    let egress = &env.egress;
+    let follow = |next: &Url| {
+        match (grant, next.host()) {
+        (Grant::Human, _) => Ok(()),
+        (Grant::Policy, Some(h)) if egress.names(&h) => Ok(()),
+        (Grant::Policy, _) => Err(
+            "the spec does not name that host (tools.network.allow), and nobody approved going there"
+                .to_string(),
+        ),
+    }
+    };
     let full = |u: &Url| u.to_string();
     send(
-        &env.http,
+        env,
         HttpCall {
             method,
             url,
@@ -932,7 +939,7 @@ async fn http_request(args: &Value, env: &ToolEnv) -> ToolResult {
             body,
             timeout: env.timeout,
             max_bytes: env.max_bytes,
-            may_follow: &anywhere,
+            may_follow: &follow,
             show: &full,
         },
     )
@@ -1481,6 +1488,14 @@ async fn shell(args: &Value, env: &ToolEnv) -> ToolResult {
     }
 }
 
+/// The egress policy of the HTTP tools' unit tests: their servers listen
+/// on 127.0.0.1, which the default policy refuses.
+#[cfg(test)]
+pub(crate) fn loopback_allowed() -> std::sync::Arc<super::egress::Egress> {
+    let rule = super::egress::Rule::parse("127.0.0.1").expect("a rule");
+    std::sync::Arc::new(super::egress::Egress::new(vec![rule], &[], Vec::new()))
+}
+
 /// A local HTTP server for the HTTP tools' tests (127.0.0.1 only).
 #[cfg(test)]
 pub(crate) mod test_server {
@@ -1626,7 +1641,8 @@ mod tests {
         fs::write(base.join("outside/secret.txt"), "top secret").expect("secret");
         let env = ToolEnv {
             workspace: base.join("ws"),
-            http: http_client().expect("client"),
+            http: crate::tools::egress::client(&loopback_allowed()).expect("client"),
+            egress: loopback_allowed(),
             max_bytes: 1000,
             timeout: Duration::from_secs(5),
             shell_enabled: false,
@@ -1640,7 +1656,7 @@ mod tests {
 
     async fn call(b: Builtin, args: Value, env: &ToolEnv) -> ToolResult {
         // Through `Tool::run`, so that the schema is checked as in real use.
-        Tool::Builtin(b).run(&args, env).await
+        Tool::Builtin(b).run(&args, env, Grant::Human).await
     }
 
     fn outside_untouched(f: &Fixture) {

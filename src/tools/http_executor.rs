@@ -227,7 +227,7 @@ impl HttpExecutor {
         };
         let show = |u: &Url| self.show(u);
         let mut result = builtin::send(
-            &env.http,
+            env,
             HttpCall {
                 method,
                 url,
@@ -405,8 +405,8 @@ fn string_pairs(v: Option<&Value>) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::builtin::{http_client, test_server};
-    use crate::tools::{schema, Tool};
+    use crate::tools::builtin::{loopback_allowed, test_server};
+    use crate::tools::{schema, Grant, Tool};
 
     const SECRET: &str = "sk-live-TOPSECRET-123";
 
@@ -426,7 +426,8 @@ mod tests {
     fn env() -> ToolEnv {
         ToolEnv {
             workspace: std::env::temp_dir().join("strands-http-executor-tests-unused"),
-            http: http_client().expect("client"),
+            http: crate::tools::egress::client(&loopback_allowed()).expect("client"),
+            egress: loopback_allowed(),
             max_bytes: 1000,
             timeout: Duration::from_secs(5),
             shell_enabled: false,
@@ -434,7 +435,9 @@ mod tests {
     }
 
     async fn call(x: &HttpExecutor, args: Value) -> ToolResult {
-        let r = Tool::Http(x.clone()).run(&args, &env()).await;
+        let r = Tool::Http(x.clone())
+            .run(&args, &env(), Grant::Policy)
+            .await;
         assert!(!r.content.contains(SECRET), "secret leaked: {}", r.content);
         r
     }
@@ -630,7 +633,9 @@ mod tests {
             headers: BTreeMap::from([("X-Key".into(), "visible-test-value".into())]),
             ..x.clone()
         };
-        let r = Tool::Http(x2).run(&json!({"path": "/echo"}), &env()).await;
+        let r = Tool::Http(x2)
+            .run(&json!({"path": "/echo"}), &env(), Grant::Policy)
+            .await;
         assert!(
             r.content.contains("x-key: visible-test-value\n"),
             "{}",

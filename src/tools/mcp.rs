@@ -288,6 +288,7 @@ impl Connection {
     pub async fn open(
         server: &McpServerSpec,
         timeout: Duration,
+        egress: &Arc<crate::tools::egress::Egress>,
     ) -> Result<(Arc<Connection>, Vec<Listed>)> {
         let id = server.id.as_str();
         let limit = effective_timeout(timeout);
@@ -330,7 +331,7 @@ impl Connection {
                 (client, tail, task)
             }
             McpTransport::Http { url, headers } => {
-                let transport = http_transport(url, headers).map_err(&fail)?;
+                let transport = http_transport(url, headers, egress).map_err(&fail)?;
                 let client = tokio::time::timeout(limit, client_config().serve(transport)).await;
                 let client = match client {
                     Ok(Ok(c)) => Ok(c),
@@ -453,20 +454,20 @@ fn shown_url(url: &str) -> String {
     }
 }
 
-/// The Streamable HTTP transport for `url`: the crate's reqwest (ring
-/// rustls), no redirects (headers may carry credentials), header values
-/// marked sensitive so no `Debug` shows them.
+/// The Streamable HTTP transport for `url`: the tools' HTTP client (ring
+/// rustls, the egress policy, no redirects — headers may carry
+/// credentials), header values marked sensitive so no `Debug` shows them.
 fn http_transport(
     url: &str,
     headers: &BTreeMap<String, String>,
+    egress: &Arc<crate::tools::egress::Egress>,
 ) -> std::result::Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, String> {
     use reqwest::header::{HeaderName, HeaderValue};
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    crate::provider::install_crypto();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("could not set up its HTTP client: {}", chain(&e)))?;
+    if let Ok(u) = url::Url::parse(url) {
+        egress.check_literal(&u).map_err(|b| b.to_string())?;
+    }
+    let client = crate::tools::egress::client(egress)?;
     let mut custom = HashMap::new();
     for (name, value) in headers {
         let n = HeaderName::from_bytes(name.trim().as_bytes())
@@ -567,7 +568,11 @@ pub fn result_text(result: &Value, max_bytes: usize) -> ToolResult {
         };
     }
     let content = cut_bytes(text, max_bytes);
-    ToolResult { content, is_error }
+    ToolResult {
+        content,
+        is_error,
+        blocked: None,
+    }
 }
 
 fn block_text(block: &Value) -> String {

@@ -9,6 +9,7 @@
 //! `engine::tools`, not here.
 
 pub mod builtin;
+pub mod egress;
 pub mod http_executor;
 pub mod mcp;
 pub mod schema;
@@ -25,6 +26,10 @@ use crate::provider::ToolSpec;
 pub struct ToolResult {
     pub content: String,
     pub is_error: bool,
+    /// Set when the egress policy refused a destination (the content says
+    /// the same to the model); the engine audits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
 }
 
 impl ToolResult {
@@ -32,12 +37,24 @@ impl ToolResult {
         ToolResult {
             content: content.into(),
             is_error: false,
+            blocked: None,
         }
     }
     pub fn error(content: impl Into<String>) -> Self {
         ToolResult {
             content: content.into(),
             is_error: true,
+            blocked: None,
+        }
+    }
+
+    /// A destination the egress policy refused.
+    pub fn blocked(b: egress::Blocked) -> Self {
+        let text = b.to_string();
+        ToolResult {
+            content: text.clone(),
+            is_error: true,
+            blocked: Some(text),
         }
     }
 }
@@ -77,13 +94,25 @@ impl Risk {
 pub struct ToolEnv {
     /// File tools are confined to this directory.
     pub workspace: PathBuf,
+    /// Built by [`egress::client`]: resolves through the egress policy.
     pub http: reqwest::Client,
+    /// Which destinations HTTP tools may reach.
+    pub egress: std::sync::Arc<egress::Egress>,
     /// Largest response body / file content returned to the model.
     pub max_bytes: usize,
     /// Per-call time limit.
     pub timeout: Duration,
     /// `shell` runs only when the spec enables it.
     pub shell_enabled: bool,
+}
+
+/// Who let a call run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// The approval policy (or a trust), without asking anyone.
+    Policy,
+    /// A human approved this very call.
+    Human,
 }
 
 /// Facts about a tool that the approval request shows.
@@ -155,12 +184,14 @@ impl Tool {
     }
 
     /// Runs the call. Never panics; errors come back as error results.
-    pub async fn run(&self, args: &Value, env: &ToolEnv) -> ToolResult {
+    /// `grant` says who let it run: a request that ran without a human
+    /// follows redirects only to hosts the spec names.
+    pub async fn run(&self, args: &Value, env: &ToolEnv, grant: Grant) -> ToolResult {
         if let Err(e) = self.validate(args) {
             return ToolResult::error(format!("invalid arguments: {e}"));
         }
         match self {
-            Tool::Builtin(b) => b.run(args, env).await,
+            Tool::Builtin(b) => b.run(args, env, grant).await,
             Tool::Http(h) => h.run(args, env).await,
             Tool::Mcp(m) => m.run(args, env).await,
         }

@@ -1218,6 +1218,26 @@ pub fn signed(signing: Signing, body: &[u8]) -> (Vec<(String, String)>, Vec<u8>)
     (headers, sent)
 }
 
+/// The session id in a "started NAME as SESSION" acknowledgement.
+#[track_caller]
+pub fn started(ack: &HttpReply, name: &str) -> String {
+    let text = ack.text();
+    let marker = format!("started {name} as ");
+    let at = text.find(&marker).unwrap_or_else(|| {
+        panic!(
+            "the acknowledgement does not say {marker:?}: {:?}",
+            ack.body
+        )
+    });
+    let id: String = text[at + marker.len()..]
+        .trim_start_matches(['`', '*', '_'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    assert!(!id.is_empty(), "no session id after {marker:?}: {text:?}");
+    id
+}
+
 /// An HTTP answer from the bot.
 #[derive(Debug, Clone)]
 pub struct HttpReply {

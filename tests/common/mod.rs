@@ -46,7 +46,12 @@ pub struct Behaviour {
     /// Tool calls that come with the reply text (none by default). A reply
     /// with tool calls has `finish_reason: "tool_calls"`.
     pub tool_calls: Arc<ToolCallsFn>,
+    /// How long request `n` waits before its answer (none by default).
+    pub latency: Option<Arc<LatencyFn>>,
 }
+
+/// The wait before answering request `n`.
+pub type LatencyFn = dyn Fn(usize) -> Duration + Send + Sync;
 
 impl Default for Behaviour {
     fn default() -> Self {
@@ -56,6 +61,7 @@ impl Default for Behaviour {
             usage: (12, 7),
             reply: Arc::new(|n, body| format!("REPLY {n} to: {}", last_user_message(body))),
             tool_calls: Arc::new(|_, _| Vec::new()),
+            latency: None,
         }
     }
 }
@@ -346,6 +352,9 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         if which == n {
             tokio::time::sleep(d).await;
         }
+    }
+    if let Some(latency) = &b.latency {
+        tokio::time::sleep(latency(n)).await;
     }
     if n <= b.rate_limited {
         return (
@@ -689,4 +698,6 @@ pub fn invalid_spec(yaml: &str, expect: &[(&str, &str)]) {
     assert!(all.contains("hint:"), "{all}");
 }
 
+pub mod crash;
 pub mod fake_slack;
+pub mod target;

@@ -1,0 +1,63 @@
+//! The crash loop at length: thousands of `strands` processes SIGKILLed at
+//! random moments while they drive runs to completion (see
+//! `tests/common/crash.rs` for the run and what is checked), then the
+//! figures: cycles, kills, runs, sessions lost, tool calls doubled, tool
+//! calls interrupted, model calls re-sent.
+//!
+//! `cargo bench --bench crash_loop`. Knobs: `BENCH_CRASH_CYCLES` (default
+//! 2000), `BENCH_CRASH_SEED`, `BENCH_CRASH_KILL_MS` (a process lives at
+//! most this long, default 120).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+fn knob(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let cycles = knob("BENCH_CRASH_CYCLES", 2000) as usize;
+    let kill_ms = knob("BENCH_CRASH_KILL_MS", 120);
+    let seed = knob(
+        "BENCH_CRASH_SEED",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(7),
+    );
+    println!("crash loop: {cycles} cycles, processes killed within {kill_ms} ms, seed {seed}");
+    let f = common::crash::run(seed, cycles, kill_ms);
+    println!("| figure | value |\n|---|---|");
+    println!("| cycles (processes started) | {} |", f.cycles);
+    println!("| processes SIGKILLed | {} |", f.kills);
+    println!(
+        "| runs driven to completion | {} of {} |",
+        f.runs_completed, f.runs
+    );
+    println!("| sessions lost | {} |", f.sessions_lost);
+    println!("| tool calls run twice | {} |", f.tool_calls_doubled);
+    println!(
+        "| tool calls interrupted while running (not run again) | {} |",
+        f.tool_calls_interrupted
+    );
+    println!(
+        "| model requests re-sent after a crash (audited) | {} |",
+        f.model_calls_resent
+    );
+    println!(
+        "| model requests the model saw twice | {} |",
+        f.model_requests_repeated
+    );
+    println!("| wall time | {:.1} s |", f.elapsed.as_secs_f64());
+    let ok = f.sessions_lost == 0
+        && f.tool_calls_doubled == 0
+        && f.runs_completed == f.runs
+        && f.model_requests_repeated <= f.model_calls_resent;
+    if !ok {
+        eprintln!("FAILED: a guarantee did not hold (seed {seed})");
+        std::process::exit(1);
+    }
+}
