@@ -27,8 +27,8 @@ use axum::Router;
 use chrono::Utc;
 use strands::channel::Detached;
 use strands::engine::{Engine, Start};
-use strands::gate::{Answer, Decision};
-use strands::session::{Session, Status};
+use strands::model::{Answer, Decision};
+use strands::model::{Session, Status};
 use strands::store::Store;
 
 /// Seed 000's budgets.

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use crate::channel::{terminal::Terminal, AutoApprove, Detached, HumanChannel, WithProgress};
 use crate::engine::{Engine, Start};
 use crate::error::{exit, Error, Result};
-use crate::gate::{Answer, Decision};
-use crate::session::{GateEventKind, Session, Status};
+use crate::model::{Answer, Decision};
+use crate::model::{GateEventKind, Session, Status};
 use crate::spec;
 use crate::store::{self, Store};
 
@@ -759,7 +759,7 @@ fn paused_text(ctx: &Ctx, s: &Session) -> String {
 
 /// How one open gate is shown, with the commands that answer it (`pick`:
 /// the `--gate` to name when several are open).
-fn gate_text(ctx: &Ctx, s: &Session, g: &crate::gate::OpenGate, pick: Option<&str>) -> String {
+fn gate_text(ctx: &Ctx, s: &Session, g: &crate::model::OpenGate, pick: Option<&str>) -> String {
     let resume = |rest: &str| match pick {
         Some(h) => ctx.resume_cmd(&s.id, &format!("--gate {h} {rest}")),
         None => ctx.resume_cmd(&s.id, rest),
@@ -839,7 +839,7 @@ fn gate_text(ctx: &Ctx, s: &Session, g: &crate::gate::OpenGate, pick: Option<&st
     out
 }
 
-fn timeout_effect(g: &crate::gate::OpenGate) -> String {
+fn timeout_effect(g: &crate::model::OpenGate) -> String {
     match crate::gate::timeout_answer(g, Utc::now()).decision {
         Decision::Approve => "approve".into(),
         Decision::Respond { text } => format!("answer `{text}`"),
@@ -877,7 +877,7 @@ fn session_json(ctx: &Ctx, s: &Session, full: bool) -> Value {
     session_json_with(ctx, s, full, gate, open_gates)
 }
 
-fn gate_json(s: &Session, g: &crate::gate::OpenGate, full: bool) -> Value {
+fn gate_json(s: &Session, g: &crate::model::OpenGate, full: bool) -> Value {
     {
         let (preview, cut) = g.preview();
         json!({

@@ -125,7 +125,7 @@ impl Setup {
         out
     }
 
-    fn stored(&self, id: &str) -> strands::session::Session {
+    fn stored(&self, id: &str) -> strands::model::Session {
         let store = strands::store::Store::open(&self.sandbox.store).expect("open the store");
         store.get(id).expect("the session")
     }

@@ -102,7 +102,7 @@ impl Setup {
     }
 
     /// The stored session (store revision, calls and their states).
-    fn stored(&self, id: &str) -> strands::session::Session {
+    fn stored(&self, id: &str) -> strands::model::Session {
         let store = strands::store::Store::open(&self.sandbox.store).expect("open the store");
         store.get(id).expect("the session")
     }
@@ -271,14 +271,14 @@ fn a_call_running_when_the_process_is_killed_is_not_run_again() {
     let _ = child.wait();
 
     let stored = s.stored(&id);
-    assert_eq!(stored.status, strands::session::Status::Running);
+    assert_eq!(stored.status, strands::model::Status::Running);
     let turn = stored
         .agent_turn
         .as_ref()
         .expect("the step is mid-conversation");
     assert_eq!(
         turn.calls[0].state,
-        strands::session::CallState::Running,
+        strands::model::CallState::Running,
         "{turn:#?}"
     );
 
@@ -323,7 +323,7 @@ fn edited_arguments_run_as_edited_and_a_bad_edit_changes_nothing() {
     assert!(bad.stderr.contains("content"), "{}", bad.stderr);
     let after = s.stored(&id);
     assert_eq!(after.rev, before.rev, "a refused edit writes nothing");
-    assert_eq!(after.status, strands::session::Status::Paused);
+    assert_eq!(after.status, strands::model::Status::Paused);
     assert_eq!(s.file("a.txt"), None);
     // Not JSON at all: the same.
     s.resume(&id, &["--edit-args", "{path"], 2);
@@ -398,7 +398,7 @@ fn an_edit_that_names_another_tool_is_refused_and_changes_nothing() {
         );
         let after = s.stored(&id);
         assert_eq!(after.rev, before.rev, "{edit}: nothing written");
-        assert_eq!(after.status, strands::session::Status::Paused);
+        assert_eq!(after.status, strands::model::Status::Paused);
         assert_eq!(s.sandbox.show(&id), show_before, "{edit}");
     }
     assert_eq!(s.file("keep.txt").as_deref(), Some("precious"));

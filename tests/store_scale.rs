@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use strands::session::Status;
+use strands::model::Status;
 use strands::store::Store;
 
 const SESSIONS: usize = 10_000;

@@ -12,8 +12,8 @@ use chrono::Utc;
 use std::future::Future;
 
 use crate::error::Result;
-use crate::gate::{Answer, Decision};
-use crate::session::Session;
+use crate::model::Session;
+use crate::model::{Answer, Decision};
 
 /// What a channel got from its human.
 #[derive(Debug, Clone, PartialEq)]

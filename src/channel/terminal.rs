@@ -9,8 +9,8 @@ use std::io::{BufRead, Write};
 
 use super::{HumanChannel, Reply};
 use crate::error::Result;
-use crate::gate::{Answer, Decision};
-use crate::session::Session;
+use crate::model::Session;
+use crate::model::{Answer, Decision};
 use crate::spec::GateKind;
 
 pub struct Terminal<R, W> {

@@ -10,8 +10,8 @@
 use serde_json::{Map, Value};
 
 use super::pattern;
-use crate::gate::Position;
-use crate::session::Session;
+use crate::model::Position;
+use crate::model::Session;
 use crate::spec::Spec;
 
 /// The template context at `at` (where the template is rendered; a parallel

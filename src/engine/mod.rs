@@ -21,12 +21,13 @@ use tokio::task::JoinSet;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::channel::{HumanChannel, Progress, Reply};
 use crate::error::{Error, Result};
-use crate::gate::{self, Answer, Outcome, Position};
-use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind};
-use crate::session::{
+use crate::gate::{self, Outcome};
+use crate::model::{
     AgentTurn, CallState, GateEvent, GateEventKind, PatternState, RecordKind, Session, Status,
     StepRecord,
 };
+use crate::model::{Answer, Position};
+use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind};
 use crate::spec::{self, AgentStep, Spec};
 use crate::store::Store;
 use crate::template::Templates;
@@ -38,7 +39,7 @@ pub struct Start {
     pub started_by: String,
     pub out_dir: PathBuf,
     /// Set when a chat command started the run.
-    pub origin: Option<crate::session::Origin>,
+    pub origin: Option<crate::model::Origin>,
 }
 
 pub struct Engine<'a> {
@@ -147,7 +148,7 @@ impl<'a> Engine<'a> {
         if gate.kind == crate::spec::GateKind::ToolCall {
             return Self::check_tool_answer(spec, session, answer);
         }
-        if let (true, crate::gate::Decision::Reject { reason }) =
+        if let (true, crate::model::Decision::Reject { reason }) =
             (gate.require_reason, &answer.decision)
         {
             if reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
@@ -184,7 +185,7 @@ impl<'a> Engine<'a> {
             .agent_turn
             .as_ref()
             .ok_or_else(|| Error::Session("no tool calls are waiting".into()))?;
-        let waiting: Vec<&crate::session::PendingCall> = turn.waiting().collect();
+        let waiting: Vec<&crate::model::PendingCall> = turn.waiting().collect();
         let pc = match &answer.call {
             Some(id) => turn
                 .calls
@@ -219,8 +220,8 @@ impl<'a> Engine<'a> {
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", turn.agent)))?;
         let toolbox = tools::Toolbox::for_agent(spec, agent)?;
         match &answer.decision {
-            crate::gate::Decision::Approve | crate::gate::Decision::Reject { .. } => Ok(()),
-            crate::gate::Decision::Trust => {
+            crate::model::Decision::Approve | crate::model::Decision::Reject { .. } => Ok(()),
+            crate::model::Decision::Trust => {
                 if toolbox.trustable(&pc.call.name)
                     && pc.request.as_ref().is_none_or(|r| r.trustable)
                 {
@@ -232,8 +233,8 @@ impl<'a> Engine<'a> {
                     )))
                 }
             }
-            crate::gate::Decision::Edit { arguments } => {
-                let args = tools::edited_arguments(&pc.call, arguments)?;
+            crate::model::Decision::Edit { arguments } => {
+                let args = crate::model::edited_arguments(&pc.call, arguments).map_err(Error::Usage)?;
                 toolbox.check_edit(&pc.call.name, &args)
             }
             other => Err(Error::Usage(format!(
@@ -352,7 +353,7 @@ impl<'a> Engine<'a> {
                 Err(e @ (Error::Store(_) | Error::Internal(_))) => return Err(e),
                 Err(e) => {
                     session.status = Status::Failed;
-                    session.failure = Some(crate::session::Failure {
+                    session.failure = Some(crate::model::Failure {
                         code: e.exit_code(),
                         message: e.to_string(),
                     });
@@ -492,7 +493,7 @@ impl<'a> Engine<'a> {
         session: &mut Session,
         position: Position,
         gate: &crate::spec::GateSpec,
-    ) -> Result<Option<gate::OpenGate>> {
+    ) -> Result<Option<crate::model::OpenGate>> {
         let ctx = context::build(spec, session, None, Some(&position));
         if let Some(cond) = &gate.condition {
             if !self.templates.truthy(
@@ -686,7 +687,7 @@ impl<'a> Engine<'a> {
         if !answer.vars.is_empty()
             || matches!(
                 answer.decision,
-                crate::gate::Decision::Modify { .. } | crate::gate::Decision::Respond { .. }
+                crate::model::Decision::Modify { .. } | crate::model::Decision::Respond { .. }
             )
         {
             session.denied_calls.clear();
@@ -798,7 +799,7 @@ impl<'a> Engine<'a> {
                 session.gate = None;
                 session.parked.clear();
                 session.status = Status::Failed;
-                session.failure = Some(crate::session::Failure {
+                session.failure = Some(crate::model::Failure {
                     code: crate::error::exit::RUNTIME,
                     message: message.clone(),
                 });
@@ -1205,7 +1206,7 @@ impl Engine<'_> {
         }
         let now = Utc::now();
         session.gates_opened += 1;
-        session.gate = Some(gate::OpenGate {
+        session.gate = Some(crate::model::OpenGate {
             id: "tools".into(),
             instance: session.gates_opened,
             kind: crate::spec::GateKind::ToolCall,
@@ -1519,7 +1520,7 @@ fn confidence_of(response: &str, field: &str) -> Option<f64> {
 /// identity is the OS user or `--as NAME`; admins come from `STRANDS_ADMINS`.
 /// Slack groups cannot be resolved here, so group approvers are not matched.
 fn authorize_locally(
-    gate: &gate::OpenGate,
+    gate: &crate::model::OpenGate,
     session: &Session,
     answer: &Answer,
 ) -> std::result::Result<(), String> {
@@ -1552,14 +1553,14 @@ pub fn admins_from_env() -> Vec<String> {
 
 /// Records that a gate asked: a digest of exactly what was shown, and a
 /// short (already redacted) preview.
-fn audit_request(session: &mut Session, gate: &gate::OpenGate) {
+fn audit_request(session: &mut Session, gate: &crate::model::OpenGate) {
     let mut ev = AuditEvent::new(AuditKind::Request, &session.id, &session.workflow);
     ev.gate = Some(gate.handle());
     ev.shown_digest = Some(crate::audit::sha256_hex(&format!(
         "{}\n{}",
         gate.prompt, gate.context
     )));
-    ev.preview = Some(gate::cut(&gate.context, 300).0);
+    ev.preview = Some(crate::model::cut(&gate.context, 300).0);
     ev.detail = Some(gate.prompt.clone());
     session.audit.push(ev);
 }

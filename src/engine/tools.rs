@@ -36,8 +36,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::model::{ApprovalRequest, CallState, PendingCall, Session};
 use crate::provider::{ToolCall, ToolSpec};
-use crate::session::{ApprovalRequest, CallState, PendingCall, Session};
 use crate::spec::{AgentSpec, McpServerSpec, Spec, ToolPolicy};
 use crate::template::Templates;
 use crate::tools::{
@@ -325,7 +325,7 @@ impl Toolbox {
                             .and_then(Value::as_str)
                             .unwrap_or("GET")
                             .to_ascii_uppercase(),
-                        crate::gate::cut(&url, 2000).0
+                        crate::model::cut(&url, 2000).0
                     );
                     r.trustable = false;
                     Verdict::Ask(r)
@@ -447,9 +447,9 @@ impl Toolbox {
 pub async fn prepare_answer_check(
     spec: &Spec,
     session: &Session,
-    answer: &crate::gate::Answer,
+    answer: &crate::model::Answer,
 ) -> Result<()> {
-    if !matches!(answer.decision, crate::gate::Decision::Edit { .. }) {
+    if !matches!(answer.decision, crate::model::Decision::Edit { .. }) {
         return Ok(());
     }
     if session.gate.as_ref().map(|g| g.kind) != Some(crate::spec::GateKind::ToolCall) {
@@ -475,40 +475,6 @@ pub async fn prepare_answer_check(
     Toolbox::for_agent(spec, agent)?
         .prepare_schema(&pc.call.name)
         .await
-}
-
-/// Arguments from `--edit-args`: a plain object, or `{name, arguments}`
-/// whose name must be the call's own tool — an edit never changes which
-/// tool runs.
-pub fn edited_arguments(call: &ToolCall, edit: &Value) -> Result<Value> {
-    if let Value::Object(o) = edit {
-        let named = o.get("name").or_else(|| o.get("tool"));
-        if let (Some(name), Some(args)) = (named, o.get("arguments")) {
-            if name.as_str() != Some(call.name.as_str()) {
-                return Err(Error::Usage(format!(
-                    "an edit cannot change which tool runs: call {} is `{}`, the edit names {name}",
-                    call.id, call.name
-                )));
-            }
-            return Ok(args.clone());
-        }
-        if let Some(name) = named {
-            if name.as_str() != Some(call.name.as_str()) && !o.contains_key("arguments") {
-                // `name` may be a genuine argument of the tool; only refuse
-                // when it names another tool's call shape.
-                if Builtin::from_name(name.as_str().unwrap_or_default()).is_some() {
-                    return Err(Error::Usage(format!(
-                        "an edit cannot change which tool runs: call {} is `{}`, the edit names {name}",
-                        call.id, call.name
-                    )));
-                }
-            }
-        }
-        return Ok(edit.clone());
-    }
-    Err(Error::Usage(
-        "--edit-args takes a JSON object of arguments".into(),
-    ))
 }
 
 /// Text listing the calls of a turn, for the gate's context.

@@ -17,58 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-
-/// One message of the conversation sent to the model (after the system
-/// prompt). Tool calls and their results are first-class so every provider
-/// can map them to its native tool-calling format.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
-pub enum Message {
-    User {
-        content: String,
-    },
-    Assistant {
-        content: String,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
-    },
-    /// The result of one tool call, answering `call_id`.
-    Tool {
-        call_id: String,
-        name: String,
-        content: String,
-        #[serde(default)]
-        is_error: bool,
-    },
-}
-
-impl Message {
-    pub fn user(content: impl Into<String>) -> Self {
-        Message::User {
-            content: content.into(),
-        }
-    }
-}
-
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The provider's id for the call (OpenAI `tool_calls[].id`, Anthropic `tool_use.id`).
-    pub id: String,
-    pub name: String,
-    /// The arguments as a JSON value (OpenAI sends a JSON string: parsed; an
-    /// unparseable string is kept as a JSON string so the tool can refuse it).
-    pub arguments: serde_json::Value,
-}
-
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: serde_json::Value,
-}
+pub use crate::model::conversation::{Message, ToolCall, ToolSpec, Usage};
 
 /// One model call: a system prompt, a conversation, and the tools on offer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,25 +33,6 @@ pub struct ChatRequest {
     /// Tools the model may call; empty for a plain completion.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
-}
-
-/// Token counts for one call or summed over many.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub calls: u64,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
-    pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.calls += other.calls;
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,10 +15,11 @@ use crate::audit::{AuditEvent, AuditKind};
 use crate::channel::{HumanChannel, Progress, Reply};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::gate::Answer;
-use crate::session::{Notification, Session, Status};
+use crate::model::Answer;
+use crate::model::Refusal;
+use crate::model::{Notification, Session, Status};
 use crate::spec::GateKind;
-use crate::store::{Refusal, Store};
+use crate::store::Store;
 
 /// A message's latest re-render: its lock orders `chat.update`s of one
 /// message, and it holds the store revision last shown.
@@ -100,7 +101,7 @@ impl App {
     pub fn channel_for(
         &self,
         session: &Session,
-        gate: Option<&crate::gate::OpenGate>,
+        gate: Option<&crate::model::OpenGate>,
     ) -> Option<String> {
         gate.and_then(|g| g.channel.clone())
             .or_else(|| session.origin.as_ref().map(|o| o.approval_channel.clone()))
@@ -345,7 +346,7 @@ impl App {
     /// through `usergroups.users.list` and cached), admins, self-approval.
     pub(crate) async fn authorize(
         &self,
-        gate: &crate::gate::OpenGate,
+        gate: &crate::model::OpenGate,
         session: &Session,
         answer: &Answer,
     ) -> std::result::Result<(), String> {
@@ -808,15 +809,15 @@ impl HumanChannel for SlackChannel {
 
 pub fn decision_name(a: &Answer) -> &'static str {
     match a.decision {
-        crate::gate::Decision::Approve => "approve",
-        crate::gate::Decision::Reject { .. } => "reject",
-        crate::gate::Decision::Modify { .. } => "modify",
-        crate::gate::Decision::Defer => "defer",
-        crate::gate::Decision::Respond { .. } => "respond",
-        crate::gate::Decision::Edit { .. } => "edit",
-        crate::gate::Decision::Trust => "trust",
-        crate::gate::Decision::Skip => "skip",
-        crate::gate::Decision::Abort { .. } => "abort",
+        crate::model::Decision::Approve => "approve",
+        crate::model::Decision::Reject { .. } => "reject",
+        crate::model::Decision::Modify { .. } => "modify",
+        crate::model::Decision::Defer => "defer",
+        crate::model::Decision::Respond { .. } => "respond",
+        crate::model::Decision::Edit { .. } => "edit",
+        crate::model::Decision::Trust => "trust",
+        crate::model::Decision::Skip => "skip",
+        crate::model::Decision::Abort { .. } => "abort",
     }
 }
 

@@ -52,8 +52,8 @@ use serde_json::{Map, Value};
 use slack_morphism::prelude::{SlackBlock, SlackView};
 
 use crate::error::{Error, Result};
-use crate::gate::{Answer, Decision, OpenGate};
-use crate::session::{CallState, GateEventKind, PendingCall, Session};
+use crate::model::{Answer, Decision, OpenGate};
+use crate::model::{CallState, GateEventKind, PendingCall, Session};
 use crate::spec::GateKind;
 
 /// The environment variable naming a directory of template overrides.
@@ -1581,7 +1581,7 @@ mod tests {
             id: nasty(500),
             instance: 7,
             kind,
-            position: crate::gate::Position::Task(nasty(500)),
+            position: crate::model::Position::Task(nasty(500)),
             prompt: nasty(5_000),
             context: nasty(100_000),
             show_preview: true,
@@ -2027,7 +2027,7 @@ mod tests {
                 arguments: args.clone(),
             },
             digest: crate::tools::digest(name, &args),
-            request: Some(crate::session::ApprovalRequest {
+            request: Some(crate::model::ApprovalRequest {
                 prompt: format!("Approve `{name}` number {i}?"),
                 description: format!("POST https://api.example.com/{i} via {name}"),
                 reversible: i.is_multiple_of(2),
@@ -2048,12 +2048,12 @@ mod tests {
             spec_hash: String::new(),
             spec_snapshot: String::new(),
             pattern: "chain".into(),
-            status: crate::session::Status::Paused,
+            status: crate::model::Status::Paused,
             created_at: now,
             updated_at: now,
             started_by: "U01REQUESTER".into(),
             variables: Map::new(),
-            state: crate::session::PatternState::Chain {
+            state: crate::model::PatternState::Chain {
                 next: 0,
                 steps: vec![None],
             },
@@ -2072,8 +2072,8 @@ mod tests {
             notification: None,
             messages: Default::default(),
             parked: Vec::new(),
-            agent_turn: Some(crate::session::AgentTurn {
-                position: crate::gate::Position::Step(0),
+            agent_turn: Some(crate::model::AgentTurn {
+                position: crate::model::Position::Step(0),
                 agent: "deployer".into(),
                 system: "You deploy.".into(),
                 messages: Vec::new(),
@@ -2101,7 +2101,7 @@ mod tests {
         {
             pc.state = state;
         }
-        s.history.push(crate::session::GateEvent {
+        s.history.push(crate::model::GateEvent {
             gate: "tools".into(),
             instance: 3,
             asked_at: None,

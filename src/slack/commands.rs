@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use super::app::{mention, refusal_text, App};
 use crate::engine::{Engine, Start};
-use crate::gate::{Answer, Decision};
-use crate::session::{Origin, Status};
+use crate::model::{Answer, Decision};
+use crate::model::{Origin, Status};
 use crate::spec;
 
 const HELP: &str = "Usage:\n\

@@ -23,8 +23,8 @@ use slack_morphism::prelude::*;
 
 use super::app::{refusal_text, App};
 use super::blocks::{self, ModalView};
-use crate::gate::{Answer, Decision};
-use crate::session::{CallState, Session, Status};
+use crate::model::{Answer, Decision};
+use crate::model::{CallState, Session, Status};
 
 pub const APPROVE: &str = "strands_approve";
 pub const REJECT: &str = "strands_reject";
@@ -298,17 +298,17 @@ async fn still_open(
             return Ok(session);
         }
         return Err(match blocks::call_answer(&session, handle, call) {
-            Some(a) => refusal_text(&crate::store::Refusal::AlreadyAnswered(a.clone())),
+            Some(a) => refusal_text(&crate::model::Refusal::AlreadyAnswered(a.clone())),
             None if waiting.is_none() && open => format!("no call `{call}` in this request"),
             None if open => format!("call `{call}` is no longer waiting"),
-            None => refusal_text(&crate::store::Refusal::NotPaused(session.status)),
+            None => refusal_text(&crate::model::Refusal::NotPaused(session.status)),
         });
     }
     if open && session.pending_answer.is_none() {
         return Ok(session);
     }
     let last = session.history.iter().rev().find_map(|e| match &e.what {
-        crate::session::GateEventKind::Answered { answer, .. }
+        crate::model::GateEventKind::Answered { answer, .. }
             if format!("{}#{}", e.gate, e.instance) == handle =>
         {
             Some(answer.clone())
@@ -316,8 +316,8 @@ async fn still_open(
         _ => None,
     });
     Err(match (last, session.pending_answer) {
-        (_, Some(a)) | (Some(a), None) => refusal_text(&crate::store::Refusal::AlreadyAnswered(a)),
-        (None, None) => refusal_text(&crate::store::Refusal::NotPaused(session.status)),
+        (_, Some(a)) | (Some(a), None) => refusal_text(&crate::model::Refusal::AlreadyAnswered(a)),
+        (None, None) => refusal_text(&crate::model::Refusal::NotPaused(session.status)),
     })
 }
 
@@ -522,7 +522,7 @@ fn modal_error(text: &str) -> Response {
 
 /// The `response_action: errors` body, the error cut to 500 characters.
 fn modal_errors(text: &str) -> serde_json::Value {
-    let (mut text, cut) = crate::gate::cut(text, 500);
+    let (mut text, cut) = crate::model::cut(text, 500);
     if cut > 0 {
         text.push('…');
     }

@@ -23,7 +23,7 @@ pub mod signature;
 pub mod timers;
 
 use crate::error::{Error, Result};
-use crate::session::Status;
+use crate::model::Status;
 use crate::store::Store;
 
 /// Runs the bot until SIGINT/SIGTERM, then finishes in-flight requests and

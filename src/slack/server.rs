@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use super::app::App;
 use super::{commands, interactions, signature};
-use crate::session::Status;
+use crate::model::Status;
 
 /// The router, with the signature check layered once over the Slack routes.
 pub fn router(app: App) -> Router {

@@ -54,8 +54,8 @@ use tokio::sync::Notify;
 use super::app::{decision_name, mention, App};
 use super::blocks::{escape_mrkdwn, ApprovalView, DecidedView};
 use crate::error::{Error, Result};
-use crate::gate::{Answer, Decision, OpenGate};
-use crate::session::{GateEventKind, Session, Status};
+use crate::model::{Answer, Decision, OpenGate};
+use crate::model::{GateEventKind, Session, Status};
 use crate::spec::{EscalationTarget, Fallback, GateKind, GateSpec, GateTimers};
 use crate::store::{Escalation, Fired, Timer, TimerKind};
 
@@ -784,7 +784,7 @@ fn human_duration(d: chrono::TimeDelta) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::Position;
+    use crate::model::Position;
 
     fn gate(timeout: Option<i64>) -> OpenGate {
         let now = Utc::now();
@@ -880,14 +880,14 @@ mod tests {
         assert_eq!(after.fired.as_ref(), Some(&fired));
         assert!(matches!(
             store.record_timeout(&t, &answer, &fired).unwrap(),
-            Err(crate::store::Refusal::AlreadyAnswered(_))
+            Err(crate::model::Refusal::AlreadyAnswered(_))
         ));
         // A click after it is told the timeout decided.
         match store
             .record_answer(&session.id, Some(&gate.handle()), &click("U0LATE01"))
             .unwrap()
         {
-            Err(crate::store::Refusal::AlreadyAnswered(a)) => assert_eq!(a.by, "timeout"),
+            Err(crate::model::Refusal::AlreadyAnswered(a)) => assert_eq!(a.by, "timeout"),
             other => panic!("{other:?}"),
         }
         store.remove_timer(&after).unwrap();

@@ -11,6 +11,7 @@
 mod raw;
 mod validate;
 
+pub use crate::model::{Fallback, GateKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -393,53 +394,6 @@ pub struct Task {
 pub enum TaskBody {
     Agent(AgentStep),
     Gate(GateSpec),
-}
-
-/// Which gate syntax a gate was written in; it decides how answers read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GateKind {
-    /// strands-cli's `type: hitl`: the answer is free text; `approved` approves.
-    Hitl,
-    /// The seed's `type: manual_gate`: approve / reject / modify / defer.
-    ManualGate,
-    /// Tool calls waiting for approval (one decision per call).
-    ToolCall,
-}
-
-/// What a gate does when its timeout passes unanswered (`fallback_action`,
-/// seed 001 §2.4.1). Stored with open gates under these names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fallback {
-    /// `approve` (or `continue`): the gate passes as approved.
-    Continue,
-    /// `reject` (or `cancel`): the run ends rejected.
-    Cancel,
-    /// `skip`: the gate passes with no response.
-    Skip,
-    /// `abort`: the run ends failed (not rejected).
-    Abort,
-    /// `default`: the gate's `default` answer (a `hitl` gate's text; a manual
-    /// gate's `approve` or `reject`). A `hitl` gate without `fallback_action`.
-    Default,
-    /// `escalate`: the bot re-posts the request to `escalation_target` and
-    /// waits one more timeout, then rejects; without the bot it rejects.
-    Escalate,
-}
-
-impl Fallback {
-    /// The `fallback_action` word for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Fallback::Continue => "approve",
-            Fallback::Cancel => "reject",
-            Fallback::Skip => "skip",
-            Fallback::Abort => "abort",
-            Fallback::Default => "default",
-            Fallback::Escalate => "escalate",
-        }
-    }
 }
 
 /// Reminders and escalation of a gate; the Slack bot acts on them

@@ -13,8 +13,8 @@ use sled::Transactional;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::gate::Answer;
-use crate::session::{Session, Status, Summary};
+use crate::model::Answer;
+use crate::model::{Refusal, Session, Status, Summary};
 
 /// The sled trees and what their keys are.
 pub mod trees {
@@ -58,43 +58,6 @@ pub struct MessageTarget {
 
 fn message_key(channel: &str, ts: &str) -> Vec<u8> {
     format!("{channel}/{ts}").into_bytes()
-}
-
-/// Why an answer was not recorded. Nothing changed in any of these cases.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Refusal {
-    NotFound,
-    /// The session is not waiting for an answer.
-    NotPaused(Status),
-    /// The answer names a gate that is no longer the open one.
-    StaleGate {
-        open: Option<String>,
-    },
-    /// Another answer got there first.
-    AlreadyAnswered(Answer),
-    /// The answer does not fit the open gate (names no waiting call, ...).
-    Invalid(String),
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::NotFound => write!(f, "no such session"),
-            Refusal::NotPaused(s) => write!(f, "the session is {s}, not paused"),
-            Refusal::StaleGate { open: Some(g) } => {
-                write!(f, "that gate is no longer open (the open gate is {g})")
-            }
-            Refusal::StaleGate { open: None } => write!(f, "that gate is no longer open"),
-            Refusal::Invalid(why) => f.write_str(why),
-            Refusal::AlreadyAnswered(a) => write!(
-                f,
-                "already {} by {} at {}",
-                a.decision.verb(),
-                a.by,
-                a.at.format("%Y-%m-%d %H:%M:%S UTC")
-            ),
-        }
-    }
 }
 
 pub struct Store {
@@ -170,7 +133,7 @@ impl Store {
     pub fn record_notification(
         &self,
         session: &mut Session,
-        n: crate::session::Notification,
+        n: crate::model::Notification,
     ) -> Result<()> {
         let index = match &n.ts {
             Some(ts) => {
@@ -400,7 +363,7 @@ impl Store {
         Ok(removed)
     }
 
-    /// Records an answer for the open gate, exactly once ([`crate::gate::accept`]
+    /// Records an answer for the open gate, exactly once ([`crate::model::accept::accept`]
     /// inside a compare-and-swap): the session must be paused, `gate` (an
     /// `id#instance` handle, if given) must be the open gate, and no answer may
     /// be pending. The caller carries the answer out.
@@ -430,7 +393,7 @@ impl Store {
                         ))))
                     }
                 };
-                if let Err(refusal) = crate::gate::accept(&mut session, gate, answer) {
+                if let Err(refusal) = crate::model::accept::accept(&mut session, gate, answer) {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
@@ -582,7 +545,7 @@ pub struct Timer {
 pub struct Fired {
     pub answer: Answer,
     /// The gate as it was asked (the messages are re-rendered from it).
-    pub gate: crate::gate::OpenGate,
+    pub gate: crate::model::OpenGate,
     /// `(channel, ts)` of every message asking for this gate.
     pub messages: Vec<(String, String)>,
 }
@@ -606,7 +569,7 @@ impl Timer {
 /// Where an escalated request was re-posted.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Escalation {
-    pub gate: crate::gate::OpenGate,
+    pub gate: crate::model::OpenGate,
     pub at: DateTime<Utc>,
     /// `(channel, ts)` of the re-posted requests.
     pub messages: Vec<(String, String)>,
@@ -758,7 +721,9 @@ impl Store {
                         ))))
                     }
                 };
-                if let Err(refusal) = crate::gate::accept(&mut session, Some(&timer.gate), answer) {
+                if let Err(refusal) =
+                    crate::model::accept::accept(&mut session, Some(&timer.gate), answer)
+                {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
@@ -795,7 +760,7 @@ impl Store {
         &self,
         id: &str,
         gate: &str,
-        change: impl Fn(&mut crate::gate::OpenGate),
+        change: impl Fn(&mut crate::model::OpenGate),
     ) -> Result<Option<Session>> {
         for _ in 0..8 {
             let Some(mut session) = self.load(id)? else {

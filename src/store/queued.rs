@@ -13,8 +13,8 @@ use sled::Transactional;
 
 use super::{gate_key, trees, Refusal, Store};
 use crate::error::{Error, Result};
-use crate::gate::Answer;
-use crate::session::{Session, Status};
+use crate::model::Answer;
+use crate::model::{Session, Status};
 
 impl Store {
     /// Queues `answer` for the open gate `handle` of a running session.

@@ -2,8 +2,9 @@
 //! summaries that follow their sessions.
 
 use super::*;
-use crate::gate::{self, Decision, Position};
-use crate::session::PatternState;
+use crate::gate::{self};
+use crate::model::PatternState;
+use crate::model::{Decision, Position};
 use crate::spec::{Fallback, GateKind, GateSpec};
 use std::sync::Arc;
 

@@ -130,6 +130,18 @@ pub struct Blocked {
     pub what: String,
 }
 
+impl crate::model::ToolResult {
+    /// A destination the egress policy refused.
+    pub fn blocked(b: Blocked) -> Self {
+        let text = b.to_string();
+        crate::model::ToolResult {
+            content: text.clone(),
+            is_error: true,
+            blocked: Some(text),
+        }
+    }
+}
+
 /// Which destinations tools may reach.
 #[derive(Debug, Clone, Default)]
 pub struct Egress {

@@ -19,75 +19,8 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::model::conversation::{digest, Risk, ToolResult};
 use crate::provider::ToolSpec;
-
-/// What a call returned, as the model will read it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolResult {
-    pub content: String,
-    pub is_error: bool,
-    /// Set when the egress policy refused a destination (the content says
-    /// the same to the model); the engine audits it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blocked: Option<String>,
-}
-
-impl ToolResult {
-    pub fn ok(content: impl Into<String>) -> Self {
-        ToolResult {
-            content: content.into(),
-            is_error: false,
-            blocked: None,
-        }
-    }
-    pub fn error(content: impl Into<String>) -> Self {
-        ToolResult {
-            content: content.into(),
-            is_error: true,
-            blocked: None,
-        }
-    }
-
-    /// A destination the egress policy refused.
-    pub fn blocked(b: egress::Blocked) -> Self {
-        let text = b.to_string();
-        ToolResult {
-            content: text.clone(),
-            is_error: true,
-            blocked: Some(text),
-        }
-    }
-}
-
-/// How dangerous a call is (seed 001 §2.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Risk {
-    Low,
-    Medium,
-    High,
-    Critical,
-}
-
-impl Risk {
-    pub fn parse(s: &str) -> Option<Risk> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "low" => Risk::Low,
-            "medium" => Risk::Medium,
-            "high" => Risk::High,
-            "critical" => Risk::Critical,
-            _ => return None,
-        })
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-            Risk::Critical => "critical",
-        }
-    }
-}
 
 /// What tools may touch while they run.
 #[derive(Debug, Clone)]
@@ -195,39 +128,6 @@ impl Tool {
             Tool::Http(h) => h.run(args, env).await,
             Tool::Mcp(m) => m.run(args, env).await,
         }
-    }
-}
-
-/// The digest an approval is bound to: SHA-256 over the tool name and the
-/// canonical JSON of the arguments (object keys sorted), so an approval can
-/// never be reused for another tool or other arguments.
-pub fn digest(name: &str, args: &Value) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(name.as_bytes());
-    h.update([0u8]);
-    h.update(canonical(args).as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// JSON with object keys in sorted order (serde_json's map is sorted unless
-/// `preserve_order` is on; sort explicitly so the digest never depends on it).
-fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&m[*k])))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
     }
 }
 

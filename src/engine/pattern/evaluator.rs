@@ -29,15 +29,15 @@
 //! Run-time text (drafts, evaluations, feedback) is only ever template
 //! *data* (`draft`, `evaluation`, `reviewer_feedback`), never template source.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
 use super::routing::{json_object_with, quote};
 use super::{mismatch, Next, Work};
 use crate::error::{Error, Result};
-use crate::gate::Position;
-use crate::session::{RecordKind, StepRecord};
+pub use crate::model::pattern::evaluator::{Evaluation, Iteration, State, Verdict};
+use crate::model::Position;
+use crate::model::{RecordKind, StepRecord};
 use crate::spec::{AgentStep, EvaluatorSpec};
 
 /// Re-asks of the evaluator after a reply without a numeric score.
@@ -58,61 +58,6 @@ const EVALUATE_AGAIN: &str = "Your previous response was not valid JSON with a n
 const MODIFY_FEEDBACK: &str =
     "{% if human_feedback %}\n\nFeedback from a human reviewer:\n{{ human_feedback }}{% endif %}";
 const TEXT_FEEDBACK: &str = "\n\nFeedback from a human reviewer:\n{{ reviewer_feedback }}";
-
-/// Progress of an `evaluator_optimizer` run, stored in the session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct State {
-    /// One entry per iteration that has a draft.
-    #[serde(default)]
-    pub iterations: Vec<Iteration>,
-}
-
-/// One draft, its evaluation, and what the humans said about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Iteration {
-    pub draft: StepRecord,
-    /// The evaluator's reply that had a score.
-    #[serde(default)]
-    pub evaluation: Option<StepRecord>,
-    #[serde(default)]
-    pub score: Option<Evaluation>,
-    /// Replies without a score (each one was re-asked).
-    #[serde(default)]
-    pub bad_evaluations: Vec<StepRecord>,
-    /// `accept.manual_review`'s answer.
-    #[serde(default)]
-    pub manual: Option<Verdict>,
-    /// `review_gate`'s answer.
-    #[serde(default)]
-    pub review: Option<Verdict>,
-}
-
-/// A parsed evaluation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evaluation {
-    pub score: f64,
-    #[serde(default)]
-    pub issues: Vec<String>,
-    #[serde(default)]
-    pub fixes: Vec<String>,
-}
-
-/// What a human decided after an iteration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "verdict")]
-pub enum Verdict {
-    /// Run the next revision.
-    Continue,
-    /// End with this draft (review gate `stop`).
-    Stop,
-    /// End with this draft (manual review `approve-current`).
-    Approve,
-    /// Run the next revision with feedback: review-gate text (`text`), or
-    /// a modify (`None`: the feedback is the session's `human_feedback`).
-    Feedback { text: Option<String> },
-    /// The gate's condition was false (or its timeout skipped it).
-    Skipped,
-}
 
 /// Where the loop stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -572,7 +517,7 @@ pub fn template_vars(
             let text = &it.draft.response;
             Some(json!({
                 "draft": text,
-                "draft_preview": crate::gate::cut(text, PREVIEW_CHARS).0,
+                "draft_preview": crate::model::cut(text, PREVIEW_CHARS).0,
                 "score": score_value(ev.score),
                 "issues": ev.issues,
                 "fixes": ev.fixes,

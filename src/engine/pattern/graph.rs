@@ -23,44 +23,14 @@
 //! `modify` at a gate node re-runs the agent node visited last before it
 //! (a new visit, seeing `human_feedback`), then the same gate asks again.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{mismatch, Next, Work};
 use crate::error::{Error, Result};
-use crate::gate::Position;
-use crate::session::StepRecord;
+pub use crate::model::pattern::graph::{State, Visit};
+use crate::model::Position;
+use crate::model::StepRecord;
 use crate::spec::{Edge, GraphNode, GraphSpec, TaskBody, When};
-
-/// Progress of a `graph` run, stored in the session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct State {
-    /// Every finished visit, in the order they finished.
-    pub visits: Vec<Visit>,
-    /// The node to visit next; `None` once the run has reached its end (or
-    /// while a `choose` waits).
-    pub at: Option<String>,
-    /// The node whose `choose` edge waits for the engine to evaluate its
-    /// conditions ([`pending_choice`], [`choose`]).
-    #[serde(default)]
-    pub choosing: Option<String>,
-    /// After a `modify` re-run of an agent node: the gate node that asked,
-    /// which goes next instead of the node's own edge.
-    #[serde(default)]
-    pub back_to: Option<String>,
-    /// Why the run ended before a terminal node (no `when` held), for display.
-    #[serde(default)]
-    pub ended: Option<String>,
-}
-
-/// One finished visit of a node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Visit {
-    pub node: String,
-    /// The node's 0-based visit number.
-    pub visit: u32,
-    pub record: StepRecord,
-}
 
 /// A `when` as evaluated: an outer `{{ }}` pair is removed so the condition
 /// is an expression (`nodes.review.response == 'approve'`), as strands-cli
@@ -355,7 +325,7 @@ pub fn template_vars(
 ) {
     let mut nodes = Map::new();
     for v in &st.visits {
-        let skipped = v.record.kind == crate::session::RecordKind::Skipped;
+        let skipped = v.record.kind == crate::model::RecordKind::Skipped;
         let count = visits_of(st, &v.node);
         nodes.insert(
             v.node.clone(),
@@ -401,7 +371,7 @@ pub fn finished(st: &State) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::RecordKind;
+    use crate::model::RecordKind;
     use crate::spec::{AgentStep, Choice};
 
     fn agent(id: &str) -> GraphNode {

@@ -22,8 +22,8 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::gate::Position;
-use crate::session::{PatternState, StepRecord};
+use crate::model::Position;
+use crate::model::{PatternState, StepRecord};
 use crate::spec::{AgentStep, ChainStep, GateSpec, PatternSpec, Spec, TaskBody};
 
 /// One agent step that is ready to run. Patterns that make steps up as they
@@ -400,7 +400,7 @@ pub fn agent_records(state: &PatternState) -> Vec<(Position, &StepRecord)> {
         PatternState::OrchestratorWorkers(st) => orchestrator::agent_records(st),
         PatternState::Graph(st) => graph::agent_records(st),
     };
-    out.retain(|(_, r)| r.kind == crate::session::RecordKind::Agent);
+    out.retain(|(_, r)| r.kind == crate::model::RecordKind::Agent);
     out.sort_by_key(|(_, r)| r.finished_at);
     out
 }
@@ -443,7 +443,7 @@ pub fn rec(r: &StepRecord) -> Value {
     serde_json::json!({
         "response": r.response,
         "agent": r.agent,
-        "skipped": r.kind == crate::session::RecordKind::Skipped,
+        "skipped": r.kind == crate::model::RecordKind::Skipped,
     })
 }
 

@@ -36,47 +36,15 @@
 //! only as step variables (`task`, `previous_plan`, `plan_feedback`), never
 //! spliced into a template.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 use super::{latest, mismatch, rec, Next, Work};
 use crate::error::{Error, Result};
-use crate::gate::Position;
-use crate::session::{RecordKind, StepRecord};
+pub use crate::model::pattern::orchestrator::{Round, State};
+use crate::model::Position;
+use crate::model::{RecordKind, StepRecord};
 use crate::spec::{AgentStep, OrchestratorSpec};
-
-/// Progress of an `orchestrator_workers` run, stored in the session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct State {
-    /// One per plan the orchestrator made; the last is the current one.
-    pub rounds: Vec<Round>,
-    /// A review sent the plan back: the next plan is round `rounds.len()`.
-    #[serde(default)]
-    pub replan: bool,
-    pub reduce_review: Option<StepRecord>,
-    pub reduce: Option<StepRecord>,
-    pub writeup: Option<StepRecord>,
-}
-
-/// One plan and what came of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Round {
-    /// The orchestrator's reply.
-    pub plan: StepRecord,
-    /// The subtasks that run (the human's edited plan when `edited`).
-    pub tasks: Vec<String>,
-    /// Subtasks dropped because of `limits.max_workers`.
-    #[serde(default)]
-    pub dropped: usize,
-    /// A human replaced the plan with their own task list.
-    #[serde(default)]
-    pub edited: bool,
-    /// The `decomposition_review` answer.
-    pub review: Option<StepRecord>,
-    /// One slot per subtask.
-    pub workers: Vec<Option<StepRecord>>,
-}
 
 /// The re-plan input after review feedback (appended to the orchestrator's
 /// own `input`, when it has one).

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use super::{latest, mismatch, rec, slots, GateWork, Next, Work};
 use crate::error::Result;
-use crate::gate::Position;
-use crate::session::{PatternState, StepRecord};
+use crate::model::Position;
+use crate::model::{PatternState, StepRecord};
 use crate::spec::{ChainStep, ParallelSpec};
 
 pub fn initial(spec: &ParallelSpec) -> PatternState {

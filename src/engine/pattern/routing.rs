@@ -17,43 +17,15 @@
 //! reply in the step's `vars` (`router_retry.reply`), and the feedback note
 //! reads `human_feedback` from the context.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 use super::{mismatch, rec, slots, Next, Work};
 use crate::error::{Error, Result};
-use crate::gate::Position;
-use crate::session::{RecordKind, StepRecord};
+pub use crate::model::pattern::routing::State;
+use crate::model::Position;
+use crate::model::{RecordKind, StepRecord};
 use crate::spec::{AgentStep, ChainStep, Route, RoutingSpec};
-
-/// Progress of a `routing` run, stored in the session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct State {
-    /// Every router reply since the router last started over (a modify at
-    /// the review starts it over), in order: their number is the retry count.
-    #[serde(default)]
-    pub attempts: Vec<StepRecord>,
-    /// The router's valid pick, before any override.
-    #[serde(default)]
-    pub picked: Option<String>,
-    /// The route that runs: the pick, or the reviewer's `route:<name>`.
-    #[serde(default)]
-    pub chosen: Option<String>,
-    /// The router's `reasoning`, when it gave one.
-    #[serde(default)]
-    pub reasoning: Option<String>,
-    /// The review's answer (or its skip, when its condition was false).
-    #[serde(default)]
-    pub review: Option<StepRecord>,
-    /// One slot per step of the chosen route.
-    #[serde(default)]
-    pub steps: Vec<Option<StepRecord>>,
-    /// The router is running again after a reviewer's feedback: its input
-    /// carries `human_feedback`.
-    #[serde(default)]
-    pub feedback: bool,
-}
 
 /// What the router review's answer means.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +106,7 @@ pub fn json_object_with(text: &str, key: &str) -> Option<Map<String, Value>> {
 /// A reply cut for messages: trimmed, at most `max` characters.
 pub fn quote(text: &str, max: usize) -> String {
     let t = text.trim();
-    let (cut, more) = crate::gate::cut(t, max);
+    let (cut, more) = crate::model::cut(t, max);
     if more > 0 {
         format!("{cut}…")
     } else {

@@ -9,9 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::gate::{Answer, OpenGate, Position};
-use crate::provider::{Message, ToolCall, Usage};
-use crate::tools::{Risk, ToolResult};
+use super::conversation::{Message, Risk, ToolCall, ToolResult, Usage};
+use super::gate::{Answer, OpenGate, Position};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -109,10 +108,10 @@ pub enum PatternState {
         branches: BTreeMap<String, Vec<Option<StepRecord>>>,
         reduce: Option<StepRecord>,
     },
-    Routing(crate::engine::pattern::routing::State),
-    EvaluatorOptimizer(crate::engine::pattern::evaluator::State),
-    OrchestratorWorkers(crate::engine::pattern::orchestrator::State),
-    Graph(crate::engine::pattern::graph::State),
+    Routing(super::pattern::routing::State),
+    EvaluatorOptimizer(super::pattern::evaluator::State),
+    OrchestratorWorkers(super::pattern::orchestrator::State),
+    Graph(super::pattern::graph::State),
 }
 
 /// One event in a gate's life, in the order it happened.

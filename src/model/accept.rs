@@ -1,0 +1,281 @@
+//! Recording an answer exactly once: the rule the store runs inside its
+//! compare-and-swap ([`Session::accept`]), and why an answer may be refused
+//! ([`Refusal`]).
+
+use serde_json::Value;
+
+use super::gate::{Answer, Approval, Decision, GateKind, OpenGate};
+use super::session::{Session, Status};
+
+/// Why an answer was not recorded. Nothing changed in any of these cases.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    NotFound,
+    /// The session is not waiting for an answer.
+    NotPaused(Status),
+    /// The answer names a gate that is no longer the open one.
+    StaleGate {
+        open: Option<String>,
+    },
+    /// Another answer got there first.
+    AlreadyAnswered(Answer),
+    /// The answer does not fit the open gate (names no waiting call, ...).
+    Invalid(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotFound => write!(f, "no such session"),
+            Refusal::NotPaused(s) => write!(f, "the session is {s}, not paused"),
+            Refusal::StaleGate { open: Some(g) } => {
+                write!(f, "that gate is no longer open (the open gate is {g})")
+            }
+            Refusal::StaleGate { open: None } => write!(f, "that gate is no longer open"),
+            Refusal::Invalid(why) => f.write_str(why),
+            Refusal::AlreadyAnswered(a) => write!(
+                f,
+                "already {} by {} at {}",
+                a.decision.verb(),
+                a.by,
+                a.at.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+        }
+    }
+}
+
+/// Which tally an answer counts towards.
+#[derive(Clone, Copy)]
+enum Vote {
+    Approve,
+    Reject,
+}
+
+/// Appends the audit record of an answer (redacted: an edit's arguments may
+/// hold secrets) to the session's outbox, written with the answer itself.
+fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_ms: u64) {
+    use crate::audit::{AuditEvent, AuditKind};
+    let kind = if answer.via == "timeout" {
+        AuditKind::Timeout
+    } else {
+        AuditKind::Answer
+    };
+    let mut ev = AuditEvent::new(kind, &session.id, &session.workflow);
+    ev.at = Some(answer.at);
+    ev.gate = Some(gate.handle());
+    ev.call = answer.call.clone();
+    ev.who = Some(answer.by.clone());
+    ev.via = Some(answer.via.clone());
+    let redactor = crate::audit::redact::Redactor::default();
+    let text = serde_json::to_string(&answer.decision).unwrap_or_default();
+    let redacted = redactor.redact(&text);
+    ev.decision = Some(serde_json::from_str(&redacted).unwrap_or(Value::String(redacted)));
+    ev.response_ms = Some(waited_ms);
+    session.audit.push(ev);
+}
+
+// A refusal carries the answer that won, for "already decided by"; it is
+// returned once per click, so its size does not matter.
+#[allow(clippy::result_large_err)]
+/// Records `answer` on the open gate of `session`, exactly once — the body
+/// of the store's compare-and-swap. A manual or `hitl` gate takes the answer
+/// whole (the engine carries it out next); a tool-call gate takes one
+/// decision per call and closes when no call waits any more.
+pub fn accept(
+    session: &mut Session,
+    handle: Option<&str>,
+    answer: &Answer,
+) -> std::result::Result<(), Refusal> {
+    use super::session::{CallState, GateEvent, GateEventKind};
+
+    if let Some(prev) = &session.pending_answer {
+        return Err(Refusal::AlreadyAnswered(prev.clone()));
+    }
+    let last = |s: &Session, call: Option<&str>| {
+        s.history.iter().rev().find_map(|e| match &e.what {
+            GateEventKind::Answered { answer, .. }
+                if handle.is_none_or(|h| h == format!("{}#{}", e.gate, e.instance))
+                    && (call.is_none() || answer.call.as_deref() == call) =>
+            {
+                Some(answer.clone())
+            }
+            _ => None,
+        })
+    };
+    if session.status != Status::Paused {
+        return Err(
+            match handle.and_then(|_| last(session, answer.call.as_deref())) {
+                Some(a) => Refusal::AlreadyAnswered(a),
+                None => Refusal::NotPaused(session.status),
+            },
+        );
+    }
+    if let Some(want) = handle {
+        // A parked gate (several open at once) is answered by its handle.
+        session.focus(want);
+    }
+    let Some(gate) = session.gate.clone() else {
+        return Err(Refusal::NotPaused(session.status));
+    };
+    if let Some(want) = handle {
+        if gate.handle() != want {
+            return Err(match last(session, answer.call.as_deref()) {
+                Some(a) => Refusal::AlreadyAnswered(a),
+                None => Refusal::StaleGate {
+                    open: Some(gate.handle()),
+                },
+            });
+        }
+    }
+    let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
+    if gate.kind != GateKind::ToolCall {
+        // A timeout's answer is final; it never counts as one vote.
+        let vote = match answer.decision {
+            _ if answer.via == "timeout" => None,
+            Decision::Approve if gate.approvals_required > 1 => Some(Vote::Approve),
+            Decision::Reject { .. } if gate.rejections_required > 1 => Some(Vote::Reject),
+            _ => None,
+        };
+        audit_answer(session, &gate, answer, waited_ms);
+        if let Some(vote) = vote {
+            let (tally, required, noun) = match vote {
+                Vote::Approve => (&gate.approvals, gate.approvals_required, "approv"),
+                Vote::Reject => (&gate.rejections, gate.rejections_required, "reject"),
+            };
+            if tally.iter().any(|a| a.by == answer.by) {
+                return Err(Refusal::Invalid(format!(
+                    "you already {noun}ed this gate ({} of {required} {noun}{})",
+                    tally.len(),
+                    if noun == "approv" { "als" } else { "ions" }
+                )));
+            }
+            let Some(open) = session.gate.as_mut() else {
+                return Err(Refusal::NotPaused(session.status));
+            };
+            let list = match vote {
+                Vote::Approve => &mut open.approvals,
+                Vote::Reject => &mut open.rejections,
+            };
+            list.push(Approval {
+                by: answer.by.clone(),
+                at: answer.at,
+            });
+            if (list.len() as u32) < required {
+                // Counted; the gate stays open until the tally is complete.
+                session.history.push(GateEvent {
+                    gate: gate.id.clone(),
+                    instance: gate.instance,
+                    asked_at: Some(gate.opened_at),
+                    what: GateEventKind::Answered {
+                        answer: answer.clone(),
+                        waited_ms,
+                    },
+                });
+                return Ok(());
+            }
+        }
+        session.pending_answer = Some(answer.clone());
+        session.status = Status::Running;
+        return Ok(());
+    }
+
+    // A tool-call gate: one decision per call.
+    let already = last(session, answer.call.as_deref());
+    let Some(turn) = session.agent_turn.as_mut() else {
+        return Err(Refusal::Invalid("no tool calls are waiting".into()));
+    };
+    let waiting: Vec<String> = turn.waiting().map(|c| c.call.id.clone()).collect();
+    let id = match (&answer.call, waiting.as_slice()) {
+        (Some(id), _) => id.clone(),
+        (None, [only]) => only.clone(),
+        (None, []) => return Err(Refusal::Invalid("no tool calls are waiting".into())),
+        (None, many) => {
+            return Err(Refusal::Invalid(format!(
+                "{} calls are waiting; name one with --call: {}",
+                many.len(),
+                many.join(", ")
+            )))
+        }
+    };
+    let Some(pc) = turn.calls.iter_mut().find(|c| c.call.id == id) else {
+        return Err(Refusal::Invalid(format!("no call `{id}` in this request")));
+    };
+    if pc.state != CallState::Waiting {
+        return Err(match already {
+            Some(a) => Refusal::AlreadyAnswered(a),
+            None => Refusal::Invalid(format!("call `{id}` is no longer waiting")),
+        });
+    }
+    let by = answer.by.clone();
+    let mut trusted = None;
+    pc.state = match &answer.decision {
+        Decision::Approve => CallState::Approved {
+            by: by.clone(),
+            digest: pc.digest.clone(),
+        },
+        Decision::Trust => {
+            trusted = Some(pc.call.name.clone());
+            CallState::Approved {
+                by: by.clone(),
+                digest: pc.digest.clone(),
+            }
+        }
+        Decision::Edit { arguments } => {
+            // `{name, arguments}` naming the call's own tool unwraps to its
+            // arguments; naming another tool is refused.
+            let arguments = super::conversation::edited_arguments(&pc.call, arguments)
+                .map_err(Refusal::Invalid)?;
+            pc.call.arguments = arguments.clone();
+            pc.digest = super::conversation::digest(&pc.call.name, &arguments);
+            CallState::Approved {
+                by: by.clone(),
+                digest: pc.digest.clone(),
+            }
+        }
+        Decision::Reject { reason } => {
+            let why = match reason {
+                Some(r) if !r.trim().is_empty() => format!("denied by {by}: {r}"),
+                _ => format!("denied by {by}"),
+            };
+            session.denied_calls.insert(pc.digest.clone(), why);
+            CallState::Rejected {
+                by: by.clone(),
+                reason: reason.clone(),
+            }
+        }
+        other => {
+            return Err(Refusal::Invalid(format!(
+                "a tool call takes approve, reject, edit or trust, not {}",
+                other.verb()
+            )))
+        }
+    };
+    let mut answer = answer.clone();
+    answer.call = Some(id);
+    if let Some(name) = trusted {
+        // Trust approves the tool for the rest of the run, starting with the
+        // other calls of this batch.
+        for other in turn.calls.iter_mut() {
+            if other.call.name == name && other.state == CallState::Waiting {
+                other.state = CallState::Approved {
+                    by: format!("trust by {by}"),
+                    digest: other.digest.clone(),
+                };
+            }
+        }
+        session.trusted_tools.insert(name);
+    }
+    let done = turn.waiting().next().is_none();
+    audit_answer(session, &gate, &answer, waited_ms);
+    session.history.push(GateEvent {
+        gate: gate.id.clone(),
+        instance: gate.instance,
+        asked_at: Some(gate.opened_at),
+        what: GateEventKind::Answered { answer, waited_ms },
+    });
+    if done {
+        session.gate = None;
+        session.status = Status::Running;
+    }
+    Ok(())
+}

@@ -1,0 +1,307 @@
+//! Gate data: what a human may decide ([`Decision`]), an answer with who
+//! gave it ([`Answer`]), where a gate stands ([`Position`]) and a gate that
+//! waits ([`OpenGate`]). Pure data with the few rules that only read it;
+//! who may answer and what an answer means live in `crate::gate`.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Which gate syntax a gate was written in; it decides how answers read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateKind {
+    /// strands-cli's `type: hitl`: the answer is free text; `approved` approves.
+    Hitl,
+    /// The seed's `type: manual_gate`: approve / reject / modify / defer.
+    ManualGate,
+    /// Tool calls waiting for approval (one decision per call).
+    ToolCall,
+}
+
+/// What a gate does when its timeout passes unanswered (`fallback_action`,
+/// seed 001 §2.4.1). Stored with open gates under these names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// `approve` (or `continue`): the gate passes as approved.
+    Continue,
+    /// `reject` (or `cancel`): the run ends rejected.
+    Cancel,
+    /// `skip`: the gate passes with no response.
+    Skip,
+    /// `abort`: the run ends failed (not rejected).
+    Abort,
+    /// `default`: the gate's `default` answer (a `hitl` gate's text; a manual
+    /// gate's `approve` or `reject`). A `hitl` gate without `fallback_action`.
+    Default,
+    /// `escalate`: the bot re-posts the request to `escalation_target` and
+    /// waits one more timeout, then rejects; without the bot it rejects.
+    Escalate,
+}
+
+impl Fallback {
+    /// The `fallback_action` word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fallback::Continue => "approve",
+            Fallback::Cancel => "reject",
+            Fallback::Skip => "skip",
+            Fallback::Abort => "abort",
+            Fallback::Default => "default",
+            Fallback::Escalate => "escalate",
+        }
+    }
+}
+
+/// What a human decided. One type for every channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Decision {
+    /// Continue. On a `hitl` gate the response is `approved`.
+    Approve,
+    /// End the run with status `rejected`.
+    Reject { reason: Option<String> },
+    /// Re-run the previous agent step with `human_feedback`, then ask again.
+    Modify { feedback: String },
+    /// Leave the gate open; the session stays paused.
+    Defer,
+    /// Free text, for `hitl` gates (`approved` counts as approval).
+    Respond { text: String },
+    /// Tool calls: approve with these arguments instead (same tool, checked
+    /// against its schema; the approval binds the edited call).
+    Edit { arguments: serde_json::Value },
+    /// Tool calls: approve, and approve this tool for the rest of the run.
+    Trust,
+    /// Timeouts only (`fallback_action: skip`): the gate passes with no response.
+    Skip,
+    /// Timeouts only (`fallback_action: abort`): the run ends `failed`.
+    Abort { reason: Option<String> },
+}
+
+impl Decision {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approved",
+            Decision::Reject { .. } => "rejected",
+            Decision::Modify { .. } => "modified",
+            Decision::Defer => "deferred",
+            Decision::Respond { .. } => "responded",
+            Decision::Edit { .. } => "approved with edits",
+            Decision::Trust => "trusted",
+            Decision::Skip => "skipped",
+            Decision::Abort { .. } => "aborted",
+        }
+    }
+}
+
+/// The longest reason, feedback or response a human may give, in
+/// characters (Slack's own limit for a text input): the text reaches the
+/// model and the audit trail, whatever the channel.
+pub const MAX_ANSWER_TEXT: usize = 3000;
+
+/// The longest edited tool-call arguments, in bytes of JSON.
+pub const MAX_EDITED_ARGS: usize = 65_536;
+
+impl Decision {
+    /// Refuses human text over the limits ([`MAX_ANSWER_TEXT`],
+    /// [`MAX_EDITED_ARGS`]), naming the field and its size.
+    pub fn check_limits(&self) -> std::result::Result<(), String> {
+        let text = |field: &str, t: &str| {
+            let n = t.chars().count();
+            if n > MAX_ANSWER_TEXT {
+                Err(format!(
+                    "the {field} is {n} characters long; at most {MAX_ANSWER_TEXT} are accepted"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Decision::Reject { reason: Some(r) } | Decision::Abort { reason: Some(r) } => {
+                text("reason", r)
+            }
+            Decision::Modify { feedback } => text("feedback", feedback),
+            Decision::Respond { text: t } => text("response", t),
+            Decision::Edit { arguments } => {
+                let n = arguments.to_string().len();
+                if n > MAX_EDITED_ARGS {
+                    Err(format!(
+                        "the edited arguments are {n} bytes of JSON; at most {MAX_EDITED_ARGS} are accepted"
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A decision with who gave it, when, through which channel, and any
+/// variable overrides that come with it (`--var` on resume).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub decision: Decision,
+    pub by: String,
+    pub at: DateTime<Utc>,
+    /// `cli`, `terminal`, `auto-approve`, `timeout`, `slack`, ...
+    pub via: String,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub vars: Map<String, Value>,
+    /// For tool-call gates: which call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+}
+
+/// Where a step or gate stands in its pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    /// `steps[i]` of a chain.
+    Step(usize),
+    /// `tasks.<id>` of a workflow.
+    Task(String),
+    /// `branches.<id>.steps[i]` of a parallel pattern.
+    Branch { branch: String, step: usize },
+    /// The `reduce` step of a parallel or orchestrator pattern.
+    Reduce,
+    /// routing: the router agent.
+    Router,
+    /// routing: `router.review_router`.
+    RouterReview,
+    /// routing: `routes.<name>.then[i]`.
+    Route { route: String, step: usize },
+    /// evaluator_optimizer: the producer's draft of iteration i (0-based).
+    Draft(u32),
+    /// evaluator_optimizer: the evaluation of iteration i.
+    Evaluation(u32),
+    /// evaluator_optimizer: `review_gate` after iteration i.
+    ReviewGate(u32),
+    /// evaluator_optimizer: `accept.manual_review` after iteration i.
+    ManualReview(u32),
+    /// orchestrator_workers: the orchestrator's plan of round r (0-based).
+    Plan(u32),
+    /// orchestrator_workers: `decomposition_review` of round r's plan.
+    DecompositionReview(u32),
+    /// orchestrator_workers: worker i of round r.
+    Worker { round: u32, index: usize },
+    /// orchestrator_workers: `reduce_review`.
+    ReduceReview,
+    /// orchestrator_workers: `writeup`.
+    Writeup,
+    /// graph: the run's n-th visit (0-based) of node `id`.
+    Node { id: String, visit: u32 },
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Position::Step(i) => write!(f, "steps[{i}]"),
+            Position::Task(id) => write!(f, "tasks.{id}"),
+            Position::Branch { branch, step } => write!(f, "branches.{branch}.steps[{step}]"),
+            Position::Reduce => write!(f, "reduce"),
+            Position::Router => write!(f, "router"),
+            Position::RouterReview => write!(f, "router.review_router"),
+            Position::Route { route, step } => write!(f, "routes.{route}.then[{step}]"),
+            Position::Draft(i) => write!(f, "iterations[{i}].draft"),
+            Position::Evaluation(i) => write!(f, "iterations[{i}].evaluation"),
+            Position::ReviewGate(i) => write!(f, "iterations[{i}].review_gate"),
+            Position::ManualReview(i) => write!(f, "iterations[{i}].manual_review"),
+            Position::Plan(r) => write!(f, "rounds[{r}].plan"),
+            Position::DecompositionReview(r) => write!(f, "rounds[{r}].decomposition_review"),
+            Position::Worker { round, index } => write!(f, "rounds[{round}].workers[{index}]"),
+            Position::ReduceReview => write!(f, "reduce_review"),
+            Position::Writeup => write!(f, "writeup"),
+            Position::Node { id, visit } => write!(f, "nodes.{id}#{visit}"),
+        }
+    }
+}
+
+/// A gate that is waiting for a human, as stored in the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenGate {
+    /// The gate's id in the spec (`review_research`, a task id, `step2`).
+    pub id: String,
+    /// Session-wide ordinal of this asking; a re-ask after modify gets a new
+    /// one, so an answer meant for an earlier asking is detected as stale.
+    pub instance: u64,
+    pub kind: GateKind,
+    /// Where it stands in the pattern.
+    pub position: Position,
+    pub prompt: String,
+    /// The full rendered context under review (previews are cut from it).
+    pub context: String,
+    pub show_preview: bool,
+    pub preview_length: usize,
+    pub default: Option<String>,
+    pub fallback: Fallback,
+    pub opened_at: DateTime<Utc>,
+    pub timeout_at: Option<DateTime<Utc>>,
+    /// A rejection must carry a reason.
+    #[serde(default)]
+    pub require_reason: bool,
+    /// The chat channel the spec names for this gate.
+    #[serde(default)]
+    pub channel: Option<String>,
+    /// Who may answer; empty: anyone who can reach the gate.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    /// Approvals needed before the gate passes.
+    #[serde(default = "one")]
+    pub approvals_required: u32,
+    /// Whether the run's starter may approve; `None`: the channel's default
+    /// (the bot forbids it for manual and tool gates, the CLI allows it).
+    #[serde(default)]
+    pub allow_self_approval: Option<bool>,
+    /// Approvals so far, while a quorum is being gathered.
+    #[serde(default)]
+    pub approvals: Vec<Approval>,
+    /// Rejections needed to reject (1: a single reject by an approver).
+    #[serde(default = "one")]
+    pub rejections_required: u32,
+    #[serde(default)]
+    pub rejections: Vec<Approval>,
+    /// Set for gates the run itself triggered (`hitl.gates`): the trigger's
+    /// id. Such a gate reviews the step at `position` (modify re-runs it)
+    /// and records nothing in the pattern's state when approved.
+    #[serde(default)]
+    pub trigger: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One approval towards a quorum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+impl OpenGate {
+    /// `id#instance`, the handle channels put on buttons and resume commands.
+    pub fn handle(&self) -> String {
+        format!("{}#{}", self.id, self.instance)
+    }
+
+    /// Whether the timeout has passed at `now`.
+    pub fn timed_out(&self, now: DateTime<Utc>) -> bool {
+        self.timeout_at.is_some_and(|t| now >= t)
+    }
+
+    /// The preview cut to `preview_length` characters, and how many were cut.
+    pub fn preview(&self) -> (String, usize) {
+        cut(&self.context, self.preview_length)
+    }
+}
+
+/// Cuts `text` to at most `max` characters on a char boundary.
+pub fn cut(text: &str, max: usize) -> (String, usize) {
+    let total = text.chars().count();
+    if total <= max {
+        return (text.to_string(), 0);
+    }
+    (text.chars().take(max).collect(), total - max)
+}

@@ -1,0 +1,20 @@
+//! The durable data of a run, and the rules that change it.
+//!
+//! A [`Session`] is everything needed to continue a run in another process,
+//! days later: its pattern state, its open gates, the answers it took, its
+//! conversation with tools. This module is the bottom layer: it imports none
+//! of the engine, the spec, the store or the channels, so every one of them
+//! can use it. What may change a session here is only what must hold for
+//! every store and every channel — recording an answer exactly once
+//! ([`Session::accept`]). Everything that does I/O lives above.
+
+pub mod accept;
+pub mod conversation;
+pub mod gate;
+pub mod pattern;
+pub mod session;
+
+pub use accept::Refusal;
+pub use conversation::*;
+pub use gate::*;
+pub use session::*;
