@@ -31,6 +31,27 @@ use strands::model::{Answer, Decision};
 use strands::model::{Session, Status};
 use strands::store::Store;
 
+/// Answers through the engine's intake (as the CLI does), then drives.
+async fn answer_and_resume(
+    engine: &mut Engine<'_>,
+    id: &str,
+    gate: Option<&str>,
+    answer: Answer,
+) -> strands::Result<Session> {
+    let who = answer.by.clone();
+    let asker = strands::engine::Asker {
+        who: &who,
+        admins: &[],
+        default_approvers: &[],
+        shared: false,
+        member_of: &|_| false,
+    };
+    if let Err(refusal) = engine.submit(id, gate, answer, &asker).await? {
+        panic!("the answer was refused: {refusal}");
+    }
+    engine.resume(id, &mut Detached).await
+}
+
 /// Seed 000's budgets.
 const SAVE_BUDGET: Duration = Duration::from_millis(50);
 const RESUME_BUDGET: Duration = Duration::from_secs(1);
@@ -515,7 +536,7 @@ fn main() {
                 .expect("warm-up start failed");
             expect_status(&s, Status::Paused, "warm-up start");
             let s = rt
-                .block_on(engine.resume(&s.id, Some(approve()), &mut Detached))
+                .block_on(answer_and_resume(&mut engine, &s.id, None, approve()))
                 .expect("warm-up resume failed");
             expect_status(&s, Status::Completed, "warm-up resume");
         }
@@ -563,7 +584,7 @@ fn main() {
             let answer = approve();
             let t0 = Instant::now();
             let s = rt
-                .block_on(engine.resume(id, Some(answer), &mut Detached))
+                .block_on(answer_and_resume(&mut engine, id, None, answer))
                 .expect("resume failed");
             let t1 = Instant::now();
             expect_status(&s, Status::Completed, "resume");
@@ -762,11 +783,20 @@ fn main() {
                 .expect("cannot encode the session")
                 .len();
             // Answer a parked gate (not the focused one): the last branch's.
-            let handle = s.parked.last().map(|g| g.handle()).expect("parked gates");
+            let handle = s
+                .open_gates()
+                .last()
+                .map(|g| g.handle())
+                .expect("open gates");
             let k = server.count();
             let t0 = Instant::now();
             let s = rt
-                .block_on(engine.resume_gate(&s.id, Some(&handle), Some(approve()), &mut Detached))
+                .block_on(answer_and_resume(
+                    &mut engine,
+                    &s.id,
+                    Some(&handle),
+                    approve(),
+                ))
                 .expect("fan-out resume failed");
             fan_answer_total.push(t0.elapsed());
             expect_status(&s, Status::Paused, "fan-out answer");

@@ -105,7 +105,7 @@ fn ten_thousand_paused_sessions() {
         let store = Store::open(&store_dir).expect("open store");
         let template = store.get(&original).expect("load the paused session");
         assert_eq!(template.status, Status::Paused);
-        assert!(template.gate.is_some(), "paused at a gate");
+        assert!(!template.gates.is_empty(), "paused at a gate");
         original_rev = template.rev;
         let t = Instant::now();
         for _ in 1..SESSIONS {
@@ -184,7 +184,7 @@ fn ten_thousand_paused_sessions() {
     let store = Store::open(&store_dir).expect("reopen");
     let done = store.get(&target).unwrap();
     assert_eq!(done.status, Status::Completed);
-    assert!(done.gate.is_none());
+    assert!(done.gates.is_empty());
     let untouched = store.get(&original).unwrap();
     assert_eq!(untouched.status, Status::Paused);
     assert_eq!(untouched.rev, original_rev, "the original was not written");

@@ -60,6 +60,16 @@ pub trait HumanChannel: Send {
     /// Called when `session` has been saved as paused at `session.gate`.
     fn ask(&mut self, session: &Session) -> impl Future<Output = Result<Reply>> + Send;
 
+    /// Called when the answer this channel gave was refused (nothing
+    /// changed; the session stays paused): tell the human why.
+    fn refused(
+        &mut self,
+        _session: &Session,
+        _refusal: &crate::model::Refusal,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
     /// Called as the run makes progress; channels may show it or not.
     fn progress(
         &mut self,
@@ -86,7 +96,7 @@ pub struct AutoApprove {
 
 impl HumanChannel for AutoApprove {
     async fn ask(&mut self, session: &Session) -> Result<Reply> {
-        if let Some(g) = &session.gate {
+        if let Some(g) = session.first_gate() {
             eprintln!("⚠ auto-approving gate `{}` (--auto-approve)", g.id);
         }
         // Tool-call gates are answered one call at a time.
@@ -114,6 +124,11 @@ pub struct WithProgress<C> {
 impl<C: HumanChannel> HumanChannel for WithProgress<C> {
     async fn ask(&mut self, session: &Session) -> Result<Reply> {
         self.inner.ask(session).await
+    }
+
+    async fn refused(&mut self, session: &Session, refusal: &crate::model::Refusal) {
+        eprintln!("refused: {refusal}; the session stays paused");
+        self.inner.refused(session, refusal).await
     }
 
     async fn progress(&mut self, session: &Session, event: &Progress) {

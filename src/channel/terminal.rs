@@ -128,7 +128,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
 
     /// The blocking conversation; `None` means defer.
     fn converse(&mut self, session: &Session) -> Reply {
-        let Some(gate) = session.gate.clone() else {
+        let Some(gate) = session.first_gate().cloned() else {
             return Reply::Later;
         };
         if gate.kind == GateKind::ToolCall {

@@ -447,12 +447,13 @@ impl Toolbox {
 pub async fn prepare_answer_check(
     spec: &Spec,
     session: &Session,
+    handle: &str,
     answer: &crate::model::Answer,
 ) -> Result<()> {
     if !matches!(answer.decision, crate::model::Decision::Edit { .. }) {
         return Ok(());
     }
-    if session.gate.as_ref().map(|g| g.kind) != Some(crate::spec::GateKind::ToolCall) {
+    if session.gates.get(handle).map(|g| g.kind) != Some(crate::spec::GateKind::ToolCall) {
         return Ok(());
     }
     let Some(turn) = &session.agent_turn else {

@@ -2,43 +2,54 @@
 //! compare-and-swap ([`Session::accept`]), and why an answer may be refused
 //! ([`Refusal`]).
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::gate::{Answer, Approval, Decision, GateKind, OpenGate};
-use super::session::{Session, Status};
+use super::session::{CallState, GateEvent, GateEventKind, PendingAnswer, Session, Status};
 
-/// Why an answer was not recorded. Nothing changed in any of these cases.
+/// Why an answer was not taken. Nothing changed in any of these cases.
+/// Every channel renders it its own way (an exit code, an ephemeral, an
+/// HTTP status); the engine prints nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
+    /// No such session.
     NotFound,
-    /// The session is not waiting for an answer.
-    NotPaused(Status),
-    /// The answer names a gate that is no longer the open one.
-    StaleGate {
-        open: Option<String>,
-    },
+    /// The session is not waiting for an answer (its status).
+    NotOpen(Status),
+    /// The answer names a gate (or call) that is no longer open.
+    Stale { open: Option<String> },
+    /// This person may not give this answer here; says why.
+    NotAllowed(String),
     /// Another answer got there first.
     AlreadyAnswered(Answer),
-    /// The answer does not fit the open gate (names no waiting call, ...).
-    Invalid(String),
+    /// The answer does not fit the gate; says what would.
+    BadAnswer(String),
+    /// The gate's timeout passed: its fallback applies instead.
+    TimedOut { gate: String, at: DateTime<Utc> },
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Refusal::NotFound => write!(f, "no such session"),
-            Refusal::NotPaused(s) => write!(f, "the session is {s}, not paused"),
-            Refusal::StaleGate { open: Some(g) } => {
+            Refusal::NotOpen(s) => write!(f, "the session is {s}, not paused"),
+            Refusal::Stale { open: Some(g) } => {
                 write!(f, "that gate is no longer open (the open gate is {g})")
             }
-            Refusal::StaleGate { open: None } => write!(f, "that gate is no longer open"),
-            Refusal::Invalid(why) => f.write_str(why),
+            Refusal::Stale { open: None } => write!(f, "that gate is no longer open"),
+            Refusal::NotAllowed(why) | Refusal::BadAnswer(why) => f.write_str(why),
             Refusal::AlreadyAnswered(a) => write!(
                 f,
                 "already {} by {} at {}",
                 a.decision.verb(),
                 a.by,
                 a.at.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+            Refusal::TimedOut { gate, at } => write!(
+                f,
+                "gate `{gate}` timed out at {}; its fallback applies instead of this answer",
+                at.to_rfc3339()
             ),
         }
     }
@@ -74,22 +85,28 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     session.audit.push(ev);
 }
 
-// A refusal carries the answer that won, for "already decided by"; it is
-// returned once per click, so its size does not matter.
-#[allow(clippy::result_large_err)]
-/// Records `answer` on the open gate of `session`, exactly once — the body
-/// of the store's compare-and-swap. A manual or `hitl` gate takes the answer
-/// whole (the engine carries it out next); a tool-call gate takes one
-/// decision per call and closes when no call waits any more.
-pub fn accept(
+impl Session {
+    // A refusal carries the answer that won, for "already decided by"; it
+    // is returned once per click, so its size does not matter.
+    #[allow(clippy::result_large_err)]
+    /// Records `answer` on the open gate `handle` (or the only open gate),
+    /// exactly once — the body of the store's compare-and-swap. A manual or
+    /// `hitl` gate takes the answer whole (the engine carries it out next);
+    /// a tool-call gate takes one decision per call and closes when no call
+    /// waits any more.
+    pub fn accept(&mut self, handle: Option<&str>, answer: &Answer) -> Result<(), Refusal> {
+        accept(self, handle, answer)
+    }
+}
+
+#[allow(clippy::result_large_err)] // see `Session::accept`
+fn accept(
     session: &mut Session,
     handle: Option<&str>,
     answer: &Answer,
 ) -> std::result::Result<(), Refusal> {
-    use super::session::{CallState, GateEvent, GateEventKind};
-
-    if let Some(prev) = &session.pending_answer {
-        return Err(Refusal::AlreadyAnswered(prev.clone()));
+    if let Some(prev) = &session.pending {
+        return Err(Refusal::AlreadyAnswered(prev.answer.clone()));
     }
     let last = |s: &Session, call: Option<&str>| {
         s.history.iter().rev().find_map(|e| match &e.what {
@@ -106,27 +123,39 @@ pub fn accept(
         return Err(
             match handle.and_then(|_| last(session, answer.call.as_deref())) {
                 Some(a) => Refusal::AlreadyAnswered(a),
-                None => Refusal::NotPaused(session.status),
+                None => Refusal::NotOpen(session.status),
             },
         );
     }
-    if let Some(want) = handle {
-        // A parked gate (several open at once) is answered by its handle.
-        session.focus(want);
-    }
-    let Some(gate) = session.gate.clone() else {
-        return Err(Refusal::NotPaused(session.status));
-    };
-    if let Some(want) = handle {
-        if gate.handle() != want {
-            return Err(match last(session, answer.call.as_deref()) {
-                Some(a) => Refusal::AlreadyAnswered(a),
-                None => Refusal::StaleGate {
-                    open: Some(gate.handle()),
-                },
-            });
+    let gate = match handle {
+        Some(want) => match session.gates.get(want) {
+            Some(g) => g.clone(),
+            None => {
+                return Err(match last(session, answer.call.as_deref()) {
+                    Some(a) => Refusal::AlreadyAnswered(a),
+                    None => Refusal::Stale {
+                        open: session.first_gate().map(|g| g.handle()),
+                    },
+                })
+            }
+        },
+        None => {
+            let mut open = session.open_gates();
+            match (open.next(), open.next()) {
+                (Some(g), None) => g.clone(),
+                (None, _) => return Err(Refusal::NotOpen(session.status)),
+                (Some(_), Some(_)) => {
+                    let all: Vec<String> = session.open_gates().map(|g| g.handle()).collect();
+                    return Err(Refusal::BadAnswer(format!(
+                        "{} gates are open; pick one with --gate: {}",
+                        all.len(),
+                        all.join(", ")
+                    )));
+                }
+            }
         }
-    }
+    };
+    let handle = gate.handle();
     let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
     if gate.kind != GateKind::ToolCall {
         // A timeout's answer is final; it never counts as one vote.
@@ -143,14 +172,14 @@ pub fn accept(
                 Vote::Reject => (&gate.rejections, gate.rejections_required, "reject"),
             };
             if tally.iter().any(|a| a.by == answer.by) {
-                return Err(Refusal::Invalid(format!(
+                return Err(Refusal::NotAllowed(format!(
                     "you already {noun}ed this gate ({} of {required} {noun}{})",
                     tally.len(),
                     if noun == "approv" { "als" } else { "ions" }
                 )));
             }
-            let Some(open) = session.gate.as_mut() else {
-                return Err(Refusal::NotPaused(session.status));
+            let Some(open) = session.gates.get_mut(&handle) else {
+                return Err(Refusal::NotOpen(session.status));
             };
             let list = match vote {
                 Vote::Approve => &mut open.approvals,
@@ -174,7 +203,10 @@ pub fn accept(
                 return Ok(());
             }
         }
-        session.pending_answer = Some(answer.clone());
+        session.pending = Some(PendingAnswer {
+            gate: handle,
+            answer: answer.clone(),
+        });
         session.status = Status::Running;
         return Ok(());
     }
@@ -182,15 +214,15 @@ pub fn accept(
     // A tool-call gate: one decision per call.
     let already = last(session, answer.call.as_deref());
     let Some(turn) = session.agent_turn.as_mut() else {
-        return Err(Refusal::Invalid("no tool calls are waiting".into()));
+        return Err(Refusal::BadAnswer("no tool calls are waiting".into()));
     };
     let waiting: Vec<String> = turn.waiting().map(|c| c.call.id.clone()).collect();
     let id = match (&answer.call, waiting.as_slice()) {
         (Some(id), _) => id.clone(),
         (None, [only]) => only.clone(),
-        (None, []) => return Err(Refusal::Invalid("no tool calls are waiting".into())),
+        (None, []) => return Err(Refusal::BadAnswer("no tool calls are waiting".into())),
         (None, many) => {
-            return Err(Refusal::Invalid(format!(
+            return Err(Refusal::BadAnswer(format!(
                 "{} calls are waiting; name one with --call: {}",
                 many.len(),
                 many.join(", ")
@@ -198,12 +230,14 @@ pub fn accept(
         }
     };
     let Some(pc) = turn.calls.iter_mut().find(|c| c.call.id == id) else {
-        return Err(Refusal::Invalid(format!("no call `{id}` in this request")));
+        return Err(Refusal::BadAnswer(format!(
+            "no call `{id}` in this request"
+        )));
     };
     if pc.state != CallState::Waiting {
         return Err(match already {
             Some(a) => Refusal::AlreadyAnswered(a),
-            None => Refusal::Invalid(format!("call `{id}` is no longer waiting")),
+            None => Refusal::BadAnswer(format!("call `{id}` is no longer waiting")),
         });
     }
     let by = answer.by.clone();
@@ -224,7 +258,7 @@ pub fn accept(
             // `{name, arguments}` naming the call's own tool unwraps to its
             // arguments; naming another tool is refused.
             let arguments = super::conversation::edited_arguments(&pc.call, arguments)
-                .map_err(Refusal::Invalid)?;
+                .map_err(Refusal::BadAnswer)?;
             pc.call.arguments = arguments.clone();
             pc.digest = super::conversation::digest(&pc.call.name, &arguments);
             CallState::Approved {
@@ -244,7 +278,7 @@ pub fn accept(
             }
         }
         other => {
-            return Err(Refusal::Invalid(format!(
+            return Err(Refusal::BadAnswer(format!(
                 "a tool call takes approve, reject, edit or trust, not {}",
                 other.verb()
             )))
@@ -274,7 +308,7 @@ pub fn accept(
         what: GateEventKind::Answered { answer, waited_ms },
     });
     if done {
-        session.gate = None;
+        session.gates.remove(&handle);
         session.status = Status::Running;
     }
     Ok(())

@@ -140,8 +140,14 @@ pub struct Failure {
     pub message: String,
 }
 
+/// The session format this build writes. Older formats are read
+/// (`super::wire`) and written back in this one.
+pub const SESSION_FORMAT: u32 = 2;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
+    /// [`SESSION_FORMAT`] when written by this build.
+    pub format: u32,
     pub id: String,
     pub workflow: String,
     pub spec_path: String,
@@ -156,17 +162,16 @@ pub struct Session {
     pub started_by: String,
     pub variables: Map<String, Value>,
     pub state: PatternState,
-    /// The gate waiting for a human, while paused: the one an answer
-    /// without `--gate` is for.
-    pub gate: Option<OpenGate>,
-    /// Other gates open at the same time (parallel branches that all wait);
-    /// each is answered on its own, in any order ([`Session::focus`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub parked: Vec<OpenGate>,
-    /// An answer recorded for the open gate but not yet carried out (the
-    /// process died between recording and continuing); applied on resume.
-    #[serde(default)]
-    pub pending_answer: Option<Answer>,
+    /// Every gate waiting for a human, by handle (`id#instance`): one,
+    /// or several when parallel branches all wait at once; each is
+    /// answered on its own, in any order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gates: BTreeMap<String, OpenGate>,
+    /// An answer recorded for an open gate but not yet carried out (the
+    /// process may die between recording and continuing); applied first
+    /// on resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingAnswer>,
     /// Feedback from the latest `modify`, visible as `human_feedback`.
     #[serde(default)]
     pub human_feedback: Option<String>,
@@ -190,13 +195,6 @@ pub struct Session {
     /// Where a run started from a chat channel came from (the Slack bot).
     #[serde(default)]
     pub origin: Option<Origin>,
-    /// The approval message posted for the open gate, or why posting failed.
-    #[serde(default)]
-    pub notification: Option<Notification>,
-    /// The approval message of every open gate, by gate handle (several
-    /// when parallel branches wait at once; each has its own message).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub messages: BTreeMap<String, Notification>,
     /// An agent step in the middle of a tool-calling conversation.
     #[serde(default)]
     pub agent_turn: Option<AgentTurn>,
@@ -300,7 +298,18 @@ pub struct Origin {
     pub approval_channel: String,
 }
 
-/// The message that asks for the open gate's answer.
+/// An answer recorded for an open gate, waiting to be carried out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingAnswer {
+    /// The gate's handle (`id#instance`).
+    pub gate: String,
+    pub answer: Answer,
+}
+
+/// A message that asked for a gate's answer in a chat channel (or why
+/// posting it failed). Kept by the store beside the session, not in it:
+/// the run never reads it, and a post must not race the engine's
+/// checkpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notification {
     /// The gate handle (`id#instance`) the message is about.
@@ -316,55 +325,45 @@ pub struct Notification {
 }
 
 impl Session {
-    /// Every open gate: the focused one first, then the parked ones.
+    /// Every open gate, in the order they were opened.
     pub fn open_gates(&self) -> impl Iterator<Item = &OpenGate> {
-        self.gate.iter().chain(self.parked.iter())
+        let mut gates: Vec<&OpenGate> = self.gates.values().collect();
+        gates.sort_by_key(|g| g.instance);
+        gates.into_iter()
+    }
+
+    /// The gate shown first: the earliest open one. With one gate open,
+    /// the gate an answer without `--gate` is for.
+    pub fn first_gate(&self) -> Option<&OpenGate> {
+        self.gates.values().min_by_key(|g| g.instance)
     }
 
     /// The open gate with this handle (`id#instance`).
     pub fn open_gate(&self, handle: &str) -> Option<&OpenGate> {
-        self.open_gates().find(|g| g.handle() == handle)
+        self.gates.get(handle)
     }
 
     /// The open gate with this handle, to change it.
     pub fn open_gate_mut(&mut self, handle: &str) -> Option<&mut OpenGate> {
-        self.gate
-            .iter_mut()
-            .chain(self.parked.iter_mut())
-            .find(|g| g.handle() == handle)
+        self.gates.get_mut(handle)
     }
 
-    /// Whether the approval message of this open gate has been posted.
-    pub fn posted(&self, handle: &str) -> bool {
-        self.messages
-            .get(handle)
-            .or(self.notification.as_ref().filter(|n| n.gate == handle))
-            .is_some_and(|n| n.ts.is_some())
+    /// The handle of the open gate `want` names: its handle, or its id
+    /// when exactly one open gate has that id.
+    pub fn find_gate(&self, want: &str) -> Option<String> {
+        if self.gates.contains_key(want) {
+            return Some(want.to_string());
+        }
+        let mut by_id = self.gates.values().filter(|g| g.id == want);
+        match (by_id.next(), by_id.next()) {
+            (Some(g), None) => Some(g.handle()),
+            _ => None,
+        }
     }
 
-    /// Makes the open gate with this handle (`id#instance`, or just the id
-    /// when that is unambiguous) the focused one. False when no open gate
-    /// matches.
-    pub fn focus(&mut self, want: &str) -> bool {
-        let matches = |g: &OpenGate| g.handle() == want || g.id == want;
-        if self.gate.as_ref().is_some_and(|g| g.handle() == want) {
-            return true;
-        }
-        let i = self.parked.iter().position(|g| g.handle() == want);
-        let i = match i {
-            Some(i) => Some(i),
-            None if self.gate.as_ref().is_some_and(matches) => return true,
-            None => self.parked.iter().position(matches),
-        };
-        let Some(i) = i else {
-            return false;
-        };
-        let picked = self.parked.remove(i);
-        if let Some(current) = self.gate.take() {
-            self.parked.insert(0, current);
-        }
-        self.gate = Some(picked);
-        true
+    /// The gate the pending answer is for.
+    pub fn pending_gate(&self) -> Option<&OpenGate> {
+        self.pending.as_ref().and_then(|p| self.gates.get(&p.gate))
     }
 
     pub fn total_usage(&self) -> Usage {
@@ -393,8 +392,8 @@ impl Session {
             status: self.status,
             created_at: self.created_at,
             updated_at: self.updated_at,
-            gate: self.gate.as_ref().map(|g| g.id.clone()),
-            prompt: self.gate.as_ref().map(|g| g.prompt.clone()),
+            gate: self.first_gate().map(|g| g.id.clone()),
+            prompt: self.first_gate().map(|g| g.prompt.clone()),
         }
     }
 }

@@ -13,7 +13,7 @@ use super::config::Config;
 use super::metrics::Metrics;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::channel::{HumanChannel, Progress, Reply};
-use crate::engine::Engine;
+use crate::engine::{Accepted, Asker, Engine};
 use crate::error::{Error, Result};
 use crate::model::Answer;
 use crate::model::Refusal;
@@ -48,7 +48,7 @@ pub struct Inner {
     posting: Mutex<HashMap<String, usize>>,
     /// Parsed specs by SHA-256 of their text: a click never re-parses YAML
     /// for a workflow the bot has seen.
-    specs: Mutex<HashMap<String, Arc<crate::spec::Spec>>>,
+    specs: Arc<crate::engine::specs::SpecCache>,
     /// User-group members by group id, with when they were fetched.
     groups: Mutex<HashMap<String, (std::time::Instant, HashSet<String>)>>,
     /// Background drives, so shutdown can wait for them.
@@ -79,7 +79,7 @@ impl App {
             driving: Mutex::new(HashSet::new()),
             posting: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
-            specs: Mutex::new(HashMap::new()),
+            specs: Arc::new(crate::engine::specs::SpecCache::default()),
             tasks: tokio_util::task::TaskTracker::new(),
             updates: Mutex::new(HashMap::new()),
         })))
@@ -94,7 +94,7 @@ impl App {
     /// `STRANDS_APPROVAL_CHANNEL`, or the channel it came from), else
     /// `STRANDS_APPROVAL_CHANNEL`.
     pub fn approval_channel(&self, session: &Session) -> Option<String> {
-        self.channel_for(session, session.gate.as_ref())
+        self.channel_for(session, session.first_gate())
     }
 
     /// [`App::approval_channel`] for one open gate.
@@ -122,8 +122,8 @@ impl App {
         self.tasks.spawn(async move {
             loop {
                 let mut channel = SlackChannel { app: app.clone() };
-                let mut engine = Engine::new(&app.store);
-                let failed = match engine.resume(&id, None, &mut channel).await {
+                let mut engine = app.engine();
+                let failed = match engine.resume(&id, &mut channel).await {
                     Ok(_) => false,
                     Err(e) => {
                         // Left as it is in the store; a restart or
@@ -156,10 +156,13 @@ impl App {
         });
     }
 
-    /// Records `answer` for the gate the message `channel`/`ts` asks about,
-    /// exactly once, then hands the resume to the background and updates the
-    /// message. `handle` is the gate handle the click claims (the button's
-    /// value or the modal's metadata); the message index decides.
+    /// Takes `answer` for the gate the message `channel`/`ts` asks about,
+    /// through the engine's intake (authorize → check → record exactly once
+    /// or queue → audit a refusal), then hands the resume to the background
+    /// and updates the message. `handle` is the gate handle the click
+    /// claims (the button's value); it must be the one the message was
+    /// posted for. `Ok(Err(why))`: refused, nothing changed, `why` is what
+    /// the clicker is told.
     pub async fn decide(
         &self,
         channel: &str,
@@ -167,221 +170,150 @@ impl App {
         handle: &str,
         answer: Answer,
     ) -> Result<std::result::Result<(), String>> {
-        let who = answer.by.clone();
-        let call = answer.call.clone();
-        let outcome = self.decide_inner(channel, ts, handle, answer).await?;
-        if let Err(why) = &outcome {
-            self.audit_refused_click(channel, ts, handle, &who, call, why);
-        }
-        Ok(outcome)
-    }
-
-    /// Every refused click (or refused modal) is audited; nothing else changed.
-    pub fn audit_refused_click(
-        &self,
-        channel: &str,
-        ts: &str,
-        handle: &str,
-        who: &str,
-        call: Option<String>,
-        why: &str,
-    ) {
-        let target = self.store.message_target(channel, ts).ok().flatten();
-        let (session, workflow) = match target
-            .as_ref()
-            .and_then(|t| self.store.load(&t.session).ok().flatten())
-        {
-            Some(s) => (s.id, s.workflow),
-            None => (String::new(), String::new()),
+        let refused = |why: String| {
+            self.audit_refused_click(channel, ts, handle, &answer.by, answer.call.clone(), &why);
+            Ok(Err(why))
         };
-        let mut ev = AuditEvent::new(AuditKind::Refusal, &session, &workflow);
-        ev.gate = Some(handle.to_string());
-        ev.call = call;
-        ev.who = Some(who.to_string());
-        ev.via = Some(format!("slack {channel}"));
-        ev.detail = Some(why.to_string());
-        if let Err(e) = self.store.append_audit(&[ev]) {
-            tracing::error!("could not audit a refused click: {e}");
-        }
-    }
-
-    async fn decide_inner(
-        &self,
-        channel: &str,
-        ts: &str,
-        handle: &str,
-        answer: Answer,
-    ) -> Result<std::result::Result<(), String>> {
         let Some(target) = self.message_target(channel, ts).await? else {
-            return Ok(Err("this message is not an approval request I know".into()));
+            return refused("this message is not an approval request I know".into());
         };
         if target.gate != handle {
-            return Ok(Err(format!(
+            return refused(format!(
                 "this button belongs to an earlier request (gate {handle}); the message asks about {}",
                 target.gate
-            )));
+            ));
         }
-        let session = match self.store.load(&target.session)? {
-            Some(s) => s,
-            None => return Ok(Err("that session no longer exists".into())),
+        let Some(session) = self.store.load(&target.session)? else {
+            return refused("that session no longer exists".into());
         };
         let tool_gate = session
             .open_gate(handle)
             .is_some_and(|g| g.kind == GateKind::ToolCall);
-        // Any open gate, focused or parked: each is authorized on its own.
-        if let Some(gate) = session.open_gate(handle) {
-            {
-                if let Err(why) = self.authorize(gate, &session, &answer).await {
-                    return Ok(Err(why));
-                }
-                let spec = self.spec_of(&session)?;
-                if tool_gate {
-                    // An edited MCP call is checked against its server's
-                    // schema, fetched now if this process has not seen it.
-                    // Slack waits 3 s: past the deadline, the live schema
-                    // is checked before the call runs instead.
-                    let prepare =
-                        crate::engine::tools::prepare_answer_check(&spec, &session, &answer);
-                    if let Ok(Err(e)) = tokio::time::timeout(PREPARE_DEADLINE, prepare).await {
-                        return Ok(Err(e.to_string()));
-                    }
-                }
-                // Checked against the gate clicked, focused or parked (a
-                // copy of the session only for a parked one).
-                let focused = if session.gate.as_ref().is_some_and(|g| g.handle() == handle) {
-                    std::borrow::Cow::Borrowed(&session)
-                } else {
-                    let mut s = session.clone();
-                    s.focus(handle);
-                    std::borrow::Cow::Owned(s)
-                };
-                if let Err(e) = Engine::check_answer(&spec, &focused, &answer) {
-                    return Ok(Err(e.to_string()));
-                }
-            }
-        }
-        if session.status == Status::Running
-            && session.parked.iter().any(|g| g.handle() == handle)
-            && !tool_gate
-        {
-            // Another branch is running: the answer waits for the engine,
-            // which records it as soon as the run stops moving.
-            if let Err(refusal) = self.store.queue_answer(&session.id, handle, &answer)? {
-                return Ok(Err(refusal_text(&refusal)));
-            }
-            self.metrics.gate_answered(decision_name(&answer));
-            self.drive(session.id.clone());
-            let mut shown = session;
-            shown.focus(handle);
-            let app = self.clone();
-            let (channel, ts) = (channel.to_string(), ts.to_string());
-            self.tasks.spawn(async move {
-                if let Err(e) = app.show_decision(&shown, &channel, &ts, &answer).await {
-                    tracing::warn!(session = %shown.id, "could not update the approval message: {e}");
-                }
-            });
-            return Ok(Ok(()));
-        }
-        let recorded = match self
-            .store
-            .record_answer(&target.session, Some(handle), &answer)?
-        {
-            Ok(s) => s,
+        let accepted = match self.take(&session, handle, &answer).await? {
+            Ok(a) => a,
             Err(refusal) => return Ok(Err(refusal_text(&refusal))),
         };
         self.metrics.gate_answered(decision_name(&answer));
         let app = self.clone();
-        let (channel, ts) = (channel.to_string(), ts.to_string());
-        if tool_gate {
-            // One call decided: the run resumes only once no call waits.
-            if recorded.status != Status::Paused {
-                self.drive(recorded.id.clone());
-            }
-            let handle = handle.to_string();
-            self.tasks.spawn(async move {
-                if let Err(e) = app.show_tool_calls(&recorded, &channel, &ts, &handle).await {
-                    tracing::warn!(session = %recorded.id, "could not update the tool approval message: {e}");
+        let (channel, ts, handle) = (channel.to_string(), ts.to_string(), handle.to_string());
+        match accepted {
+            Accepted::Recorded(recorded) | Accepted::Counted(recorded) if tool_gate => {
+                // One call decided: the run resumes only once no call waits.
+                if recorded.status != Status::Paused {
+                    self.drive(recorded.id.clone());
                 }
-            });
-            return Ok(Ok(()));
-        }
-        if recorded.status == Status::Paused {
-            // A quorum still gathering: show the progress, keep the buttons.
-            self.tasks.spawn(async move {
-                if let Err(e) = app.show_progress(&recorded, &channel, &ts).await {
-                    tracing::warn!(session = %recorded.id, "could not update the approval message: {e}");
-                }
-            });
-            return Ok(Ok(()));
-        }
-        self.drive(recorded.id.clone());
-        self.tasks.spawn(async move {
-            if let Err(e) = app.show_decision(&recorded, &channel, &ts, &answer).await {
-                tracing::warn!(session = %recorded.id, "could not update the approval message: {e}");
+                self.tasks.spawn(async move {
+                    if let Err(e) = app.show_tool_calls(&recorded, &channel, &ts, &handle).await {
+                        tracing::warn!(session = %recorded.id, "could not update the tool approval message: {e}");
+                    }
+                });
             }
-        });
+            Accepted::Counted(recorded) => {
+                // A quorum still gathering: show the progress, keep the buttons.
+                self.tasks.spawn(async move {
+                    if let Err(e) = app.show_progress(&recorded, &handle, &channel, &ts).await {
+                        tracing::warn!(session = %recorded.id, "could not update the approval message: {e}");
+                    }
+                });
+            }
+            Accepted::Recorded(shown) | Accepted::Queued(shown) => {
+                // Queued: another branch is running; the engine records it
+                // as soon as the run stops moving.
+                self.drive(shown.id.clone());
+                self.tasks.spawn(async move {
+                    if let Err(e) = app.show_decision(&shown, &handle, &channel, &ts, &answer).await {
+                        tracing::warn!(session = %shown.id, "could not update the approval message: {e}");
+                    }
+                });
+            }
+        }
         Ok(Ok(()))
     }
 
-    /// The session's spec snapshot, parsed once per distinct text.
-    fn spec_of(&self, session: &Session) -> Result<Arc<crate::spec::Spec>> {
-        if let Some(s) = self
-            .specs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&session.spec_hash)
-        {
-            return Ok(Arc::clone(s));
-        }
-        let spec = Arc::new(Engine::spec_of(session)?);
-        let mut cache = self.specs.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() > 256 {
-            cache.clear();
-        }
-        cache.insert(session.spec_hash.clone(), Arc::clone(&spec));
-        Ok(spec)
+    /// Hands `answer` for gate `handle` of `session` to the engine's intake
+    /// as a Slack user (groups resolved, the bot's admins and default
+    /// approvers, self-approval off by default).
+    #[allow(clippy::result_large_err)] // see `Session::accept`
+    pub async fn take(
+        &self,
+        session: &Session,
+        handle: &str,
+        answer: &Answer,
+    ) -> Result<std::result::Result<Accepted, crate::model::Refusal>> {
+        let groups = self.groups_of(session, handle, &answer.by).await;
+        let member_of = |g: &str| groups.contains(g);
+        let asker = Asker {
+            who: &answer.by,
+            admins: &self.config.admins,
+            default_approvers: &self.config.default_approvers,
+            shared: true,
+            member_of: &member_of,
+        };
+        self.engine()
+            .submit(&session.id, Some(handle), answer.clone(), &asker)
+            .await
     }
 
-    /// Whether the clicker may answer: approvers (users, groups resolved
-    /// through `usergroups.users.list` and cached), admins, self-approval.
-    pub(crate) async fn authorize(
+    /// An engine on this bot's store and spec cache.
+    pub fn engine(&self) -> Engine<'_> {
+        Engine::new(&self.store)
+            .with_specs(Arc::clone(&self.specs))
+            .with_prepare_deadline(PREPARE_DEADLINE)
+    }
+
+    /// The user groups among gate `handle`'s approvers (or the bot's
+    /// default approvers) that `user` belongs to, resolved through
+    /// `usergroups.users.list` (cached). An unresolvable group admits
+    /// nobody (fail closed).
+    pub(crate) async fn groups_of(
         &self,
-        gate: &crate::model::OpenGate,
         session: &Session,
-        answer: &Answer,
-    ) -> std::result::Result<(), String> {
-        // The bot-wide default applies when neither gate nor workflow names anyone.
-        let mut with_default;
-        let gate = if gate.approvers.is_empty() && !self.config.default_approvers.is_empty() {
-            with_default = gate.clone();
-            with_default.approvers = self.config.default_approvers.clone();
-            &with_default
-        } else {
-            gate
+        handle: &str,
+        user: &str,
+    ) -> HashSet<String> {
+        let Some(gate) = session.open_gate(handle) else {
+            return HashSet::new();
         };
-        let mut members: HashMap<String, HashSet<String>> = HashMap::new();
-        for group in gate.approvers.iter().filter(|a| crate::gate::is_group(a)) {
+        let approvers = if gate.approvers.is_empty() {
+            &self.config.default_approvers
+        } else {
+            &gate.approvers
+        };
+        let mut groups = HashSet::new();
+        for group in approvers.iter().filter(|a| crate::gate::is_group(a)) {
             match self.group_members(group).await {
-                Ok(m) => {
-                    members.insert(group.clone(), m);
+                Ok(m) if m.contains(user) => {
+                    groups.insert(group.clone());
                 }
-                // Fail closed: an unresolvable group admits nobody.
+                Ok(_) => {}
                 Err(e) => tracing::warn!(group, "could not resolve a user group: {e}"),
             }
         }
-        let who = answer.by.clone();
-        let member_of = move |g: &str| members.get(g).is_some_and(|m| m.contains(&who));
-        crate::gate::authorize(
-            gate,
-            &answer.decision,
-            &crate::gate::Identity {
-                who: &answer.by,
-                started_by: &session.started_by,
-                in_bot: true,
-                admins: &self.config.admins,
-                member_of: &member_of,
-            },
-        )
+        groups
+    }
+
+    /// Whether `user` may answer gate `handle` with a decision like
+    /// `decision`: the intake's own rules, asked before a modal opens.
+    pub(crate) async fn may_answer(
+        &self,
+        session: &Session,
+        handle: &str,
+        decision: crate::model::Decision,
+        user: &str,
+    ) -> std::result::Result<(), String> {
+        let Some(gate) = session.open_gate(handle) else {
+            return Err("that gate is no longer open".into());
+        };
+        let groups = self.groups_of(session, handle, user).await;
+        let member_of = |g: &str| groups.contains(g);
+        let asker = Asker {
+            who: user,
+            admins: &self.config.admins,
+            default_approvers: &self.config.default_approvers,
+            shared: true,
+            member_of: &member_of,
+        };
+        crate::engine::intake::authorize(gate, session, &decision, &asker)
     }
 
     /// A user group's members, cached for five minutes.
@@ -413,9 +345,45 @@ impl App {
         Ok(users)
     }
 
+    /// Every refused click (or refused modal) that the intake did not see
+    /// is audited here; nothing else changed.
+    pub fn audit_refused_click(
+        &self,
+        channel: &str,
+        ts: &str,
+        handle: &str,
+        who: &str,
+        call: Option<String>,
+        why: &str,
+    ) {
+        let target = self.store.message_target(channel, ts).ok().flatten();
+        let (session, workflow) = match target
+            .as_ref()
+            .and_then(|t| self.store.load(&t.session).ok().flatten())
+        {
+            Some(s) => (s.id, s.workflow),
+            None => (String::new(), String::new()),
+        };
+        let mut ev = AuditEvent::new(AuditKind::Refusal, &session, &workflow);
+        ev.gate = Some(handle.to_string());
+        ev.call = call;
+        ev.who = Some(who.to_string());
+        ev.via = Some(format!("slack {channel}"));
+        ev.detail = Some(why.to_string());
+        if let Err(e) = self.store.append_audit(&[ev]) {
+            tracing::error!("could not audit a refused click: {e}");
+        }
+    }
+
     /// Re-renders the approval message with the quorum's progress.
-    async fn show_progress(&self, session: &Session, channel: &str, ts: &str) -> Result<()> {
-        let Some(gate) = &session.gate else {
+    async fn show_progress(
+        &self,
+        session: &Session,
+        handle: &str,
+        channel: &str,
+        ts: &str,
+    ) -> Result<()> {
+        let Some(gate) = session.open_gate(handle) else {
             return Ok(());
         };
         let view =
@@ -458,14 +426,14 @@ impl App {
     async fn show_decision(
         &self,
         session: &Session,
+        handle: &str,
         channel: &str,
         ts: &str,
         answer: &Answer,
     ) -> Result<()> {
         let gate = session
-            .gate
-            .as_ref()
-            .ok_or_else(|| Error::Internal("answered session without a gate".into()))?;
+            .open_gate(handle)
+            .ok_or_else(|| Error::Internal("answered session without its gate".into()))?;
         let view =
             ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
         let text = format!(
@@ -522,25 +490,26 @@ impl App {
     /// posting failed.
     pub async fn notify(&self, session_id: &str) -> Result<()> {
         let session = self.store.get(session_id)?;
-        let parked: Vec<String> = session
-            .parked
-            .iter()
+        let notes = self.store.notifications(&session.id)?;
+        let others: Vec<String> = session
+            .open_gates()
+            .skip(1)
             .map(|g| g.handle())
-            .filter(|h| !session.posted(h))
+            .filter(|h| !posted(&notes, h))
             .collect();
         let first = self.notify_gate(session_id, None).await;
-        for h in parked {
+        for h in others {
             self.notify_gate(session_id, Some(&h)).await?;
         }
         first
     }
 
-    /// Posts the approval message of one open gate (`None`: the focused one).
+    /// Posts the approval message of one open gate (`None`: the first one).
     pub async fn notify_gate(&self, session_id: &str, handle: Option<&str>) -> Result<()> {
-        let mut session = self.store.get(session_id)?;
+        let session = self.store.get(session_id)?;
         let gate = match handle {
             Some(h) => session.open_gate(h).cloned(),
-            None => session.gate.clone(),
+            None => session.first_gate().cloned(),
         };
         let Some(gate) = gate else {
             return Err(Error::Session(format!(
@@ -563,7 +532,7 @@ impl App {
                 at: Utc::now(),
                 error: Some("no approval channel: set STRANDS_APPROVAL_CHANNEL".into()),
             };
-            self.store.record_notification(&mut session, n)?;
+            self.store.record_notification(&session.id, &n)?;
             return Err(Error::Usage(
                 "no approval channel: set STRANDS_APPROVAL_CHANNEL".into(),
             ));
@@ -590,10 +559,11 @@ impl App {
             })
         };
         // Progress stays in the first message's thread while the channel does.
-        let thread_ts = session
-            .notification
-            .as_ref()
-            .filter(|n| n.channel == channel)
+        let notes = self.store.notifications(&session.id)?;
+        let thread_ts = notes
+            .iter()
+            .rev()
+            .find(|n| n.channel == channel && n.thread_ts.is_some())
             .and_then(|n| n.thread_ts.clone());
         *self.lock_posting().entry(channel.clone()).or_insert(0) += 1;
         let posted = match rendered {
@@ -612,7 +582,7 @@ impl App {
             at: Utc::now(),
             error: error.clone(),
         };
-        let recorded = self.store.record_notification(&mut session, n);
+        let recorded = self.store.record_notification(&session.id, &n);
         {
             let mut posting = self.lock_posting();
             if let Some(count) = posting.get_mut(&channel) {
@@ -626,10 +596,7 @@ impl App {
         match error {
             None => {
                 self.metrics.gate_opened();
-                if let (Some(thread), Some(ts)) = (
-                    &thread_ts,
-                    &session.notification.as_ref().and_then(|n| n.ts.clone()),
-                ) {
+                if let (Some(thread), Some(ts)) = (&thread_ts, &n.ts) {
                     if thread != ts {
                         let note = format!(
                             "paused again at gate `{}`: a new approval message is in the channel",
@@ -693,9 +660,10 @@ impl App {
             ),
             Progress::GateSkipped { .. } | Progress::GateAnswered { .. } => return Ok(()),
         };
-        let thread = session
-            .notification
-            .as_ref()
+        let thread = self
+            .store
+            .notifications(&session.id)?
+            .last()
             .and_then(|n| n.thread_ts.clone().map(|t| (n.channel.clone(), t)));
         let (channel, thread_ts) = match thread {
             Some((c, t)) if !c.is_empty() => (c, Some(t)),
@@ -776,10 +744,11 @@ impl HumanChannel for SlackChannel {
     async fn ask(&mut self, session: &Session) -> Result<Reply> {
         // Every open gate gets its own message (several when parallel
         // branches wait at once).
+        let notes = self.app.store.notifications(&session.id)?;
         let unposted: Vec<String> = session
             .open_gates()
             .map(|g| g.handle())
-            .filter(|h| !session.posted(h))
+            .filter(|h| !posted(&notes, h))
             .collect();
         // The gate's timeout, reminders and escalation (once per asking; a
         // bot-wide default timeout is written into the gate first, so the
@@ -805,6 +774,11 @@ impl HumanChannel for SlackChannel {
             super::timers::after_answer(&self.app, session, gate, answer).await;
         }
     }
+}
+
+/// Whether the message asking for gate `handle` was posted.
+pub fn posted(notes: &[Notification], handle: &str) -> bool {
+    notes.iter().any(|n| n.gate == handle && n.ts.is_some())
 }
 
 pub fn decision_name(a: &Answer) -> &'static str {
@@ -865,7 +839,7 @@ pub fn refusal_text(r: &Refusal) -> String {
             mention(&a.by),
             a.at.format("%Y-%m-%d %H:%M:%S UTC")
         ),
-        Refusal::NotPaused(s) => format!("this run is {s}; there is nothing to decide"),
+        Refusal::NotOpen(s) => format!("this run is {s}; there is nothing to decide"),
         other => other.to_string(),
     }
 }

@@ -138,7 +138,8 @@ fn status(app: &App, id: &str) -> Value {
         let sep = if i == 0 { " at" } else { "\nalso at" };
         text.push_str(&format!("{sep} gate `{}`: {}", g.id, g.prompt));
     }
-    if let Some(err) = s.notification.as_ref().and_then(|n| n.error.as_ref()) {
+    let notes = app.store.notifications(&s.id).unwrap_or_default();
+    if let Some(err) = notes.last().and_then(|n| n.error.as_ref()) {
         text.push_str(&format!(
             "\n⚠ the approval message could not be posted: {err} (`/strands notify {}`)",
             s.id
@@ -161,9 +162,10 @@ fn list(app: &App, channel: &str) -> Value {
             s.origin
                 .as_ref()
                 .is_some_and(|o| o.channel == channel || o.approval_channel == channel)
-                || s.notification
-                    .as_ref()
-                    .is_some_and(|n| n.channel == channel)
+                || app
+                    .store
+                    .notifications(&s.id)
+                    .is_ok_and(|notes| notes.iter().any(|n| n.channel == channel))
         })
         .map(|s| {
             format!(
@@ -189,7 +191,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
     };
-    let Some(handle) = session.gate.as_ref().map(|g| g.handle()) else {
+    let Some(handle) = session.first_gate().map(|g| g.handle()) else {
         return ephemeral(format!(
             "`{}` is {}; only paused sessions can be cancelled",
             session.id, session.status
@@ -208,13 +210,18 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         vars: Default::default(),
         call: None,
     };
-    let target = session
-        .notification
-        .as_ref()
-        .and_then(|n| n.ts.clone().map(|ts| (n.channel.clone(), ts)));
+    let target = app
+        .store
+        .notifications(&session.id)
+        .unwrap_or_default()
+        .into_iter()
+        .rev()
+        .find(|n| n.gate == handle)
+        .and_then(|n| n.ts.map(|ts| (n.channel, ts)));
     let outcome = match target {
         Some((channel, ts)) => app.decide(&channel, &ts, &handle, answer).await,
-        None => match app.store.record_answer(&session.id, Some(&handle), &answer) {
+        // No message to update: the same intake, then the run goes on.
+        None => match app.take(&session, &handle, &answer).await {
             Ok(Ok(_)) => {
                 app.drive(session.id.clone());
                 Ok(Ok(()))

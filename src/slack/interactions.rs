@@ -175,7 +175,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             let probe = Decision::Edit {
                 arguments: serde_json::Value::Null,
             };
-            if let Err(why) = may_answer(app, &session, &handle, probe, &user, Some(&call)).await {
+            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
                 app.audit_refused_click(&channel, &ts, &handle, &user, Some(call), &why);
                 tell(app, &channel, &user, why);
                 return ok();
@@ -206,7 +206,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                     text: String::new(),
                 },
             };
-            if let Err(why) = may_answer(app, &session, &handle, probe, &user, None).await {
+            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
                 app.audit_refused_click(&channel, &ts, &handle, &user, None, &why);
                 tell(app, &channel, &user, why);
                 return ok();
@@ -246,25 +246,6 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     ok()
 }
 
-/// Whether `user` may answer gate `handle` of `session` with a decision of
-/// this kind — the same rules (approvers, groups, admins, self-approval) a
-/// click meets, checked before a modal opens so that nobody who may not
-/// answer ever sees the form.
-async fn may_answer(
-    app: &App,
-    session: &Session,
-    handle: &str,
-    probe: Decision,
-    user: &str,
-    call: Option<&str>,
-) -> Result<(), String> {
-    let Some(gate) = session.open_gate(handle) else {
-        return Err("that gate is no longer open".into());
-    };
-    app.authorize(gate, session, &answer(probe, user, call))
-        .await
-}
-
 /// Refuses early (before a modal opens) when the gate — or, for a tool
 /// call, the call — no longer waits; otherwise returns the session.
 async fn still_open(
@@ -301,10 +282,10 @@ async fn still_open(
             Some(a) => refusal_text(&crate::model::Refusal::AlreadyAnswered(a.clone())),
             None if waiting.is_none() && open => format!("no call `{call}` in this request"),
             None if open => format!("call `{call}` is no longer waiting"),
-            None => refusal_text(&crate::model::Refusal::NotPaused(session.status)),
+            None => refusal_text(&crate::model::Refusal::NotOpen(session.status)),
         });
     }
-    if open && session.pending_answer.is_none() {
+    if open && session.pending.is_none() {
         return Ok(session);
     }
     let last = session.history.iter().rev().find_map(|e| match &e.what {
@@ -315,9 +296,9 @@ async fn still_open(
         }
         _ => None,
     });
-    Err(match (last, session.pending_answer) {
+    Err(match (last, session.pending.map(|p| p.answer)) {
         (_, Some(a)) | (Some(a), None) => refusal_text(&crate::model::Refusal::AlreadyAnswered(a)),
-        (None, None) => refusal_text(&crate::model::Refusal::NotPaused(session.status)),
+        (None, None) => refusal_text(&crate::model::Refusal::NotOpen(session.status)),
     })
 }
 

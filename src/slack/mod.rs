@@ -61,7 +61,8 @@ fn recover(app: &app::App) -> Result<()> {
         app.drive(s.id);
     }
     for s in app.store.sessions_with_status(Status::Paused)? {
-        let posted = s.open_gates().all(|g| s.posted(&g.handle()));
+        let notes = app.store.notifications(&s.id)?;
+        let posted = s.open_gates().all(|g| app::posted(&notes, &g.handle()));
         if !posted {
             tracing::info!(session = %s.id, "posting an approval message that was never posted");
             app.drive(s.id);

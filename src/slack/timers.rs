@@ -86,12 +86,21 @@ pub fn default_timeout() -> Option<chrono::TimeDelta> {
 /// The open gate of `session` when it is waiting for an answer: paused at
 /// it, nothing recorded yet. Tool-call gates have no timers.
 fn waiting_gate<'a>(session: &'a Session, handle: Option<&str>) -> Option<&'a OpenGate> {
-    if session.status != Status::Paused || session.pending_answer.is_some() {
+    if session.status != Status::Paused || session.pending.is_some() {
         return None;
     }
     session
         .open_gates()
         .find(|g| g.kind != GateKind::ToolCall && handle.is_none_or(|h| g.handle() == h))
+}
+
+/// The message that asked for gate `handle` of session `id`, if any.
+fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model::Notification> {
+    app.store
+        .notifications(id)
+        .ok()?
+        .into_iter()
+        .find(|n| n.gate == handle)
 }
 
 /// The spec of a gate, by id, in the session's spec snapshot.
@@ -321,7 +330,7 @@ async fn fire_timeout(app: &App, t: &Timer) -> Result<()> {
         };
     }
     let mut messages = Vec::new();
-    if let Some(n) = session.notification.as_ref().filter(|n| n.gate == t.gate) {
+    if let Some(n) = note_for(app, &session.id, &t.gate) {
         if let Some(ts) = &n.ts {
             messages.push((n.channel.clone(), ts.clone()));
         }
@@ -430,10 +439,8 @@ async fn fire_reminder(app: &App, t: &Timer) -> Result<()> {
         return app.store.remove_timer(t);
     };
     let timing = gate_spec(&session, &gate.id)?;
-    let thread = session
-        .notification
-        .as_ref()
-        .filter(|n| n.gate == t.gate && n.ts.is_some() && !n.channel.is_empty())
+    let thread = note_for(app, &session.id, &t.gate)
+        .filter(|n| n.ts.is_some() && !n.channel.is_empty())
         .and_then(|n| Some((n.channel.clone(), n.thread_ts.clone().or(n.ts.clone())?)));
     if let Some((channel, thread_ts)) = thread {
         let who = if gate.approvers.is_empty() {
@@ -537,7 +544,7 @@ async fn escalate(app: &App, session: &Session, gate: &OpenGate, t: &Timer) -> R
         // Answered meanwhile.
         return app.store.remove_timer(t);
     };
-    let Some(gate) = session.gate.clone() else {
+    let Some(gate) = session.open_gate(&t.gate).cloned() else {
         return app.store.remove_timer(t);
     };
     let waited = now - gate.opened_at;
@@ -575,11 +582,7 @@ async fn escalate(app: &App, session: &Session, gate: &OpenGate, t: &Timer) -> R
     WAKE.notify_one();
     tracing::info!(session = %session.id, gate = %t.gate, "escalated to {}", targets_text(&targets));
     // A note in the original thread.
-    if let Some(n) = session
-        .notification
-        .as_ref()
-        .filter(|n| n.gate == t.gate && !n.channel.is_empty())
-    {
+    if let Some(n) = note_for(app, &session.id, &t.gate).filter(|n| !n.channel.is_empty()) {
         if let Some(thread) = n.thread_ts.clone().or(n.ts.clone()) {
             // `why` is ours (a duration, a Slack date): no user text in it.
             let text = format!("🔺 Escalated to {}: {why}", targets_text(&targets));
@@ -694,7 +697,7 @@ pub async fn after_answer(app: &App, session: &Session, gate_id: &str, answer: &
         _ => return,
     };
     let mut messages = esc.messages.clone();
-    if let Some(n) = session.notification.as_ref().filter(|n| n.gate == handle) {
+    if let Some(n) = note_for(app, &session.id, &handle) {
         if let Some(ts) = &n.ts {
             messages.push((n.channel.clone(), ts.clone()));
         }
@@ -847,7 +850,7 @@ mod tests {
     async fn a_timeout_is_recorded_once_and_marks_its_timer_in_the_same_step() {
         let dir = tempfile::tempdir().unwrap();
         let (store, session) = paused(dir.path()).await;
-        let gate = session.gate.clone().unwrap();
+        let gate = session.first_gate().cloned().unwrap();
         let timers = plan(&session.id, &gate, &GateTimers::default());
         assert!(store
             .arm_timers(&session.id, &gate.handle(), &timers)
@@ -874,7 +877,7 @@ mod tests {
             messages: vec![("C1".into(), "1.0".into())],
         };
         let recorded = store.record_timeout(&t, &answer, &fired).unwrap().unwrap();
-        assert_eq!(recorded.pending_answer.as_ref(), Some(&answer));
+        assert_eq!(recorded.pending.as_ref().map(|p| &p.answer), Some(&answer));
         // The timer says so: a restart shows the answer, never records it again.
         let after = store.next_timer().unwrap().unwrap();
         assert_eq!(after.fired.as_ref(), Some(&fired));
@@ -898,7 +901,7 @@ mod tests {
     async fn a_click_first_wins_and_the_timer_is_left_unfired() {
         let dir = tempfile::tempdir().unwrap();
         let (store, session) = paused(dir.path()).await;
-        let gate = session.gate.clone().unwrap();
+        let gate = session.first_gate().cloned().unwrap();
         let timers = plan(&session.id, &gate, &GateTimers::default());
         store
             .arm_timers(&session.id, &gate.handle(), &timers)

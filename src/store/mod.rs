@@ -39,6 +39,11 @@ pub mod trees {
     pub const TIMER_GATES: &str = "timer_gates";
     /// session id ++ 0 ++ gate handle → `Escalation` as JSON.
     pub const ESCALATIONS: &str = "escalations";
+    /// session id ++ 0 ++ gate handle → `Notification` as JSON: the latest
+    /// message that asked for that gate in a chat channel.
+    pub const NOTIFICATIONS: &str = "notifications";
+    /// `format` → the store's format (u32 big-endian).
+    pub const META: &str = "meta";
     /// session id ++ 0 ++ gate handle → `Answer` as JSON: a click on one of
     /// several open gates while the run was busy with another branch,
     /// waiting for the engine to record it (`store::queued`).
@@ -46,6 +51,9 @@ pub mod trees {
 }
 
 const HEAD_KEY: &[u8] = b"head";
+
+/// The layout this build writes (see [`Store::migrate`]).
+pub const STORE_FORMAT: u32 = 2;
 
 /// What an approval message asks about: a click finds its session and gate
 /// here, by the message's channel and `ts`.
@@ -98,7 +106,7 @@ impl Store {
         let events = db.open_tree(trees::SLACK_EVENTS)?;
         let audit = db.open_tree(trees::AUDIT)?;
         let audit_head = db.open_tree(trees::AUDIT_HEAD)?;
-        Ok(Store {
+        let store = Store {
             audit,
             audit_head,
             db,
@@ -107,7 +115,53 @@ impl Store {
             messages,
             events,
             path: path.to_path_buf(),
-        })
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Brings a store written by an earlier release to [`STORE_FORMAT`],
+    /// once: format 1 kept the Slack messages inside each session; they
+    /// move to the `notifications` tree and each session is rewritten in
+    /// the current session format. A store written by a newer release is
+    /// refused (its data could be misread).
+    fn migrate(&self) -> Result<()> {
+        let meta = self.tree(trees::META)?;
+        let format = match meta.get(b"format")? {
+            Some(v) => u32::from_be_bytes(
+                v.as_ref()
+                    .try_into()
+                    .map_err(|_| Error::Store("unreadable store format".into()))?,
+            ),
+            None => 1,
+        };
+        if format > STORE_FORMAT {
+            return Err(Error::Store(format!(
+                "the session store at {} has format {format}, written by a newer strands (this one knows {STORE_FORMAT}); upgrade strands",
+                self.path.display()
+            )));
+        }
+        if format == STORE_FORMAT {
+            return Ok(());
+        }
+        let mut moved = 0usize;
+        for kv in self.sessions.iter() {
+            let (key, bytes) = kv?;
+            let id = String::from_utf8_lossy(&key).into_owned();
+            for n in crate::model::wire::legacy_notifications(&bytes) {
+                self.record_notification(&id, &n)?;
+                moved += 1;
+            }
+            let session = crate::model::wire::decode(&bytes)
+                .map_err(|e| Error::Store(format!("session {id} is unreadable: {e}")))?;
+            self.sessions.insert(key, encode("session", &session)?)?;
+        }
+        meta.insert(b"format", &STORE_FORMAT.to_be_bytes())?;
+        self.db.flush()?;
+        if moved > 0 {
+            tracing::info!(messages = moved, "store migrated to format {STORE_FORMAT}");
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -127,40 +181,57 @@ impl Store {
         Ok(())
     }
 
-    /// Records the approval message posted for the open gate (or why posting
-    /// failed) and, when posted, indexes it by channel + ts — one atomic
-    /// write with the session, so a click can always find what it approves.
-    pub fn record_notification(
-        &self,
-        session: &mut Session,
-        n: crate::model::Notification,
-    ) -> Result<()> {
+    /// Records the message that asked for gate `n.gate` of `session` (or
+    /// why posting it failed) and, when posted, indexes it by channel +
+    /// ts — one atomic write, so a click can always find what it answers.
+    /// The session itself is not written: a post never races the engine's
+    /// checkpoints. The latest record per gate wins.
+    pub fn record_notification(&self, session: &str, n: &crate::model::Notification) -> Result<()> {
+        let notes = self.tree(trees::NOTIFICATIONS)?;
         let index = match &n.ts {
-            Some(ts) => {
-                let target = MessageTarget {
-                    session: session.id.clone(),
-                    gate: n.gate.clone(),
-                };
-                let bytes = serde_json::to_vec(&target)
-                    .map_err(|e| Error::Internal(format!("encode message target: {e}")))?;
-                Some((message_key(&n.channel, ts), bytes))
-            }
+            Some(ts) => Some((
+                message_key(&n.channel, ts),
+                encode(
+                    "message target",
+                    &MessageTarget {
+                        session: session.to_string(),
+                        gate: n.gate.clone(),
+                    },
+                )?,
+            )),
             None => None,
         };
-        let expected = session.rev;
-        let mut next = session.clone();
-        let open: Vec<String> = next.open_gates().map(|g| g.handle()).collect();
-        next.messages.retain(|h, _| open.contains(h));
-        if open.contains(&n.gate) {
-            next.messages.insert(n.gate.clone(), n.clone());
-        }
-        next.notification = Some(n);
-        next.rev = expected + 1;
-        next.updated_at = Utc::now();
-        self.write(&next, Some(expected), index)?;
-        next.audit.clear();
-        *session = next;
+        let key = gate_key(session, &n.gate);
+        let record = encode("notification", n)?;
+        let res: std::result::Result<(), TransactionError<String>> = (&notes, &self.messages)
+            .transaction(|(t, msg)| {
+                t.insert(key.as_slice(), record.as_slice())?;
+                if let Some((k, v)) = &index {
+                    msg.insert(k.as_slice(), v.as_slice())?;
+                }
+                Ok(())
+            });
+        res.map_err(|e| Error::Store(format!("record notification: {e:?}")))?;
+        self.db.flush()?;
         Ok(())
+    }
+
+    /// The messages that asked for a session's gates (the latest per
+    /// gate), oldest first.
+    pub fn notifications(&self, session: &str) -> Result<Vec<crate::model::Notification>> {
+        let notes = self.tree(trees::NOTIFICATIONS)?;
+        let mut prefix = session.as_bytes().to_vec();
+        prefix.push(0);
+        let mut out: Vec<crate::model::Notification> = Vec::new();
+        for kv in notes.scan_prefix(&prefix) {
+            let (_, v) = kv?;
+            match serde_json::from_slice(&v) {
+                Ok(n) => out.push(n),
+                Err(e) => tracing::warn!(session, "skipping an unreadable notification: {e}"),
+            }
+        }
+        out.sort_by_key(|n| n.at);
+        Ok(out)
     }
 
     /// The session and gate an approval message was posted for.
@@ -271,7 +342,7 @@ impl Store {
     pub fn load(&self, id: &str) -> Result<Option<Session>> {
         match self.sessions.get(id.as_bytes())? {
             None => Ok(None),
-            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Some(bytes) => crate::model::wire::decode(&bytes).map(Some).map_err(|e| {
                 Error::Store(format!(
                     "session {id} in {} is unreadable: {e}",
                     self.path.display()
@@ -385,7 +456,7 @@ impl Store {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
-                let mut session: Session = match serde_json::from_slice(&cur) {
+                let mut session: Session = match crate::model::wire::decode(&cur) {
                     Ok(v) => v,
                     Err(e) => {
                         return Err(ConflictableTransactionError::Abort(Err(format!(
@@ -393,7 +464,7 @@ impl Store {
                         ))))
                     }
                 };
-                if let Err(refusal) = crate::model::accept::accept(&mut session, gate, answer) {
+                if let Err(refusal) = session.accept(gate, answer) {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
@@ -713,7 +784,7 @@ impl Store {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
-                let mut session: Session = match serde_json::from_slice(&cur) {
+                let mut session: Session = match crate::model::wire::decode(&cur) {
                     Ok(v) => v,
                     Err(e) => {
                         return Err(ConflictableTransactionError::Abort(Err(format!(
@@ -721,9 +792,7 @@ impl Store {
                         ))))
                     }
                 };
-                if let Err(refusal) =
-                    crate::model::accept::accept(&mut session, Some(&timer.gate), answer)
-                {
+                if let Err(refusal) = session.accept(Some(&timer.gate), answer) {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
@@ -766,7 +835,7 @@ impl Store {
             let Some(mut session) = self.load(id)? else {
                 return Ok(None);
             };
-            let open = session.status == Status::Paused && session.pending_answer.is_none();
+            let open = session.status == Status::Paused && session.pending.is_none();
             let Some(g) = session.open_gate_mut(gate).filter(|_| open) else {
                 return Ok(None);
             };

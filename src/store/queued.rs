@@ -33,26 +33,24 @@ impl Store {
             let Some(cur) = s.get(id.as_bytes())? else {
                 return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
             };
-            let session: Session = serde_json::from_slice(&cur).map_err(|e| {
+            let session: Session = crate::model::wire::decode(&cur).map_err(|e| {
                 ConflictableTransactionError::Abort(Err(format!("unreadable session: {e}")))
             })?;
             if session.status != Status::Running {
-                return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotPaused(
+                return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotOpen(
                     session.status,
                 ))));
             }
-            if !session.parked.iter().any(|g| g.handle() == handle) {
-                return Err(ConflictableTransactionError::Abort(Ok(
-                    Refusal::StaleGate {
-                        open: session.gate.as_ref().map(|g| g.handle()),
-                    },
-                )));
+            if !session.gates.contains_key(handle) {
+                return Err(ConflictableTransactionError::Abort(Ok(Refusal::Stale {
+                    open: session.first_gate().map(|g| g.handle()),
+                })));
             }
             if let Some(prev) = q.get(&k)? {
                 let prev: Option<Answer> = serde_json::from_slice(&prev).ok();
                 return Err(ConflictableTransactionError::Abort(Ok(match prev {
                     Some(a) => Refusal::AlreadyAnswered(a),
-                    None => Refusal::Invalid("an answer is already waiting".into()),
+                    None => Refusal::BadAnswer("an answer is already waiting".into()),
                 })));
             }
             let bytes = serde_json::to_vec(answer)

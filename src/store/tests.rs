@@ -45,15 +45,19 @@ fn paused_session(id: &str) -> Session {
             next: 1,
             steps: vec![None, None],
         },
-        gate: Some(gate::open(
+        format: crate::model::SESSION_FORMAT,
+        gates: [gate::open(
             &spec,
             Position::Step(1),
             1,
             "ok?".into(),
             "ctx".into(),
             now,
-        )),
-        pending_answer: None,
+        )]
+        .into_iter()
+        .map(|g| (g.handle(), g))
+        .collect(),
+        pending: None,
         human_feedback: None,
         hitl_response: None,
         history: Vec::new(),
@@ -64,9 +68,6 @@ fn paused_session(id: &str) -> Session {
         out_dir: ".".into(),
         failure: None,
         origin: None,
-        notification: None,
-        messages: Default::default(),
-        parked: Vec::new(),
         agent_turn: None,
         trusted_tools: Default::default(),
         denied_calls: Default::default(),
@@ -117,8 +118,8 @@ fn fifty_concurrent_answers_record_exactly_one() {
     let stored = store.get("s1").expect("get");
     assert_eq!(stored.status, Status::Running);
     assert_eq!(
-        stored.pending_answer.as_ref().map(|a| a.by.clone()),
-        won[0].pending_answer.as_ref().map(|a| a.by.clone())
+        stored.pending.as_ref().map(|p| p.answer.by.clone()),
+        won[0].pending.as_ref().map(|p| p.answer.by.clone())
     );
 }
 
@@ -132,7 +133,7 @@ fn a_stale_gate_handle_changes_nothing() {
     let r = store
         .record_answer("s2", Some("review#7"), &approve("bob"))
         .expect("store ok");
-    assert!(matches!(r, Err(Refusal::StaleGate { .. })), "{r:?}");
+    assert!(matches!(r, Err(Refusal::Stale { .. })), "{r:?}");
     assert_eq!(store.get("s2").expect("get"), before);
     assert!(matches!(
         store
@@ -164,7 +165,7 @@ fn summaries_follow_sessions_and_cleanup_keeps_paused_ones() {
     store.create(&mut paused).expect("create");
     let mut done = paused_session("d1");
     done.status = Status::Completed;
-    done.gate = None;
+    done.gates.clear();
     store.create(&mut done).expect("create");
     assert_eq!(store.list(Some(Status::Paused)).expect("list").len(), 1);
     assert_eq!(store.list(None).expect("list").len(), 2);

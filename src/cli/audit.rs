@@ -1,0 +1,151 @@
+//! `strands audit verify|export`.
+
+use super::*;
+
+pub(super) fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
+    use crate::audit::{AuditEntry, Verdict};
+    let store = ctx.open()?;
+    match cmd {
+        AuditCommand::Verify { json } => {
+            let verdict = crate::audit::verify(store.audit_entries(), store.audit_head()?);
+            let (code, text, obj) = match &verdict {
+                Verdict::Intact { entries } => (
+                    exit::OK,
+                    format!("audit chain intact: {entries} entries"),
+                    json!({ "intact": true, "entries": entries }),
+                ),
+                Verdict::Broken { seq, why } => (
+                    exit::AUDIT_BROKEN,
+                    format!("audit chain broken at entry #{seq}: {why}"),
+                    json!({ "intact": false, "broken_at": seq, "why": why }),
+                ),
+            };
+            if json {
+                println!("{obj}");
+            }
+            if code == exit::OK {
+                eprintln!("{text}");
+            } else {
+                eprintln!("error: {text}");
+            }
+            Ok(code)
+        }
+        AuditCommand::Export {
+            since,
+            session,
+            format,
+        } => {
+            let since = match since.as_deref() {
+                None => None,
+                Some(s) => Some(parse_since(s)?),
+            };
+            let mut out = std::io::stdout().lock();
+            let mut csv = (format == "csv").then(|| csv::Writer::from_writer(Vec::new()));
+            if let Some(w) = csv.as_mut() {
+                w.write_record([
+                    "seq",
+                    "at",
+                    "session",
+                    "workflow",
+                    "kind",
+                    "gate",
+                    "call",
+                    "who",
+                    "via",
+                    "decision",
+                    "response_ms",
+                    "shown_digest",
+                    "preview",
+                    "detail",
+                    "prev",
+                    "hash",
+                ])
+                .map_err(|e| Error::Internal(format!("csv: {e}")))?;
+            }
+            for (seq, bytes) in store.audit_entries() {
+                let entry: AuditEntry = serde_json::from_slice(&bytes).map_err(|e| {
+                    Error::Store(format!(
+                        "audit entry #{seq} is unreadable ({e}); run `strands audit verify`"
+                    ))
+                })?;
+                let e = &entry.event;
+                if since.is_some_and(|t| e.at.is_none_or(|at| at < t)) {
+                    continue;
+                }
+                if session
+                    .as_deref()
+                    .is_some_and(|s| !e.session.starts_with(s))
+                {
+                    continue;
+                }
+                match csv.as_mut() {
+                    Some(w) => {
+                        let kind = e
+                            .kind
+                            .map(|k| {
+                                serde_json::to_value(k)
+                                    .ok()
+                                    .and_then(|v| v.as_str().map(str::to_string))
+                                    .unwrap_or_default()
+                            })
+                            .unwrap_or_default();
+                        w.write_record([
+                            entry.seq.to_string(),
+                            e.at.map(|t| t.to_rfc3339()).unwrap_or_default(),
+                            e.session.clone(),
+                            e.workflow.clone(),
+                            kind,
+                            e.gate.clone().unwrap_or_default(),
+                            e.call.clone().unwrap_or_default(),
+                            e.who.clone().unwrap_or_default(),
+                            e.via.clone().unwrap_or_default(),
+                            e.decision
+                                .as_ref()
+                                .map(|d| d.to_string())
+                                .unwrap_or_default(),
+                            e.response_ms.map(|m| m.to_string()).unwrap_or_default(),
+                            e.shown_digest.clone().unwrap_or_default(),
+                            e.preview.clone().unwrap_or_default(),
+                            e.detail.clone().unwrap_or_default(),
+                            entry.prev.clone(),
+                            entry.hash.clone(),
+                        ])
+                        .map_err(|e| Error::Internal(format!("csv: {e}")))?;
+                    }
+                    None => {
+                        use std::io::Write;
+                        let line = serde_json::to_string(&entry)
+                            .map_err(|e| Error::Internal(e.to_string()))?;
+                        writeln!(out, "{line}")
+                            .map_err(|e| Error::io("cannot write to stdout", e))?;
+                    }
+                }
+            }
+            if let Some(w) = csv {
+                use std::io::Write;
+                let bytes = w
+                    .into_inner()
+                    .map_err(|e| Error::Internal(format!("csv: {e}")))?;
+                out.write_all(&bytes)
+                    .map_err(|e| Error::io("cannot write to stdout", e))?;
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// `--since`: RFC 3339, or a date meaning its midnight UTC.
+pub(super) fn parse_since(s: &str) -> Result<chrono::DateTime<Utc>> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--since `{s}` is not RFC 3339 (2026-11-21T09:00:00Z) or a date (2026-11-21)"
+            ))
+        })
+}

@@ -1,0 +1,530 @@
+//! Agent steps: model requests (several at once, up to `max_parallel`),
+//! the tool-calling loop, tool-call gates, and running approved calls at
+//! most once.
+use super::*;
+
+impl Engine<'_> {
+    pub(super) fn provider(&mut self, spec: &Spec, agent: &str) -> Result<(Provider, String)> {
+        let a = spec
+            .agents
+            .get(agent)
+            .ok_or_else(|| Error::Internal(format!("agent `{agent}` vanished")))?;
+        let name = a.provider.as_deref().unwrap_or(&spec.runtime.provider);
+        let kind = ProviderKind::parse(name)?;
+        // runtime.host belongs to the runtime's provider; an agent that names
+        // another provider uses that provider's defaults.
+        let host = if a.provider.is_none()
+            || a.provider.as_deref() == Some(spec.runtime.provider.as_str())
+        {
+            spec.runtime.host.clone()
+        } else {
+            None
+        };
+        let model = a
+            .model_id
+            .clone()
+            .or_else(|| spec.runtime.model_id.clone())
+            .unwrap_or_else(|| default_model(kind).to_string());
+        let key = (kind, host.clone());
+        if let Some(p) = self.providers.get(&key) {
+            return Ok((p.clone(), model));
+        }
+        let p = Provider::new(&ProviderConfig {
+            kind,
+            host,
+            timeout: self.timeout,
+            retry: crate::provider::retry::RetryPolicy::from_env(),
+        })?;
+        self.providers.insert(key, p.clone());
+        Ok((p, model))
+    }
+
+    pub(super) fn request(
+        &mut self,
+        spec: &Spec,
+        session: &Session,
+        step: &AgentStep,
+        position: &Position,
+    ) -> Result<(Provider, ChatRequest)> {
+        let agent = spec
+            .agents
+            .get(&step.agent)
+            .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", step.agent)))?;
+        let ctx = context::build(spec, session, Some(&step.vars), Some(position));
+        let system = self.templates.render(
+            &format!("the prompt of agent `{}`", agent.id),
+            &agent.prompt,
+            &ctx,
+        )?;
+        let input = match &step.input {
+            Some(t) => self
+                .templates
+                .render(&format!("the input of {position}"), t, &ctx)?,
+            None => pattern::last_response_at(&session.state, Some(position))
+                .unwrap_or_else(|| system.clone()),
+        };
+        let (provider, model) = self.provider(spec, &step.agent)?;
+        Ok((
+            provider,
+            ChatRequest {
+                agent: agent.id.clone(),
+                model,
+                system,
+                messages: vec![Message::user(input)],
+                temperature: agent.temperature.or(spec.runtime.temperature),
+                top_p: agent.top_p.or(spec.runtime.top_p),
+                max_tokens: agent.max_tokens.or(spec.runtime.max_tokens),
+                tools: Vec::new(),
+            },
+        ))
+    }
+
+    /// Marks model requests as sent, durably, before they go out. A
+    /// position already marked was in flight when an earlier process
+    /// stopped: its request is sent again (at-least-once), which is
+    /// audited and reported.
+    pub(super) async fn mark_in_flight<C: HumanChannel>(
+        &mut self,
+        session: &mut Session,
+        positions: &[String],
+        channel: &mut C,
+    ) -> Result<()> {
+        let mut resent = Vec::new();
+        for p in positions {
+            if !session.in_flight.insert(p.clone()) {
+                let mut ev = AuditEvent::new(AuditKind::Resent, &session.id, &session.workflow);
+                ev.detail = Some(format!(
+                    "{p}: model request re-sent after a crash (the earlier one may have reached the model)"
+                ));
+                session.audit.push(ev);
+                resent.push(p.clone());
+            }
+        }
+        self.store.checkpoint(session)?;
+        for position in resent {
+            channel
+                .progress(session, &Progress::Resent { position })
+                .await;
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_budget(spec: &Spec, session: &Session) -> Result<()> {
+        if let Some(max) = spec.runtime.budget_max_tokens {
+            let used = session.total_usage().total();
+            if used >= max {
+                return Err(Error::Budget(format!(
+                    "{used} tokens used, runtime.budgets.max_tokens is {max}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs ready agent steps, at most `max_parallel` at a time, recording
+    /// and checkpointing each as it finishes.
+    pub(super) async fn run_agents<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        work: Vec<pattern::Work<'_>>,
+        channel: &mut C,
+    ) -> Result<()> {
+        Self::check_budget(spec, session)?;
+        // Steps whose agent has tools run one at a time through the tool
+        // loop; a step interrupted mid-conversation continues first.
+        let has_tools = |w: &&pattern::Work<'_>| {
+            spec.agents
+                .get(&w.step.agent)
+                .is_some_and(|a| !a.tools.is_empty())
+        };
+        let resumed = session
+            .agent_turn
+            .as_ref()
+            .and_then(|t| work.iter().find(|w| w.position == t.position));
+        if let Some(w) = resumed.or_else(|| work.iter().find(has_tools)) {
+            return self.run_tool_step(spec, session, w, channel).await;
+        }
+        let mut queue = Vec::new();
+        for w in &work {
+            let (provider, req) = self.request(spec, session, &w.step, &w.position)?;
+            queue.push((w.position.clone(), provider, req));
+        }
+        queue.reverse();
+        let mut running: JoinSet<(Position, String, u64, Result<crate::provider::ChatResponse>)> =
+            JoinSet::new();
+        let limit = spec.runtime.max_parallel.max(1);
+        loop {
+            let mut batch = Vec::new();
+            while running.len() + batch.len() < limit {
+                let Some(next) = queue.pop() else {
+                    break;
+                };
+                batch.push(next);
+            }
+            if !batch.is_empty() {
+                let positions: Vec<String> = batch.iter().map(|(p, _, _)| p.to_string()).collect();
+                self.mark_in_flight(session, &positions, channel).await?;
+            }
+            for (position, provider, req) in batch {
+                running.spawn(async move {
+                    let started = Instant::now();
+                    let res = provider.complete(&req).await;
+                    (
+                        position,
+                        req.agent,
+                        started.elapsed().as_millis() as u64,
+                        res,
+                    )
+                });
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
+            let (position, agent, millis, res) =
+                joined.map_err(|e| Error::Internal(format!("model call task failed: {e}")))?;
+            let resp = res?;
+            session.in_flight.remove(&position.to_string());
+            session
+                .usage
+                .entry(agent.clone())
+                .or_default()
+                .add(resp.usage);
+            pattern::record(
+                spec,
+                &mut session.state,
+                &position,
+                StepRecord {
+                    agent: Some(agent.clone()),
+                    response: resp.text,
+                    kind: RecordKind::Agent,
+                    finished_at: Utc::now(),
+                },
+            )?;
+            self.store.checkpoint(session)?;
+            channel
+                .progress(
+                    session,
+                    &Progress::StepDone {
+                        position: position.to_string(),
+                        agent,
+                        tokens: resp.usage.total(),
+                        millis,
+                    },
+                )
+                .await;
+            if let Some(max) = spec.runtime.budget_max_tokens {
+                let used = session.total_usage().total();
+                if used > max {
+                    return Err(Error::Budget(format!(
+                        "{used} tokens used, runtime.budgets.max_tokens is {max}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One agent step with tools, from wherever its conversation stands to
+    /// its answer — or to a tool-call gate, leaving the session paused.
+    pub(super) async fn run_tool_step<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        w: &pattern::Work<'_>,
+        channel: &mut C,
+    ) -> Result<()> {
+        let agent = spec
+            .agents
+            .get(&w.step.agent)
+            .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", w.step.agent)))?;
+        let mut toolbox = tools::Toolbox::for_agent(spec, agent)?;
+        toolbox.connect().await?;
+        let (provider, first) = self.request(spec, session, &w.step, &w.position)?;
+        if session.agent_turn.as_ref().map(|t| &t.position) != Some(&w.position) {
+            session.agent_turn = Some(AgentTurn {
+                position: w.position.clone(),
+                agent: agent.id.clone(),
+                system: first.system.clone(),
+                messages: first.messages.clone(),
+                turns: 0,
+                calls: Vec::new(),
+            });
+            self.store.checkpoint(session)?;
+        }
+        let started = Instant::now();
+        loop {
+            // 1. The latest turn's calls: wait for humans, then run what was approved.
+            let pending = session
+                .agent_turn
+                .as_ref()
+                .map(|t| !t.calls.is_empty())
+                .unwrap_or(false);
+            if pending {
+                if self.open_tool_gate(spec, session, &w.position)? {
+                    return Ok(());
+                }
+                self.run_approved_calls(session, &toolbox).await?;
+            }
+            // 2. Ask the model.
+            Self::check_budget(spec, session)?;
+            let turn = session
+                .agent_turn
+                .as_mut()
+                .ok_or_else(|| Error::Internal("tool step lost its conversation".into()))?;
+            if turn.turns >= agent.max_turns {
+                return Err(Error::Runtime(format!(
+                    "agent `{}` reached its turn limit ({}) at {} without answering",
+                    agent.id, agent.max_turns, w.position
+                )));
+            }
+            let mut req = first.clone();
+            req.system = turn.system.clone();
+            req.messages = turn.messages.clone();
+            req.tools = toolbox.specs();
+            let at = w.position.to_string();
+            self.mark_in_flight(session, std::slice::from_ref(&at), channel)
+                .await?;
+            let resp = provider.complete(&req).await?;
+            session.in_flight.remove(&at);
+            let turn = session
+                .agent_turn
+                .as_mut()
+                .ok_or_else(|| Error::Internal("tool step lost its conversation".into()))?;
+            turn.turns += 1;
+            session
+                .usage
+                .entry(agent.id.clone())
+                .or_default()
+                .add(resp.usage);
+            let turn = session
+                .agent_turn
+                .as_mut()
+                .ok_or_else(|| Error::Internal("tool step lost its conversation".into()))?;
+            if resp.tool_calls.is_empty() {
+                session.agent_turn = None;
+                pattern::record(
+                    spec,
+                    &mut session.state,
+                    &w.position,
+                    StepRecord {
+                        agent: Some(agent.id.clone()),
+                        response: resp.text,
+                        kind: RecordKind::Agent,
+                        finished_at: Utc::now(),
+                    },
+                )?;
+                self.store.checkpoint(session)?;
+                channel
+                    .progress(
+                        session,
+                        &Progress::StepDone {
+                            position: w.position.to_string(),
+                            agent: agent.id.clone(),
+                            tokens: session.usage.get(&agent.id).map(|u| u.total()).unwrap_or(0),
+                            millis: started.elapsed().as_millis() as u64,
+                        },
+                    )
+                    .await;
+                return Ok(());
+            }
+            if turn.turns >= agent.max_turns {
+                // Its results could never reach the model: run and ask nothing.
+                return Err(Error::Runtime(format!(
+                    "agent `{}` reached its turn limit ({}) at {} still calling tools",
+                    agent.id, agent.max_turns, w.position
+                )));
+            }
+            turn.messages.push(Message::Assistant {
+                content: resp.text.clone(),
+                tool_calls: resp.tool_calls.clone(),
+            });
+            let snapshot = session.clone();
+            let calls = toolbox.classify(&snapshot, &resp.tool_calls, &self.templates);
+            if let Some(turn) = session.agent_turn.as_mut() {
+                turn.calls = calls;
+            }
+            self.store.checkpoint(session)?;
+        }
+    }
+
+    /// Opens the tool-call gate when any call waits for a human. True when
+    /// the session is now paused.
+    pub(super) fn open_tool_gate(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        position: &Position,
+    ) -> Result<bool> {
+        let Some(turn) = session.agent_turn.as_ref() else {
+            return Ok(false);
+        };
+        let waiting = turn.waiting().count();
+        if waiting == 0 {
+            return Ok(false);
+        }
+        let now = Utc::now();
+        session.gates_opened += 1;
+        let opened = crate::model::OpenGate {
+            id: "tools".into(),
+            instance: session.gates_opened,
+            kind: crate::spec::GateKind::ToolCall,
+            position: position.clone(),
+            prompt: format!(
+                "agent `{}` asks to run {waiting} tool call{} that need{} approval",
+                turn.agent,
+                if waiting == 1 { "" } else { "s" },
+                if waiting == 1 { "s" } else { "" }
+            ),
+            context: tools::describe_calls(&turn.calls),
+            show_preview: true,
+            preview_length: 4000,
+            default: None,
+            fallback: crate::spec::Fallback::Cancel,
+            opened_at: now,
+            timeout_at: None,
+            require_reason: false,
+            channel: None,
+            approvers: spec.approval.approvers.clone(),
+            // Each call is one decision: tool gates take no quorum.
+            approvals_required: 1,
+            allow_self_approval: spec.approval.allow_self_approval,
+            approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
+            trigger: None,
+        };
+        gates::audit_request(session, &opened);
+        session.gates.insert(opened.handle(), opened);
+        session.status = Status::Paused;
+        self.store.checkpoint(session)?;
+        Ok(true)
+    }
+
+    /// Runs the approved calls of the latest turn, in order, each at most
+    /// once, then hands every outcome to the conversation.
+    pub(super) async fn run_approved_calls(
+        &mut self,
+        session: &mut Session,
+        toolbox: &tools::Toolbox,
+    ) -> Result<()> {
+        let count = session
+            .agent_turn
+            .as_ref()
+            .map(|t| t.calls.len())
+            .unwrap_or(0);
+        for i in 0..count {
+            let Some(pc) = session
+                .agent_turn
+                .as_ref()
+                .and_then(|t| t.calls.get(i))
+                .cloned()
+            else {
+                continue;
+            };
+            let result = match &pc.state {
+                CallState::Done { .. } => continue,
+                CallState::Waiting => return Err(Error::Internal("a waiting call reached execution".into())),
+                CallState::Running => crate::tools::ToolResult::error(
+                    "interrupted while running (the process stopped); not run again — it may or may not have taken effect",
+                ),
+                CallState::Rejected { by, reason } => crate::tools::ToolResult::error(match reason {
+                    Some(r) if !r.trim().is_empty() => format!("denied by {by}: {r}"),
+                    _ => format!("denied by {by}"),
+                }),
+                CallState::Approved { digest, .. } => {
+                    if crate::tools::digest(&pc.call.name, &pc.call.arguments) != *digest {
+                        crate::tools::ToolResult::error("not run: the call differs from what was approved")
+                    } else if let Some(tool) = toolbox.tool(&pc.call.name) {
+                        set_call_state(session, i, CallState::Running);
+                        self.store.checkpoint(session)?;
+                        // A call a human looked at may follow redirects
+                        // anywhere the egress policy allows.
+                        let grant = match &pc.request {
+                            Some(_) if !by_policy(&pc.state) => crate::tools::Grant::Human,
+                            _ => crate::tools::Grant::Policy,
+                        };
+                        let result = tool.run(&pc.call.arguments, &toolbox.env, grant).await;
+                        if let Some(why) = &result.blocked {
+                            let mut ev = AuditEvent::new(AuditKind::EgressBlocked, &session.id, &session.workflow);
+                            ev.call = Some(pc.call.id.clone());
+                            ev.detail = Some(spec_redact(why));
+                            session.audit.push(ev);
+                        }
+                        let mut ev = AuditEvent::new(AuditKind::ToolRun, &session.id, &session.workflow);
+                        ev.call = Some(pc.call.id.clone());
+                        ev.detail = Some(format!(
+                            "{} ran: {}, {} characters of result",
+                            pc.call.name,
+                            if result.is_error { "error" } else { "ok" },
+                            result.content.chars().count()
+                        ));
+                        session.audit.push(ev);
+                        result
+                    } else {
+                        crate::tools::ToolResult::error(format!("unknown tool `{}`", pc.call.name))
+                    }
+                }
+            };
+            set_call_state(session, i, CallState::Done { result });
+            self.store.checkpoint(session)?;
+        }
+        if let Some(turn) = session.agent_turn.as_mut() {
+            for pc in std::mem::take(&mut turn.calls) {
+                let (mut content, is_error) = match pc.state {
+                    CallState::Done { result } => (result.content, result.is_error),
+                    _ => ("not run".to_string(), true),
+                };
+                // Tell the model when a human edited what it asked for.
+                let proposed = turn.messages.iter().rev().find_map(|m| match m {
+                    Message::Assistant { tool_calls, .. } => tool_calls
+                        .iter()
+                        .find(|c| c.id == pc.call.id)
+                        .map(|c| c.arguments.clone()),
+                    _ => None,
+                });
+                if proposed.is_some_and(|p| p != pc.call.arguments) {
+                    content = format!(
+                        "(a human edited the arguments before it ran; it ran with {})\n{content}",
+                        pc.call.arguments
+                    );
+                }
+                turn.messages.push(Message::Tool {
+                    call_id: pc.call.id,
+                    name: pc.call.name,
+                    content,
+                    is_error,
+                });
+            }
+        }
+        self.store.checkpoint(session)?;
+        Ok(())
+    }
+}
+
+/// Whether an approved call was approved by the policy (or a trust), not
+/// by a human answering this call.
+fn by_policy(state: &CallState) -> bool {
+    matches!(state, CallState::Approved { by, .. } if by == "policy" || by.starts_with("trust by "))
+}
+
+/// Refusal texts name addresses, not secrets; still, run them through the
+/// built-in secret patterns before they enter the log.
+fn spec_redact(text: &str) -> String {
+    crate::audit::redact::Redactor::default().redact(text)
+}
+
+fn set_call_state(session: &mut Session, i: usize, state: CallState) {
+    if let Some(pc) = session.agent_turn.as_mut().and_then(|t| t.calls.get_mut(i)) {
+        pc.state = state;
+    }
+}
+
+fn default_model(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::OpenAi => "gpt-4o-mini",
+        ProviderKind::Ollama => "llama3.2",
+        ProviderKind::Anthropic => "claude-sonnet-4-5",
+        ProviderKind::Echo => "echo",
+    }
+}

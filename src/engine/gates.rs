@@ -1,0 +1,98 @@
+//! Opening a spec's gate at a position: its condition, its rendered
+//! prompt and context (redacted), the workflow's approval defaults, and
+//! the audit record of the request.
+use super::*;
+
+impl Engine<'_> {
+    /// Opens a spec gate at `position`: `None` when its condition is false
+    /// (then recorded as skipped), else the gate to ask, with the workflow's
+    /// `security` defaults filling what the gate leaves open.
+    pub(super) fn open_gate(
+        &mut self,
+        spec: &Spec,
+        session: &mut Session,
+        position: Position,
+        gate: &crate::spec::GateSpec,
+    ) -> Result<Option<crate::model::OpenGate>> {
+        let ctx = context::build(spec, session, None, Some(&position));
+        if let Some(cond) = &gate.condition {
+            if !self.templates.truthy(
+                &format!("the condition of gate `{}`", gate.id),
+                cond,
+                &ctx,
+            )? {
+                pattern::record(
+                    spec,
+                    &mut session.state,
+                    &position,
+                    StepRecord {
+                        agent: None,
+                        response: String::new(),
+                        kind: RecordKind::Skipped,
+                        finished_at: Utc::now(),
+                    },
+                )?;
+                session.history.push(GateEvent {
+                    gate: gate.id.clone(),
+                    instance: 0,
+                    asked_at: None,
+                    what: GateEventKind::Skipped {
+                        condition: cond.clone(),
+                    },
+                });
+                let mut ev = AuditEvent::new(AuditKind::Skip, &session.id, &session.workflow);
+                ev.gate = Some(gate.id.clone());
+                ev.detail = Some(format!("condition `{cond}` was false"));
+                session.audit.push(ev);
+                return Ok(None);
+            }
+        }
+        let prompt = self.templates.render(
+            &format!("the prompt of gate `{}`", gate.id),
+            &gate.prompt,
+            &ctx,
+        )?;
+        let shown = match &gate.context_display {
+            Some(t) => self.templates.render(
+                &format!("the context_display of gate `{}`", gate.id),
+                t,
+                &ctx,
+            )?,
+            None => pattern::last_response_at(&session.state, Some(&position)).unwrap_or_default(),
+        };
+        session.gates_opened += 1;
+        // What humans are shown is redacted (security.redact + secrets).
+        let mut opened = gate::open(
+            gate,
+            position,
+            session.gates_opened,
+            spec.redactor.redact(&prompt),
+            spec.redactor.redact(&shown),
+            Utc::now(),
+        );
+        if gate.approvers.is_none() {
+            opened.approvers = spec.approval.approvers.clone();
+        }
+        if gate.approvals_required.is_none() {
+            opened.approvals_required = spec.approval.approvals_required.unwrap_or(1).max(1);
+        }
+        if gate.allow_self_approval.is_none() {
+            opened.allow_self_approval = spec.approval.allow_self_approval;
+        }
+        Ok(Some(opened))
+    }
+}
+
+/// Records that a gate asked: a digest of exactly what was shown, and a
+/// short (already redacted) preview.
+pub(super) fn audit_request(session: &mut Session, gate: &crate::model::OpenGate) {
+    let mut ev = AuditEvent::new(AuditKind::Request, &session.id, &session.workflow);
+    ev.gate = Some(gate.handle());
+    ev.shown_digest = Some(crate::audit::sha256_hex(&format!(
+        "{}\n{}",
+        gate.prompt, gate.context
+    )));
+    ev.preview = Some(crate::model::cut(&gate.context, 300).0);
+    ev.detail = Some(gate.prompt.clone());
+    session.audit.push(ev);
+}
