@@ -555,8 +555,7 @@ fn main() {
             reply_to_paused.push(t1.saturating_duration_since(server.arrival(k)));
             // The same write + flush the engine does when it pauses.
             let c0 = Instant::now();
-            store
-                .checkpoint(&mut s)
+            rt.block_on(store.checkpoint(&mut s))
                 .expect("checkpoint of the paused session failed");
             checkpoint.push(c0.elapsed());
             session_bytes = serde_json::to_vec(&s)
@@ -576,7 +575,7 @@ fn main() {
                 runs + cli_runs
             ),
             &store_path,
-            store.count(),
+            rt.block_on(store.count()).expect("count"),
         );
 
         for id in &ids {
@@ -595,7 +594,7 @@ fn main() {
         print_store_size(
             &format!("after resuming {runs} of them"),
             &store_path,
-            store.count(),
+            rt.block_on(store.count()).expect("count"),
         );
     }
     println!("one paused session is {session_bytes} bytes of JSON");
@@ -669,39 +668,42 @@ fn main() {
             s.created_at = template.created_at - chrono::Duration::milliseconds(i as i64 + 1);
             s.updated_at = s.created_at;
             s.rev = 0;
-            store.create(&mut s).expect("cannot seed a session");
+            rt.block_on(store.create(&mut s))
+                .expect("cannot seed a session");
         }
         seeding = seed_started.elapsed();
         assert_eq!(
-            store.count(),
+            rt.block_on(store.count()).expect("count"),
             n_sessions,
             "seeded store has the wrong count"
         );
         some_id = template.id.clone();
         for _ in 0..READ_REPEATS {
             let t = Instant::now();
-            let all = store.list(None).expect("list failed");
+            let all = rt.block_on(store.list(None)).expect("list failed");
             list_all.push(t.elapsed());
             assert_eq!(all.len(), n_sessions);
             let t = Instant::now();
-            let paused = store
-                .list(Some(Status::Paused))
+            let paused = rt
+                .block_on(store.list(Some(Status::Paused)))
                 .expect("list paused failed");
             list_paused.push(t.elapsed());
             assert_eq!(paused.len(), n_sessions);
             let t = Instant::now();
-            let s = store.get(&some_id).expect("get failed");
+            let s = rt.block_on(store.get(&some_id)).expect("get failed");
             get_full.push(t.elapsed());
             assert_eq!(s.id, some_id);
             let t = Instant::now();
-            let s = store.get(&some_id[..8]).expect("get by prefix failed");
+            let s = rt
+                .block_on(store.get(&some_id[..8]))
+                .expect("get by prefix failed");
             get_prefix.push(t.elapsed());
             assert_eq!(s.id, some_id);
         }
         print_store_size(
             &format!("with {n_sessions} paused sessions"),
             &list_path,
-            store.count(),
+            rt.block_on(store.count()).expect("count"),
         );
     }
     println!(

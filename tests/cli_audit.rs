@@ -132,7 +132,7 @@ fn one_changed_byte_breaks_the_chain_at_that_entry() {
     {
         let db = sled::open(&sandbox.store).expect("open the store directly");
         let log = db
-            .open_tree(strands::store::trees::AUDIT)
+            .open_tree(strands::store::sled::trees::AUDIT)
             .expect("audit tree");
         let key = 2u64.to_be_bytes();
         let mut bytes = log.get(key).expect("read").expect("entry #2").to_vec();

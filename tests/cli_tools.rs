@@ -103,7 +103,8 @@ impl Setup {
 
     /// The stored session (store revision, calls and their states).
     fn stored(&self, id: &str) -> strands::model::Session {
-        let store = strands::store::Store::open(&self.sandbox.store).expect("open the store");
+        let store =
+            strands::store::sled::SledStore::open(&self.sandbox.store).expect("open the store");
         store.get(id).expect("the session")
     }
 }

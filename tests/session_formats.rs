@@ -12,7 +12,7 @@ use common::{FakeLlm, Sandbox};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use strands::model::{wire, Status, SESSION_FORMAT};
-use strands::store::Store;
+use strands::store::sled::SledStore as Store;
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions/v1");

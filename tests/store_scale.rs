@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use strands::model::Status;
-use strands::store::Store;
+use strands::store::sled::SledStore as Store;
 
 const SESSIONS: usize = 10_000;
 const EXIT_OK: i32 = 0;

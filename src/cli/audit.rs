@@ -2,12 +2,15 @@
 
 use super::*;
 
-pub(super) fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
+pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
     use crate::audit::{AuditEntry, Verdict};
     let store = ctx.open()?;
     match cmd {
         AuditCommand::Verify { json } => {
-            let verdict = crate::audit::verify(store.audit_entries(), store.audit_head()?);
+            let verdict = crate::audit::verify(
+                store.audit_entries().await?.into_iter(),
+                store.audit_head().await?,
+            );
             let (code, text, obj) = match &verdict {
                 Verdict::Intact { entries } => (
                     exit::OK,
@@ -62,7 +65,7 @@ pub(super) fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                 ])
                 .map_err(|e| Error::Internal(format!("csv: {e}")))?;
             }
-            for (seq, bytes) in store.audit_entries() {
+            for (seq, bytes) in store.audit_entries().await? {
                 let entry: AuditEntry = serde_json::from_slice(&bytes).map_err(|e| {
                     Error::Store(format!(
                         "audit entry #{seq} is unreadable ({e}); run `strands audit verify`"

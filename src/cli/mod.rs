@@ -367,8 +367,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Resume(args) => resume(&ctx, args).await,
         Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,
         Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,
-        Command::Sessions(cmd) => sessions(&ctx, cmd),
-        Command::Audit(cmd) => audit(&ctx, cmd),
+        Command::Sessions(cmd) => sessions(&ctx, cmd).await,
+        Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::slack::config::Config::from_env(
                 ctx.store_path.clone(),

@@ -177,11 +177,11 @@ pub(super) async fn continue_session(
 ) -> Result<u8> {
     let store = ctx.open()?;
     let mut engine = Engine::new(&store);
-    let id = store.resolve(&args.id)?;
+    let id = store.resolve(&args.id).await?;
     if answer.is_none() && !args.interactive && !args.auto_approve {
         // Without a decision, resume only continues an interrupted run or
         // applies a timeout that has passed.
-        let s = store.get(&id)?;
+        let s = store.get(&id).await?;
         if let (Status::Paused, Some(g)) = (s.status, s.first_gate()) {
             if !s.open_gates().any(|g| g.timed_out(Utc::now())) {
                 return Err(Error::Usage(format!(
@@ -194,7 +194,7 @@ pub(super) async fn continue_session(
     // --var values are typed by the spec's input declarations.
     let answer = match answer {
         Some(mut a) if !a.vars.is_empty() => {
-            let session = store.get(&id)?;
+            let session = store.get(&id).await?;
             let spec = Engine::spec_of(&session)?;
             let raw: Vec<(String, String)> = a
                 .vars
@@ -211,7 +211,7 @@ pub(super) async fn continue_session(
         // strands-cli's `run --resume ID --hitl-response` answers the first
         // open gate; otherwise `--gate`, or the only open gate.
         let first = match (&args.gate, args.first_open) {
-            (None, true) => store.get(&id)?.first_gate().map(|g| g.handle()),
+            (None, true) => store.get(&id).await?.first_gate().map(|g| g.handle()),
             _ => None,
         };
         let pick = args.gate.as_deref().or(first.as_deref());
@@ -233,7 +233,7 @@ pub(super) async fn continue_session(
         }
     }
     let session = engine.resume(&id, &mut channel).await?;
-    let notes = store.notifications(&session.id)?;
+    let notes = store.notifications(&session.id).await?;
     Ok(report(ctx, &session, args.json, notes.last()))
 }
 

@@ -14,7 +14,7 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
     let mut swept = Vec::new();
     let mut errors = Vec::new();
     let mut code = exit::OK;
-    for s in store.sessions_with_status(Status::Paused)? {
+    for s in store.sessions_with_status(Status::Paused).await? {
         // The focused gate's timeout, else a parked one's (the engine
         // applies the parked gate's fallback the same way).
         let due = s.open_gates().find(|g| g.timed_out(now)).cloned();
@@ -72,7 +72,7 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
         );
     } else {
         if swept.is_empty() && errors.is_empty() {
-            eprintln!("no gate timeout is due in {}", store.path().display());
+            eprintln!("no gate timeout is due in {}", store.location());
         }
         for v in &swept {
             let str_of = |k: &str| v[k].as_str().unwrap_or_default().to_string();
@@ -106,23 +106,23 @@ pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
     let config =
         crate::slack::config::Config::from_env(ctx.store_path.clone(), Default::default())?;
     let store = ctx.open()?;
-    let id = store.resolve(id)?;
+    let id = store.resolve(id).await?;
     let app = crate::slack::app::App::new(config, store)?;
     app.notify(&id).await?;
     eprintln!("posted the approval message for session {id}");
     Ok(exit::OK)
 }
 
-pub(super) fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
+pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     let store = ctx.open()?;
     match cmd {
         SessionsCommand::List { status, json } => {
             let status = status.as_deref().and_then(Status::parse);
-            let list = store.list(status)?;
+            let list = store.list(status).await?;
             if json {
                 println!("{}", json!({ "sessions": list, "count": list.len() }));
             } else if list.is_empty() {
-                eprintln!("no sessions in {}", store.path().display());
+                eprintln!("no sessions in {}", store.location());
             } else {
                 println!(
                     "{:<36}  {:<9}  {:<20}  {:<24}  GATE",
@@ -142,8 +142,8 @@ pub(super) fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             Ok(exit::OK)
         }
         SessionsCommand::Show { id, json } => {
-            let s = store.get(&id)?;
-            let notes = store.notifications(&s.id)?;
+            let s = store.get(&id).await?;
+            let notes = store.notifications(&s.id).await?;
             let note = notes.last();
             if json {
                 println!("{}", session_json(ctx, &s, true, note));
@@ -156,14 +156,14 @@ pub(super) fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             "notify and sweep are handled before".into(),
         )),
         SessionsCommand::Delete { id } => {
-            let id = store.resolve(&id)?;
-            store.delete(&id)?;
+            let id = store.resolve(&id).await?;
+            store.delete(&id).await?;
             eprintln!("deleted session {id}");
             Ok(exit::OK)
         }
         SessionsCommand::Cleanup { max_age_days, json } => {
             let cutoff = Utc::now() - chrono::Duration::days(i64::from(max_age_days));
-            let removed = store.cleanup(cutoff)?;
+            let removed = store.cleanup(cutoff).await?;
             if json {
                 println!("{}", json!({ "deleted": removed, "count": removed.len() }));
             } else {

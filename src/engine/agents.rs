@@ -100,7 +100,7 @@ impl Engine<'_> {
                 resent.push(p.clone());
             }
         }
-        self.store.checkpoint(session)?;
+        self.store.checkpoint(session).await?;
         for position in resent {
             channel
                 .progress(session, &Progress::Resent { position })
@@ -201,7 +201,7 @@ impl Engine<'_> {
                     finished_at: Utc::now(),
                 },
             )?;
-            self.store.checkpoint(session)?;
+            self.store.checkpoint(session).await?;
             channel
                 .progress(
                     session,
@@ -250,7 +250,7 @@ impl Engine<'_> {
                 turns: 0,
                 calls: Vec::new(),
             });
-            self.store.checkpoint(session)?;
+            self.store.checkpoint(session).await?;
         }
         let started = Instant::now();
         loop {
@@ -261,7 +261,7 @@ impl Engine<'_> {
                 .map(|t| !t.calls.is_empty())
                 .unwrap_or(false);
             if pending {
-                if self.open_tool_gate(spec, session, &w.position)? {
+                if self.open_tool_gate(spec, session, &w.position).await? {
                     return Ok(());
                 }
                 self.run_approved_calls(session, &toolbox).await?;
@@ -314,7 +314,7 @@ impl Engine<'_> {
                         finished_at: Utc::now(),
                     },
                 )?;
-                self.store.checkpoint(session)?;
+                self.store.checkpoint(session).await?;
                 channel
                     .progress(
                         session,
@@ -344,13 +344,13 @@ impl Engine<'_> {
             if let Some(turn) = session.agent_turn.as_mut() {
                 turn.calls = calls;
             }
-            self.store.checkpoint(session)?;
+            self.store.checkpoint(session).await?;
         }
     }
 
     /// Opens the tool-call gate when any call waits for a human. True when
     /// the session is now paused.
-    pub(super) fn open_tool_gate(
+    pub(super) async fn open_tool_gate(
         &mut self,
         spec: &Spec,
         session: &mut Session,
@@ -397,7 +397,7 @@ impl Engine<'_> {
         gates::audit_request(session, &opened);
         session.gates.insert(opened.handle(), opened);
         session.status = Status::Paused;
-        self.store.checkpoint(session)?;
+        self.store.checkpoint(session).await?;
         Ok(true)
     }
 
@@ -437,7 +437,7 @@ impl Engine<'_> {
                         crate::tools::ToolResult::error("not run: the call differs from what was approved")
                     } else if let Some(tool) = toolbox.tool(&pc.call.name) {
                         set_call_state(session, i, CallState::Running);
-                        self.store.checkpoint(session)?;
+                        self.store.checkpoint(session).await?;
                         // A call a human looked at may follow redirects
                         // anywhere the egress policy allows.
                         let grant = match &pc.request {
@@ -467,7 +467,7 @@ impl Engine<'_> {
                 }
             };
             set_call_state(session, i, CallState::Done { result });
-            self.store.checkpoint(session)?;
+            self.store.checkpoint(session).await?;
         }
         if let Some(turn) = session.agent_turn.as_mut() {
             for pc in std::mem::take(&mut turn.calls) {
@@ -497,7 +497,7 @@ impl Engine<'_> {
                 });
             }
         }
-        self.store.checkpoint(session)?;
+        self.store.checkpoint(session).await?;
         Ok(())
     }
 }

@@ -123,7 +123,7 @@ impl Engine<'_> {
         answer: Answer,
         asker: &Asker<'_>,
     ) -> Result<std::result::Result<Accepted, Refusal>> {
-        let Some(session) = self.store.load(id)? else {
+        let Some(session) = self.store.load(id).await? else {
             return Ok(Err(Refusal::NotFound));
         };
         let outcome = self.take(&session, gate, &answer, asker).await?;
@@ -133,7 +133,8 @@ impl Engine<'_> {
                     .and_then(|w| session.find_gate(w))
                     .or_else(|| gate.map(str::to_string))
                     .or_else(|| session.first_gate().map(|g| g.handle()));
-                self.audit_refusal(&session, handle.as_deref(), &answer, &refusal.to_string());
+                self.audit_refusal(&session, handle.as_deref(), &answer, &refusal.to_string())
+                    .await;
             }
         }
         Ok(outcome)
@@ -186,7 +187,11 @@ impl Engine<'_> {
         if session.status == Status::Running && open.kind != crate::model::GateKind::ToolCall {
             // Another branch is running: the answer waits for the engine.
             return Ok(
-                match self.store.queue_answer(&session.id, &handle, answer)? {
+                match self
+                    .store
+                    .queue_answer(&session.id, &handle, answer)
+                    .await?
+                {
                     Ok(()) => Ok(Accepted::Queued(session.clone())),
                     Err(r) => Err(r),
                 },
@@ -195,7 +200,8 @@ impl Engine<'_> {
         Ok(
             match self
                 .store
-                .record_answer(&session.id, Some(&handle), answer)?
+                .record_answer(&session.id, Some(&handle), answer)
+                .await?
             {
                 Ok(s) if s.status == Status::Paused => Ok(Accepted::Counted(s)),
                 Ok(s) => Ok(Accepted::Recorded(s)),
@@ -322,19 +328,20 @@ impl Engine<'_> {
     /// run was busy (`store::queued`), exactly as if it had just been
     /// given: compare-and-swap, refusals audited. True when one was
     /// recorded.
-    pub(super) fn apply_queued(&mut self, session: &mut Session) -> Result<bool> {
+    pub(super) async fn apply_queued(&mut self, session: &mut Session) -> Result<bool> {
         if session.gates.is_empty() {
             return Ok(false);
         }
-        for (handle, answer) in self.store.queued_answers(&session.id)? {
+        for (handle, answer) in self.store.queued_answers(&session.id).await? {
             if session.open_gate(&handle).is_none() {
-                self.store.drop_queued(&session.id, &handle)?;
+                self.store.drop_queued(&session.id, &handle).await?;
                 continue;
             }
             let recorded = self
                 .store
-                .record_answer(&session.id, Some(&handle), &answer)?;
-            self.store.drop_queued(&session.id, &handle)?;
+                .record_answer(&session.id, Some(&handle), &answer)
+                .await?;
+            self.store.drop_queued(&session.id, &handle).await?;
             match recorded {
                 Ok(updated) => {
                     *session = updated;
@@ -342,6 +349,7 @@ impl Engine<'_> {
                 }
                 Err(refusal) => {
                     self.audit_refusal(session, Some(&handle), &answer, &refusal.to_string())
+                        .await
                 }
             }
         }
@@ -349,7 +357,7 @@ impl Engine<'_> {
     }
 
     /// Records a refused answer in the audit log; nothing else changed.
-    pub(super) fn audit_refusal(
+    pub(super) async fn audit_refusal(
         &self,
         session: &Session,
         gate: Option<&str>,
@@ -362,7 +370,7 @@ impl Engine<'_> {
         ev.who = Some(answer.by.clone());
         ev.via = Some(answer.via.clone());
         ev.detail = Some(why.to_string());
-        if let Err(e) = self.store.append_audit(&[ev]) {
+        if let Err(e) = self.store.append_audit(&[ev]).await {
             tracing::error!("could not audit a refused answer: {e}");
         }
     }

@@ -114,13 +114,13 @@ impl<'a> Engine<'a> {
         start: Start,
         channel: &mut C,
     ) -> Result<Session> {
-        let session = self.create(spec, start)?;
+        let session = self.create(spec, start).await?;
         self.drive(spec, session, channel).await
     }
 
     /// Saves a new session, `running` at its first step, without running it
     /// (the bot answers the slash command first and drives it afterwards).
-    pub fn create(&self, spec: &Spec, start: Start) -> Result<Session> {
+    pub async fn create(&self, spec: &Spec, start: Start) -> Result<Session> {
         Self::preflight(spec)?;
         let now = Utc::now();
         let mut session = Session {
@@ -158,7 +158,7 @@ impl<'a> Engine<'a> {
             in_flight: Default::default(),
             rev: 0,
         };
-        self.store.create(&mut session)?;
+        self.store.create(&mut session).await?;
         Ok(session)
     }
 
@@ -172,7 +172,7 @@ impl<'a> Engine<'a> {
     /// passed timeout or asks `channel`. Answers come in through
     /// [`Engine::submit`] first. A finished session is exit 17, unchanged.
     pub async fn resume<C: HumanChannel>(&mut self, id: &str, channel: &mut C) -> Result<Session> {
-        let session = self.store.get(id)?;
+        let session = self.store.get(id).await?;
         if session.status.is_terminal() {
             return Err(Error::Session(format!(
                 "session {} is {}; there is nothing to resume",
@@ -213,7 +213,7 @@ impl<'a> Engine<'a> {
                         AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
                     ev.detail = Some(spec.redactor.redact(&format!("failed: {e}")));
                     session.audit.push(ev);
-                    self.store.checkpoint(&mut session)?;
+                    self.store.checkpoint(&mut session).await?;
                     channel
                         .progress(
                             &session,
@@ -241,7 +241,7 @@ impl<'a> Engine<'a> {
         }
         match session.status {
             Status::Paused => {
-                if self.apply_queued(session)? {
+                if self.apply_queued(session).await? {
                     return Ok(true);
                 }
                 return self.ask(session, channel).await;
@@ -249,7 +249,7 @@ impl<'a> Engine<'a> {
             Status::Running => {}
             _ => return Ok(false),
         }
-        if self.open_triggered_gate(spec, session)? {
+        if self.open_triggered_gate(spec, session).await? {
             return Ok(true);
         }
         if let Some(at) = pattern::pending_choice(spec, &session.state) {
@@ -259,7 +259,7 @@ impl<'a> Engine<'a> {
             pattern::choose(spec, &mut session.state, |what, cond| {
                 templates.truthy(what, cond, &ctx)
             })?;
-            self.store.checkpoint(session)?;
+            self.store.checkpoint(session).await?;
             return Ok(true);
         }
         match pattern::next(spec, &session.state)? {
@@ -276,7 +276,7 @@ impl<'a> Engine<'a> {
                         }
                         None => {
                             // Condition false: recorded as skipped; look again.
-                            self.store.checkpoint(session)?;
+                            self.store.checkpoint(session).await?;
                             channel
                                 .progress(
                                     session,
@@ -295,7 +295,7 @@ impl<'a> Engine<'a> {
                     ));
                 }
                 session.status = Status::Paused;
-                self.store.checkpoint(session)?;
+                self.store.checkpoint(session).await?;
             }
             Next::Done { output } => {
                 let final_gate = spec
@@ -308,7 +308,8 @@ impl<'a> Engine<'a> {
                         .last()
                         .map(|(p, _)| p.clone())
                         .unwrap_or(Position::Step(0));
-                    self.open_triggered(spec, session, t, position, output)?;
+                    self.open_triggered(spec, session, t, position, output)
+                        .await?;
                     return Ok(true);
                 }
                 let ctx = context::build(spec, session, None, None);
@@ -324,7 +325,7 @@ impl<'a> Engine<'a> {
                 session.audit.push(ev);
                 session.output = Some(output);
                 session.status = Status::Completed;
-                self.store.checkpoint(session)?;
+                self.store.checkpoint(session).await?;
                 channel.progress(session, &Progress::Completed).await;
                 return Ok(false);
             }

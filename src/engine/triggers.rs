@@ -7,7 +7,7 @@ impl Engine<'_> {
     /// step reporting low confidence, a custom condition. Each step is
     /// checked once per trigger; an error while checking asks a human
     /// (fail closed).
-    pub(super) fn open_triggered_gate(
+    pub(super) async fn open_triggered_gate(
         &mut self,
         spec: &Spec,
         session: &mut Session,
@@ -29,7 +29,8 @@ impl Engine<'_> {
                             "{used} tokens used; the budget gate `{}` asks at {tokens}.",
                             t.id
                         );
-                        self.open_triggered(spec, session, t, position, context)?;
+                        self.open_triggered(spec, session, t, position, context)
+                            .await?;
                         return Ok(true);
                     }
                 }
@@ -52,7 +53,8 @@ impl Engine<'_> {
                         let (fires, context) =
                             self.trigger_fires(spec, session, &t.trigger, &response);
                         if fires {
-                            self.open_triggered(spec, session, t, position, context)?;
+                            self.open_triggered(spec, session, t, position, context)
+                                .await?;
                             return Ok(true);
                         }
                     }
@@ -107,7 +109,7 @@ impl Engine<'_> {
     }
 
     /// Opens a gate the run triggered, reviewing the step at `position`.
-    pub(super) fn open_triggered(
+    pub(super) async fn open_triggered(
         &mut self,
         spec: &Spec,
         session: &mut Session,
@@ -159,7 +161,7 @@ impl Engine<'_> {
         gates::audit_request(session, &opened);
         session.gates.insert(opened.handle(), opened);
         session.status = Status::Paused;
-        self.store.checkpoint(session)
+        self.store.checkpoint(session).await
     }
 }
 

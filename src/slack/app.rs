@@ -132,28 +132,40 @@ impl App {
                         true
                     }
                 };
-                let mut driving = app.driving.lock().unwrap_or_else(|p| p.into_inner());
-                match app.store.load(&id) {
-                    Ok(Some(s))
-                        if !failed
-                            && s.failure.is_none()
-                            && (s.status == Status::Running
-                                || (s.status == Status::Paused
-                                    && app
-                                        .store
-                                        .queued_answers(&id)
-                                        .is_ok_and(|q| !q.is_empty()))) =>
-                    {
-                        drop(driving);
-                        continue;
-                    }
-                    _ => {
-                        driving.remove(&id);
-                        break;
-                    }
+                if !failed && app.needs_driving(&id).await {
+                    continue;
                 }
+                app.driving
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                // An answer recorded between the look above and letting go
+                // found this task still driving and left it to us: look once
+                // more (a later one starts its own drive).
+                if !failed && app.needs_driving(&id).await {
+                    app.drive(id);
+                }
+                break;
             }
         });
+    }
+
+    /// Whether session `id` has work a drive would do: running (an answer
+    /// recorded, or interrupted), or paused with an answer queued for one
+    /// of its gates.
+    async fn needs_driving(&self, id: &str) -> bool {
+        match self.store.load(id).await {
+            Ok(Some(s)) if s.failure.is_none() => {
+                s.status == Status::Running
+                    || (s.status == Status::Paused
+                        && self
+                            .store
+                            .queued_answers(id)
+                            .await
+                            .is_ok_and(|q| !q.is_empty()))
+            }
+            _ => false,
+        }
     }
 
     /// Takes `answer` for the gate the message `channel`/`ts` asks about,
@@ -170,26 +182,35 @@ impl App {
         handle: &str,
         answer: Answer,
     ) -> Result<std::result::Result<(), String>> {
-        let refused = |why: String| {
-            self.audit_refused_click(channel, ts, handle, &answer.by, answer.call.clone(), &why);
-            Ok(Err(why))
-        };
-        let Some(target) = self.message_target(channel, ts).await? else {
-            return refused("this message is not an approval request I know".into());
-        };
-        if target.gate != handle {
-            return refused(format!(
+        let why = match self.message_target(channel, ts).await? {
+            None => "this message is not an approval request I know".to_string(),
+            Some(t) if t.gate != handle => format!(
                 "this button belongs to an earlier request (gate {handle}); the message asks about {}",
-                target.gate
-            ));
-        }
-        let Some(session) = self.store.load(&target.session)? else {
-            return refused("that session no longer exists".into());
+                t.gate
+            ),
+            Some(t) => match self.store.load(&t.session).await? {
+                Some(session) => return self.decide_on(&session, channel, ts, handle, answer).await,
+                None => "that session no longer exists".to_string(),
+            },
         };
+        self.audit_refused_click(channel, ts, handle, &answer.by, answer.call.clone(), &why)
+            .await;
+        Ok(Err(why))
+    }
+
+    /// [`App::decide`] once the message's session is known.
+    async fn decide_on(
+        &self,
+        session: &Session,
+        channel: &str,
+        ts: &str,
+        handle: &str,
+        answer: Answer,
+    ) -> Result<std::result::Result<(), String>> {
         let tool_gate = session
             .open_gate(handle)
             .is_some_and(|g| g.kind == GateKind::ToolCall);
-        let accepted = match self.take(&session, handle, &answer).await? {
+        let accepted = match self.take(session, handle, &answer).await? {
             Ok(a) => a,
             Err(refusal) => return Ok(Err(refusal_text(&refusal))),
         };
@@ -252,6 +273,17 @@ impl App {
         self.engine()
             .submit(&session.id, Some(handle), answer.clone(), &asker)
             .await
+    }
+
+    /// The session an approval message asks about, if the message is known.
+    pub async fn session_of(&self, channel: &str, ts: &str) -> Option<Session> {
+        let target = self
+            .store
+            .message_target(channel, ts)
+            .await
+            .ok()
+            .flatten()?;
+        self.store.load(&target.session).await.ok().flatten()
     }
 
     /// An engine on this bot's store and spec cache.
@@ -347,7 +379,7 @@ impl App {
 
     /// Every refused click (or refused modal) that the intake did not see
     /// is audited here; nothing else changed.
-    pub fn audit_refused_click(
+    pub async fn audit_refused_click(
         &self,
         channel: &str,
         ts: &str,
@@ -356,11 +388,7 @@ impl App {
         call: Option<String>,
         why: &str,
     ) {
-        let target = self.store.message_target(channel, ts).ok().flatten();
-        let (session, workflow) = match target
-            .as_ref()
-            .and_then(|t| self.store.load(&t.session).ok().flatten())
-        {
+        let (session, workflow) = match self.session_of(channel, ts).await {
             Some(s) => (s.id, s.workflow),
             None => (String::new(), String::new()),
         };
@@ -370,7 +398,7 @@ impl App {
         ev.who = Some(who.to_string());
         ev.via = Some(format!("slack {channel}"));
         ev.detail = Some(why.to_string());
-        if let Err(e) = self.store.append_audit(&[ev]) {
+        if let Err(e) = self.store.append_audit(&[ev]).await {
             tracing::error!("could not audit a refused click: {e}");
         }
     }
@@ -407,7 +435,7 @@ impl App {
     ) -> Result<Option<crate::store::MessageTarget>> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(2000);
         loop {
-            if let Some(t) = self.store.message_target(channel, ts)? {
+            if let Some(t) = self.store.message_target(channel, ts).await? {
                 return Ok(Some(t));
             }
             let in_flight = self.lock_posting().get(channel).is_some_and(|n| *n > 0);
@@ -489,8 +517,8 @@ impl App {
     /// branches) that were never posted; records each, with its failure if
     /// posting failed.
     pub async fn notify(&self, session_id: &str) -> Result<()> {
-        let session = self.store.get(session_id)?;
-        let notes = self.store.notifications(&session.id)?;
+        let session = self.store.get(session_id).await?;
+        let notes = self.store.notifications(&session.id).await?;
         let others: Vec<String> = session
             .open_gates()
             .skip(1)
@@ -506,7 +534,7 @@ impl App {
 
     /// Posts the approval message of one open gate (`None`: the first one).
     pub async fn notify_gate(&self, session_id: &str, handle: Option<&str>) -> Result<()> {
-        let session = self.store.get(session_id)?;
+        let session = self.store.get(session_id).await?;
         let gate = match handle {
             Some(h) => session.open_gate(h).cloned(),
             None => session.first_gate().cloned(),
@@ -532,7 +560,7 @@ impl App {
                 at: Utc::now(),
                 error: Some("no approval channel: set STRANDS_APPROVAL_CHANNEL".into()),
             };
-            self.store.record_notification(&session.id, &n)?;
+            self.store.record_notification(&session.id, &n).await?;
             return Err(Error::Usage(
                 "no approval channel: set STRANDS_APPROVAL_CHANNEL".into(),
             ));
@@ -559,7 +587,7 @@ impl App {
             })
         };
         // Progress stays in the first message's thread while the channel does.
-        let notes = self.store.notifications(&session.id)?;
+        let notes = self.store.notifications(&session.id).await?;
         let thread_ts = notes
             .iter()
             .rev()
@@ -582,7 +610,7 @@ impl App {
             at: Utc::now(),
             error: error.clone(),
         };
-        let recorded = self.store.record_notification(&session.id, &n);
+        let recorded = self.store.record_notification(&session.id, &n).await;
         {
             let mut posting = self.lock_posting();
             if let Some(count) = posting.get_mut(&channel) {
@@ -662,7 +690,8 @@ impl App {
         };
         let thread = self
             .store
-            .notifications(&session.id)?
+            .notifications(&session.id)
+            .await?
             .last()
             .and_then(|n| n.thread_ts.clone().map(|t| (n.channel.clone(), t)));
         let (channel, thread_ts) = match thread {
@@ -744,7 +773,7 @@ impl HumanChannel for SlackChannel {
     async fn ask(&mut self, session: &Session) -> Result<Reply> {
         // Every open gate gets its own message (several when parallel
         // branches wait at once).
-        let notes = self.app.store.notifications(&session.id)?;
+        let notes = self.app.store.notifications(&session.id).await?;
         let unposted: Vec<String> = session
             .open_gates()
             .map(|g| g.handle())

@@ -38,11 +38,11 @@ pub async fn handle(app: &App, cmd: SlackCommandEvent) -> Value {
     };
     let words: Vec<&str> = owned.iter().map(String::as_str).collect();
     match words.as_slice() {
-        ["run", name, rest @ ..] => run(app, &cmd, name, rest),
-        ["status", id] => status(app, id),
-        ["list"] => list(app, &cmd.channel_id.0),
+        ["run", name, rest @ ..] => run(app, &cmd, name, rest).await,
+        ["status", id] => status(app, id).await,
+        ["list"] => list(app, &cmd.channel_id.0).await,
         ["cancel", id] => cancel(app, id, &cmd.user_id.0).await,
-        ["notify", id] => notify(app, id),
+        ["notify", id] => notify(app, id).await,
         [] | ["help"] => ephemeral(HELP),
         _ => ephemeral(format!("I don't understand `{text}`.\n{HELP}")),
     }
@@ -65,7 +65,7 @@ fn workflows(app: &App) -> Vec<(String, PathBuf)> {
     out
 }
 
-fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> Value {
+async fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> Value {
     let available = workflows(app);
     let names: Vec<&str> = available.iter().map(|(n, _)| n.as_str()).collect();
     let Some((_, path)) = available.iter().find(|(n, _)| n == name) else {
@@ -119,7 +119,7 @@ fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> Value {
             approval_channel,
         }),
     };
-    match Engine::new(&app.store).create(&spec, start) {
+    match app.engine().create(&spec, start).await {
         Ok(session) => {
             app.drive(session.id.clone());
             ephemeral(format!("started {name} as {}", session.id))
@@ -128,8 +128,8 @@ fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> Value {
     }
 }
 
-fn status(app: &App, id: &str) -> Value {
-    let s = match app.store.get(id) {
+async fn status(app: &App, id: &str) -> Value {
+    let s = match app.store.get(id).await {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
     };
@@ -138,7 +138,7 @@ fn status(app: &App, id: &str) -> Value {
         let sep = if i == 0 { " at" } else { "\nalso at" };
         text.push_str(&format!("{sep} gate `{}`: {}", g.id, g.prompt));
     }
-    let notes = app.store.notifications(&s.id).unwrap_or_default();
+    let notes = app.store.notifications(&s.id).await.unwrap_or_default();
     if let Some(err) = notes.last().and_then(|n| n.error.as_ref()) {
         text.push_str(&format!(
             "\n⚠ the approval message could not be posted: {err} (`/strands notify {}`)",
@@ -151,21 +151,25 @@ fn status(app: &App, id: &str) -> Value {
     ephemeral(text)
 }
 
-fn list(app: &App, channel: &str) -> Value {
-    let paused = match app.store.sessions_with_status(Status::Paused) {
+async fn list(app: &App, channel: &str) -> Value {
+    let paused = match app.store.sessions_with_status(Status::Paused).await {
         Ok(p) => p,
         Err(e) => return ephemeral(e.to_string()),
     };
+    let mut asked_here = std::collections::HashSet::new();
+    for s in &paused {
+        let notes = app.store.notifications(&s.id).await.unwrap_or_default();
+        if notes.iter().any(|n| n.channel == channel) {
+            asked_here.insert(s.id.clone());
+        }
+    }
     let here: Vec<String> = paused
         .iter()
         .filter(|s| {
             s.origin
                 .as_ref()
                 .is_some_and(|o| o.channel == channel || o.approval_channel == channel)
-                || app
-                    .store
-                    .notifications(&s.id)
-                    .is_ok_and(|notes| notes.iter().any(|n| n.channel == channel))
+                || asked_here.contains(&s.id)
         })
         .map(|s| {
             format!(
@@ -187,7 +191,7 @@ fn list(app: &App, channel: &str) -> Value {
 }
 
 async fn cancel(app: &App, id: &str, user: &str) -> Value {
-    let session = match app.store.get(id) {
+    let session = match app.store.get(id).await {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
     };
@@ -213,6 +217,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
     let target = app
         .store
         .notifications(&session.id)
+        .await
         .unwrap_or_default()
         .into_iter()
         .rev()
@@ -237,8 +242,8 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
     }
 }
 
-fn notify(app: &App, id: &str) -> Value {
-    let session = match app.store.get(id) {
+async fn notify(app: &App, id: &str) -> Value {
+    let session = match app.store.get(id).await {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
     };

@@ -131,6 +131,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     let whole = app
         .store
         .message_target(&channel, &ts)
+        .await
         .ok()
         .flatten()
         .is_some_and(|t| t.gate == value);
@@ -140,21 +141,17 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         let (h, c) = split_value(&value);
         (h.to_string(), c.map(str::to_string))
     };
-    let needs_reason = || {
-        app.store
-            .message_target(&channel, &ts)
-            .ok()
-            .flatten()
-            .and_then(|t| app.store.load(&t.session).ok().flatten())
-            .and_then(|s| s.open_gate(&handle).map(|g| g.require_reason))
-            .unwrap_or(false)
-    };
+    let needs_reason = app
+        .session_of(&channel, &ts)
+        .await
+        .and_then(|s| s.open_gate(&handle).map(|g| g.require_reason))
+        .unwrap_or(false);
     let decision = match action.action_id.0.as_str() {
         APPROVE => Decision::Approve,
         TRUST => Decision::Trust,
         // A tool call's rejection is recorded at once (the button has a
         // confirm dialog); the model reads "denied by <user>".
-        REJECT if call.is_some() || !needs_reason() => Decision::Reject { reason: None },
+        REJECT if call.is_some() || !needs_reason => Decision::Reject { reason: None },
         EDIT => {
             let Some(call) = call else {
                 tell(
@@ -176,7 +173,8 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                 arguments: serde_json::Value::Null,
             };
             if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
-                app.audit_refused_click(&channel, &ts, &handle, &user, Some(call), &why);
+                app.audit_refused_click(&channel, &ts, &handle, &user, Some(call), &why)
+                    .await;
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -207,7 +205,8 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                 },
             };
             if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
-                app.audit_refused_click(&channel, &ts, &handle, &user, None, &why);
+                app.audit_refused_click(&channel, &ts, &handle, &user, None, &why)
+                    .await;
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -266,6 +265,7 @@ async fn still_open(
     let session = app
         .store
         .load(&target.session)
+        .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| "that session no longer exists".to_string())?;
     let open = session.status == Status::Paused && session.open_gate(handle).is_some();
@@ -316,11 +316,8 @@ async fn open_modal(
         _ => "respond",
     };
     let prompt = app
-        .store
-        .message_target(channel, &meta.ts)
-        .ok()
-        .flatten()
-        .and_then(|t| app.store.load(&t.session).ok().flatten())
+        .session_of(channel, &meta.ts)
+        .await
         .and_then(|s| s.open_gate(&meta.gate).map(|g| g.prompt.clone()))
         .unwrap_or_default();
     let view = ModalView {

@@ -35,7 +35,7 @@ pub async fn serve(config: config::Config) -> Result<()> {
     // Timeouts, reminders and escalations that came due while the bot was
     // away fire first, before any click is taken; then the timer task runs.
     timers::start(&app).await?;
-    recover(&app)?;
+    recover(&app).await?;
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|e| Error::io(format!("cannot listen on {bind}"), e))?;
@@ -55,13 +55,13 @@ pub async fn serve(config: config::Config) -> Result<()> {
 
 /// At start-up: carry out decisions recorded but not yet carried out (and
 /// runs interrupted mid-step), and post approval messages that never made it.
-fn recover(app: &app::App) -> Result<()> {
-    for s in app.store.sessions_with_status(Status::Running)? {
+async fn recover(app: &app::App) -> Result<()> {
+    for s in app.store.sessions_with_status(Status::Running).await? {
         tracing::info!(session = %s.id, "resuming a session left running");
         app.drive(s.id);
     }
-    for s in app.store.sessions_with_status(Status::Paused)? {
-        let notes = app.store.notifications(&s.id)?;
+    for s in app.store.sessions_with_status(Status::Paused).await? {
+        let notes = app.store.notifications(&s.id).await?;
         let posted = s.open_gates().all(|g| app::posted(&notes, &g.handle()));
         if !posted {
             tracing::info!(session = %s.id, "posting an approval message that was never posted");

@@ -121,7 +121,7 @@ async fn events_route(State(app): State<App>, headers: HeaderMap, body: Bytes) -
     }
     let retry = headers.get("x-slack-retry-num").is_some();
     if let Some(id) = event.get("event_id").and_then(|v| v.as_str()) {
-        match app.store.first_sighting(id) {
+        match app.store.first_sighting(id).await {
             Ok(true) => {}
             Ok(false) => {
                 // Already handled: acknowledge, and ask Slack to stop retrying.
@@ -141,7 +141,7 @@ async fn events_route(State(app): State<App>, headers: HeaderMap, body: Bytes) -
 
 async fn metrics_route(State(app): State<App>) -> Response {
     let mut counts = Vec::new();
-    if let Ok(list) = app.store.list(None) {
+    if let Ok(list) = app.store.list(None).await {
         for status in [
             Status::Running,
             Status::Paused,

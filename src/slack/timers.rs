@@ -95,9 +95,10 @@ fn waiting_gate<'a>(session: &'a Session, handle: Option<&str>) -> Option<&'a Op
 }
 
 /// The message that asked for gate `handle` of session `id`, if any.
-fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model::Notification> {
+async fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model::Notification> {
     app.store
         .notifications(id)
+        .await
         .ok()?
         .into_iter()
         .find(|n| n.gate == handle)
@@ -159,7 +160,7 @@ pub fn plan(session: &str, gate: &OpenGate, timing: &GateTimers) -> Vec<Timer> {
 /// giving a gate without a timeout the bot-wide default. Nothing happens for
 /// a session that is not waiting.
 pub async fn arm(app: &App, id: &str) -> Result<()> {
-    let Some(session) = app.store.load(id)? else {
+    let Some(session) = app.store.load(id).await? else {
         return Ok(());
     };
     // Every open gate has its own timers (parallel branches wait at once).
@@ -169,12 +170,12 @@ pub async fn arm(app: &App, id: &str) -> Result<()> {
         .map(|g| g.handle())
         .collect();
     for handle in handles {
-        arm_gate(app, id, &session, &handle)?;
+        arm_gate(app, id, &session, &handle).await?;
     }
     Ok(())
 }
 
-fn arm_gate(app: &App, id: &str, session: &Session, handle: &str) -> Result<()> {
+async fn arm_gate(app: &App, id: &str, session: &Session, handle: &str) -> Result<()> {
     let Some(gate) = waiting_gate(session, Some(handle)) else {
         return Ok(());
     };
@@ -183,11 +184,14 @@ fn arm_gate(app: &App, id: &str, session: &Session, handle: &str) -> Result<()> 
     if gate.timeout_at.is_none() {
         if let Some(d) = default_timeout() {
             let at = gate.opened_at + d;
-            let updated = app.store.update_open_gate(id, &handle, |g| {
-                if g.timeout_at.is_none() {
-                    g.timeout_at = Some(at);
-                }
-            })?;
+            let updated = app
+                .store
+                .update_open_gate(id, &handle, &|g: &mut OpenGate| {
+                    if g.timeout_at.is_none() {
+                        g.timeout_at = Some(at);
+                    }
+                })
+                .await?;
             match updated.as_ref().and_then(|s| s.open_gate(&handle).cloned()) {
                 Some(g) => gate = g,
                 None => return Ok(()),
@@ -196,7 +200,7 @@ fn arm_gate(app: &App, id: &str, session: &Session, handle: &str) -> Result<()> 
     }
     let timing = gate_spec(session, &gate.id)?;
     let timers = plan(id, &gate, &timing);
-    if app.store.arm_timers(id, &handle, &timers)? && !timers.is_empty() {
+    if app.store.arm_timers(id, &handle, &timers).await? && !timers.is_empty() {
         tracing::debug!(session = %id, gate = %handle, timers = timers.len(), "timers armed");
         WAKE.notify_one();
     }
@@ -206,13 +210,13 @@ fn arm_gate(app: &App, id: &str, session: &Session, handle: &str) -> Result<()> 
 /// At start-up: arms the timers of every paused session, fires every timer
 /// already due (before the bot takes clicks), then runs the timer task.
 pub async fn start(app: &App) -> Result<()> {
-    for s in app.store.sessions_with_status(Status::Paused)? {
+    for s in app.store.sessions_with_status(Status::Paused).await? {
         if let Err(e) = arm(app, &s.id).await {
             tracing::error!(session = %s.id, "could not arm the gate's timers: {e}");
         }
     }
     let now = Utc::now();
-    while let Some(t) = app.store.next_timer()? {
+    while let Some(t) = app.store.next_timer().await? {
         if t.due > now {
             break;
         }
@@ -226,7 +230,7 @@ pub async fn start(app: &App) -> Result<()> {
 /// The timer task: sleep until the next timer is due or a timer is added.
 async fn run(app: App) {
     loop {
-        let next = match app.store.next_timer() {
+        let next = match app.store.next_timer().await {
             Ok(n) => n,
             Err(e) => {
                 tracing::error!("cannot read the timers: {e}");
@@ -258,7 +262,7 @@ async fn fire_or_postpone(app: &App, t: &Timer) {
         tracing::error!(session = %t.session, gate = %t.gate, kind = ?t.kind, "timer failed, trying again in {}s: {e}", RETRY.num_seconds());
         let mut again = t.clone();
         again.due = Utc::now() + RETRY;
-        if let Err(e) = app.store.replace_timer(t, &[again]) {
+        if let Err(e) = app.store.replace_timer(t, &[again]).await {
             tracing::error!("cannot postpone a timer: {e}");
             tokio::time::sleep(Duration::from_secs(5)).await;
         }
@@ -271,11 +275,11 @@ async fn fire(app: &App, t: &Timer) -> Result<()> {
         TimerKind::Timeout => fire_timeout(app, t).await,
         TimerKind::Reminder => fire_reminder(app, t).await,
         TimerKind::Escalation => {
-            let Some(session) = app.store.load(&t.session)? else {
-                return app.store.remove_timer(t);
+            let Some(session) = app.store.load(&t.session).await? else {
+                return app.store.remove_timer(t).await;
             };
             let Some(gate) = waiting_gate(&session, Some(&t.gate)).cloned() else {
-                return app.store.remove_timer(t);
+                return app.store.remove_timer(t).await;
             };
             escalate(app, &session, &gate, t).await
         }
@@ -287,27 +291,27 @@ async fn fire_timeout(app: &App, t: &Timer) -> Result<()> {
     if let Some(fired) = &t.fired {
         // Recorded before a restart: show it (again) and carry on.
         finish_timeout(app, t, fired).await;
-        return app.store.remove_timer(t);
+        return app.store.remove_timer(t).await;
     }
-    let Some(session) = app.store.load(&t.session)? else {
-        return app.store.remove_timer(t);
+    let Some(session) = app.store.load(&t.session).await? else {
+        return app.store.remove_timer(t).await;
     };
     let Some(gate) = waiting_gate(&session, Some(&t.gate)).cloned() else {
         // Answered (or moved on) before its time: nothing to do.
-        return app.store.remove_timer(t);
+        return app.store.remove_timer(t).await;
     };
-    let escalated = app.store.escalation(&session.id, &t.gate)?;
+    let escalated = app.store.escalation(&session.id, &t.gate).await?;
     if gate.fallback == Fallback::Escalate && escalated.is_none() {
         return escalate(app, &session, &gate, t).await;
     }
     let now = Utc::now();
     match gate.timeout_at {
-        None => return app.store.remove_timer(t),
+        None => return app.store.remove_timer(t).await,
         // The deadline moved (an escalation): fire then, not now.
         Some(at) if at > now => {
             let mut moved = t.clone();
             moved.due = at;
-            app.store.replace_timer(t, &[moved])?;
+            app.store.replace_timer(t, &[moved]).await?;
             WAKE.notify_one();
             return Ok(());
         }
@@ -330,7 +334,7 @@ async fn fire_timeout(app: &App, t: &Timer) -> Result<()> {
         };
     }
     let mut messages = Vec::new();
-    if let Some(n) = note_for(app, &session.id, &t.gate) {
+    if let Some(n) = note_for(app, &session.id, &t.gate).await {
         if let Some(ts) = &n.ts {
             messages.push((n.channel.clone(), ts.clone()));
         }
@@ -343,7 +347,7 @@ async fn fire_timeout(app: &App, t: &Timer) -> Result<()> {
         gate,
         messages,
     };
-    match app.store.record_timeout(t, &answer, &fired)? {
+    match app.store.record_timeout(t, &answer, &fired).await? {
         Ok(_) => {
             tracing::info!(session = %t.session, gate = %t.gate, "timed out: {}", outcome_text(&answer));
             app.metrics.gate_answered(decision_name(&answer));
@@ -354,13 +358,13 @@ async fn fire_timeout(app: &App, t: &Timer) -> Result<()> {
             tracing::info!(session = %t.session, gate = %t.gate, "timeout not applied: {refusal}");
         }
     }
-    app.store.remove_timer(t)
+    app.store.remove_timer(t).await
 }
 
 /// What follows a recorded timeout, idempotent: the run goes on, and the
 /// messages that asked show what happened.
 async fn finish_timeout(app: &App, t: &Timer, fired: &Fired) {
-    let session = match app.store.load(&t.session) {
+    let session = match app.store.load(&t.session).await {
         Ok(Some(s)) => s,
         _ => return,
     };
@@ -432,14 +436,15 @@ fn outcome_text(answer: &Answer) -> String {
 
 /// A reminder in the approval thread; schedules the next one.
 async fn fire_reminder(app: &App, t: &Timer) -> Result<()> {
-    let Some(session) = app.store.load(&t.session)? else {
-        return app.store.remove_timer(t);
+    let Some(session) = app.store.load(&t.session).await? else {
+        return app.store.remove_timer(t).await;
     };
     let Some(gate) = waiting_gate(&session, Some(&t.gate)).cloned() else {
-        return app.store.remove_timer(t);
+        return app.store.remove_timer(t).await;
     };
     let timing = gate_spec(&session, &gate.id)?;
     let thread = note_for(app, &session.id, &t.gate)
+        .await
         .filter(|n| n.ts.is_some() && !n.channel.is_empty())
         .and_then(|n| Some((n.channel.clone(), n.thread_ts.clone().or(n.ts.clone())?)));
     if let Some((channel, thread_ts)) = thread {
@@ -498,20 +503,20 @@ async fn fire_reminder(app: &App, t: &Timer) -> Result<()> {
             });
         }
     }
-    app.store.replace_timer(t, &next)
+    app.store.replace_timer(t, &next).await
 }
 
 /// Re-posts the request to the escalation target, once per gate asking.
 /// `t` is the escalation timer, or the timeout of an `escalate` fallback
 /// (which then moves the deadline by one more timeout period).
 async fn escalate(app: &App, session: &Session, gate: &OpenGate, t: &Timer) -> Result<()> {
-    if app.store.escalation(&session.id, &t.gate)?.is_some() {
-        return app.store.remove_timer(t);
+    if app.store.escalation(&session.id, &t.gate).await?.is_some() {
+        return app.store.remove_timer(t).await;
     }
     let timing = gate_spec(session, &gate.id)?;
     let targets = timing.escalation_target.clone();
     if targets.is_empty() {
-        return app.store.remove_timer(t);
+        return app.store.remove_timer(t).await;
     }
     let on_timeout = t.kind == TimerKind::Timeout;
     let now = Utc::now();
@@ -526,26 +531,29 @@ async fn escalate(app: &App, session: &Session, gate: &OpenGate, t: &Timer) -> R
             EscalationTarget::Channel(_) => None,
         })
         .collect();
-    let updated = app.store.update_open_gate(&session.id, &t.gate, |g| {
-        if !g.approvers.is_empty() {
-            for id in &ids {
-                if !g.approvers.contains(id) {
-                    g.approvers.push(id.clone());
+    let updated = app
+        .store
+        .update_open_gate(&session.id, &t.gate, &|g: &mut OpenGate| {
+            if !g.approvers.is_empty() {
+                for id in &ids {
+                    if !g.approvers.contains(id) {
+                        g.approvers.push(id.clone());
+                    }
                 }
             }
-        }
-        if let (true, Some(p)) = (on_timeout, period) {
-            if g.timeout_at.is_some_and(|at| at <= now) {
-                g.timeout_at = Some(now + p);
+            if let (true, Some(p)) = (on_timeout, period) {
+                if g.timeout_at.is_some_and(|at| at <= now) {
+                    g.timeout_at = Some(now + p);
+                }
             }
-        }
-    })?;
+        })
+        .await?;
     let Some(session) = updated else {
         // Answered meanwhile.
-        return app.store.remove_timer(t);
+        return app.store.remove_timer(t).await;
     };
     let Some(gate) = session.open_gate(&t.gate).cloned() else {
-        return app.store.remove_timer(t);
+        return app.store.remove_timer(t).await;
     };
     let waited = now - gate.opened_at;
     let why = if on_timeout {
@@ -578,11 +586,16 @@ async fn escalate(app: &App, session: &Session, gate: &OpenGate, t: &Timer) -> R
         messages,
         targets: targets.clone(),
     };
-    app.store.record_escalation(&session.id, &esc, t, &next)?;
+    app.store
+        .record_escalation(&session.id, &esc, t, &next)
+        .await?;
     WAKE.notify_one();
     tracing::info!(session = %session.id, gate = %t.gate, "escalated to {}", targets_text(&targets));
     // A note in the original thread.
-    if let Some(n) = note_for(app, &session.id, &t.gate).filter(|n| !n.channel.is_empty()) {
+    if let Some(n) = note_for(app, &session.id, &t.gate)
+        .await
+        .filter(|n| !n.channel.is_empty())
+    {
         if let Some(thread) = n.thread_ts.clone().or(n.ts.clone()) {
             // `why` is ours (a duration, a Slack date): no user text in it.
             let text = format!("🔺 Escalated to {}: {why}", targets_text(&targets));
@@ -692,12 +705,12 @@ pub async fn after_answer(app: &App, session: &Session, gate_id: &str, answer: &
     }) else {
         return;
     };
-    let esc = match app.store.escalation(&session.id, &handle) {
+    let esc = match app.store.escalation(&session.id, &handle).await {
         Ok(Some(e)) => e,
         _ => return,
     };
     let mut messages = esc.messages.clone();
-    if let Some(n) = note_for(app, &session.id, &handle) {
+    if let Some(n) = note_for(app, &session.id, &handle).await {
         if let Some(ts) = &n.ts {
             messages.push((n.channel.clone(), ts.clone()));
         }
@@ -854,21 +867,24 @@ mod tests {
         let timers = plan(&session.id, &gate, &GateTimers::default());
         assert!(store
             .arm_timers(&session.id, &gate.handle(), &timers)
+            .await
             .unwrap());
         assert!(
             !store
                 .arm_timers(&session.id, &gate.handle(), &timers)
+                .await
                 .unwrap(),
             "armed once per gate asking"
         );
         // Another gate open at the same time (parallel branches) is armed on
         // its own, and arming it does not let the first be armed again.
-        assert!(store.arm_timers(&session.id, "other#9", &[]).unwrap());
+        assert!(store.arm_timers(&session.id, "other#9", &[]).await.unwrap());
         assert!(!store
             .arm_timers(&session.id, &gate.handle(), &timers)
+            .await
             .unwrap());
-        assert!(!store.arm_timers(&session.id, "other#9", &[]).unwrap());
-        let t = store.next_timer().unwrap().unwrap();
+        assert!(!store.arm_timers(&session.id, "other#9", &[]).await.unwrap());
+        let t = store.next_timer().await.unwrap().unwrap();
         assert_eq!(t.kind, TimerKind::Timeout);
         let answer = crate::gate::timeout_answer(&gate, Utc::now());
         let fired = Fired {
@@ -876,25 +892,30 @@ mod tests {
             gate: gate.clone(),
             messages: vec![("C1".into(), "1.0".into())],
         };
-        let recorded = store.record_timeout(&t, &answer, &fired).unwrap().unwrap();
+        let recorded = store
+            .record_timeout(&t, &answer, &fired)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(recorded.pending.as_ref().map(|p| &p.answer), Some(&answer));
         // The timer says so: a restart shows the answer, never records it again.
-        let after = store.next_timer().unwrap().unwrap();
+        let after = store.next_timer().await.unwrap().unwrap();
         assert_eq!(after.fired.as_ref(), Some(&fired));
         assert!(matches!(
-            store.record_timeout(&t, &answer, &fired).unwrap(),
+            store.record_timeout(&t, &answer, &fired).await.unwrap(),
             Err(crate::model::Refusal::AlreadyAnswered(_))
         ));
         // A click after it is told the timeout decided.
         match store
             .record_answer(&session.id, Some(&gate.handle()), &click("U0LATE01"))
+            .await
             .unwrap()
         {
             Err(crate::model::Refusal::AlreadyAnswered(a)) => assert_eq!(a.by, "timeout"),
             other => panic!("{other:?}"),
         }
-        store.remove_timer(&after).unwrap();
-        assert!(store.next_timer().unwrap().is_none());
+        store.remove_timer(&after).await.unwrap();
+        assert!(store.next_timer().await.unwrap().is_none());
     }
 
     #[tokio::test]
@@ -905,20 +926,26 @@ mod tests {
         let timers = plan(&session.id, &gate, &GateTimers::default());
         store
             .arm_timers(&session.id, &gate.handle(), &timers)
+            .await
             .unwrap();
         store
             .record_answer(&session.id, Some(&gate.handle()), &click("U0FAST01"))
+            .await
             .unwrap()
             .unwrap();
-        let t = store.next_timer().unwrap().unwrap();
+        let t = store.next_timer().await.unwrap().unwrap();
         let answer = crate::gate::timeout_answer(&gate, Utc::now());
         let fired = Fired {
             answer: answer.clone(),
             gate,
             messages: Vec::new(),
         };
-        assert!(store.record_timeout(&t, &answer, &fired).unwrap().is_err());
-        assert_eq!(store.next_timer().unwrap().unwrap().fired, None);
+        assert!(store
+            .record_timeout(&t, &answer, &fired)
+            .await
+            .unwrap()
+            .is_err());
+        assert_eq!(store.next_timer().await.unwrap().unwrap().fired, None);
     }
 
     #[test]
@@ -950,7 +977,11 @@ mod tests {
         b.session = "aaa".into();
         a.due = Utc::now();
         b.due = a.due + chrono::TimeDelta::milliseconds(1);
-        assert!(a.key() < b.key(), "earlier first, whatever the session id");
+        use crate::store::sled::timer_key;
+        assert!(
+            timer_key(&a) < timer_key(&b),
+            "earlier first, whatever the session id"
+        );
     }
 
     #[test]

@@ -1,59 +1,24 @@
-//! Durable sessions in an embedded sled (0.34) database.
+//! The store: where sessions, the messages that asked for their gates,
+//! timers, queued answers and the audit chain live — and the one place
+//! that knows which database holds them.
 //!
-//! One process at a time may open a store (sled locks it); a second gets a
-//! clear error naming the path. Every write is a transaction over the
-//! session and its summary, guarded by a compare-and-swap on the session's
-//! `rev`, and flushed to disk before it returns — so a crash loses at most
-//! the step in flight and two writers can never both win. Tree names live in
-//! [`trees`], the only place that knows the layout.
+//! [`Store`] is the seam every caller uses (the engine, the intake, the
+//! channels, the timers, the CLI); its operations are the domain's: create
+//! a session, checkpoint it with a compare-and-swap on its revision, record
+//! an answer exactly once, index a posted message, arm and fire timers,
+//! append to the audit chain, queue an answer for a busy run. Each backend
+//! implements [`Backend`] and keeps every guarantee: [`sled::SledStore`]
+//! (the embedded default, one process per store). The keys, trees and
+//! tables of a backend are named in that backend's module only.
+
+pub mod sled;
 
 use chrono::{DateTime, Utc};
-use sled::transaction::{ConflictableTransactionError, TransactionError};
-use sled::Transactional;
-use std::path::{Path, PathBuf};
+use std::future::Future;
+use std::path::PathBuf;
 
-use crate::error::{Error, Result};
-use crate::model::Answer;
-use crate::model::{Refusal, Session, Status, Summary};
-
-/// The sled trees and what their keys are.
-pub mod trees {
-    /// session id → `Session` as JSON.
-    pub const SESSIONS: &str = "sessions";
-    /// session id → `Summary` as JSON (what `sessions list` reads).
-    pub const SUMMARIES: &str = "summaries";
-    /// `{channel}/{ts}` of an approval message → `MessageTarget` as JSON.
-    pub const SLACK_MESSAGES: &str = "slack_messages";
-    /// Slack event ids already handled (retries are acknowledged once).
-    pub const SLACK_EVENTS: &str = "slack_events";
-    /// seq (u64 big-endian) → `audit::AuditEntry` as JSON; append-only.
-    pub const AUDIT: &str = "audit";
-    /// `head` → `audit::Head`: the last entry, so a removed tail shows.
-    pub const AUDIT_HEAD: &str = "audit_head";
-    /// due (ms since the epoch, u64 big-endian) ++ session id ++ 0 ++ gate
-    /// handle ++ 0 ++ kind ++ reminder number (u32 big-endian) → `Timer` as
-    /// JSON: the earliest due timer is the first key.
-    pub const TIMERS: &str = "timers";
-    /// session id ++ 0 ++ gate handle → the handle: that gate asking's timers
-    /// were armed (once per asking). Older stores: session id → handle.
-    pub const TIMER_GATES: &str = "timer_gates";
-    /// session id ++ 0 ++ gate handle → `Escalation` as JSON.
-    pub const ESCALATIONS: &str = "escalations";
-    /// session id ++ 0 ++ gate handle → `Notification` as JSON: the latest
-    /// message that asked for that gate in a chat channel.
-    pub const NOTIFICATIONS: &str = "notifications";
-    /// `format` → the store's format (u32 big-endian).
-    pub const META: &str = "meta";
-    /// session id ++ 0 ++ gate handle → `Answer` as JSON: a click on one of
-    /// several open gates while the run was busy with another branch,
-    /// waiting for the engine to record it (`store::queued`).
-    pub const QUEUED_ANSWERS: &str = "queued_answers";
-}
-
-const HEAD_KEY: &[u8] = b"head";
-
-/// The layout this build writes (see [`Store::migrate`]).
-pub const STORE_FORMAT: u32 = 2;
+use crate::error::Result;
+use crate::model::{Answer, Notification, OpenGate, Refusal, Session, Status, Summary};
 
 /// What an approval message asks about: a click finds its session and gate
 /// here, by the message's channel and `ts`.
@@ -64,509 +29,12 @@ pub struct MessageTarget {
     pub gate: String,
 }
 
-fn message_key(channel: &str, ts: &str) -> Vec<u8> {
-    format!("{channel}/{ts}").into_bytes()
-}
-
-pub struct Store {
-    db: sled::Db,
-    sessions: sled::Tree,
-    summaries: sled::Tree,
-    messages: sled::Tree,
-    events: sled::Tree,
-    audit: sled::Tree,
-    audit_head: sled::Tree,
-    path: PathBuf,
-}
-
 /// `~/.local/share/strands/store` (the platform's data directory).
 pub fn default_path() -> PathBuf {
     dirs::data_dir()
         .unwrap_or_else(|| PathBuf::from("."))
         .join("strands")
         .join("store")
-}
-
-impl Store {
-    pub fn open(path: &Path) -> Result<Store> {
-        std::fs::create_dir_all(path).map_err(|e| {
-            Error::io(
-                format!("cannot create the session store at {}", path.display()),
-                e,
-            )
-        })?;
-        let db = sled::Config::new()
-            .path(path)
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| open_error(path, e))?;
-        let sessions = db.open_tree(trees::SESSIONS)?;
-        let summaries = db.open_tree(trees::SUMMARIES)?;
-        let messages = db.open_tree(trees::SLACK_MESSAGES)?;
-        let events = db.open_tree(trees::SLACK_EVENTS)?;
-        let audit = db.open_tree(trees::AUDIT)?;
-        let audit_head = db.open_tree(trees::AUDIT_HEAD)?;
-        let store = Store {
-            audit,
-            audit_head,
-            db,
-            sessions,
-            summaries,
-            messages,
-            events,
-            path: path.to_path_buf(),
-        };
-        store.migrate()?;
-        Ok(store)
-    }
-
-    /// Brings a store written by an earlier release to [`STORE_FORMAT`],
-    /// once: format 1 kept the Slack messages inside each session; they
-    /// move to the `notifications` tree and each session is rewritten in
-    /// the current session format. A store written by a newer release is
-    /// refused (its data could be misread).
-    fn migrate(&self) -> Result<()> {
-        let meta = self.tree(trees::META)?;
-        let format = match meta.get(b"format")? {
-            Some(v) => u32::from_be_bytes(
-                v.as_ref()
-                    .try_into()
-                    .map_err(|_| Error::Store("unreadable store format".into()))?,
-            ),
-            None => 1,
-        };
-        if format > STORE_FORMAT {
-            return Err(Error::Store(format!(
-                "the session store at {} has format {format}, written by a newer strands (this one knows {STORE_FORMAT}); upgrade strands",
-                self.path.display()
-            )));
-        }
-        if format == STORE_FORMAT {
-            return Ok(());
-        }
-        let mut moved = 0usize;
-        for kv in self.sessions.iter() {
-            let (key, bytes) = kv?;
-            let id = String::from_utf8_lossy(&key).into_owned();
-            for n in crate::model::wire::legacy_notifications(&bytes) {
-                self.record_notification(&id, &n)?;
-                moved += 1;
-            }
-            let session = crate::model::wire::decode(&bytes)
-                .map_err(|e| Error::Store(format!("session {id} is unreadable: {e}")))?;
-            self.sessions.insert(key, encode("session", &session)?)?;
-        }
-        meta.insert(b"format", &STORE_FORMAT.to_be_bytes())?;
-        self.db.flush()?;
-        if moved > 0 {
-            tracing::info!(messages = moved, "store migrated to format {STORE_FORMAT}");
-        }
-        Ok(())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Writes a session, failing if someone else wrote it since it was read
-    /// (its `rev` moved). Bumps `rev` and `updated_at`, then flushes.
-    pub fn checkpoint(&self, session: &mut Session) -> Result<()> {
-        let expected = session.rev;
-        let mut next = session.clone();
-        next.rev = expected + 1;
-        next.updated_at = Utc::now();
-        self.write(&next, Some(expected), None)?;
-        next.audit.clear();
-        *session = next;
-        Ok(())
-    }
-
-    /// Records the message that asked for gate `n.gate` of `session` (or
-    /// why posting it failed) and, when posted, indexes it by channel +
-    /// ts — one atomic write, so a click can always find what it answers.
-    /// The session itself is not written: a post never races the engine's
-    /// checkpoints. The latest record per gate wins.
-    pub fn record_notification(&self, session: &str, n: &crate::model::Notification) -> Result<()> {
-        let notes = self.tree(trees::NOTIFICATIONS)?;
-        let index = match &n.ts {
-            Some(ts) => Some((
-                message_key(&n.channel, ts),
-                encode(
-                    "message target",
-                    &MessageTarget {
-                        session: session.to_string(),
-                        gate: n.gate.clone(),
-                    },
-                )?,
-            )),
-            None => None,
-        };
-        let key = gate_key(session, &n.gate);
-        let record = encode("notification", n)?;
-        let res: std::result::Result<(), TransactionError<String>> = (&notes, &self.messages)
-            .transaction(|(t, msg)| {
-                t.insert(key.as_slice(), record.as_slice())?;
-                if let Some((k, v)) = &index {
-                    msg.insert(k.as_slice(), v.as_slice())?;
-                }
-                Ok(())
-            });
-        res.map_err(|e| Error::Store(format!("record notification: {e:?}")))?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// The messages that asked for a session's gates (the latest per
-    /// gate), oldest first.
-    pub fn notifications(&self, session: &str) -> Result<Vec<crate::model::Notification>> {
-        let notes = self.tree(trees::NOTIFICATIONS)?;
-        let mut prefix = session.as_bytes().to_vec();
-        prefix.push(0);
-        let mut out: Vec<crate::model::Notification> = Vec::new();
-        for kv in notes.scan_prefix(&prefix) {
-            let (_, v) = kv?;
-            match serde_json::from_slice(&v) {
-                Ok(n) => out.push(n),
-                Err(e) => tracing::warn!(session, "skipping an unreadable notification: {e}"),
-            }
-        }
-        out.sort_by_key(|n| n.at);
-        Ok(out)
-    }
-
-    /// The session and gate an approval message was posted for.
-    pub fn message_target(&self, channel: &str, ts: &str) -> Result<Option<MessageTarget>> {
-        match self.messages.get(message_key(channel, ts))? {
-            None => Ok(None),
-            Some(v) => serde_json::from_slice(&v)
-                .map(Some)
-                .map_err(|e| Error::Store(format!("unreadable message index entry: {e}"))),
-        }
-    }
-
-    /// True the first time `event_id` is seen; false for a retry.
-    pub fn first_sighting(&self, event_id: &str) -> Result<bool> {
-        let now = Utc::now().timestamp().to_be_bytes();
-        let res = self.events.compare_and_swap(
-            event_id.as_bytes(),
-            None as Option<&[u8]>,
-            Some(&now[..]),
-        )?;
-        if res.is_ok() {
-            self.db.flush()?;
-        }
-        Ok(res.is_ok())
-    }
-
-    /// Full sessions with a status (start-up recovery reads `running` ones).
-    pub fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
-        let mut out = Vec::new();
-        for s in self.list(Some(status))? {
-            if let Some(full) = self.load(&s.id)? {
-                out.push(full);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Stores a new session (rev 0 → 1).
-    pub fn create(&self, session: &mut Session) -> Result<()> {
-        session.rev = 1;
-        self.write(session, None, None)?;
-        session.audit.clear();
-        Ok(())
-    }
-
-    fn write(
-        &self,
-        session: &Session,
-        expected_rev: Option<u64>,
-        index: Option<(Vec<u8>, Vec<u8>)>,
-    ) -> Result<()> {
-        let bytes = serde_json::to_vec(session)
-            .map_err(|e| Error::Internal(format!("encode session: {e}")))?;
-        let summary = serde_json::to_vec(&session.summary())
-            .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
-        let key = session.id.as_bytes();
-        let events = &session.audit;
-        let res = (
-            &self.sessions,
-            &self.summaries,
-            &self.messages,
-            &self.audit,
-            &self.audit_head,
-        )
-            .transaction(|(s, m, msg, log, head)| {
-                let current = s.get(key)?;
-                match (expected_rev, &current) {
-                    (None, Some(_)) => {
-                        return Err(ConflictableTransactionError::Abort(format!(
-                            "session {} already exists",
-                            session.id
-                        )))
-                    }
-                    (Some(rev), Some(cur)) => {
-                        let cur_rev = rev_of(cur);
-                        if cur_rev != Some(rev) {
-                            return Err(ConflictableTransactionError::Abort(format!(
-                            "session {} was changed by another writer (rev {:?}, expected {rev})",
-                            session.id, cur_rev
-                        )));
-                        }
-                    }
-                    (Some(_), None) => {
-                        return Err(ConflictableTransactionError::Abort(format!(
-                            "session {} was deleted while running",
-                            session.id
-                        )))
-                    }
-                    (None, None) => {}
-                }
-                s.insert(key, bytes.as_slice())?;
-                m.insert(key, summary.as_slice())?;
-                if let Some((k, v)) = &index {
-                    msg.insert(k.as_slice(), v.as_slice())?;
-                }
-                append_in(log, head, events).map_err(ConflictableTransactionError::Abort)?;
-                Ok(())
-            });
-        match res {
-            Ok(()) => {}
-            Err(TransactionError::Abort(msg)) => return Err(Error::Session(msg)),
-            Err(TransactionError::Storage(e)) => return Err(e.into()),
-        }
-        self.db.flush()?;
-        Ok(())
-    }
-
-    pub fn load(&self, id: &str) -> Result<Option<Session>> {
-        match self.sessions.get(id.as_bytes())? {
-            None => Ok(None),
-            Some(bytes) => crate::model::wire::decode(&bytes).map(Some).map_err(|e| {
-                Error::Store(format!(
-                    "session {id} in {} is unreadable: {e}",
-                    self.path.display()
-                ))
-            }),
-        }
-    }
-
-    /// Finds a session by id or unique id prefix (at least 4 characters).
-    pub fn resolve(&self, id_or_prefix: &str) -> Result<String> {
-        let want = id_or_prefix.trim();
-        if self.sessions.contains_key(want.as_bytes())? {
-            return Ok(want.to_string());
-        }
-        if want.len() >= 4 {
-            let mut found = Vec::new();
-            for kv in self.summaries.scan_prefix(want.as_bytes()).keys().take(2) {
-                found.push(String::from_utf8_lossy(&kv?).to_string());
-            }
-            match found.len() {
-                1 => return Ok(found.remove(0)),
-                2 => {
-                    return Err(Error::Session(format!(
-                        "session id prefix `{want}` is ambiguous; give more characters"
-                    )))
-                }
-                _ => {}
-            }
-        }
-        Err(Error::Session(format!(
-            "no session `{want}` in {} (see `strands sessions list`)",
-            self.path.display()
-        )))
-    }
-
-    /// Loads by id or prefix; unknown ids are exit 17.
-    pub fn get(&self, id_or_prefix: &str) -> Result<Session> {
-        let id = self.resolve(id_or_prefix)?;
-        self.load(&id)?
-            .ok_or_else(|| Error::Session(format!("no session `{id}`")))
-    }
-
-    /// Summaries, newest first, optionally only one status.
-    pub fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
-        let mut out = Vec::new();
-        for kv in self.summaries.iter() {
-            let (_, v) = kv?;
-            let s: Summary = serde_json::from_slice(&v).map_err(|e| {
-                Error::Store(format!(
-                    "unreadable summary in {}: {e}",
-                    self.path.display()
-                ))
-            })?;
-            if status.is_none_or(|st| st == s.status) {
-                out.push(s);
-            }
-        }
-        out.sort_by(|a, b| {
-            b.created_at
-                .cmp(&a.created_at)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        Ok(out)
-    }
-
-    pub fn delete(&self, id: &str) -> Result<()> {
-        let key = id.as_bytes();
-        let res: std::result::Result<(), TransactionError<String>> =
-            (&self.sessions, &self.summaries).transaction(|(s, m)| {
-                s.remove(key)?;
-                m.remove(key)?;
-                Ok(())
-            });
-        res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Deletes finished sessions (completed, failed, rejected) last updated
-    /// before `cutoff`; paused and running sessions are never removed here.
-    pub fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
-        let mut removed = Vec::new();
-        for s in self.list(None)? {
-            if s.status.is_terminal() && s.updated_at < cutoff {
-                self.delete(&s.id)?;
-                removed.push(s.id);
-            }
-        }
-        Ok(removed)
-    }
-
-    /// Records an answer for the open gate, exactly once ([`crate::model::accept::accept`]
-    /// inside a compare-and-swap): the session must be paused, `gate` (an
-    /// `id#instance` handle, if given) must be the open gate, and no answer may
-    /// be pending. The caller carries the answer out.
-    #[allow(clippy::result_large_err)] // see `gate::accept`
-    pub fn record_answer(
-        &self,
-        id: &str,
-        gate: Option<&str>,
-        answer: &Answer,
-    ) -> Result<std::result::Result<Session, Refusal>> {
-        let key = id.as_bytes();
-        let res = (
-            &self.sessions,
-            &self.summaries,
-            &self.audit,
-            &self.audit_head,
-        )
-            .transaction(|(s, m, log, head)| {
-                let Some(cur) = s.get(key)? else {
-                    return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
-                };
-                let mut session: Session = match crate::model::wire::decode(&cur) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return Err(ConflictableTransactionError::Abort(Err(format!(
-                            "unreadable session: {e}"
-                        ))))
-                    }
-                };
-                if let Err(refusal) = session.accept(gate, answer) {
-                    return Err(ConflictableTransactionError::Abort(Ok(refusal)));
-                }
-                session.rev += 1;
-                session.updated_at = Utc::now();
-                let bytes = match serde_json::to_vec(&session) {
-                    Ok(b) => b,
-                    Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
-                };
-                let summary = match serde_json::to_vec(&session.summary()) {
-                    Ok(b) => b,
-                    Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
-                };
-                s.insert(key, bytes)?;
-                m.insert(key, summary)?;
-                append_in(log, head, &session.audit)
-                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
-                session.audit.clear();
-                Ok(session)
-            });
-        match res {
-            Ok(session) => {
-                self.db.flush()?;
-                Ok(Ok(session))
-            }
-            Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
-            Err(TransactionError::Abort(Err(msg))) => {
-                Err(Error::Store(format!("session {id}: {msg}")))
-            }
-            Err(TransactionError::Storage(e)) => Err(e.into()),
-        }
-    }
-
-    pub fn count(&self) -> usize {
-        self.summaries.len()
-    }
-}
-
-/// Appends events to the audit chain inside a transaction.
-fn append_in(
-    log: &sled::transaction::TransactionalTree,
-    head: &sled::transaction::TransactionalTree,
-    events: &[crate::audit::AuditEvent],
-) -> std::result::Result<(), String> {
-    use crate::audit::{entry_hash, AuditEntry, Head, GENESIS};
-    if events.is_empty() {
-        return Ok(());
-    }
-    let mut last: Head = match head.get(HEAD_KEY).map_err(|e| e.to_string())? {
-        Some(b) => serde_json::from_slice(&b).map_err(|e| format!("unreadable audit head: {e}"))?,
-        None => Head {
-            seq: 0,
-            hash: GENESIS.to_string(),
-        },
-    };
-    for event in events {
-        let seq = last.seq + 1;
-        let hash = entry_hash(seq, &last.hash, event);
-        let entry = AuditEntry {
-            seq,
-            prev: last.hash.clone(),
-            hash: hash.clone(),
-            event: event.clone(),
-        };
-        let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
-        log.insert(&seq.to_be_bytes(), bytes)
-            .map_err(|e| e.to_string())?;
-        last = Head { seq, hash };
-    }
-    let bytes = serde_json::to_vec(&last).map_err(|e| e.to_string())?;
-    head.insert(HEAD_KEY, bytes).map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-impl Store {
-    /// Appends events that belong to no session write (refused clicks, ...).
-    pub fn append_audit(&self, events: &[crate::audit::AuditEvent]) -> Result<()> {
-        let res: std::result::Result<(), TransactionError<String>> =
-            (&self.audit, &self.audit_head).transaction(|(log, head)| {
-                append_in(log, head, events).map_err(ConflictableTransactionError::Abort)
-            });
-        res.map_err(|e| Error::Store(format!("audit log: {e:?}")))?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Every audit entry in order, as stored (for verify and export).
-    pub fn audit_entries(&self) -> impl Iterator<Item = (u64, Vec<u8>)> + '_ {
-        self.audit.iter().filter_map(|kv| {
-            let (k, v) = kv.ok()?;
-            let seq = u64::from_be_bytes(k.as_ref().try_into().ok()?);
-            Some((seq, v.to_vec()))
-        })
-    }
-
-    pub fn audit_head(&self) -> Result<Option<crate::audit::Head>> {
-        match self.audit_head.get(HEAD_KEY)? {
-            None => Ok(None),
-            Some(b) => serde_json::from_slice(&b)
-                .map(Some)
-                .map_err(|e| Error::Store(format!("unreadable audit head: {e}"))),
-        }
-    }
 }
 
 /// What a timer does when it comes due.
@@ -579,16 +47,6 @@ pub enum TimerKind {
     Reminder,
     /// Re-post the request to the `escalation_target`.
     Escalation,
-}
-
-impl TimerKind {
-    fn byte(self) -> u8 {
-        match self {
-            TimerKind::Timeout => 1,
-            TimerKind::Reminder => 2,
-            TimerKind::Escalation => 3,
-        }
-    }
 }
 
 /// A timer of one gate asking, kept in the `timers` tree until it has done
@@ -621,22 +79,6 @@ pub struct Fired {
     pub messages: Vec<(String, String)>,
 }
 
-impl Timer {
-    /// Its key in the `timers` tree: ordered by due time first.
-    pub fn key(&self) -> Vec<u8> {
-        let ms = self.due.timestamp_millis().max(0) as u64;
-        let mut k = Vec::with_capacity(8 + self.session.len() + self.gate.len() + 7);
-        k.extend_from_slice(&ms.to_be_bytes());
-        k.extend_from_slice(self.session.as_bytes());
-        k.push(0);
-        k.extend_from_slice(self.gate.as_bytes());
-        k.push(0);
-        k.push(self.kind.byte());
-        k.extend_from_slice(&self.n.to_be_bytes());
-        k
-    }
-}
-
 /// Where an escalated request was re-posted.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Escalation {
@@ -647,309 +89,240 @@ pub struct Escalation {
     /// Who it went to, as written in the spec.
     pub targets: Vec<crate::spec::EscalationTarget>,
 }
+/// What a backend must do. Every operation keeps its guarantee whatever
+/// the database: writes are atomic and durable when they return; a
+/// checkpoint fails when the session changed since it was read; an answer
+/// is recorded at most once per gate (a second is refused, told who
+/// decided); the audit chain never forks.
+// `Result<_, Refusal>` carries the answer that won; its size does not matter.
+#[allow(clippy::result_large_err)]
+pub trait Backend: Send + Sync {
+    /// Where the store is, for messages (a path, a database URL without
+    /// credentials).
+    fn location(&self) -> String;
 
-/// session id ++ 0 ++ gate handle: per-gate keys (timer marks,
-/// escalations, queued answers).
-fn gate_key(session: &str, gate: &str) -> Vec<u8> {
-    let mut k = session.as_bytes().to_vec();
-    k.push(0);
-    k.extend_from_slice(gate.as_bytes());
-    k
-}
+    /// Stores a new session (its `rev` becomes 1).
+    fn create(&self, session: &mut Session) -> impl Future<Output = Result<()>> + Send;
+    /// Writes a session read at `session.rev` (compare-and-swap), with its
+    /// audit outbox; bumps `rev` and `updated_at`.
+    fn checkpoint(&self, session: &mut Session) -> impl Future<Output = Result<()>> + Send;
+    fn load(&self, id: &str) -> impl Future<Output = Result<Option<Session>>> + Send;
+    /// A session id from an id or a unique prefix of 4+ characters (exit 17
+    /// when unknown or ambiguous).
+    fn resolve(&self, id_or_prefix: &str) -> impl Future<Output = Result<String>> + Send;
+    /// Summaries, newest first, optionally of one status.
+    fn list(&self, status: Option<Status>) -> impl Future<Output = Result<Vec<Summary>>> + Send;
+    /// Full sessions of one status (start-up recovery, sweeps).
+    fn sessions_with_status(
+        &self,
+        status: Status,
+    ) -> impl Future<Output = Result<Vec<Session>>> + Send;
+    fn count(&self) -> impl Future<Output = Result<usize>> + Send;
+    fn delete(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Deletes finished sessions last updated before `cutoff`.
+    fn cleanup(&self, cutoff: DateTime<Utc>) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Records `answer` for gate `gate` (or the only open gate) exactly
+    /// once: `Session::accept` inside a compare-and-swap.
+    fn record_answer(
+        &self,
+        id: &str,
+        gate: Option<&str>,
+        answer: &Answer,
+    ) -> impl Future<Output = Result<std::result::Result<Session, Refusal>>> + Send;
+    /// Changes open gate `gate` of a paused session waiting for an answer
+    /// (compare-and-swap); `None` when it no longer waits.
+    fn update_open_gate(
+        &self,
+        id: &str,
+        gate: &str,
+        change: &(dyn Fn(&mut OpenGate) + Send + Sync),
+    ) -> impl Future<Output = Result<Option<Session>>> + Send;
 
-fn encode<T: serde::Serialize>(what: &str, v: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(v).map_err(|e| Error::Internal(format!("encode {what}: {e}")))
-}
+    /// Records the message that asked for a gate (or why posting failed)
+    /// and indexes it by channel + ts, atomically.
+    fn record_notification(
+        &self,
+        session: &str,
+        n: &Notification,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// The messages of a session's gates (the latest per gate), oldest first.
+    fn notifications(
+        &self,
+        session: &str,
+    ) -> impl Future<Output = Result<Vec<Notification>>> + Send;
+    fn message_target(
+        &self,
+        channel: &str,
+        ts: &str,
+    ) -> impl Future<Output = Result<Option<MessageTarget>>> + Send;
+    /// True the first time a chat event id is seen.
+    fn first_sighting(&self, event_id: &str) -> impl Future<Output = Result<bool>> + Send;
 
-/// Timers, escalations and extra message index entries (the Slack bot's
-/// `slack::timers`; `sessions sweep` does without them).
-impl Store {
-    fn tree(&self, name: &str) -> Result<sled::Tree> {
-        Ok(self.db.open_tree(name)?)
-    }
+    /// Appends events that belong to no session write (refusals, ...).
+    fn append_audit(
+        &self,
+        events: &[crate::audit::AuditEvent],
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Up to `limit` stored audit entries after sequence number `after`.
+    fn audit_page(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, Vec<u8>)>>> + Send;
+    fn audit_head(&self) -> impl Future<Output = Result<Option<crate::audit::Head>>> + Send;
 
-    /// Arms the timers of one gate asking, once: a second call for the same
-    /// session and gate handle changes nothing and returns false, so arming
-    /// again at every start-up never re-creates a timer that already fired.
-    pub fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
-        let marks = self.tree(trees::TIMER_GATES)?;
-        let tree = self.tree(trees::TIMERS)?;
-        let mut rows = Vec::new();
-        for t in timers {
-            rows.push((t.key(), encode("timer", t)?));
-        }
-        let res: std::result::Result<bool, TransactionError<String>> =
-            (&marks, &tree).transaction(|(m, t)| {
-                // One mark per gate (several are open at once in parallel
-                // runs); the older mark, session → its one gate, still counts.
-                let mark = gate_key(session, gate);
-                if m.get(&mark)?.is_some()
-                    || m.get(session.as_bytes())?.as_deref() == Some(gate.as_bytes())
-                {
-                    return Ok(false);
-                }
-                for (k, v) in &rows {
-                    t.insert(k.as_slice(), v.as_slice())?;
-                }
-                m.insert(mark, gate.as_bytes())?;
-                Ok(true)
-            });
-        let armed = res.map_err(|e| Error::Store(format!("arm timers: {e:?}")))?;
-        self.db.flush()?;
-        Ok(armed)
-    }
-
-    /// The earliest timer, if any.
-    pub fn next_timer(&self) -> Result<Option<Timer>> {
-        let tree = self.tree(trees::TIMERS)?;
-        match tree.first()? {
-            None => Ok(None),
-            Some((k, v)) => match serde_json::from_slice::<Timer>(&v) {
-                Ok(t) => Ok(Some(t)),
-                Err(e) => {
-                    // Unreadable: drop it rather than spin on it forever.
-                    tracing::error!("dropping an unreadable timer: {e}");
-                    tree.remove(k)?;
-                    self.db.flush()?;
-                    self.next_timer()
-                }
-            },
-        }
-    }
-
-    /// Every timer, earliest first (for `sessions show` and tests).
-    pub fn timers(&self) -> Result<Vec<Timer>> {
-        let mut out = Vec::new();
-        for kv in self.tree(trees::TIMERS)?.iter() {
-            let (_, v) = kv?;
-            if let Ok(t) = serde_json::from_slice(&v) {
-                out.push(t);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Removes `done` and adds `next` (the following reminder, a moved
-    /// timeout), in one transaction.
-    pub fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()> {
-        let tree = self.tree(trees::TIMERS)?;
-        let mut rows = Vec::new();
-        for t in next {
-            rows.push((t.key(), encode("timer", t)?));
-        }
-        let old = done.key();
-        let res: std::result::Result<(), TransactionError<String>> = tree.transaction(|t| {
-            t.remove(old.as_slice())?;
-            for (k, v) in &rows {
-                t.insert(k.as_slice(), v.as_slice())?;
-            }
-            Ok(())
-        });
-        res.map_err(|e| Error::Store(format!("timers: {e:?}")))?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Deletes a timer (done, or stale).
-    pub fn remove_timer(&self, t: &Timer) -> Result<()> {
-        self.replace_timer(t, &[])
-    }
-
-    /// Records a timeout's answer exactly once, like [`Store::record_answer`]
-    /// with the timer's gate handle, and in the same transaction marks the
-    /// timer fired (`fired` holds what the messages must show). After a crash
-    /// the timer is found fired: the answer is not recorded again, only shown.
-    /// A refusal (someone answered first) changes nothing.
-    #[allow(clippy::result_large_err)] // see `gate::accept`
-    pub fn record_timeout(
+    /// Arms one gate asking's timers, once (false: already armed).
+    fn arm_timers(
+        &self,
+        session: &str,
+        gate: &str,
+        timers: &[Timer],
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// The earliest timer.
+    fn next_timer(&self) -> impl Future<Output = Result<Option<Timer>>> + Send;
+    /// Every timer, earliest first.
+    fn timers(&self) -> impl Future<Output = Result<Vec<Timer>>> + Send;
+    /// Removes `done` and adds `next`, atomically.
+    fn replace_timer(
+        &self,
+        done: &Timer,
+        next: &[Timer],
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Records a timeout's answer exactly once and marks its timer fired,
+    /// atomically.
+    fn record_timeout(
         &self,
         timer: &Timer,
         answer: &Answer,
         fired: &Fired,
-    ) -> Result<std::result::Result<Session, Refusal>> {
-        let timers = self.tree(trees::TIMERS)?;
-        let mut marked = timer.clone();
-        marked.fired = Some(fired.clone());
-        let timer_key = timer.key();
-        let timer_bytes = encode("timer", &marked)?;
-        let key = timer.session.as_bytes();
-        let res = (
-            &self.sessions,
-            &self.summaries,
-            &self.audit,
-            &self.audit_head,
-            &timers,
-        )
-            .transaction(|(s, m, log, head, t)| {
-                let Some(cur) = s.get(key)? else {
-                    return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
-                };
-                let mut session: Session = match crate::model::wire::decode(&cur) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return Err(ConflictableTransactionError::Abort(Err(format!(
-                            "unreadable session: {e}"
-                        ))))
-                    }
-                };
-                if let Err(refusal) = session.accept(Some(&timer.gate), answer) {
-                    return Err(ConflictableTransactionError::Abort(Ok(refusal)));
-                }
-                session.rev += 1;
-                session.updated_at = Utc::now();
-                let bytes = serde_json::to_vec(&session)
-                    .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
-                let summary = serde_json::to_vec(&session.summary())
-                    .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
-                s.insert(key, bytes)?;
-                m.insert(key, summary)?;
-                append_in(log, head, &session.audit)
-                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
-                t.insert(timer_key.as_slice(), timer_bytes.as_slice())?;
-                session.audit.clear();
-                Ok(session)
-            });
-        match res {
-            Ok(session) => {
-                self.db.flush()?;
-                Ok(Ok(session))
-            }
-            Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
-            Err(TransactionError::Abort(Err(msg))) => {
-                Err(Error::Store(format!("session {}: {msg}", timer.session)))
-            }
-            Err(TransactionError::Storage(e)) => Err(e.into()),
-        }
-    }
-
-    /// Changes the open gate `gate` of paused session `id` (a moved
-    /// deadline, more approvers), compare-and-swap on the session's revision.
-    /// `None` when that gate is no longer open and waiting (nothing changed).
-    pub fn update_open_gate(
-        &self,
-        id: &str,
-        gate: &str,
-        change: impl Fn(&mut crate::model::OpenGate),
-    ) -> Result<Option<Session>> {
-        for _ in 0..8 {
-            let Some(mut session) = self.load(id)? else {
-                return Ok(None);
-            };
-            let open = session.status == Status::Paused && session.pending.is_none();
-            let Some(g) = session.open_gate_mut(gate).filter(|_| open) else {
-                return Ok(None);
-            };
-            let before = g.clone();
-            change(g);
-            if *g == before {
-                return Ok(Some(session));
-            }
-            let expected = session.rev;
-            session.rev = expected + 1;
-            session.updated_at = Utc::now();
-            match self.write(&session, Some(expected), None) {
-                Ok(()) => return Ok(Some(session)),
-                // Another writer got there first: look again.
-                Err(Error::Session(_)) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::Store(format!(
-            "session {id} kept changing while its gate was being updated"
-        )))
-    }
-
-    /// Records the requests re-posted for an escalation: each message is
-    /// indexed like the first approval message (a click on it finds its
-    /// session and gate), with the escalation and the removal of the timer
-    /// that caused it (plus the timers it leaves, `next`), in one transaction.
-    pub fn record_escalation(
+    ) -> impl Future<Output = Result<std::result::Result<Session, Refusal>>> + Send;
+    /// Records an escalation's re-posted messages (indexed like the
+    /// original) and replaces its timer, atomically.
+    fn record_escalation(
         &self,
         session: &str,
         esc: &Escalation,
         done: &Timer,
         next: &[Timer],
-    ) -> Result<()> {
-        let escalations = self.tree(trees::ESCALATIONS)?;
-        let timers = self.tree(trees::TIMERS)?;
-        let handle = esc.gate.handle();
-        let target = encode(
-            "message target",
-            &MessageTarget {
-                session: session.to_string(),
-                gate: handle.clone(),
-            },
-        )?;
-        let index: Vec<Vec<u8>> = esc
-            .messages
-            .iter()
-            .map(|(c, ts)| message_key(c, ts))
-            .collect();
-        let record = encode("escalation", esc)?;
-        let ekey = gate_key(session, &handle);
-        let mut rows = Vec::new();
-        for t in next {
-            rows.push((t.key(), encode("timer", t)?));
-        }
-        let old = done.key();
-        let res: std::result::Result<(), TransactionError<String>> =
-            (&self.messages, &escalations, &timers).transaction(|(msg, e, t)| {
-                for k in &index {
-                    msg.insert(k.as_slice(), target.as_slice())?;
+    ) -> impl Future<Output = Result<()>> + Send;
+    fn escalation(
+        &self,
+        session: &str,
+        gate: &str,
+    ) -> impl Future<Output = Result<Option<Escalation>>> + Send;
+
+    /// Queues an answer for an open gate of a running session (first one
+    /// per gate wins).
+    fn queue_answer(
+        &self,
+        id: &str,
+        handle: &str,
+        answer: &Answer,
+    ) -> impl Future<Output = Result<std::result::Result<(), Refusal>>> + Send;
+    fn queued_answers(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Vec<(String, Answer)>>> + Send;
+    fn drop_queued(&self, id: &str, handle: &str) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The store a process uses: one of the backends.
+pub enum Store {
+    Sled(sled::SledStore),
+}
+
+/// Forwards `Store`'s methods to the backend it holds.
+macro_rules! forward {
+    ($( $(#[$m:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)*) -> $ret:ty; )*) => {
+        impl Store {
+            $(
+                $(#[$m])*
+                pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    match self {
+                        Store::Sled(s) => Backend::$name(s $(, $arg)*).await,
+                    }
                 }
-                e.insert(ekey.as_slice(), record.as_slice())?;
-                t.remove(old.as_slice())?;
-                for (k, v) in &rows {
-                    t.insert(k.as_slice(), v.as_slice())?;
-                }
-                Ok(())
-            });
-        res.map_err(|e| Error::Store(format!("record escalation: {e:?}")))?;
-        self.db.flush()?;
-        Ok(())
+            )*
+        }
+    };
+}
+
+forward! {
+    fn create(&self, session: &mut Session) -> Result<()>;
+    fn checkpoint(&self, session: &mut Session) -> Result<()>;
+    fn load(&self, id: &str) -> Result<Option<Session>>;
+    fn resolve(&self, id_or_prefix: &str) -> Result<String>;
+    fn list(&self, status: Option<Status>) -> Result<Vec<Summary>>;
+    fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>>;
+    fn count(&self) -> Result<usize>;
+    fn delete(&self, id: &str) -> Result<()>;
+    fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>>;
+    #[allow(clippy::result_large_err)]
+    fn record_answer(&self, id: &str, gate: Option<&str>, answer: &Answer) -> Result<std::result::Result<Session, Refusal>>;
+    fn update_open_gate(&self, id: &str, gate: &str, change: &(dyn Fn(&mut OpenGate) + Send + Sync)) -> Result<Option<Session>>;
+    fn record_notification(&self, session: &str, n: &Notification) -> Result<()>;
+    fn notifications(&self, session: &str) -> Result<Vec<Notification>>;
+    fn message_target(&self, channel: &str, ts: &str) -> Result<Option<MessageTarget>>;
+    fn first_sighting(&self, event_id: &str) -> Result<bool>;
+    fn append_audit(&self, events: &[crate::audit::AuditEvent]) -> Result<()>;
+    fn audit_page(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>>;
+    fn audit_head(&self) -> Result<Option<crate::audit::Head>>;
+    fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool>;
+    fn next_timer(&self) -> Result<Option<Timer>>;
+    fn timers(&self) -> Result<Vec<Timer>>;
+    fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()>;
+    #[allow(clippy::result_large_err)]
+    fn record_timeout(&self, timer: &Timer, answer: &Answer, fired: &Fired) -> Result<std::result::Result<Session, Refusal>>;
+    fn record_escalation(&self, session: &str, esc: &Escalation, done: &Timer, next: &[Timer]) -> Result<()>;
+    fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>>;
+    #[allow(clippy::result_large_err)]
+    fn queue_answer(&self, id: &str, handle: &str, answer: &Answer) -> Result<std::result::Result<(), Refusal>>;
+    fn queued_answers(&self, id: &str) -> Result<Vec<(String, Answer)>>;
+    fn drop_queued(&self, id: &str, handle: &str) -> Result<()>;
+}
+
+impl Store {
+    /// Opens the store at `location`: a directory (sled).
+    pub fn open(location: &std::path::Path) -> Result<Store> {
+        Ok(Store::Sled(sled::SledStore::open(location)?))
     }
 
-    /// The escalation of one gate asking, if it was escalated.
-    pub fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
-        match self
-            .tree(trees::ESCALATIONS)?
-            .get(gate_key(session, gate))?
-        {
-            None => Ok(None),
-            Some(v) => serde_json::from_slice(&v)
-                .map(Some)
-                .map_err(|e| Error::Store(format!("unreadable escalation: {e}"))),
+    /// Where the store is, for messages.
+    pub fn location(&self) -> String {
+        match self {
+            Store::Sled(s) => s.location(),
+        }
+    }
+
+    /// A session by id or unique prefix; unknown ids are exit 17.
+    pub async fn get(&self, id_or_prefix: &str) -> Result<Session> {
+        let id = self.resolve(id_or_prefix).await?;
+        self.load(&id).await?.ok_or_else(|| {
+            crate::error::Error::Session(format!("no session `{id}` in {}", self.location()))
+        })
+    }
+
+    /// Deletes a timer (done, or stale).
+    pub async fn remove_timer(&self, t: &Timer) -> Result<()> {
+        self.replace_timer(t, &[]).await
+    }
+
+    /// Every audit entry in order, as stored (verify, export).
+    pub async fn audit_entries(&self) -> Result<Vec<(u64, Vec<u8>)>> {
+        const PAGE: usize = 4096;
+        let mut out = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.audit_page(after, PAGE).await?;
+            let Some((last, _)) = page.last() else {
+                return Ok(out);
+            };
+            after = *last;
+            let full = page.len() == PAGE;
+            out.extend(page);
+            if !full {
+                return Ok(out);
+            }
         }
     }
 }
-
-fn rev_of(bytes: &[u8]) -> Option<u64> {
-    #[derive(serde::Deserialize)]
-    struct Rev {
-        rev: u64,
-    }
-    serde_json::from_slice::<Rev>(bytes).ok().map(|r| r.rev)
-}
-
-fn open_error(path: &Path, e: sled::Error) -> Error {
-    let text = e.to_string();
-    let locked = matches!(&e, sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock)
-        || text.contains("lock")
-        || text.contains("WouldBlock")
-        || text.contains("temporarily unavailable");
-    if locked {
-        Error::Store(format!(
-            "the session store at {} is in use by another strands process (one process may open it at a time); wait for it to finish, or pass --store / STRANDS_STORE to use another store",
-            path.display()
-        ))
-    } else {
-        Error::Store(format!(
-            "cannot open the session store at {}: {text}",
-            path.display()
-        ))
-    }
-}
-
-mod queued;
-#[cfg(test)]
-mod tests;

@@ -93,7 +93,7 @@ fn approve(by: &str) -> Answer {
 #[test]
 fn fifty_concurrent_answers_record_exactly_one() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(Store::open(dir.path()).expect("open"));
+    let store = Arc::new(SledStore::open(dir.path()).expect("open"));
     let mut s = paused_session("s1");
     store.create(&mut s).expect("create");
     let threads: Vec<_> = (0..50)
@@ -126,7 +126,7 @@ fn fifty_concurrent_answers_record_exactly_one() {
 #[test]
 fn a_stale_gate_handle_changes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path()).expect("open");
+    let store = SledStore::open(dir.path()).expect("open");
     let mut s = paused_session("s2");
     store.create(&mut s).expect("create");
     let before = store.get("s2").expect("get");
@@ -146,7 +146,7 @@ fn a_stale_gate_handle_changes_nothing() {
 #[test]
 fn a_checkpoint_from_a_stale_copy_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path()).expect("open");
+    let store = SledStore::open(dir.path()).expect("open");
     let mut s = paused_session("s3");
     store.create(&mut s).expect("create");
     let mut a = store.get("s3").expect("get");
@@ -160,7 +160,7 @@ fn a_checkpoint_from_a_stale_copy_is_refused() {
 #[test]
 fn summaries_follow_sessions_and_cleanup_keeps_paused_ones() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path()).expect("open");
+    let store = SledStore::open(dir.path()).expect("open");
     let mut paused = paused_session("p1");
     store.create(&mut paused).expect("create");
     let mut done = paused_session("d1");

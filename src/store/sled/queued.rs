@@ -11,12 +11,12 @@
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
-use super::{gate_key, trees, Refusal, Store};
+use super::{gate_key, trees, Refusal, SledStore};
 use crate::error::{Error, Result};
 use crate::model::Answer;
 use crate::model::{Session, Status};
 
-impl Store {
+impl SledStore {
     /// Queues `answer` for the open gate `handle` of a running session.
     /// Refused when the run is not running, the gate is not open, or an
     /// answer for it is already queued (that one wins).
