@@ -9,38 +9,34 @@ use run::cli_channel;
 /// fallback (recorded exactly once, as a resume would) and runs on to its
 /// next stop with nobody to ask.
 pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
+    use crate::engine::timers::{Quiet, Timers, TokioClock};
     let store = ctx.open()?;
-    let now = Utc::now();
+    let notifier = Quiet::default();
+    let timers = Timers {
+        store: &store,
+        notifier: &notifier,
+        clock: std::sync::Arc::new(TokioClock::default()),
+        specs: Default::default(),
+        wake: Default::default(),
+    };
+    timers.fire_due().await?;
+    let fired = std::mem::take(&mut *notifier.fired.lock().unwrap_or_else(|p| p.into_inner()));
     let mut swept = Vec::new();
     let mut errors = Vec::new();
     let mut code = exit::OK;
-    for s in store.sessions_with_status(Status::Paused).await? {
-        // The focused gate's timeout, else a parked one's (the engine
-        // applies the parked gate's fallback the same way).
-        let due = s.open_gates().find(|g| g.timed_out(now)).cloned();
-        let Some(g) = due else { continue };
-        if s.pending.is_some() {
-            continue;
-        }
-        let handle = g.handle();
+    for (id, f) in fired {
+        let handle = f.gate.handle();
         let mut engine = Engine::new(&store);
         let mut channel = cli_channel(false, false, &ctx.who);
-        match engine.resume(&s.id, &mut channel).await {
+        match engine.resume(&id, &mut channel).await {
             Ok(after) => {
-                let answer = after.history.iter().rev().find_map(|e| match &e.what {
-                    GateEventKind::Answered { answer, .. }
-                        if format!("{}#{}", e.gate, e.instance) == handle =>
-                    {
-                        Some(answer.clone())
-                    }
-                    _ => None,
-                });
-                let reason = answer.as_ref().and_then(|a| match &a.decision {
+                let answer = &f.answer;
+                let reason = match &answer.decision {
                     Decision::Reject { reason } | Decision::Abort { reason } => reason.clone(),
                     Decision::Respond { text } => Some(format!("answered `{text}`")),
                     _ => None,
-                });
-                let note = (g.fallback == spec::Fallback::Escalate).then(|| {
+                };
+                let note = (f.gate.fallback == spec::Fallback::Escalate).then(|| {
                     "escalation needs the bot (`strands serve`); without it `escalate` rejects"
                         .to_string()
                 });
@@ -48,10 +44,10 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
                     "session": after.id,
                     "workflow": after.workflow,
                     "gate": handle,
-                    "timeout_at": g.timeout_at,
-                    "fallback": g.fallback.name(),
-                    "decision": answer.as_ref().map(|a| a.decision.verb()),
-                    "by": answer.as_ref().map(|a| a.by.clone()),
+                    "timeout_at": f.gate.timeout_at,
+                    "fallback": f.gate.fallback.name(),
+                    "decision": answer.decision.verb(),
+                    "by": answer.by,
                     "reason": reason,
                     "status": after.status,
                     "note": note,
@@ -61,7 +57,7 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
                 if code == exit::OK {
                     code = e.exit_code();
                 }
-                errors.push(json!({ "session": s.id, "gate": handle, "error": e.to_string() }));
+                errors.push(json!({ "session": id, "gate": handle, "error": e.to_string() }));
             }
         }
     }

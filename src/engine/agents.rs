@@ -100,7 +100,7 @@ impl Engine<'_> {
                 resent.push(p.clone());
             }
         }
-        self.store.checkpoint(session).await?;
+        self.save(session).await?;
         for position in resent {
             channel
                 .progress(session, &Progress::Resent { position })
@@ -201,7 +201,7 @@ impl Engine<'_> {
                     finished_at: Utc::now(),
                 },
             )?;
-            self.store.checkpoint(session).await?;
+            self.save(session).await?;
             channel
                 .progress(
                     session,
@@ -250,7 +250,7 @@ impl Engine<'_> {
                 turns: 0,
                 calls: Vec::new(),
             });
-            self.store.checkpoint(session).await?;
+            self.save(session).await?;
         }
         let started = Instant::now();
         loop {
@@ -314,7 +314,7 @@ impl Engine<'_> {
                         finished_at: Utc::now(),
                     },
                 )?;
-                self.store.checkpoint(session).await?;
+                self.save(session).await?;
                 channel
                     .progress(
                         session,
@@ -344,7 +344,7 @@ impl Engine<'_> {
             if let Some(turn) = session.agent_turn.as_mut() {
                 turn.calls = calls;
             }
-            self.store.checkpoint(session).await?;
+            self.save(session).await?;
         }
     }
 
@@ -394,10 +394,9 @@ impl Engine<'_> {
             rejections: Vec::new(),
             trigger: None,
         };
-        gates::audit_request(session, &opened);
-        session.gates.insert(opened.handle(), opened);
+        self.add_gate(session, opened, None);
         session.status = Status::Paused;
-        self.store.checkpoint(session).await?;
+        self.save(session).await?;
         Ok(true)
     }
 
@@ -437,7 +436,7 @@ impl Engine<'_> {
                         crate::tools::ToolResult::error("not run: the call differs from what was approved")
                     } else if let Some(tool) = toolbox.tool(&pc.call.name) {
                         set_call_state(session, i, CallState::Running);
-                        self.store.checkpoint(session).await?;
+                        self.save(session).await?;
                         // A call a human looked at may follow redirects
                         // anywhere the egress policy allows.
                         let grant = match &pc.request {
@@ -467,7 +466,7 @@ impl Engine<'_> {
                 }
             };
             set_call_state(session, i, CallState::Done { result });
-            self.store.checkpoint(session).await?;
+            self.save(session).await?;
         }
         if let Some(turn) = session.agent_turn.as_mut() {
             for pc in std::mem::take(&mut turn.calls) {
@@ -497,7 +496,7 @@ impl Engine<'_> {
                 });
             }
         }
-        self.store.checkpoint(session).await?;
+        self.save(session).await?;
         Ok(())
     }
 }

@@ -154,7 +154,7 @@ impl Engine<'_> {
             }
             Outcome::StayPaused => session.status = Status::Paused,
         }
-        self.store.checkpoint(session).await?;
+        self.save(session).await?;
         channel
             .progress(
                 session,

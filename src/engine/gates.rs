@@ -68,7 +68,7 @@ impl Engine<'_> {
             session.gates_opened,
             spec.redactor.redact(&prompt),
             spec.redactor.redact(&shown),
-            Utc::now(),
+            self.clock.now(),
         );
         if gate.approvers.is_none() {
             opened.approvers = spec.approval.approvers.clone();
@@ -80,6 +80,46 @@ impl Engine<'_> {
             opened.allow_self_approval = spec.approval.allow_self_approval;
         }
         Ok(Some(opened))
+    }
+}
+
+impl Engine<'_> {
+    /// Adds an opened gate to the session: a bot-wide default timeout for a
+    /// gate without one, the audit record of the request, and its timers,
+    /// armed with the next checkpoint (`timing`: the gate's spec timers;
+    /// tool-call gates have none).
+    pub(super) fn add_gate(
+        &self,
+        session: &mut Session,
+        mut opened: crate::model::OpenGate,
+        timing: Option<&crate::spec::GateTimers>,
+    ) {
+        if let (None, Some(d), false) = (
+            opened.timeout_at,
+            self.default_timeout,
+            opened.kind == crate::model::GateKind::ToolCall,
+        ) {
+            opened.timeout_at = Some(opened.opened_at + d);
+        }
+        audit_request(session, &opened);
+        if opened.kind != crate::model::GateKind::ToolCall {
+            let planned = timers::plan(&session.id, &opened, &timing.cloned().unwrap_or_default());
+            if !planned.is_empty() {
+                session.arm.push((opened.handle(), planned));
+            }
+        }
+        session.gates.insert(opened.handle(), opened);
+    }
+
+    /// Checkpoints `session` (with its outboxes: audit events, timers to
+    /// arm) and wakes this process's timer loop when timers were armed.
+    pub(super) async fn save(&self, session: &mut Session) -> Result<()> {
+        let armed = !session.arm.is_empty();
+        self.store.checkpoint(session).await?;
+        if let (true, Some(w)) = (armed, &self.wake) {
+            w.notify_one();
+        }
+        Ok(())
     }
 }
 

@@ -156,7 +156,7 @@ impl Engine<'_> {
             return Ok(Err(Refusal::Stale { open: None }));
         };
         if answer.via != "timeout" {
-            if let Some(at) = open.timeout_at.filter(|_| open.timed_out(Utc::now())) {
+            if let Some(at) = open.timeout_at.filter(|_| open.timed_out(self.clock.now())) {
                 return Ok(Err(Refusal::TimedOut {
                     gate: open.id.clone(),
                     at,
@@ -374,6 +374,20 @@ impl Engine<'_> {
             tracing::error!("could not audit a refused answer: {e}");
         }
     }
+}
+
+/// Records a timeout's answer for gate `timer.gate` exactly once — the
+/// same rule as every answer (`Session::accept`, compare-and-swap) — and
+/// marks the timer fired in the same transaction. A refusal (someone
+/// answered first) changes nothing.
+#[allow(clippy::result_large_err)] // see `Session::accept`
+pub async fn record_timeout(
+    store: &crate::store::Store,
+    timer: &crate::store::Timer,
+    answer: &Answer,
+    fired: &crate::store::Fired,
+) -> Result<std::result::Result<Session, Refusal>> {
+    store.record_timeout(timer, answer, fired).await
 }
 
 /// Whether `asker` may give `answer` at `gate`: the gate's approvers (the

@@ -14,6 +14,7 @@ pub mod tools;
 
 pub mod intake;
 pub mod specs;
+pub mod timers;
 
 mod agents;
 mod carry;
@@ -61,6 +62,13 @@ pub struct Engine<'a> {
     /// How long the intake may spend fetching a tool's schema to check an
     /// edit (`None`: as long as it takes).
     prepare_deadline: Option<Duration>,
+    /// Where "now" comes from for gates and their timers.
+    clock: Arc<dyn timers::Clock>,
+    /// The timeout of gates whose spec sets none (the bot's
+    /// `STRANDS_DEFAULT_TIMEOUT_MINUTES`).
+    default_timeout: Option<chrono::TimeDelta>,
+    /// Wakes this process's timer loop when a gate's timers are armed.
+    wake: Option<Arc<tokio::sync::Notify>>,
     templates: Templates,
     providers: BTreeMap<(ProviderKind, Option<String>), Provider>,
     timeout: Duration,
@@ -78,6 +86,9 @@ impl<'a> Engine<'a> {
             specs: Arc::new(specs::SpecCache::default()),
             admins: intake::admins_from_env(),
             prepare_deadline: None,
+            clock: Arc::new(timers::TokioClock::default()),
+            default_timeout: None,
+            wake: None,
             templates: Templates::new(),
             providers: BTreeMap::new(),
             timeout,
@@ -88,6 +99,24 @@ impl<'a> Engine<'a> {
     /// keeps one for all its drives and clicks).
     pub fn with_specs(mut self, specs: Arc<specs::SpecCache>) -> Self {
         self.specs = specs;
+        self
+    }
+
+    /// Gates opened by this engine take their times from `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn timers::Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Gates without a timeout of their own get this one (the bot's).
+    pub fn with_default_timeout(mut self, d: Option<chrono::TimeDelta>) -> Self {
+        self.default_timeout = d;
+        self
+    }
+
+    /// Armed timers wake this process's timer loop.
+    pub fn with_wake(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
+        self.wake = Some(wake);
         self
     }
 
@@ -153,6 +182,7 @@ impl<'a> Engine<'a> {
             trusted_tools: Default::default(),
             denied_calls: Default::default(),
             audit: Vec::new(),
+            arm: Vec::new(),
             triggers_fired: Default::default(),
             final_approved: false,
             in_flight: Default::default(),
@@ -213,7 +243,7 @@ impl<'a> Engine<'a> {
                         AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
                     ev.detail = Some(spec.redactor.redact(&format!("failed: {e}")));
                     session.audit.push(ev);
-                    self.store.checkpoint(&mut session).await?;
+                    self.save(&mut session).await?;
                     channel
                         .progress(
                             &session,
@@ -259,7 +289,7 @@ impl<'a> Engine<'a> {
             pattern::choose(spec, &mut session.state, |what, cond| {
                 templates.truthy(what, cond, &ctx)
             })?;
-            self.store.checkpoint(session).await?;
+            self.save(session).await?;
             return Ok(true);
         }
         match pattern::next(spec, &session.state)? {
@@ -270,13 +300,10 @@ impl<'a> Engine<'a> {
                         continue;
                     }
                     match self.open_gate(spec, session, position, gate)? {
-                        Some(opened) => {
-                            gates::audit_request(session, &opened);
-                            session.gates.insert(opened.handle(), opened);
-                        }
+                        Some(opened) => self.add_gate(session, opened, Some(&gate.timers)),
                         None => {
                             // Condition false: recorded as skipped; look again.
-                            self.store.checkpoint(session).await?;
+                            self.save(session).await?;
                             channel
                                 .progress(
                                     session,
@@ -295,7 +322,7 @@ impl<'a> Engine<'a> {
                     ));
                 }
                 session.status = Status::Paused;
-                self.store.checkpoint(session).await?;
+                self.save(session).await?;
             }
             Next::Done { output } => {
                 let final_gate = spec
@@ -325,7 +352,7 @@ impl<'a> Engine<'a> {
                 session.audit.push(ev);
                 session.output = Some(output);
                 session.status = Status::Completed;
-                self.store.checkpoint(session).await?;
+                self.save(session).await?;
                 channel.progress(session, &Progress::Completed).await;
                 return Ok(false);
             }
@@ -342,7 +369,7 @@ impl<'a> Engine<'a> {
         session: &mut Session,
         channel: &mut C,
     ) -> Result<bool> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let due = session.open_gates().find(|g| g.timed_out(now)).cloned();
         let (handle, answer) = match due {
             Some(g) => (g.handle(), gate::timeout_answer(&g, now)),

@@ -158,10 +158,9 @@ impl Engine<'_> {
         opened.approvals_required = spec.approval.approvals_required.unwrap_or(1).max(1);
         opened.allow_self_approval = spec.approval.allow_self_approval;
         opened.trigger = Some(t.id.clone());
-        gates::audit_request(session, &opened);
-        session.gates.insert(opened.handle(), opened);
+        self.add_gate(session, opened, None);
         session.status = Status::Paused;
-        self.store.checkpoint(session).await
+        self.save(session).await
     }
 }
 

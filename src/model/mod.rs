@@ -13,6 +13,7 @@ pub mod conversation;
 pub mod gate;
 pub mod pattern;
 pub mod session;
+pub mod timer;
 pub mod wire;
 
 pub use accept::Refusal;

@@ -225,6 +225,11 @@ pub struct Session {
     /// session (in the same transaction). Never stored with the session.
     #[serde(skip)]
     pub audit: Vec<crate::audit::AuditEvent>,
+    /// Timers of gates that just opened, by gate handle, armed with the
+    /// next write of this session (in the same transaction, once per gate
+    /// asking). Never stored with the session.
+    #[serde(skip)]
+    pub arm: Vec<(String, Vec<super::timer::Timer>)>,
 }
 
 /// An agent step that is calling tools: the conversation so far and the

@@ -48,7 +48,11 @@ pub struct Inner {
     posting: Mutex<HashMap<String, usize>>,
     /// Parsed specs by SHA-256 of their text: a click never re-parses YAML
     /// for a workflow the bot has seen.
-    specs: Arc<crate::engine::specs::SpecCache>,
+    pub specs: Arc<crate::engine::specs::SpecCache>,
+    /// Where "now" comes from for gates and their timers.
+    pub clock: Arc<dyn crate::engine::timers::Clock>,
+    /// Wakes the timer loop when a gate's timers are armed.
+    pub wake: Arc<tokio::sync::Notify>,
     /// User-group members by group id, with when they were fetched.
     groups: Mutex<HashMap<String, (std::time::Instant, HashSet<String>)>>,
     /// Background drives, so shutdown can wait for them.
@@ -80,6 +84,8 @@ impl App {
             posting: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
             specs: Arc::new(crate::engine::specs::SpecCache::default()),
+            clock: Arc::new(crate::engine::timers::TokioClock::default()),
+            wake: Arc::new(tokio::sync::Notify::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             updates: Mutex::new(HashMap::new()),
         })))
@@ -291,6 +297,9 @@ impl App {
         Engine::new(&self.store)
             .with_specs(Arc::clone(&self.specs))
             .with_prepare_deadline(PREPARE_DEADLINE)
+            .with_clock(Arc::clone(&self.clock))
+            .with_default_timeout(self.config.default_timeout)
+            .with_wake(Arc::clone(&self.wake))
     }
 
     /// The user groups among gate `handle`'s approvers (or the bot's
@@ -779,12 +788,6 @@ impl HumanChannel for SlackChannel {
             .map(|g| g.handle())
             .filter(|h| !posted(&notes, h))
             .collect();
-        // The gate's timeout, reminders and escalation (once per asking; a
-        // bot-wide default timeout is written into the gate first, so the
-        // message shows it).
-        if let Err(e) = super::timers::arm(&self.app, &session.id).await {
-            tracing::error!(session = %session.id, "could not arm the gate's timers: {e}");
-        }
         for handle in unposted {
             if let Err(e) = self.app.notify_gate(&session.id, Some(&handle)).await {
                 // Recorded on the session; `strands sessions notify ID` retries.

@@ -2081,6 +2081,7 @@ mod tests {
             trusted_tools: Default::default(),
             denied_calls: Default::default(),
             audit: Vec::new(),
+            arm: Vec::new(),
             triggers_fired: Default::default(),
             final_approved: false,
             in_flight: Default::default(),

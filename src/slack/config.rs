@@ -46,6 +46,8 @@ pub struct Config {
     pub admins: Vec<String>,
     /// `STRANDS_APPROVERS`: who may answer gates whose spec names nobody.
     pub default_approvers: Vec<String>,
+    /// `STRANDS_DEFAULT_TIMEOUT_MINUTES`: the timeout of gates that set none.
+    pub default_timeout: Option<chrono::TimeDelta>,
 }
 
 /// Flag values that override the environment.
@@ -116,6 +118,7 @@ impl Config {
             max_body_bytes,
             admins: list(get("STRANDS_ADMINS")),
             default_approvers: list(get("STRANDS_APPROVERS")),
+            default_timeout: default_timeout(get("STRANDS_DEFAULT_TIMEOUT_MINUTES")),
         })
     }
 
@@ -131,6 +134,18 @@ fn list(v: Option<String>) -> Vec<String> {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+/// `STRANDS_DEFAULT_TIMEOUT_MINUTES`: the timeout of gates without one, in
+/// the bot (fractions allowed; at most the longest timeout allowed).
+fn default_timeout(raw: Option<String>) -> Option<chrono::TimeDelta> {
+    let minutes: f64 = raw?.trim().parse().ok()?;
+    if !minutes.is_finite() || minutes <= 0.0 {
+        return None;
+    }
+    let max = crate::spec::max_timeout_secs() as f64;
+    let ms = (minutes * 60.0).min(max) * 1000.0;
+    chrono::TimeDelta::try_milliseconds(ms as i64)
 }
 
 #[cfg(test)]

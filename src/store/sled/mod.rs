@@ -138,6 +138,35 @@ impl SledStore {
             }
             let session = crate::model::wire::decode(&bytes)
                 .map_err(|e| Error::Store(format!("session {id} is unreadable: {e}")))?;
+            // Timers are armed when a gate opens now; a gate that format 1
+            // left unarmed (paused by the CLI, no bot ran) gets its timeout.
+            if session.status == Status::Paused {
+                let marks = self.tree(trees::TIMER_GATES)?;
+                let timers = self.tree(trees::TIMERS)?;
+                for g in session.open_gates() {
+                    let mark = gate_key(&id, &g.handle());
+                    let old_mark = marks.get(id.as_bytes())?;
+                    if marks.get(&mark)?.is_some()
+                        || old_mark.as_deref() == Some(g.handle().as_bytes())
+                    {
+                        continue;
+                    }
+                    if let (Some(due), false) =
+                        (g.timeout_at, g.kind == crate::model::GateKind::ToolCall)
+                    {
+                        let t = Timer {
+                            session: id.clone(),
+                            gate: g.handle(),
+                            kind: TimerKind::Timeout,
+                            due,
+                            n: 0,
+                            fired: None,
+                        };
+                        timers.insert(timer_key(&t), encode("timer", &t)?)?;
+                    }
+                    marks.insert(mark, g.handle().as_bytes())?;
+                }
+            }
             self.sessions.insert(key, encode("session", &session)?)?;
         }
         meta.insert(b"format", &STORE_FORMAT.to_be_bytes())?;
@@ -159,8 +188,9 @@ impl SledStore {
         let mut next = session.clone();
         next.rev = expected + 1;
         next.updated_at = Utc::now();
-        self.write(&next, Some(expected), None)?;
+        self.write(&next, Some(expected))?;
         next.audit.clear();
+        next.arm.clear();
         *session = next;
         Ok(())
     }
@@ -256,31 +286,41 @@ impl SledStore {
     /// Stores a new session (rev 0 → 1).
     pub fn create(&self, session: &mut Session) -> Result<()> {
         session.rev = 1;
-        self.write(session, None, None)?;
+        self.write(session, None)?;
         session.audit.clear();
+        session.arm.clear();
         Ok(())
     }
 
-    fn write(
-        &self,
-        session: &Session,
-        expected_rev: Option<u64>,
-        index: Option<(Vec<u8>, Vec<u8>)>,
-    ) -> Result<()> {
+    /// Writes `session` (compare-and-swap on `expected_rev`; `None`: it
+    /// must not exist yet) with its summary, its audit outbox and the
+    /// timers of gates it just opened, in one transaction, then flushes.
+    fn write(&self, session: &Session, expected_rev: Option<u64>) -> Result<()> {
         let bytes = serde_json::to_vec(session)
             .map_err(|e| Error::Internal(format!("encode session: {e}")))?;
         let summary = serde_json::to_vec(&session.summary())
             .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
         let key = session.id.as_bytes();
         let events = &session.audit;
+        let mut arm = Vec::new();
+        for (gate, timers) in &session.arm {
+            let mut rows = Vec::new();
+            for t in timers {
+                rows.push((timer_key(t), encode("timer", t)?));
+            }
+            arm.push((gate_key(&session.id, gate), gate.as_bytes().to_vec(), rows));
+        }
+        let marks = self.tree(trees::TIMER_GATES)?;
+        let timers = self.tree(trees::TIMERS)?;
         let res = (
             &self.sessions,
             &self.summaries,
-            &self.messages,
             &self.audit,
             &self.audit_head,
+            &marks,
+            &timers,
         )
-            .transaction(|(s, m, msg, log, head)| {
+            .transaction(|(s, m, log, head, mk, tm)| {
                 let current = s.get(key)?;
                 match (expected_rev, &current) {
                     (None, Some(_)) => {
@@ -308,10 +348,17 @@ impl SledStore {
                 }
                 s.insert(key, bytes.as_slice())?;
                 m.insert(key, summary.as_slice())?;
-                if let Some((k, v)) = &index {
-                    msg.insert(k.as_slice(), v.as_slice())?;
-                }
                 append_in(log, head, events).map_err(ConflictableTransactionError::Abort)?;
+                // Once per gate asking: a mark says its timers were armed.
+                for (mark, gate, rows) in &arm {
+                    if mk.get(mark.as_slice())?.is_some() {
+                        continue;
+                    }
+                    for (k, v) in rows {
+                        tm.insert(k.as_slice(), v.as_slice())?;
+                    }
+                    mk.insert(mark.as_slice(), gate.as_slice())?;
+                }
                 Ok(())
             });
         match res {
@@ -781,7 +828,7 @@ impl SledStore {
             let expected = session.rev;
             session.rev = expected + 1;
             session.updated_at = Utc::now();
-            match self.write(&session, Some(expected), None) {
+            match self.write(&session, Some(expected)) {
                 Ok(()) => return Ok(Some(session)),
                 // Another writer got there first: look again.
                 Err(Error::Session(_)) => continue,

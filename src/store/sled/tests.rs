@@ -72,6 +72,7 @@ fn paused_session(id: &str) -> Session {
         trusted_tools: Default::default(),
         denied_calls: Default::default(),
         audit: Vec::new(),
+        arm: Vec::new(),
         triggers_fired: Default::default(),
         final_approved: false,
         in_flight: Default::default(),
@@ -175,4 +176,26 @@ fn summaries_follow_sessions_and_cleanup_keeps_paused_ones() {
     assert_eq!(removed, vec!["d1".to_string()]);
     assert!(store.load("p1").expect("load").is_some());
     assert_eq!(store.resolve("p1").expect("resolve"), "p1");
+}
+
+#[test]
+fn timer_keys_sort_by_due_time() {
+    let due = Utc::now();
+    let a = Timer {
+        session: "zzz".into(),
+        gate: "review#2".into(),
+        kind: TimerKind::Timeout,
+        due,
+        n: 0,
+        fired: None,
+    };
+    let b = Timer {
+        session: "aaa".into(),
+        due: due + chrono::TimeDelta::milliseconds(1),
+        ..a.clone()
+    };
+    assert!(
+        timer_key(&a) < timer_key(&b),
+        "earlier first, whatever the session id"
+    );
 }
