@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::StatusCode;
 
-use crate::error::{Error, Result};
+use crate::error::{self, Error, Result};
 
 /// The longest body excerpt put into an error message, in characters.
 pub const EXCERPT_CHARS: usize = 300;
@@ -147,23 +147,6 @@ pub fn excerpt(body: &str) -> String {
     cut
 }
 
-/// A transport error as one line: its message and its causes, without the
-/// URL that reqwest would otherwise embed (it may carry a query string).
-fn describe_transport_error(err: reqwest::Error) -> String {
-    let err = err.without_url();
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// True for transport failures worth another attempt: timeouts, failures to
 /// connect, and connections that broke while the request was in flight.
 fn is_retryable_transport(err: &reqwest::Error) -> bool {
@@ -203,7 +186,7 @@ where
         let request = request.map_err(|e| {
             Error::Runtime(format!(
                 "{provider}: could not build the request: {}",
-                describe_transport_error(e)
+                error::transport(e)
             ))
         })?;
         let method = request.method().clone();
@@ -240,7 +223,7 @@ where
                 }
                 let body = match response.text().await {
                     Ok(body) => excerpt(&body),
-                    Err(e) => format!("<body unreadable: {}>", describe_transport_error(e)),
+                    Err(e) => format!("<body unreadable: {}>", error::transport(e)),
                 };
                 let body = if body.is_empty() {
                     "<empty body>".to_string()
@@ -259,7 +242,7 @@ where
                         provider,
                         %method,
                         url = %url,
-                        error = %describe_transport_error(err),
+                        error = %error::transport(err),
                         attempt,
                         max_attempts = policy.max_retries.saturating_add(1),
                         delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
@@ -276,7 +259,7 @@ where
                 return Err(Error::Runtime(format!(
                     "{provider}: {method} {url} {what} after {}: {}",
                     attempts_text(attempt),
-                    describe_transport_error(err)
+                    error::transport(err)
                 )));
             }
         }
@@ -294,7 +277,7 @@ pub(crate) fn http_client(provider: &str, timeout: Duration) -> Result<reqwest::
     builder.build().map_err(|e| {
         Error::Runtime(format!(
             "{provider}: could not set up the HTTP client: {}",
-            describe_transport_error(e)
+            error::transport(e)
         ))
     })
 }
@@ -326,7 +309,7 @@ pub(crate) async fn read_json(
     let text = response.text().await.map_err(|e| {
         Error::Runtime(format!(
             "{provider}: reading the response from {url} failed: {}",
-            describe_transport_error(e)
+            error::transport(e)
         ))
     })?;
     match serde_json::from_str(&text) {
