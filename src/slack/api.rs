@@ -4,6 +4,7 @@
 //! silently: a call that still fails returns an error for the caller to
 //! record on the session.
 
+use secrecy::ExposeSecret;
 use serde_json::Value;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
@@ -76,7 +77,9 @@ impl SlackApi {
             SlackClientHyperConnector::with_connector(https).with_slack_api_url(&config.api_url);
         Ok(SlackApi {
             client: Arc::new(SlackClient::new(connector)),
-            token: SlackApiToken::new(SlackApiTokenValue(config.bot_token.expose().to_string())),
+            token: SlackApiToken::new(SlackApiTokenValue(
+                config.bot_token.expose_secret().to_string(),
+            )),
             retry: RetryPolicy::from_env(),
             timeout: Duration::from_secs(10),
             metrics,
