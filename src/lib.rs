@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod gate;
 pub mod provider;
+pub mod retry;
 pub mod session;
 pub mod slack;
 pub mod spec;
