@@ -3,6 +3,10 @@
 //!
 //! Outcomes that are not failures (paused at a gate, rejected by a human) are
 //! not errors: they are session statuses, mapped to exit codes in `cli`.
+//!
+//! It also holds [`chain`] and [`transport`], which turn a library's error
+//! and its causes into the one line our messages quote, so that every HTTP
+//! client renders a failure the same way and none leaks a URL.
 
 use std::path::PathBuf;
 
@@ -146,4 +150,90 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Where the store lives, for messages that must name it.
 pub fn describe_path(p: &std::path::Path) -> String {
     PathBuf::from(p).display().to_string()
+}
+
+/// `err` and each of its causes on one line, joined by `": "`. A cause whose
+/// text its parent already quotes is skipped, so wrappers that repeat their
+/// source (many do) do not read twice.
+pub fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A reqwest failure as [`chain`] renders it, without the URL reqwest would
+/// embed: a URL may carry credentials in its query string. Callers that want
+/// to name the endpoint print a redacted URL themselves.
+pub fn transport(err: reqwest::Error) -> String {
+    chain(&err.without_url())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with an optional cause, to build chains of any shape.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    #[test]
+    fn chain_joins_causes_and_skips_repeats() {
+        let err = Layer(
+            "request failed",
+            Some(Box::new(Layer(
+                "connect error: connection refused",
+                Some(Box::new(Layer("connection refused", None))),
+            ))),
+        );
+        assert_eq!(
+            chain(&err),
+            "request failed: connect error: connection refused"
+        );
+        assert_eq!(chain(&Layer("alone", None)), "alone");
+    }
+
+    #[tokio::test]
+    async fn transport_errors_never_show_the_url() {
+        // Bind then drop a listener to get a port nothing listens on.
+        let port = {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        crate::provider::install_crypto();
+        let err = reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{port}/x?api_key=SECRET"))
+            .send()
+            .await
+            .expect_err("nothing listens there");
+        let text = transport(err);
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(!text.contains("127.0.0.1"), "{text}");
+        assert!(text.contains("error sending request"), "{text}");
+        // The root cause is there too, not only reqwest's summary.
+        assert!(text.contains("Connection refused"), "{text}");
+    }
 }

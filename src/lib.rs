@@ -13,6 +13,7 @@ pub mod error;
 pub mod gate;
 pub mod model;
 pub mod provider;
+pub mod retry;
 pub mod slack;
 pub mod spec;
 pub mod store;

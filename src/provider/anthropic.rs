@@ -11,9 +11,10 @@ use reqwest::header::HeaderValue;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::retry::{self, RetryPolicy};
+use super::retry;
 use super::{ChatRequest, ChatResponse, Message, ProviderConfig, ToolCall, Usage};
 use crate::error::{Error, Result};
+use crate::retry::RetryPolicy;
 
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
@@ -327,6 +328,7 @@ mod tests {
                 max_retries: 2,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(5),
+                max_server_delay: Duration::from_millis(5),
             },
         }
     }

@@ -5,8 +5,9 @@
 //! Completions (`openai`, `ollama`), Anthropic Messages (`anthropic`) and the
 //! offline rehearsal provider `echo`. Anything else is refused with exit 18.
 //!
-//! Retries (429 honouring `Retry-After`, 5xx, timeouts and connection errors,
-//! exponential backoff) live in [`retry`], shared by every HTTP provider.
+//! Every HTTP provider sends through [`retry::send_with_retry`], which sorts
+//! failures (429 honouring `Retry-After`, 5xx, timeouts and connection
+//! errors) for the policy in [`crate::retry`] that the Slack client shares.
 
 mod anthropic;
 mod echo;
@@ -79,7 +80,7 @@ pub struct ProviderConfig {
     /// `runtime.host`, if the spec gives one.
     pub host: Option<String>,
     pub timeout: Duration,
-    pub retry: retry::RetryPolicy,
+    pub retry: crate::retry::RetryPolicy,
 }
 
 /// A ready-to-use provider. Enum dispatch: no trait objects needed.

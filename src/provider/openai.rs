@@ -11,9 +11,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::retry::{self, RetryPolicy};
+use super::retry;
 use super::{ChatRequest, ChatResponse, Message, ProviderConfig, ProviderKind, ToolCall, Usage};
 use crate::error::{Error, Result};
+use crate::retry::RetryPolicy;
 
 const DEFAULT_OPENAI_BASE: &str = "https://api.openai.com/v1";
 const DEFAULT_OLLAMA_HOST: &str = "http://localhost:11434";
@@ -373,6 +374,7 @@ mod tests {
                 max_retries: 2,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(5),
+                max_server_delay: Duration::from_millis(5),
             },
         }
     }

@@ -1,127 +1,29 @@
-//! Retries for every HTTP provider, in one place.
+//! Sending a provider's HTTP request, and the small helpers every provider
+//! shares around it.
 //!
-//! Model APIs fail transiently all the time: rate limits (429), overloaded or
-//! restarting servers (5xx), timeouts and dropped connections. A workflow that
-//! gave up on the first such blip would throw away every step already paid
-//! for, so each provider sends its request through [`send_with_retry`], which
-//! waits (honouring `Retry-After`, else exponential backoff) and tries again a
-//! bounded number of times. Errors that retrying cannot fix (400, 401, 404…)
-//! fail at once. Failure messages name the URL without its query string or
-//! credentials, never a header, and carry a short excerpt of the body.
+//! Model APIs fail transiently all the time, and a workflow that gave up on
+//! the first blip would throw away every step already paid for, so each
+//! provider sends its request through [`send_with_retry`]: it sorts each
+//! failure for the shared [`RetryPolicy`] (429 waits `Retry-After`, 5xx,
+//! timeouts and broken connections back off, other 4xx fail at once) and
+//! words the final error. Failure messages name the URL without its query
+//! string or credentials, never a header, and carry a short excerpt of the
+//! body.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
-use reqwest::header::{HeaderMap, RETRY_AFTER};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 
-use crate::error::{Error, Result};
+use crate::error::{self, Error, Result};
+use crate::retry::{self, Retry, Transient};
+
+/// The shared policy, under the name code that builds a provider's config
+/// (the engine) already uses.
+pub use crate::retry::RetryPolicy;
 
 /// The longest body excerpt put into an error message, in characters.
 pub const EXCERPT_CHARS: usize = 300;
-
-/// How often and how patiently a provider call is retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt: at most `max_retries + 1` attempts.
-    pub max_retries: u32,
-    /// The wait before the first retry; doubled for each later one.
-    pub base_delay: Duration,
-    /// No single wait is longer than this, `Retry-After` included.
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_retries: 3,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(20),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The default policy, adjusted by `STRANDS_MAX_RETRIES` (a count) and
-    /// `STRANDS_RETRY_BASE_MS` (milliseconds) when they are set. A value that
-    /// does not parse is ignored with a warning.
-    pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// [`RetryPolicy::from_env`] with the environment given as a lookup
-    /// function, so that it can be tested without touching the process
-    /// environment.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let mut policy = RetryPolicy::default();
-        if let Some(raw) = lookup("STRANDS_MAX_RETRIES") {
-            match raw.trim().parse::<u32>() {
-                Ok(n) => policy.max_retries = n,
-                Err(_) => tracing::warn!(
-                    value = %raw,
-                    "ignoring STRANDS_MAX_RETRIES: not a non-negative integer"
-                ),
-            }
-        }
-        if let Some(raw) = lookup("STRANDS_RETRY_BASE_MS") {
-            match raw.trim().parse::<u64>() {
-                Ok(ms) => policy.base_delay = Duration::from_millis(ms),
-                Err(_) => tracing::warn!(
-                    value = %raw,
-                    "ignoring STRANDS_RETRY_BASE_MS: not a non-negative integer"
-                ),
-            }
-        }
-        policy
-    }
-
-    /// The wait before retry number `retry` (0 for the first retry):
-    /// `base_delay * 2^retry`, capped at `max_delay`. Deterministic.
-    pub fn backoff(&self, retry: u32) -> Duration {
-        let factor = 2u32.checked_pow(retry);
-        let delay = factor.and_then(|f| self.base_delay.checked_mul(f));
-        match delay {
-            Some(d) => d.min(self.max_delay),
-            None => self.max_delay,
-        }
-    }
-
-    /// The wait after a 429: `Retry-After` seconds when the server sent a
-    /// usable value, else [`RetryPolicy::backoff`]; capped at `max_delay`
-    /// either way.
-    pub fn delay_after_429(&self, headers: &HeaderMap, retry: u32) -> Duration {
-        let header = headers
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
-        match header {
-            Some(d) => d.min(self.max_delay),
-            None => self.backoff(retry),
-        }
-    }
-
-    /// The backoff for `retry` plus up to a quarter of it as jitter (taken
-    /// from the clock's nanoseconds, so no random-number crate is needed),
-    /// still capped at `max_delay`. Spreads out clients that failed together.
-    fn jittered_backoff(&self, retry: u32) -> Duration {
-        let delay = self.backoff(retry);
-        let quarter = u64::try_from(delay.as_nanos() / 4).unwrap_or(u64::MAX);
-        if quarter == 0 {
-            return delay;
-        }
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| u64::from(d.subsec_nanos()))
-            .unwrap_or(0);
-        (delay + Duration::from_nanos(nanos % quarter)).min(self.max_delay)
-    }
-}
-
-/// Parses a `Retry-After` value given in whole seconds (`"0"`, `"12"`).
-/// The HTTP-date form and anything else unparsable yield `None`, and the
-/// caller falls back to backoff.
-pub fn parse_retry_after(value: &str) -> Option<Duration> {
-    value.trim().parse::<u64>().ok().map(Duration::from_secs)
-}
 
 /// `url` without its query string, fragment, user name or password, for
 /// logs and error messages: API keys sometimes travel in the query.
@@ -147,27 +49,23 @@ pub fn excerpt(body: &str) -> String {
     cut
 }
 
-/// A transport error as one line: its message and its causes, without the
-/// URL that reqwest would otherwise embed (it may carry a query string).
-fn describe_transport_error(err: reqwest::Error) -> String {
-    let err = err.without_url();
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// True for transport failures worth another attempt: timeouts, failures to
 /// connect, and connections that broke while the request was in flight.
 fn is_retryable_transport(err: &reqwest::Error) -> bool {
     err.is_timeout() || err.is_connect() || err.is_request()
+}
+
+/// How a status that is not 2xx is retried: 429 after `Retry-After` (or the
+/// backoff when the server gave no usable value), 5xx after the backoff,
+/// anything else not at all.
+fn retry_for_status(status: StatusCode, headers: &reqwest::header::HeaderMap) -> Retry {
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        retry::retry_after(headers).map_or(Retry::Backoff, Retry::After)
+    } else if status.is_server_error() {
+        Retry::Backoff
+    } else {
+        Retry::Never
+    }
 }
 
 fn attempts_text(n: u32) -> String {
@@ -178,15 +76,121 @@ fn attempts_text(n: u32) -> String {
     }
 }
 
+/// What one attempt at a provider call hit.
+enum Failure {
+    /// The request could not be built: no attempt will do better.
+    Build(reqwest::Error),
+    /// The server answered with a status that is not 2xx. The response is
+    /// kept for its body, which the final error quotes.
+    Status {
+        method: Method,
+        url: String,
+        response: reqwest::Response,
+        retry: Retry,
+    },
+    /// No answer: the connection failed, broke or timed out. `error` no
+    /// longer carries the URL (it may hold credentials); `url` is redacted.
+    Transport {
+        method: Method,
+        url: String,
+        error: reqwest::Error,
+    },
+}
+
+impl Transient for Failure {
+    fn retry(&self) -> Retry {
+        match self {
+            Failure::Build(_) => Retry::Never,
+            Failure::Status { retry, .. } => *retry,
+            Failure::Transport { error, .. } if is_retryable_transport(error) => Retry::Backoff,
+            Failure::Transport { .. } => Retry::Never,
+        }
+    }
+}
+
+impl Failure {
+    /// Logs that this failure will be retried after `delay`.
+    fn log_retry(&self, provider: &str, attempt: u32, max_attempts: u32, delay: Duration) {
+        let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        match self {
+            Failure::Status {
+                method,
+                url,
+                response,
+                ..
+            } => tracing::warn!(
+                provider,
+                %method,
+                url = %url,
+                status = response.status().as_u16(),
+                attempt,
+                max_attempts,
+                delay_ms,
+                "provider call failed; retrying"
+            ),
+            Failure::Transport { method, url, error } => tracing::warn!(
+                provider,
+                %method,
+                url = %url,
+                error = %error::chain(error),
+                attempt,
+                max_attempts,
+                delay_ms,
+                "provider call failed; retrying"
+            ),
+            // Never retried, so never logged here.
+            Failure::Build(_) => {}
+        }
+    }
+
+    /// The error the caller gets after `attempts` attempts ended in this.
+    async fn into_error(self, provider: &str, attempts: u32) -> Error {
+        let attempts = attempts_text(attempts);
+        match self {
+            Failure::Build(e) => Error::Runtime(format!(
+                "{provider}: could not build the request: {}",
+                error::transport(e)
+            )),
+            Failure::Status {
+                method,
+                url,
+                response,
+                ..
+            } => {
+                let status = response.status();
+                let body = match response.text().await {
+                    Ok(body) if body.trim().is_empty() => "<empty body>".to_string(),
+                    Ok(body) => excerpt(&body),
+                    Err(e) => format!("<body unreadable: {}>", error::transport(e)),
+                };
+                Error::Runtime(format!(
+                    "{provider}: {method} {url} returned HTTP {status} after {attempts}: {body}"
+                ))
+            }
+            Failure::Transport { method, url, error } => {
+                let what = if error.is_timeout() {
+                    "timed out"
+                } else {
+                    "failed"
+                };
+                Error::Runtime(format!(
+                    "{provider}: {method} {url} {what} after {attempts}: {}",
+                    error::transport(error)
+                ))
+            }
+        }
+    }
+}
+
 /// Sends the request that `build` makes, retrying transient failures per
 /// `policy`, and returns the first successful (2xx) response.
 ///
 /// `build` is called once per attempt, because a sent request is consumed.
 /// `provider` names the provider in logs and errors (`"openai"`…).
 ///
-/// Retried: HTTP 429 (waiting `Retry-After` seconds if given, capped at
-/// `max_delay`), HTTP 5xx, timeouts and connection errors. Any other 4xx
-/// fails at once. The error is `Error::Runtime` naming the method, the
+/// Retried: HTTP 429 (waiting `Retry-After` if given, capped at the policy's
+/// `max_server_delay`), HTTP 5xx, timeouts and connection errors. Any other
+/// 4xx fails at once. The error is `Error::Runtime` naming the method, the
 /// redacted URL, the status, a body excerpt and the number of attempts.
 pub async fn send_with_retry<F>(
     policy: &RetryPolicy,
@@ -196,90 +200,48 @@ pub async fn send_with_retry<F>(
 where
     F: Fn() -> reqwest::RequestBuilder,
 {
-    let mut attempt: u32 = 0;
-    loop {
-        attempt += 1;
-        let (client, request) = build().build_split();
-        let request = request.map_err(|e| {
-            Error::Runtime(format!(
-                "{provider}: could not build the request: {}",
-                describe_transport_error(e)
-            ))
-        })?;
-        let method = request.method().clone();
-        let url = redact_url(request.url());
-        let retries_left = attempt <= policy.max_retries;
-        let retry_index = attempt - 1;
-
-        match client.execute(request).await {
-            Ok(response) => {
-                let status = response.status();
-                if status.is_success() {
-                    return Ok(response);
+    let attempts = AtomicU32::new(0);
+    let max_attempts = policy.max_retries.saturating_add(1);
+    let outcome = policy
+        .run(
+            || {
+                attempts.fetch_add(1, Ordering::Relaxed);
+                let (client, request) = build().build_split();
+                async move {
+                    let request = request.map_err(Failure::Build)?;
+                    let method = request.method().clone();
+                    let url = redact_url(request.url());
+                    match client.execute(request).await {
+                        Ok(response) if response.status().is_success() => Ok(response),
+                        Ok(response) => Err(Failure::Status {
+                            retry: retry_for_status(response.status(), response.headers()),
+                            method,
+                            url,
+                            response,
+                        }),
+                        Err(error) => Err(Failure::Transport {
+                            method,
+                            url,
+                            error: error.without_url(),
+                        }),
+                    }
                 }
-                let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
-                if retryable && retries_left {
-                    let delay = if status == StatusCode::TOO_MANY_REQUESTS {
-                        policy.delay_after_429(response.headers(), retry_index)
-                    } else {
-                        policy.jittered_backoff(retry_index)
-                    };
-                    drop(response);
-                    tracing::warn!(
-                        provider,
-                        %method,
-                        url = %url,
-                        status = status.as_u16(),
-                        attempt,
-                        max_attempts = policy.max_retries.saturating_add(1),
-                        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        "provider call failed; retrying"
-                    );
-                    tokio::time::sleep(delay).await;
-                    continue;
-                }
-                let body = match response.text().await {
-                    Ok(body) => excerpt(&body),
-                    Err(e) => format!("<body unreadable: {}>", describe_transport_error(e)),
-                };
-                let body = if body.is_empty() {
-                    "<empty body>".to_string()
-                } else {
-                    body
-                };
-                return Err(Error::Runtime(format!(
-                    "{provider}: {method} {url} returned HTTP {status} after {}: {body}",
-                    attempts_text(attempt)
-                )));
-            }
-            Err(err) => {
-                if is_retryable_transport(&err) && retries_left {
-                    let delay = policy.jittered_backoff(retry_index);
-                    tracing::warn!(
-                        provider,
-                        %method,
-                        url = %url,
-                        error = %describe_transport_error(err),
-                        attempt,
-                        max_attempts = policy.max_retries.saturating_add(1),
-                        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        "provider call failed; retrying"
-                    );
-                    tokio::time::sleep(delay).await;
-                    continue;
-                }
-                let what = if err.is_timeout() {
-                    "timed out"
-                } else {
-                    "failed"
-                };
-                return Err(Error::Runtime(format!(
-                    "{provider}: {method} {url} {what} after {}: {}",
-                    attempts_text(attempt),
-                    describe_transport_error(err)
-                )));
-            }
-        }
+            },
+            |failure, delay| {
+                failure.log_retry(
+                    provider,
+                    attempts.load(Ordering::Relaxed),
+                    max_attempts,
+                    delay,
+                )
+            },
+        )
+        .await;
+    match outcome {
+        Ok(response) => Ok(response),
+        Err(failure) => Err(failure
+            .into_error(provider, attempts.load(Ordering::Relaxed))
+            .await),
     }
 }
 
@@ -294,7 +256,7 @@ pub(crate) fn http_client(provider: &str, timeout: Duration) -> Result<reqwest::
     builder.build().map_err(|e| {
         Error::Runtime(format!(
             "{provider}: could not set up the HTTP client: {}",
-            describe_transport_error(e)
+            error::transport(e)
         ))
     })
 }
@@ -326,7 +288,7 @@ pub(crate) async fn read_json(
     let text = response.text().await.map_err(|e| {
         Error::Runtime(format!(
             "{provider}: reading the response from {url} failed: {}",
-            describe_transport_error(e)
+            error::transport(e)
         ))
     })?;
     match serde_json::from_str(&text) {
@@ -540,6 +502,7 @@ mod tests {
             max_retries: 2,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(5),
+            max_server_delay: Duration::from_secs(2),
         }
     }
 
@@ -552,77 +515,28 @@ mod tests {
     }
 
     #[test]
-    fn default_policy_matches_the_contract() {
-        let p = RetryPolicy::default();
-        assert_eq!(p.max_retries, 3);
-        assert_eq!(p.base_delay, Duration::from_millis(500));
-        assert_eq!(p.max_delay, Duration::from_secs(20));
-    }
-
-    #[test]
-    fn backoff_doubles_and_is_capped() {
-        let p = RetryPolicy::default();
-        assert_eq!(p.backoff(0), Duration::from_millis(500));
-        assert_eq!(p.backoff(1), Duration::from_millis(1000));
-        assert_eq!(p.backoff(2), Duration::from_millis(2000));
-        assert_eq!(p.backoff(5), Duration::from_millis(16000));
-        assert_eq!(p.backoff(6), Duration::from_secs(20));
-        // Overflowing exponents saturate at the cap instead of panicking.
-        assert_eq!(p.backoff(40), Duration::from_secs(20));
-        assert_eq!(p.backoff(u32::MAX), Duration::from_secs(20));
-    }
-
-    #[test]
-    fn jitter_stays_within_a_quarter_and_the_cap() {
-        let p = RetryPolicy::default();
-        for retry in 0..8 {
-            let base = p.backoff(retry);
-            let j = p.jittered_backoff(retry);
-            assert!(j >= base, "{j:?} < {base:?}");
-            assert!(j <= (base + base / 4).min(p.max_delay), "{j:?} too long");
-        }
-    }
-
-    #[test]
-    fn retry_after_parsing() {
-        assert_eq!(parse_retry_after("0"), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("-1"), None);
-        assert_eq!(parse_retry_after("1.5"), None);
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
-        assert_eq!(parse_retry_after(""), None);
-    }
-
-    #[test]
-    fn delay_after_429_honours_and_caps_retry_after() {
-        let p = RetryPolicy::default();
-        let mut h = HeaderMap::new();
-        h.insert(RETRY_AFTER, HeaderValue::from_static("3"));
-        assert_eq!(p.delay_after_429(&h, 0), Duration::from_secs(3));
-        h.insert(RETRY_AFTER, HeaderValue::from_static("3600"));
-        assert_eq!(p.delay_after_429(&h, 0), Duration::from_secs(20));
-        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(p.delay_after_429(&h, 2), Duration::from_secs(2));
+    fn statuses_are_sorted_for_the_policy() {
+        use reqwest::header::{HeaderMap, RETRY_AFTER};
+        let none = HeaderMap::new();
+        let mut asked = HeaderMap::new();
+        asked.insert(RETRY_AFTER, HeaderValue::from_static("3"));
+        let mut unusable = HeaderMap::new();
+        unusable.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        let too_many = StatusCode::TOO_MANY_REQUESTS;
         assert_eq!(
-            p.delay_after_429(&HeaderMap::new(), 1),
-            Duration::from_secs(1)
+            retry_for_status(too_many, &asked),
+            Retry::After(Duration::from_secs(3))
         );
-    }
-
-    #[test]
-    fn policy_from_lookup() {
-        let p = RetryPolicy::from_lookup(|k| match k {
-            "STRANDS_MAX_RETRIES" => Some("7".into()),
-            "STRANDS_RETRY_BASE_MS" => Some("25".into()),
-            _ => None,
-        });
-        assert_eq!(p.max_retries, 7);
-        assert_eq!(p.base_delay, Duration::from_millis(25));
-        assert_eq!(p.max_delay, Duration::from_secs(20));
-
-        let bad = RetryPolicy::from_lookup(|_| Some("lots".into()));
-        assert_eq!(bad, RetryPolicy::default());
-        assert_eq!(RetryPolicy::from_lookup(|_| None), RetryPolicy::default());
+        assert_eq!(retry_for_status(too_many, &none), Retry::Backoff);
+        assert_eq!(retry_for_status(too_many, &unusable), Retry::Backoff);
+        assert_eq!(
+            retry_for_status(StatusCode::BAD_GATEWAY, &asked),
+            Retry::Backoff
+        );
+        for status in [400, 401, 403, 404, 422] {
+            let status = StatusCode::from_u16(status).expect("status");
+            assert_eq!(retry_for_status(status, &none), Retry::Never, "{status}");
+        }
     }
 
     #[test]
@@ -661,6 +575,30 @@ mod tests {
         assert_eq!(server.hits(), 2);
         // The body was re-sent on the retry.
         assert!(server.seen().iter().all(|s| s.body == "hi"));
+    }
+
+    #[tokio::test]
+    async fn a_429_waits_what_retry_after_asks_not_the_backoff() {
+        let server = start(|i| {
+            if i == 0 {
+                Reply::new(429, "{}").header("Retry-After", "1")
+            } else {
+                Reply::new(200, "ok")
+            }
+        })
+        .await;
+        let http = client();
+        let url = format!("{}/x", server.url);
+        let started = std::time::Instant::now();
+        send_with_retry(&tiny(), "test", || http.post(&url))
+            .await
+            .expect("success after retry");
+        assert_eq!(server.hits(), 2);
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(950),
+            "tiny()'s backoff is 1 ms, Retry-After asked 1 s: {waited:?}"
+        );
     }
 
     #[tokio::test]

@@ -1,20 +1,27 @@
 //! The Slack Web API, through slack-morphism's client, with the retries the
 //! platform asks for: 429 waits `Retry-After` and tries again, 5xx, broken
-//! connections and timeouts back off exponentially. Nothing is dropped
-//! silently: a call that still fails returns an error for the caller to
-//! record on the session.
+//! connections and timeouts back off exponentially, all under the policy the
+//! model providers share ([`crate::retry`]). Nothing is dropped silently: a
+//! call that still fails returns an error for the caller to record on the
+//! session.
 
+use secrecy::ExposeSecret;
 use serde_json::Value;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::Config;
 use super::metrics::Metrics;
 use crate::error::{Error, Result};
-use crate::provider::retry::RetryPolicy;
+use crate::retry::{Retry, RetryPolicy, Transient};
+
+/// The longest `Retry-After` honoured. Slack's rate-limit windows run up to
+/// a minute, and a message that waits beats a message that is dropped.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 type Connector = SlackClientHyperConnector<
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
@@ -29,25 +36,34 @@ pub struct SlackApi {
     metrics: Arc<Metrics>,
 }
 
-/// What went wrong with one attempt, and whether to try again.
-enum Attempt {
-    Retry(Option<Duration>, String),
-    Fail(String),
+/// What went wrong with one attempt, for the log and the final error, and
+/// whether to try again.
+struct Failure {
+    why: String,
+    retry: Retry,
 }
 
-fn classify(e: SlackClientError) -> Attempt {
-    match e {
-        SlackClientError::RateLimitError(r) => {
-            Attempt::Retry(r.retry_after, "rate limited (429)".into())
-        }
-        SlackClientError::HttpError(h) if h.status_code.is_server_error() => {
-            Attempt::Retry(None, format!("HTTP {}", h.status_code))
-        }
-        SlackClientError::HttpError(h) => Attempt::Fail(format!("HTTP {}", h.status_code)),
-        SlackClientError::HttpProtocolError(p) => Attempt::Retry(None, format!("connection: {p}")),
-        SlackClientError::ApiError(a) => Attempt::Fail(format!("Slack error `{}`", a.code)),
-        other => Attempt::Fail(other.to_string()),
+impl Transient for Failure {
+    fn retry(&self) -> Retry {
+        self.retry
     }
+}
+
+fn classify(e: SlackClientError) -> Failure {
+    let (why, retry) = match e {
+        SlackClientError::RateLimitError(r) => (
+            "rate limited (429)".to_string(),
+            r.retry_after.map_or(Retry::Backoff, Retry::After),
+        ),
+        SlackClientError::HttpError(h) if h.status_code.is_server_error() => {
+            (format!("HTTP {}", h.status_code), Retry::Backoff)
+        }
+        SlackClientError::HttpError(h) => (format!("HTTP {}", h.status_code), Retry::Never),
+        SlackClientError::HttpProtocolError(p) => (format!("connection: {p}"), Retry::Backoff),
+        SlackClientError::ApiError(a) => (format!("Slack error `{}`", a.code), Retry::Never),
+        other => (other.to_string(), Retry::Never),
+    };
+    Failure { why, retry }
 }
 
 impl SlackApi {
@@ -76,49 +92,64 @@ impl SlackApi {
             SlackClientHyperConnector::with_connector(https).with_slack_api_url(&config.api_url);
         Ok(SlackApi {
             client: Arc::new(SlackClient::new(connector)),
-            token: SlackApiToken::new(SlackApiTokenValue(config.bot_token.expose().to_string())),
-            retry: RetryPolicy::from_env(),
+            token: SlackApiToken::new(SlackApiTokenValue(
+                config.bot_token.expose_secret().to_string(),
+            )),
+            retry: RetryPolicy {
+                max_server_delay: MAX_RETRY_AFTER,
+                ..RetryPolicy::from_env()
+            },
             timeout: Duration::from_secs(10),
             metrics,
         })
     }
 
+    /// Makes the call `call` builds, retrying per the policy; every attempt
+    /// and every failure is counted in the metrics.
     async fn retrying<T, F, Fut>(&self, method: &'static str, mut call: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = ClientResult<T>>,
     {
-        let mut attempt: u32 = 0;
-        loop {
-            self.metrics.slack_call(method);
-            let outcome = match tokio::time::timeout(self.timeout, call()).await {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) => classify(e),
-                Err(_) => Attempt::Retry(None, format!("no answer within {:?}", self.timeout)),
-            };
-            self.metrics.slack_error(method);
-            match outcome {
-                Attempt::Retry(wait, why) if attempt < self.retry.max_retries => {
-                    let wait = wait
-                        .unwrap_or_else(|| self.retry.backoff(attempt))
-                        .min(self.retry.max_delay.max(Duration::from_secs(60)));
+        let attempts = AtomicU32::new(0);
+        let outcome = self
+            .retry
+            .run(
+                || {
+                    attempts.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.slack_call(method);
+                    let pending = call();
+                    async move {
+                        let failure = match tokio::time::timeout(self.timeout, pending).await {
+                            Ok(Ok(v)) => return Ok(v),
+                            Ok(Err(e)) => classify(e),
+                            Err(_) => Failure {
+                                why: format!("no answer within {:?}", self.timeout),
+                                retry: Retry::Backoff,
+                            },
+                        };
+                        self.metrics.slack_error(method);
+                        Err(failure)
+                    }
+                },
+                |failure: &Failure, wait| {
                     tracing::warn!(
                         method,
-                        attempt = attempt + 1,
+                        attempt = attempts.load(Ordering::Relaxed),
                         ?wait,
-                        "Slack {method} failed ({why}); retrying"
+                        "Slack {method} failed ({}); retrying",
+                        failure.why
                     );
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
-                Attempt::Retry(_, why) | Attempt::Fail(why) => {
-                    return Err(Error::Runtime(format!(
-                        "Slack {method} failed after {} attempt(s): {why}",
-                        attempt + 1
-                    )))
-                }
-            }
-        }
+                },
+            )
+            .await;
+        outcome.map_err(|failure| {
+            Error::Runtime(format!(
+                "Slack {method} failed after {} attempt(s): {}",
+                attempts.load(Ordering::Relaxed),
+                failure.why
+            ))
+        })
     }
 
     fn blocks(blocks: Vec<Value>) -> Result<Vec<SlackBlock>> {
@@ -263,5 +294,53 @@ impl SlackApi {
         })
         .await
         .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+    use slack_morphism::errors::{SlackClientApiError, SlackClientHttpError, SlackRateLimitError};
+
+    fn http(status: u16) -> SlackClientError {
+        SlackClientError::HttpError(SlackClientHttpError::new(
+            StatusCode::from_u16(status).expect("status"),
+        ))
+    }
+
+    #[test]
+    fn failures_are_sorted_for_the_shared_policy() {
+        let limited = classify(SlackClientError::RateLimitError(
+            SlackRateLimitError::new().with_retry_after(Duration::from_secs(7)),
+        ));
+        assert_eq!(limited.retry, Retry::After(Duration::from_secs(7)));
+        assert_eq!(limited.why, "rate limited (429)");
+        let no_header = classify(SlackClientError::RateLimitError(SlackRateLimitError::new()));
+        assert_eq!(no_header.retry, Retry::Backoff);
+        assert_eq!(classify(http(503)).retry, Retry::Backoff);
+        let not_found = classify(http(404));
+        assert_eq!(not_found.retry, Retry::Never);
+        assert_eq!(not_found.why, "HTTP 404 Not Found");
+        let api = classify(SlackClientError::ApiError(SlackClientApiError::new(
+            "channel_not_found".into(),
+        )));
+        assert_eq!(api.retry, Retry::Never);
+        assert_eq!(api.why, "Slack error `channel_not_found`");
+    }
+
+    #[test]
+    fn slack_honours_a_longer_retry_after_than_the_providers() {
+        let policy = RetryPolicy {
+            max_server_delay: MAX_RETRY_AFTER,
+            ..RetryPolicy::default()
+        };
+        let asked = Retry::After(Duration::from_secs(45));
+        let backoff = Some(Duration::from_millis(500));
+        assert_eq!(policy.wait(asked, backoff), Some(Duration::from_secs(45)));
+        assert_eq!(
+            RetryPolicy::default().wait(asked, backoff),
+            Some(Duration::from_secs(20))
+        );
     }
 }

@@ -1,35 +1,21 @@
 //! The bot's configuration, read once from the environment (flags may
-//! override) into a plain struct. Secrets are wrapped so they never reach a
-//! log line or a `{:?}`.
+//! override) into a plain struct. Secrets are [`SecretString`]s, so they
+//! never reach a log line or a `{:?}`, and reading one takes an explicit
+//! `expose_secret()`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use secrecy::SecretString;
+
 use crate::error::{Error, Result};
-
-/// A secret string: `Debug`/`Display` print `[redacted]`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(s: impl Into<String>) -> Self {
-        Secret(s.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub bot_token: Secret,
-    pub signing_secret: Secret,
+    /// `SLACK_BOT_TOKEN` (`xoxb-…`), sent on every Web API call.
+    pub bot_token: SecretString,
+    /// `SLACK_SIGNING_SECRET`, the HMAC key for Slack's request signatures.
+    pub signing_secret: SecretString,
     /// Slack Web API base, no trailing slash (`https://slack.com/api`).
     pub api_url: String,
     pub bind: SocketAddr,
@@ -75,8 +61,8 @@ impl Config {
                 .filter(|v| !v.trim().is_empty())
                 .ok_or_else(|| Error::Usage(format!("{name} is not set: `strands serve` needs it (see manifests/slack-app.yaml and the README)")))
         };
-        let bot_token = Secret::new(need("SLACK_BOT_TOKEN")?);
-        let signing_secret = Secret::new(need("SLACK_SIGNING_SECRET")?);
+        let bot_token = SecretString::from(need("SLACK_BOT_TOKEN")?);
+        let signing_secret = SecretString::from(need("SLACK_SIGNING_SECRET")?);
         let api_url = get("SLACK_API_URL")
             .filter(|v| !v.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_API_URL.to_string())
@@ -151,6 +137,7 @@ fn default_timeout(raw: Option<String>) -> Option<chrono::TimeDelta> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use secrecy::ExposeSecret;
     use std::collections::HashMap;
 
     fn cfg(vars: &[(&str, &str)]) -> Result<Config> {
@@ -181,6 +168,9 @@ mod tests {
             !shown.contains("xoxb-very-secret") && !shown.contains("sign-secret"),
             "{shown}"
         );
+        assert!(shown.contains("REDACTED"), "{shown}");
+        assert_eq!(c.bot_token.expose_secret(), "xoxb-very-secret");
+        assert_eq!(c.signing_secret.expose_secret(), "sign-secret");
         assert_eq!(c.api_url, DEFAULT_API_URL);
         assert_eq!(c.bind.to_string(), DEFAULT_BIND);
     }

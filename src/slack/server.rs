@@ -22,6 +22,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use secrecy::ExposeSecret;
 use serde_json::json;
 use std::time::Instant;
 
@@ -69,7 +70,7 @@ async fn verify(State(app): State<App>, request: Request, next: Next) -> Respons
         return (StatusCode::UNAUTHORIZED, "missing Slack signature").into_response();
     };
     let now = chrono::Utc::now().timestamp();
-    let secret = app.config.signing_secret.expose().as_bytes();
+    let secret = app.config.signing_secret.expose_secret().as_bytes();
     if let Err(refused) = signature::verify(secret, &signature, &timestamp, &bytes, now) {
         // The reason names the failure kind, never the secret.
         tracing::warn!(path = %parts.uri.path(), "refused a Slack request: {}", refused.kind());
