@@ -8,7 +8,9 @@
 //! The types here are what the engine runs: already checked, no `Option`s
 //! that validation has ruled out.
 
+pub mod graph;
 mod raw;
+pub mod routing;
 mod validate;
 
 use serde::{Deserialize, Serialize};

@@ -30,6 +30,7 @@ use super::{mismatch, Next, Work};
 use crate::error::{Error, Result};
 use crate::gate::Position;
 use crate::session::StepRecord;
+use crate::spec::graph::condition_expr;
 use crate::spec::{Edge, GraphNode, GraphSpec, TaskBody, When};
 
 /// Progress of a `graph` run, stored in the session.
@@ -60,21 +61,6 @@ pub struct Visit {
     /// The node's 0-based visit number.
     pub visit: u32,
     pub record: StepRecord,
-}
-
-/// A `when` as evaluated: an outer `{{ }}` pair is removed so the condition
-/// is an expression (`nodes.review.response == 'approve'`), as strands-cli
-/// does; a condition with several `{{ }}` blocks stays a template.
-pub fn condition_expr(when: &str) -> &str {
-    let t = when.trim();
-    if let Some(inner) = t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
-        let inner = inner.strip_prefix('-').unwrap_or(inner);
-        let inner = inner.strip_suffix('-').unwrap_or(inner);
-        if !inner.contains("{{") && !inner.contains("}}") && !inner.contains("{%") {
-            return inner.trim();
-        }
-    }
-    t
 }
 
 pub fn initial(spec: &GraphSpec) -> State {
@@ -429,14 +415,6 @@ mod tests {
             id: id.into(),
             visit,
         }
-    }
-
-    #[test]
-    fn conditions_lose_one_outer_brace_pair_only() {
-        assert_eq!(condition_expr("{{ a == 'b' }}"), "a == 'b'");
-        assert_eq!(condition_expr("  {{- a -}} "), "a");
-        assert_eq!(condition_expr("a and b"), "a and b");
-        assert_eq!(condition_expr("{{ a }} and {{ b }}"), "{{ a }} and {{ b }}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ use super::{mismatch, rec, slots, Next, Work};
 use crate::error::{Error, Result};
 use crate::gate::Position;
 use crate::session::{RecordKind, StepRecord};
+use crate::spec::routing::{review_answer, ReviewAnswer};
 use crate::spec::{AgentStep, ChainStep, Route, RoutingSpec};
 
 /// Progress of a `routing` run, stored in the session.
@@ -53,40 +54,6 @@ pub struct State {
     /// carries `human_feedback`.
     #[serde(default)]
     pub feedback: bool,
-}
-
-/// What the router review's answer means.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReviewAnswer {
-    /// Keep the router's pick.
-    Approved,
-    /// Run this route instead.
-    Route(String),
-}
-
-/// Reads a router review answer: `approved` (or `approve`) or
-/// `route:<name>` of one of `routes`. The error lists the valid answers.
-pub fn review_answer(answer: &str, routes: &[&str]) -> std::result::Result<ReviewAnswer, String> {
-    let a = answer.trim();
-    if a.eq_ignore_ascii_case("approved") || a.eq_ignore_ascii_case("approve") {
-        return Ok(ReviewAnswer::Approved);
-    }
-    if let Some(name) = strip_prefix_ci(a, "route:") {
-        if let Some(r) = routes.iter().find(|r| **r == name.trim()) {
-            return Ok(ReviewAnswer::Route(r.to_string()));
-        }
-    }
-    let mut sorted = routes.to_vec();
-    sorted.sort_unstable();
-    let mut valid = vec!["approved".to_string()];
-    valid.extend(sorted.iter().map(|r| format!("route:{r}")));
-    Err(valid.join(", "))
-}
-
-fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
 }
 
 /// The first JSON object in a model's reply that has `key`: the whole
@@ -531,28 +498,6 @@ mod tests {
         );
         assert!(json_object_with("no json here", "route").is_none());
         assert!(json_object_with("{\"other\": 1}", "route").is_none());
-    }
-
-    #[test]
-    fn review_answers_are_approved_or_a_valid_route() {
-        let routes = ["technical", "billing", "general"];
-        assert_eq!(
-            review_answer(" Approved ", &routes),
-            Ok(ReviewAnswer::Approved)
-        );
-        assert_eq!(
-            review_answer("route:billing", &routes),
-            Ok(ReviewAnswer::Route("billing".into()))
-        );
-        assert_eq!(
-            review_answer("ROUTE: general", &routes),
-            Ok(ReviewAnswer::Route("general".into()))
-        );
-        assert_eq!(
-            review_answer("route:sales", &routes),
-            Err("approved, route:billing, route:general, route:technical".into())
-        );
-        assert!(review_answer("yes", &routes).is_err());
     }
 
     fn spec(extra: &str) -> RoutingSpec {
