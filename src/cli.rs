@@ -488,7 +488,7 @@ async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
 }
 
 fn validate(path: &std::path::Path, json: bool) -> Result<u8> {
-    let spec = spec::load(path)?;
+    let spec = spec::load(path, &spec::Limits::from_env())?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
     }
@@ -571,7 +571,7 @@ async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             "strands run needs a SPEC (or --resume ID --hitl-response TEXT)".into(),
         ));
     };
-    let spec = spec::load(path)?;
+    let spec = spec::load(path, &spec::Limits::from_env())?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
     }

@@ -131,7 +131,11 @@ impl<'a> Engine<'a> {
 
     /// Loads a session's spec from its snapshot (not the file, which may have changed).
     pub fn spec_of(session: &Session) -> Result<Spec> {
-        spec::parse(&session.spec_snapshot, Path::new(&session.spec_path))
+        spec::parse(
+            &session.spec_snapshot,
+            Path::new(&session.spec_path),
+            &spec::Limits::from_env(),
+        )
     }
 
     /// Checks that an answer fits the open gate, before it is recorded, so a

@@ -78,7 +78,7 @@ pub fn default_timeout() -> Option<chrono::TimeDelta> {
     if !minutes.is_finite() || minutes <= 0.0 {
         return None;
     }
-    let max = crate::spec::max_timeout_secs() as f64;
+    let max = crate::spec::Limits::from_env().max_timeout_secs as f64;
     let ms = (minutes * 60.0).min(max) * 1000.0;
     chrono::TimeDelta::try_milliseconds(ms as i64)
 }
@@ -816,7 +816,12 @@ mod tests {
     /// A store with one session paused at a hitl gate `review` (echo provider).
     async fn paused(dir: &std::path::Path) -> (crate::store::Store, Session) {
         let text = "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  a:\n    prompt: hi\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n      - type: hitl\n        id: review\n        prompt: ok?\n        timeout_seconds: 60\n        fallback_action: reject\n";
-        let spec = crate::spec::parse(text, std::path::Path::new("t.yaml")).unwrap();
+        let spec = crate::spec::parse(
+            text,
+            std::path::Path::new("t.yaml"),
+            &crate::spec::Limits::default(),
+        )
+        .unwrap();
         let store = crate::store::Store::open(&dir.join("store")).unwrap();
         let start = crate::engine::Start {
             variables: Default::default(),

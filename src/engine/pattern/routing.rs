@@ -504,7 +504,11 @@ mod tests {
         let text = format!(
             "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  r:\n    prompt: R\n  a:\n    prompt: A\npattern:\n  type: routing\n  config:\n    router:\n      agent: r\n      input: classify\n      max_retries: 1\n{extra}    routes:\n      one:\n        then:\n          - agent: a\n      two:\n        then:\n          - type: manual_gate\n            prompt: ok?\n          - agent: a\n"
         );
-        match crate::spec::parse(&text, std::path::Path::new("t.yaml")) {
+        match crate::spec::parse(
+            &text,
+            std::path::Path::new("t.yaml"),
+            &crate::spec::Limits::default(),
+        ) {
             Ok(s) => match s.pattern {
                 crate::spec::PatternSpec::Routing(p) => p,
                 _ => panic!("not a routing spec"),

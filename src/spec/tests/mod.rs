@@ -45,7 +45,7 @@ fn workflow(tasks: &str) -> String {
 }
 
 fn try_parse(text: &str) -> crate::Result<Spec> {
-    parse(text, Path::new("f.yaml"))
+    parse(text, Path::new("f.yaml"), &Limits::default())
 }
 
 #[track_caller]
@@ -406,7 +406,7 @@ fn every_strands_cli_pattern_is_checked_with_located_errors() {
         // Each pattern's config has its own shape: an unknown key is an error
         // at its line, never "unsupported".
         let text = format!("{HEAD}pattern:\n  type: {p}\n  config:\n    whatever: 1\n");
-        let e = parse(&text, Path::new("f.yaml")).expect_err(p);
+        let e = try_parse(&text).expect_err(p);
         assert_eq!(e.exit_code(), exit::SCHEMA, "{p}: {e}");
         let msg = e.to_string();
         assert!(msg.contains("whatever"), "{p}: {msg}");
@@ -485,4 +485,16 @@ fn yaml_syntax_errors_are_located() {
     assert_eq!(d.line, 3, "{d}");
     let d = only("");
     check(&d, 1, 1, "unexpected end of input", None);
+}
+
+#[test]
+fn limits_read_max_timeout_days_as_the_environment_writes_them() {
+    let days = |raw: Option<&str>| Limits::with_max_timeout_days(raw).max_timeout_secs / 86_400;
+    assert_eq!(Limits::default().max_timeout_secs, 7 * 86_400);
+    assert_eq!(days(None), 7);
+    assert_eq!(days(Some("30")), 30);
+    assert_eq!(days(Some(" 3 ")), 3);
+    for ignored in ["", "0", "-1", "1.5", "two"] {
+        assert_eq!(days(Some(ignored)), 7, "{ignored:?}");
+    }
 }

@@ -5,8 +5,9 @@
 //! quorums, a chat `channel`, reminders and escalation.
 //!
 //! Every pattern's gates come through here, so a gate means the same in a
-//! chain, a graph node or an evaluator's review. Timeouts are at most
-//! [`max_timeout_secs`].
+//! chain, a graph node or an evaluator's review. Timeouts, reminder
+//! intervals and escalation timeouts are at most the validator's
+//! `Limits::max_timeout_secs`.
 
 use serde_json::Value;
 use serde_saphyr::Spanned;
@@ -14,8 +15,8 @@ use serde_saphyr::Spanned;
 use super::raw;
 use super::{at, Body, Validator};
 use crate::spec::{
-    max_timeout_secs, EscalationTarget, Fallback, GateKind, GateSpec, GateTimers,
-    DEFAULT_MAX_REMINDERS, DEFAULT_PREVIEW_LENGTH,
+    EscalationTarget, Fallback, GateKind, GateSpec, GateTimers, DEFAULT_MAX_REMINDERS,
+    DEFAULT_PREVIEW_LENGTH,
 };
 
 impl Validator {
@@ -122,7 +123,7 @@ impl Validator {
     }
 
     /// A gate's timeout, `fallback_action`, reminders and escalation:
-    /// timeouts at most [`max_timeout_secs`], a `default` where the fallback
+    /// timeouts at most `Limits::max_timeout_secs`, a `default` where the fallback
     /// needs one, an `escalation_target` where escalation needs one.
     fn gate_timing(
         &mut self,
@@ -185,7 +186,7 @@ impl Validator {
         let timeout_secs = raw
             .map(|t| (t.value.saturating_mul(per), at(t)))
             .filter(|(t, _)| *t > 0);
-        let max = max_timeout_secs();
+        let max = self.limits.max_timeout_secs;
         if let Some((t, tloc)) = timeout_secs {
             if t > max {
                 self.error(
@@ -389,7 +390,7 @@ mod timing_tests {
     use super::super::parse;
     use super::*;
     use crate::error::{Diagnostic, Error};
-    use crate::spec::{ChainStep, PatternSpec};
+    use crate::spec::{ChainStep, Limits, PatternSpec};
     use std::path::Path;
 
     /// A chain: agent `a`, then one gate whose lines are `gate` (line 14 on).
@@ -400,7 +401,7 @@ mod timing_tests {
     }
 
     fn gate_of(text: &str) -> GateSpec {
-        match parse(text, Path::new("f.yaml")) {
+        match parse(text, Path::new("f.yaml"), &Limits::default()) {
             Ok(s) => match s.pattern {
                 PatternSpec::Chain { steps } => match steps.into_iter().nth(1) {
                     Some(ChainStep::Gate(g)) => g,
@@ -413,7 +414,7 @@ mod timing_tests {
     }
 
     fn errors(text: &str) -> Vec<Diagnostic> {
-        match parse(text, Path::new("f.yaml")) {
+        match parse(text, Path::new("f.yaml"), &Limits::default()) {
             Err(Error::Spec(d)) => d,
             other => panic!("expected diagnostics, got {other:?}"),
         }
@@ -500,5 +501,47 @@ mod timing_tests {
             "      - type: hitl\n        prompt: ok?\n        reminder_interval: 10\n",
         ));
         assert_eq!(g.timers.max_reminders, DEFAULT_MAX_REMINDERS);
+    }
+
+    #[test]
+    fn timeouts_are_checked_against_the_limits_given() {
+        // 10 days: over the default 7, within 30.
+        let ten_days =
+            spec("      - type: hitl\n        prompt: ok?\n        timeout_seconds: 864000\n");
+        let d = errors(&ten_days);
+        assert_eq!((d[0].line, d[0].column), (15, 26), "{d:#?}");
+        assert!(
+            d[0].message
+                .contains("timeout_seconds is 10 days, longer than the limit of 7 days"),
+            "{d:#?}"
+        );
+        let thirty = Limits {
+            max_timeout_secs: 30 * 86_400,
+        };
+        match parse(&ten_days, Path::new("f.yaml"), &thirty) {
+            Ok(_) => {}
+            Err(e) => panic!("10 days is within 30: {e}"),
+        }
+        // Reminders and escalation share the limit: 3 days of minutes.
+        let three_days =
+            spec("      - type: hitl\n        prompt: ok?\n        reminder_interval: 4320\n");
+        assert_eq!(
+            gate_of(&three_days).timers.reminder_interval,
+            Some(std::time::Duration::from_secs(3 * 86_400))
+        );
+        let two = Limits {
+            max_timeout_secs: 2 * 86_400,
+        };
+        match parse(&three_days, Path::new("f.yaml"), &two) {
+            Err(Error::Spec(d)) => {
+                assert_eq!((d[0].line, d[0].column), (15, 28), "{d:#?}");
+                assert!(
+                    d[0].message
+                        .contains("reminder_interval is minutes, more than 0 and at most 2 days"),
+                    "{d:#?}"
+                );
+            }
+            other => panic!("expected diagnostics, got {other:?}"),
+        }
     }
 }

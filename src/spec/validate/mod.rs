@@ -8,8 +8,8 @@
 //! `agents`, `inputs`, `artifacts`, `security`, `hitl`), and so is each
 //! pattern (`chain`, with the step every pattern is built of, `workflow`,
 //! `parallel`, `routing`, `evaluator`, `orchestrator`, `graph`); `gates`
-//! checks a gate step wherever it stands. Nothing here reads files: the
-//! caller hands over the text.
+//! checks a gate step wherever it stands. Nothing here reads files or the
+//! environment: the caller hands over the text and the [`Limits`].
 
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -41,7 +41,7 @@ mod workflow;
 use hitl::plan_approval;
 use security::approval_defaults;
 
-pub fn parse(text: &str, path: &Path) -> Result<Spec> {
+pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
     let file = path.display().to_string();
     let head: Document<IgnoredAny> = from_yaml(text, &file)?;
     let kind = head.pattern.kind.value.trim().to_string();
@@ -64,6 +64,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec> {
         diags: Vec::new(),
         warnings: Vec::new(),
         templates: Templates::new(),
+        limits: *limits,
     };
     let spec = match kind.as_str() {
         "chain" => {
@@ -159,6 +160,7 @@ struct Validator {
     diags: Vec<Diagnostic>,
     warnings: Vec<String>,
     templates: Templates,
+    limits: Limits,
 }
 
 /// Everything but the pattern, validated.
