@@ -488,8 +488,12 @@ fn main() {
         .expect("cannot build the bench's tokio runtime");
     let server = start_fake_server();
     let text = spec_text(server.port);
-    let spec = strands::spec::parse(&text, Path::new("bench.yaml"))
-        .unwrap_or_else(|e| panic!("the bench spec does not parse: {e}"));
+    let spec = strands::spec::parse(
+        &text,
+        Path::new("bench.yaml"),
+        &strands::spec::Limits::default(),
+    )
+    .unwrap_or_else(|e| panic!("the bench spec does not parse: {e}"));
     let bin = strands_binary();
 
     println!("strands pause/resume bench");
@@ -745,8 +749,12 @@ fn main() {
     // ---- 3. parallel fan-out: every branch waits at its own gate ---------
     let branches = env_usize("BENCH_BRANCHES", 8).max(2);
     let fan_runs = env_usize("BENCH_FANOUT_RUNS", 100).max(1);
-    let fan_spec = strands::spec::parse(&fanout_text(server.port, branches), Path::new("fan.yaml"))
-        .unwrap_or_else(|e| panic!("the fan-out spec does not parse: {e}"));
+    let fan_spec = strands::spec::parse(
+        &fanout_text(server.port, branches),
+        Path::new("fan.yaml"),
+        &strands::spec::Limits::default(),
+    )
+    .unwrap_or_else(|e| panic!("the fan-out spec does not parse: {e}"));
     let fan_dir = tempfile::Builder::new()
         .prefix("strands-bench-fanout-")
         .tempdir()

@@ -106,7 +106,11 @@ fn mutated_spec() -> impl Strategy<Value = String> {
 }
 
 fn assert_loads_or_explains(text: &str) {
-    match strands::spec::parse(text, Path::new("fuzz.yaml")) {
+    match strands::spec::parse(
+        text,
+        Path::new("fuzz.yaml"),
+        &strands::spec::Limits::default(),
+    ) {
         Ok(_) => {}
         Err(e) => {
             let msg = e.to_string();

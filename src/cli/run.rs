@@ -6,7 +6,7 @@ use crate::engine::Asker;
 use crate::model::Refusal;
 
 pub(super) fn validate(path: &std::path::Path, json: bool) -> Result<u8> {
-    let spec = spec::load(path)?;
+    let spec = spec::load(path, &spec::Limits::from_env())?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
     }
@@ -93,7 +93,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             "strands run needs a SPEC (or --resume ID --hitl-response TEXT)".into(),
         ));
     };
-    let spec = spec::load(path)?;
+    let spec = spec::load(path, &spec::Limits::from_env())?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
     }

@@ -194,7 +194,11 @@ impl<'a> Engine<'a> {
 
     /// Loads a session's spec from its snapshot (not the file, which may have changed).
     pub fn spec_of(session: &Session) -> Result<Spec> {
-        spec::parse(&session.spec_snapshot, Path::new(&session.spec_path))
+        spec::parse(
+            &session.spec_snapshot,
+            Path::new(&session.spec_path),
+            &spec::Limits::from_env(),
+        )
     }
 
     /// Continues a session from the store: a recorded answer is carried

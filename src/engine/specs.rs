@@ -33,6 +33,7 @@ impl SpecCache {
         let parsed = Arc::new(spec::parse(
             &session.spec_snapshot,
             Path::new(&session.spec_path),
+            &spec::Limits::from_env(),
         )?);
         let mut cache = self.specs.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= MAX_SPECS {

@@ -129,7 +129,7 @@ fn default_timeout(raw: Option<String>) -> Option<chrono::TimeDelta> {
     if !minutes.is_finite() || minutes <= 0.0 {
         return None;
     }
-    let max = crate::spec::max_timeout_secs() as f64;
+    let max = crate::spec::Limits::from_env().max_timeout_secs as f64;
     let ms = (minutes * 60.0).min(max) * 1000.0;
     chrono::TimeDelta::try_milliseconds(ms as i64)
 }

@@ -5,10 +5,16 @@
 //! strands-cli has but this build does not run yet are recognised and refused
 //! with exit 18, never with a parse error.
 //!
+//! Validation depends on the text and the [`Limits`] it is given, nothing
+//! else: it does not read the environment ([`Limits::from_env`] is for the
+//! callers) and keeps no state between calls.
+//!
 //! The types here are what the engine runs: already checked, no `Option`s
 //! that validation has ruled out.
 
+pub mod graph;
 mod raw;
+pub mod routing;
 mod validate;
 
 pub use crate::model::{Fallback, GateKind};
@@ -491,7 +497,7 @@ pub struct GateSpec {
     /// manual gate's `approve` or `reject`).
     pub default: Option<String>,
     /// Seconds; `None` (or 0 in the file) means no timeout. At most
-    /// [`max_timeout_secs`].
+    /// [`Limits::max_timeout_secs`].
     pub timeout_secs: Option<u64>,
     pub fallback: Fallback,
     pub condition: Option<String>,
@@ -560,29 +566,60 @@ pub struct ArtifactSpec {
     pub from: String,
 }
 
-/// The longest gate timeout: 7 days, or `STRANDS_MAX_TIMEOUT_DAYS`.
-pub fn max_timeout_secs() -> u64 {
-    let days = std::env::var("STRANDS_MAX_TIMEOUT_DAYS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|d| *d > 0)
-        .unwrap_or(7);
-    days.saturating_mul(86_400)
+/// The limits validation applies, passed to [`load`] and [`parse`]: a plain
+/// value, so validating a text gives the same answer wherever it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest gate timeout, and the longest reminder interval and
+    /// escalation timeout, in seconds.
+    pub max_timeout_secs: u64,
+}
+
+/// Gates wait at most this many days unless the limits say otherwise.
+const DEFAULT_MAX_TIMEOUT_DAYS: u64 = 7;
+
+impl Default for Limits {
+    /// 7 days.
+    fn default() -> Self {
+        Limits::with_max_timeout_days(None)
+    }
+}
+
+impl Limits {
+    /// The limits with `STRANDS_MAX_TIMEOUT_DAYS` applied: a whole number
+    /// of days above 0; anything else (unset, empty, not a number, 0) keeps
+    /// the default of 7 days. The only place in `spec` that reads the
+    /// environment.
+    pub fn from_env() -> Self {
+        let days = std::env::var("STRANDS_MAX_TIMEOUT_DAYS").ok();
+        Limits::with_max_timeout_days(days.as_deref())
+    }
+
+    /// `days` as `STRANDS_MAX_TIMEOUT_DAYS` is written (see [`Limits::from_env`]).
+    fn with_max_timeout_days(days: Option<&str>) -> Self {
+        let days = days
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|d| *d > 0)
+            .unwrap_or(DEFAULT_MAX_TIMEOUT_DAYS);
+        Limits {
+            max_timeout_secs: days.saturating_mul(86_400),
+        }
+    }
 }
 
 /// Default characters of preview shown at a gate.
 pub const DEFAULT_PREVIEW_LENGTH: usize = 500;
 
-/// Reads and validates a spec file.
-pub fn load(path: &Path) -> Result<Spec> {
+/// Reads and validates a spec file within `limits`.
+pub fn load(path: &Path, limits: &Limits) -> Result<Spec> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io(format!("cannot read spec {}", path.display()), e))?;
-    parse(&text, path)
+    parse(&text, path, limits)
 }
 
-/// Validates a spec text; `path` is used in diagnostics.
-pub fn parse(text: &str, path: &Path) -> Result<Spec> {
-    validate::parse(text, path)
+/// Validates a spec text within `limits`; `path` is used in diagnostics.
+pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
+    validate::parse(text, path, limits)
 }
 
 /// Hex SHA-256 of a text.

@@ -587,7 +587,11 @@ mod tests {
         let text = format!(
             "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  w:\n    prompt: W\n  c:\n    prompt: C\npattern:\n  type: evaluator_optimizer\n  config:\n    producer: w\n    evaluator:\n      agent: c\n    accept:\n      min_score: 80\n      max_iters: 3\n{extra}"
         );
-        match crate::spec::parse(&text, std::path::Path::new("t.yaml")) {
+        match crate::spec::parse(
+            &text,
+            std::path::Path::new("t.yaml"),
+            &crate::spec::Limits::default(),
+        ) {
             Ok(s) => match s.pattern {
                 crate::spec::PatternSpec::EvaluatorOptimizer(p) => p,
                 _ => panic!("not an evaluator spec"),

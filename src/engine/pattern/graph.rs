@@ -30,22 +30,8 @@ use crate::error::{Error, Result};
 pub use crate::model::pattern::graph::{State, Visit};
 use crate::model::Position;
 use crate::model::StepRecord;
+use crate::spec::graph::condition_expr;
 use crate::spec::{Edge, GraphNode, GraphSpec, TaskBody, When};
-
-/// A `when` as evaluated: an outer `{{ }}` pair is removed so the condition
-/// is an expression (`nodes.review.response == 'approve'`), as strands-cli
-/// does; a condition with several `{{ }}` blocks stays a template.
-pub fn condition_expr(when: &str) -> &str {
-    let t = when.trim();
-    if let Some(inner) = t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
-        let inner = inner.strip_prefix('-').unwrap_or(inner);
-        let inner = inner.strip_suffix('-').unwrap_or(inner);
-        if !inner.contains("{{") && !inner.contains("}}") && !inner.contains("{%") {
-            return inner.trim();
-        }
-    }
-    t
-}
 
 pub fn initial(spec: &GraphSpec) -> State {
     State {
@@ -399,14 +385,6 @@ mod tests {
             id: id.into(),
             visit,
         }
-    }
-
-    #[test]
-    fn conditions_lose_one_outer_brace_pair_only() {
-        assert_eq!(condition_expr("{{ a == 'b' }}"), "a == 'b'");
-        assert_eq!(condition_expr("  {{- a -}} "), "a");
-        assert_eq!(condition_expr("a and b"), "a and b");
-        assert_eq!(condition_expr("{{ a }} and {{ b }}"), "{{ a }} and {{ b }}");
     }
 
     #[test]

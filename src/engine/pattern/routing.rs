@@ -25,41 +25,8 @@ use crate::error::{Error, Result};
 pub use crate::model::pattern::routing::State;
 use crate::model::Position;
 use crate::model::{RecordKind, StepRecord};
+use crate::spec::routing::{review_answer, ReviewAnswer};
 use crate::spec::{AgentStep, ChainStep, Route, RoutingSpec};
-
-/// What the router review's answer means.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReviewAnswer {
-    /// Keep the router's pick.
-    Approved,
-    /// Run this route instead.
-    Route(String),
-}
-
-/// Reads a router review answer: `approved` (or `approve`) or
-/// `route:<name>` of one of `routes`. The error lists the valid answers.
-pub fn review_answer(answer: &str, routes: &[&str]) -> std::result::Result<ReviewAnswer, String> {
-    let a = answer.trim();
-    if a.eq_ignore_ascii_case("approved") || a.eq_ignore_ascii_case("approve") {
-        return Ok(ReviewAnswer::Approved);
-    }
-    if let Some(name) = strip_prefix_ci(a, "route:") {
-        if let Some(r) = routes.iter().find(|r| **r == name.trim()) {
-            return Ok(ReviewAnswer::Route(r.to_string()));
-        }
-    }
-    let mut sorted = routes.to_vec();
-    sorted.sort_unstable();
-    let mut valid = vec!["approved".to_string()];
-    valid.extend(sorted.iter().map(|r| format!("route:{r}")));
-    Err(valid.join(", "))
-}
-
-fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
-}
 
 /// The first JSON object in a model's reply that has `key`: the whole
 /// reply, a fenced block (```json ... ```), or any `{...}` in the text, in
@@ -505,33 +472,15 @@ mod tests {
         assert!(json_object_with("{\"other\": 1}", "route").is_none());
     }
 
-    #[test]
-    fn review_answers_are_approved_or_a_valid_route() {
-        let routes = ["technical", "billing", "general"];
-        assert_eq!(
-            review_answer(" Approved ", &routes),
-            Ok(ReviewAnswer::Approved)
-        );
-        assert_eq!(
-            review_answer("route:billing", &routes),
-            Ok(ReviewAnswer::Route("billing".into()))
-        );
-        assert_eq!(
-            review_answer("ROUTE: general", &routes),
-            Ok(ReviewAnswer::Route("general".into()))
-        );
-        assert_eq!(
-            review_answer("route:sales", &routes),
-            Err("approved, route:billing, route:general, route:technical".into())
-        );
-        assert!(review_answer("yes", &routes).is_err());
-    }
-
     fn spec(extra: &str) -> RoutingSpec {
         let text = format!(
             "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  r:\n    prompt: R\n  a:\n    prompt: A\npattern:\n  type: routing\n  config:\n    router:\n      agent: r\n      input: classify\n      max_retries: 1\n{extra}    routes:\n      one:\n        then:\n          - agent: a\n      two:\n        then:\n          - type: manual_gate\n            prompt: ok?\n          - agent: a\n"
         );
-        match crate::spec::parse(&text, std::path::Path::new("t.yaml")) {
+        match crate::spec::parse(
+            &text,
+            std::path::Path::new("t.yaml"),
+            &crate::spec::Limits::default(),
+        ) {
             Ok(s) => match s.pattern {
                 crate::spec::PatternSpec::Routing(p) => p,
                 _ => panic!("not a routing spec"),

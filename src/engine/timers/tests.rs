@@ -149,7 +149,8 @@ impl World {
     /// Starts a run that pauses at `review`, whose spec lines are `gate`.
     async fn paused(&self, gate: &str) -> Session {
         let text = SPEC.replace("$GATE", gate);
-        let spec = crate::spec::parse(&text, std::path::Path::new("t.yaml")).expect("spec");
+        let spec = crate::spec::parse(&text, std::path::Path::new("t.yaml"), &Default::default())
+            .expect("spec");
         let start = Start {
             variables: Default::default(),
             started_by: "U01STARTER".into(),
@@ -438,7 +439,8 @@ async fn the_loop_sleeps_until_the_next_timer_and_wakes_when_a_gate_opens() {
         tokio::task::yield_now().await;
     }
     let text = "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  a:\n    prompt: hi\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n      - type: hitl\n        prompt: ok?\n        timeout_seconds: 10\n";
-    let spec = crate::spec::parse(text, std::path::Path::new("t.yaml")).expect("spec");
+    let spec = crate::spec::parse(text, std::path::Path::new("t.yaml"), &Default::default())
+        .expect("spec");
     let start = Start {
         variables: Default::default(),
         started_by: "U01STARTER".into(),
@@ -478,7 +480,8 @@ async fn the_loop_sleeps_until_the_next_timer_and_wakes_when_a_gate_opens() {
 async fn the_bot_wide_default_timeout_applies_to_gates_without_one() {
     let w = World::new(false);
     let text = SPEC.replace("$GATE", "");
-    let spec = crate::spec::parse(&text, std::path::Path::new("t.yaml")).expect("spec");
+    let spec = crate::spec::parse(&text, std::path::Path::new("t.yaml"), &Default::default())
+        .expect("spec");
     let start = Start {
         variables: Default::default(),
         started_by: "U01STARTER".into(),

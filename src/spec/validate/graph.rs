@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::raw::{Step, S};
 use super::{at, Body, Validator};
-use crate::engine::pattern::graph::condition_expr;
+use crate::spec::graph::condition_expr;
 use crate::spec::{AgentSpec, Choice, Edge, GraphNode, GraphSpec, PatternSpec, TaskBody, When};
 
 /// Visits allowed per node when `max_iterations` is not given (strands-cli's default).

@@ -126,7 +126,7 @@ impl Validator {
             match g.kind {
                 GateKind::Hitl => {
                     if let (Some(d), Some(raw)) = (&g.default, &st.value.default) {
-                        if let Err(valid) = crate::engine::pattern::routing::review_answer(d, &names) {
+                        if let Err(valid) = crate::spec::routing::review_answer(d, &names) {
                             self.error(
                                 at(raw),
                                 format!("router.review_router: default `{}` is not an answer the review takes", d.trim()),

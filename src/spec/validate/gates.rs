@@ -1,0 +1,547 @@
+//! Validation of gate steps, in either syntax: strands-cli's `type: hitl`
+//! (`prompt`, `context_display`, `default`, `timeout_seconds`) and the
+//! seed's `type: manual_gate` (`timeout_minutes`, `fallback_action`,
+//! previews), plus what both may carry: a `condition`, approvers and
+//! quorums, a chat `channel`, reminders and escalation.
+//!
+//! Every pattern's gates come through here, so a gate means the same in a
+//! chain, a graph node or an evaluator's review. Timeouts, reminder
+//! intervals and escalation timeouts are at most the validator's
+//! `Limits::max_timeout_secs`.
+
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::raw;
+use super::{at, Body, Validator};
+use crate::spec::{
+    EscalationTarget, Fallback, GateKind, GateSpec, GateTimers, DEFAULT_MAX_REMINDERS,
+    DEFAULT_PREVIEW_LENGTH,
+};
+
+impl Validator {
+    /// A `hitl` or `manual_gate` step (`k` is which): keys of the other
+    /// syntax or of agent steps are refused, a `prompt` is required, and
+    /// templates and the condition must parse.
+    pub(super) fn gate(
+        &mut self,
+        s: &raw::Step,
+        k: &str,
+        label: &str,
+        loc: (u32, u32),
+        default_id: &str,
+    ) -> Option<Body> {
+        let hitl = k == "hitl";
+        let mut wrong = Vec::new();
+        if s.agent.is_some() {
+            wrong.push("agent");
+        }
+        if s.input.is_some() {
+            wrong.push("input");
+        }
+        if s.vars.is_some() {
+            wrong.push("vars");
+        }
+        if hitl {
+            if s.timeout_minutes.is_some() {
+                wrong.push("timeout_minutes (hitl uses timeout_seconds)");
+            }
+        } else {
+            if s.timeout_seconds.is_some() {
+                wrong.push("timeout_seconds (manual_gate uses timeout_minutes)");
+            }
+            let default_fallback = s
+                .fallback_action
+                .as_ref()
+                .is_some_and(|f| f.value.trim() == "default");
+            if s.default.is_some() && !default_fallback {
+                wrong.push("default (manual_gate uses fallback_action; `default` only with fallback_action: default)");
+            }
+        }
+        if !wrong.is_empty() {
+            self.error(
+                loc,
+                format!("{label}: a `{k}` gate does not take {}", wrong.join(", ")),
+                None,
+            );
+        }
+        let Some(prompt) = &s.prompt else {
+            self.error(
+                loc,
+                format!("{label}: a `{k}` gate needs a `prompt`"),
+                Some("prompt: \"What should the human decide?\"".into()),
+            );
+            return None;
+        };
+        self.template(prompt, &format!("the prompt of {label}"));
+        if let Some(c) = &s.context_display {
+            self.template(c, &format!("the context_display of {label}"));
+        }
+        if let Some(c) = &s.condition {
+            if let Err(e) = self.templates.check_condition(&c.value) {
+                self.error(
+                    at(c),
+                    format!("condition of {label}: {}", e.message),
+                    Some(
+                        "a condition is an expression like `{{ steps[0].response|length < 1000 }}`"
+                            .into(),
+                    ),
+                );
+            }
+        }
+        let (fallback, timeout_secs, timers) = self.gate_timing(s, label, loc, hitl);
+        Some(Body::Gate(GateSpec {
+            id: s
+                .id
+                .as_ref()
+                .map(|i| i.value.trim().to_string())
+                .unwrap_or_else(|| default_id.to_string()),
+            kind: if hitl {
+                GateKind::Hitl
+            } else {
+                GateKind::ManualGate
+            },
+            prompt: prompt.value.clone(),
+            context_display: s.context_display.as_ref().map(|c| c.value.clone()),
+            default: s.default.as_ref().map(|d| d.value.clone()),
+            timeout_secs,
+            fallback,
+            condition: s.condition.as_ref().map(|c| c.value.clone()),
+            show_preview: s.show_preview.unwrap_or(true),
+            preview_length: s.preview_length.unwrap_or(DEFAULT_PREVIEW_LENGTH).max(1),
+            require_reason: s.require_reason.unwrap_or(false),
+            channel: s
+                .channel
+                .as_ref()
+                .map(|c| c.value.trim().trim_start_matches('#').to_string()),
+            approvers: s.approvers.clone(),
+            approvals_required: s.approvals_required.filter(|n| *n >= 1),
+            rejections_required: s.rejections_required.filter(|n| *n >= 1),
+            allow_self_approval: s.allow_self_approval,
+            timers,
+        }))
+    }
+
+    /// A gate's timeout, `fallback_action`, reminders and escalation:
+    /// timeouts at most `Limits::max_timeout_secs`, a `default` where the fallback
+    /// needs one, an `escalation_target` where escalation needs one.
+    fn gate_timing(
+        &mut self,
+        s: &raw::Step,
+        label: &str,
+        loc: (u32, u32),
+        hitl: bool,
+    ) -> (Fallback, Option<u64>, GateTimers) {
+        let fallback_loc = s.fallback_action.as_ref().map(at).unwrap_or(loc);
+        let fallback = match s.fallback_action.as_ref().map(|f| f.value.trim()) {
+            // strands-cli: a hitl gate answers its `default` (or rejects without one).
+            None if hitl => Fallback::Default,
+            None | Some("cancel" | "reject") => Fallback::Cancel,
+            Some("continue" | "approve") => Fallback::Continue,
+            Some("skip") => Fallback::Skip,
+            Some("abort") => Fallback::Abort,
+            Some("default") => Fallback::Default,
+            Some("escalate") => Fallback::Escalate,
+            Some(other) => {
+                self.error(
+                    fallback_loc,
+                    format!("{label}: unknown fallback_action `{other}`"),
+                    Some("fallback_action is `approve`, `reject`, `skip`, `abort`, `default` or `escalate` (`continue` or `cancel` also work)".into()),
+                );
+                Fallback::Cancel
+            }
+        };
+        if s.fallback_action.is_some() && fallback == Fallback::Default {
+            match &s.default {
+                None => self.error(
+                    fallback_loc,
+                    format!("{label}: fallback_action `default` needs a `default` answer"),
+                    Some(if hitl {
+                        "default: \"approved\"".into()
+                    } else {
+                        "default: approve (or reject)".into()
+                    }),
+                ),
+                Some(d) if !hitl => {
+                    let word = d.value.trim().to_ascii_lowercase();
+                    if !matches!(
+                        word.as_str(),
+                        "approve" | "approved" | "reject" | "rejected"
+                    ) {
+                        self.error(
+                            at(d),
+                            format!("{label}: a manual_gate's `default` is `approve` or `reject`, not `{}`", d.value.trim()),
+                            None,
+                        );
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let (raw, unit, per) = if hitl {
+            (s.timeout_seconds.as_ref(), "timeout_seconds", 1)
+        } else {
+            (s.timeout_minutes.as_ref(), "timeout_minutes", 60)
+        };
+        let timeout_secs = raw
+            .map(|t| (t.value.saturating_mul(per), at(t)))
+            .filter(|(t, _)| *t > 0);
+        let max = self.limits.max_timeout_secs;
+        if let Some((t, tloc)) = timeout_secs {
+            if t > max {
+                self.error(
+                    tloc,
+                    format!(
+                        "{label}: {unit} is {} days, longer than the limit of {} days",
+                        fmt_days(t),
+                        fmt_days(max)
+                    ),
+                    Some(
+                        "gates wait at most 7 days; set STRANDS_MAX_TIMEOUT_DAYS to allow longer"
+                            .into(),
+                    ),
+                );
+            }
+        }
+        let timeout_secs = timeout_secs.map(|(t, _)| t);
+        let minutes = |me: &mut Validator, v: &Option<Spanned<f64>>, key: &str| {
+            let v = v.as_ref()?;
+            let ok = v.value.is_finite() && v.value > 0.0 && v.value * 60.0 <= max as f64;
+            if !ok {
+                me.error(
+                    at(v),
+                    format!(
+                        "{label}: {key} is minutes, more than 0 and at most {} days",
+                        fmt_days(max)
+                    ),
+                    None,
+                );
+                return None;
+            }
+            let d = std::time::Duration::from_secs_f64(v.value * 60.0);
+            Some(d.max(std::time::Duration::from_secs(1)))
+        };
+        let reminder_interval = minutes(self, &s.reminder_interval, "reminder_interval");
+        let escalation_timeout = minutes(self, &s.escalation_timeout, "escalation_timeout");
+        if let (Some(m), None) = (&s.max_reminders, &s.reminder_interval) {
+            self.error(
+                at(m),
+                format!("{label}: max_reminders needs a reminder_interval"),
+                Some("reminder_interval: 60   # minutes".into()),
+            );
+        }
+        let max_reminders = s
+            .max_reminders
+            .as_ref()
+            .map(|m| m.value)
+            .unwrap_or(DEFAULT_MAX_REMINDERS);
+        let mut escalation_target = Vec::new();
+        if let Some(t) = &s.escalation_target {
+            let entries: Vec<Option<&str>> = match &t.value {
+                Value::String(one) => vec![Some(one.as_str())],
+                Value::Array(list) => list.iter().map(Value::as_str).collect(),
+                _ => vec![None],
+            };
+            for e in entries {
+                match e.map(EscalationTarget::parse) {
+                    Some(Ok(target)) => escalation_target.push(target),
+                    Some(Err(why)) => self.error(at(t), format!("{label}: escalation_target: {why}"), None),
+                    None => self.error(
+                        at(t),
+                        format!("{label}: escalation_target is a Slack id or channel, or a list of them"),
+                        Some("escalation_target: [U0123ABCD, \"#ops-oncall\"]".into()),
+                    ),
+                }
+            }
+            if escalation_target.is_empty() && matches!(&t.value, Value::Array(l) if l.is_empty()) {
+                self.error(at(t), format!("{label}: escalation_target is empty"), None);
+            }
+            let channels = escalation_target
+                .iter()
+                .filter(|t| matches!(t, EscalationTarget::Channel(_)))
+                .count();
+            if channels > 1 {
+                self.error(
+                    at(t),
+                    format!("{label}: escalation_target names {channels} channels; name one"),
+                    None,
+                );
+            }
+        }
+        let wants_target = escalation_timeout.is_some() || fallback == Fallback::Escalate;
+        match (&s.escalation_target, wants_target) {
+            (None, true) => {
+                let (what, wloc) = match &s.escalation_timeout {
+                    Some(e) => ("escalation_timeout", at(e)),
+                    None => ("fallback_action `escalate`", fallback_loc),
+                };
+                self.error(
+                    wloc,
+                    format!("{label}: {what} needs an escalation_target"),
+                    Some("escalation_target: [U0123ABCD]   # users (U…), groups (S…) or a channel (C… / #name)".into()),
+                );
+            }
+            (Some(t), false) => self.error(
+                at(t),
+                format!("{label}: escalation_target needs an escalation_timeout or fallback_action: escalate"),
+                Some("escalation_timeout: 30   # minutes".into()),
+            ),
+            _ => {}
+        }
+        if let (Some(e), Some(t)) = (escalation_timeout, timeout_secs) {
+            if e.as_secs_f64() >= t as f64 && fallback != Fallback::Escalate {
+                self.warnings.push(format!(
+                    "{label}: escalation_timeout is not shorter than the gate's timeout, so the fallback applies first and the request is never escalated"
+                ));
+            }
+        }
+        (
+            fallback,
+            timeout_secs,
+            GateTimers {
+                reminder_interval,
+                max_reminders: if reminder_interval.is_some() {
+                    max_reminders
+                } else {
+                    0
+                },
+                escalation_timeout,
+                escalation_target,
+            },
+        )
+    }
+}
+
+pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if s.prompt.is_some() {
+        v.push("prompt");
+    }
+    if s.context_display.is_some() {
+        v.push("context_display");
+    }
+    if s.default.is_some() {
+        v.push("default");
+    }
+    if s.timeout_seconds.is_some() {
+        v.push("timeout_seconds");
+    }
+    if s.condition.is_some() {
+        v.push("condition");
+    }
+    if s.timeout_minutes.is_some() {
+        v.push("timeout_minutes");
+    }
+    if s.fallback_action.is_some() {
+        v.push("fallback_action");
+    }
+    if s.show_preview.is_some() {
+        v.push("show_preview");
+    }
+    if s.preview_length.is_some() {
+        v.push("preview_length");
+    }
+    if s.require_reason.is_some() {
+        v.push("require_reason");
+    }
+    if s.channel.is_some() {
+        v.push("channel");
+    }
+    if s.approvers.is_some() {
+        v.push("approvers");
+    }
+    if s.approvals_required.is_some() {
+        v.push("approvals_required");
+    }
+    if s.rejections_required.is_some() {
+        v.push("rejections_required");
+    }
+    if s.allow_self_approval.is_some() {
+        v.push("allow_self_approval");
+    }
+    if s.reminder_interval.is_some() {
+        v.push("reminder_interval");
+    }
+    if s.max_reminders.is_some() {
+        v.push("max_reminders");
+    }
+    if s.escalation_timeout.is_some() {
+        v.push("escalation_timeout");
+    }
+    if s.escalation_target.is_some() {
+        v.push("escalation_target");
+    }
+    v
+}
+
+/// Seconds as days, for messages (`0.5`, `7`).
+fn fmt_days(secs: u64) -> String {
+    let days = secs as f64 / 86_400.0;
+    if days.fract() == 0.0 {
+        format!("{days:.0}")
+    } else {
+        format!("{days:.2}")
+    }
+}
+
+/// Gate timeouts, fallbacks, reminders and escalation (`gate_timing`).
+#[cfg(test)]
+mod timing_tests {
+    use super::super::parse;
+    use super::*;
+    use crate::error::{Diagnostic, Error};
+    use crate::spec::{ChainStep, Limits, PatternSpec};
+    use std::path::Path;
+
+    /// A chain: agent `a`, then one gate whose lines are `gate` (line 14 on).
+    fn spec(gate: &str) -> String {
+        format!(
+            "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  a:\n    prompt: hi\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n{gate}"
+        )
+    }
+
+    fn gate_of(text: &str) -> GateSpec {
+        match parse(text, Path::new("f.yaml"), &Limits::default()) {
+            Ok(s) => match s.pattern {
+                PatternSpec::Chain { steps } => match steps.into_iter().nth(1) {
+                    Some(ChainStep::Gate(g)) => g,
+                    _ => panic!("no gate"),
+                },
+                _ => panic!("not a chain"),
+            },
+            Err(e) => panic!("{e}\n{text}"),
+        }
+    }
+
+    fn errors(text: &str) -> Vec<Diagnostic> {
+        match parse(text, Path::new("f.yaml"), &Limits::default()) {
+            Err(Error::Spec(d)) => d,
+            other => panic!("expected diagnostics, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_fallback_word_and_the_old_ones() {
+        for (word, want) in [
+            ("approve", Fallback::Continue),
+            ("continue", Fallback::Continue),
+            ("reject", Fallback::Cancel),
+            ("cancel", Fallback::Cancel),
+            ("skip", Fallback::Skip),
+            ("abort", Fallback::Abort),
+        ] {
+            let g = gate_of(&spec(&format!(
+                "      - type: hitl\n        prompt: ok?\n        fallback_action: {word}\n"
+            )));
+            assert_eq!(g.fallback, want, "{word}");
+        }
+        // strands-cli: a hitl gate without one answers its default.
+        let g = gate_of(&spec("      - type: hitl\n        prompt: ok?\n"));
+        assert_eq!(g.fallback, Fallback::Default);
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        fallback_action: default\n        default: approve\n",
+        ));
+        assert_eq!(g.fallback, Fallback::Default);
+        assert_eq!(g.default.as_deref(), Some("approve"));
+    }
+
+    #[test]
+    fn defaults_and_escalation_targets_are_checked_where_written() {
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        fallback_action: default\n        default: maybe\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (16, 18), "{d:#?}");
+        assert!(d[0].message.contains("`approve` or `reject`"), "{d:#?}");
+        let d = errors(&spec(
+            "      - type: hitl\n        prompt: ok?\n        fallback_action: escalate\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (15, 26), "{d:#?}");
+        assert!(
+            d[0].message.contains("needs an escalation_target"),
+            "{d:#?}"
+        );
+        let d = errors(&spec(
+            "      - type: hitl\n        prompt: ok?\n        escalation_timeout: 5\n        escalation_target: [U0BOSS1, bob]\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (16, 28), "{d:#?}");
+        assert!(d[0].message.contains("`bob`"), "{d:#?}");
+    }
+
+    #[test]
+    fn reminders_and_escalation_become_durations() {
+        let g = gate_of(&spec(concat!(
+            "      - type: manual_gate\n",
+            "        prompt: ok?\n",
+            "        timeout_minutes: 60\n",
+            "        reminder_interval: 0.5\n",
+            "        max_reminders: 2\n",
+            "        escalation_timeout: 30\n",
+            "        escalation_target: [U0BOSS1, S0LEADS1, \"#ops\"]\n",
+        )));
+        assert_eq!(g.timeout_secs, Some(3600));
+        let t = &g.timers;
+        assert_eq!(
+            t.reminder_interval,
+            Some(std::time::Duration::from_secs(30))
+        );
+        assert_eq!(t.max_reminders, 2);
+        assert_eq!(
+            t.escalation_timeout,
+            Some(std::time::Duration::from_secs(1800))
+        );
+        assert_eq!(
+            t.escalation_target,
+            vec![
+                EscalationTarget::User("U0BOSS1".into()),
+                EscalationTarget::Group("S0LEADS1".into()),
+                EscalationTarget::Channel("ops".into()),
+            ]
+        );
+        let g = gate_of(&spec(
+            "      - type: hitl\n        prompt: ok?\n        reminder_interval: 10\n",
+        ));
+        assert_eq!(g.timers.max_reminders, DEFAULT_MAX_REMINDERS);
+    }
+
+    #[test]
+    fn timeouts_are_checked_against_the_limits_given() {
+        // 10 days: over the default 7, within 30.
+        let ten_days =
+            spec("      - type: hitl\n        prompt: ok?\n        timeout_seconds: 864000\n");
+        let d = errors(&ten_days);
+        assert_eq!((d[0].line, d[0].column), (15, 26), "{d:#?}");
+        assert!(
+            d[0].message
+                .contains("timeout_seconds is 10 days, longer than the limit of 7 days"),
+            "{d:#?}"
+        );
+        let thirty = Limits {
+            max_timeout_secs: 30 * 86_400,
+        };
+        match parse(&ten_days, Path::new("f.yaml"), &thirty) {
+            Ok(_) => {}
+            Err(e) => panic!("10 days is within 30: {e}"),
+        }
+        // Reminders and escalation share the limit: 3 days of minutes.
+        let three_days =
+            spec("      - type: hitl\n        prompt: ok?\n        reminder_interval: 4320\n");
+        assert_eq!(
+            gate_of(&three_days).timers.reminder_interval,
+            Some(std::time::Duration::from_secs(3 * 86_400))
+        );
+        let two = Limits {
+            max_timeout_secs: 2 * 86_400,
+        };
+        match parse(&three_days, Path::new("f.yaml"), &two) {
+            Err(Error::Spec(d)) => {
+                assert_eq!((d[0].line, d[0].column), (15, 28), "{d:#?}");
+                assert!(
+                    d[0].message
+                        .contains("reminder_interval is minutes, more than 0 and at most 2 days"),
+                    "{d:#?}"
+                );
+            }
+            other => panic!("expected diagnostics, got {other:?}"),
+        }
+    }
+}

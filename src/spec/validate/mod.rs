@@ -1,0 +1,366 @@
+//! Turns the raw document into a [`Spec`], collecting every problem with its
+//! file:line:column and a hint, so one `strands validate` shows them all.
+//!
+//! This module holds the `Validator` (diagnostics, template checks, where a
+//! line of a multi-line value is in the file) and the top level of a spec:
+//! `version`, `name`, `runtime`, and the order in which the sections are
+//! checked. Each section is checked in a submodule of its own (`tools`,
+//! `agents`, `inputs`, `artifacts`, `security`, `hitl`), and so is each
+//! pattern (`chain`, with the step every pattern is built of, `workflow`,
+//! `parallel`, `routing`, `evaluator`, `orchestrator`, `graph`); `gates`
+//! checks a gate step wherever it stands. Nothing here reads files or the
+//! environment: the caller hands over the text and the [`Limits`].
+
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::raw::{self, Document};
+use super::*;
+use crate::error::{Diagnostic, Error, Result};
+use crate::provider::ProviderKind;
+use crate::template::Templates;
+
+mod agents;
+mod artifacts;
+mod chain;
+mod evaluator;
+mod gates;
+mod graph;
+mod hitl;
+mod inputs;
+mod orchestrator;
+mod parallel;
+mod routing;
+mod security;
+mod tools;
+mod workflow;
+
+use hitl::plan_approval;
+use security::approval_defaults;
+
+pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
+    let file = path.display().to_string();
+    let head: Document<IgnoredAny> = from_yaml(text, &file)?;
+    let kind = head.pattern.kind.value.trim().to_string();
+    if !KNOWN_PATTERNS.contains(&kind.as_str()) {
+        let (line, column) = at(&head.pattern.kind);
+        return Err(Error::Spec(vec![Diagnostic {
+            file,
+            line,
+            column,
+            message: format!("unknown pattern type `{kind}`"),
+            hint: Some(format!(
+                "pattern.type is one of: {}",
+                KNOWN_PATTERNS.join(", ")
+            )),
+        }]));
+    }
+    let mut v = Validator {
+        file: file.clone(),
+        text: text.to_string(),
+        diags: Vec::new(),
+        warnings: Vec::new(),
+        templates: Templates::new(),
+        limits: *limits,
+    };
+    let spec = match kind.as_str() {
+        "chain" => {
+            let doc: Document<raw::ChainConfig> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let steps = v.chain(&doc.pattern.config, &common.agents);
+            common.finish(PatternSpec::Chain { steps }, text, path, &mut v)
+        }
+        "workflow" => {
+            let doc: Document<raw::WorkflowConfig> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.workflow(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "parallel" => {
+            let doc: Document<parallel::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.parallel(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "routing" => {
+            let doc: Document<routing::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.routing(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "evaluator_optimizer" => {
+            let doc: Document<evaluator::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.evaluator(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+        "orchestrator_workers" => {
+            let doc: Document<orchestrator::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let mut pattern = v.orchestrator(&doc.pattern.config, &common.agents);
+            plan_approval(&mut pattern, &common.hitl);
+            common.finish(pattern, text, path, &mut v)
+        }
+        _ => {
+            let doc: Document<graph::Config> = from_yaml(text, &file)?;
+            let common = v.common(&doc);
+            let pattern = v.graph(&doc.pattern.config, &common.agents);
+            common.finish(pattern, text, path, &mut v)
+        }
+    };
+    if v.diags.is_empty() {
+        let mut spec = spec;
+        spec.warnings = v.warnings;
+        Ok(spec)
+    } else {
+        Err(Error::Spec(v.diags))
+    }
+}
+
+/// Deserializes, turning serde-saphyr's error into one located diagnostic.
+fn from_yaml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T> {
+    serde_saphyr::from_str::<T>(text).map_err(|e| {
+        let (line, column) = e
+            .location()
+            .map(|l| (l.line() as u32, l.column() as u32))
+            .unwrap_or((1, 1));
+        let mut message = e.without_snippet().to_string();
+        if let Some(i) = message.rfind(" at line ") {
+            message.truncate(i);
+        }
+        let message = message.trim_start_matches("error: ").to_string();
+        let hint = if message.contains("unknown field") {
+            Some("remove the key or check its spelling against the strands-cli v0 format".into())
+        } else if message.contains("missing field") {
+            Some("add the required key".into())
+        } else {
+            None
+        };
+        Error::Spec(vec![Diagnostic {
+            file: file.to_string(),
+            line,
+            column,
+            message,
+            hint,
+        }])
+    })
+}
+
+fn at<T>(s: &Spanned<T>) -> (u32, u32) {
+    (s.referenced.line() as u32, s.referenced.column() as u32)
+}
+
+struct Validator {
+    file: String,
+    /// The spec text, to place errors on lines inside multi-line values.
+    text: String,
+    diags: Vec<Diagnostic>,
+    warnings: Vec<String>,
+    templates: Templates,
+    limits: Limits,
+}
+
+/// Everything but the pattern, validated.
+struct Common {
+    name: String,
+    runtime: RuntimeSpec,
+    agents: BTreeMap<String, AgentSpec>,
+    inputs: Vec<InputDecl>,
+    input_values: Map<String, Value>,
+    artifacts: Vec<ArtifactSpec>,
+    tools: ToolsConfig,
+    redactor: crate::audit::redact::Redactor,
+    approval: ApprovalDefaults,
+    hitl: HitlSpec,
+}
+
+impl Common {
+    fn finish(self, pattern: PatternSpec, text: &str, path: &Path, _v: &mut Validator) -> Spec {
+        Spec {
+            path: path.to_path_buf(),
+            text: text.to_string(),
+            hash: sha256_hex(text),
+            name: self.name,
+            runtime: self.runtime,
+            agents: self.agents,
+            inputs: self.inputs,
+            input_values: self.input_values,
+            pattern,
+            artifacts: self.artifacts,
+            tools: self.tools,
+            redactor: self.redactor,
+            approval: self.approval,
+            hitl: self.hitl,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// What a step or task turned out to be.
+// Specs are built once and hold a handful of steps: boxing the gate buys nothing.
+#[allow(clippy::large_enum_variant)]
+enum Body {
+    Agent(AgentStep),
+    Gate(GateSpec),
+}
+
+impl Validator {
+    fn error(
+        &mut self,
+        (line, column): (u32, u32),
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) {
+        self.diags.push(Diagnostic {
+            file: self.file.clone(),
+            line,
+            column,
+            message: message.into(),
+            hint,
+        });
+    }
+
+    /// Checks a template's syntax, locating errors inside multi-line values.
+    fn template(&mut self, s: &Spanned<String>, what: &str) {
+        if let Err(e) = self.templates.check(&s.value) {
+            let loc = self.template_line(s, e.line);
+            self.error(
+                loc,
+                format!("template syntax error in {what}: {}", e.message),
+                Some(
+                    "templates use Jinja syntax: {{ variable }}, {% if ... %}...{% endif %}".into(),
+                ),
+            );
+        }
+    }
+
+    /// Where line `n` (1-based) of a template value is in the file. Escapes
+    /// (`\n`), folding and blank lines mean template lines need not be file
+    /// lines, so the template's lines are found in the value's source text;
+    /// anything not found falls back to the start of the value.
+    fn template_line(&self, s: &Spanned<String>, n: u32) -> (u32, u32) {
+        let start = at(s);
+        if n <= 1 {
+            return start;
+        }
+        let span = s.referenced.span();
+        let (Some(off), Some(len)) = (span.byte_offset(), span.byte_len()) else {
+            return start;
+        };
+        let (off, len) = (off as usize, len as usize);
+        let Some(src) = self.text.get(off..off + len) else {
+            return start;
+        };
+        // Find lines 1..=n in order, so a repeated line maps to the right one.
+        let mut from = 0;
+        let mut found = None;
+        for wanted in s.value.lines().take(n as usize) {
+            let wanted = wanted.trim();
+            found = None;
+            if wanted.is_empty() {
+                continue;
+            }
+            if let Some(i) = src.get(from..).and_then(|rest| rest.find(wanted)) {
+                found = Some(from + i);
+                from += i + wanted.len();
+            }
+        }
+        let Some(pos) = found else {
+            return start;
+        };
+        let before = &self.text[..off + pos];
+        let line = before.matches('\n').count() as u32 + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() as u32 + 1;
+        (line, column)
+    }
+
+    fn common<C>(&mut self, doc: &Document<C>) -> Common {
+        let version_ok = match &doc.version.value {
+            Value::Number(n) => n.as_u64() == Some(0),
+            Value::String(s) => s.trim() == "0",
+            _ => false,
+        };
+        if !version_ok {
+            self.error(
+                at(&doc.version),
+                format!("unsupported version {}", doc.version.value),
+                Some("this is the strands-cli v0 format: `version: 0`".into()),
+            );
+        }
+        if doc.name.value.trim().is_empty() {
+            self.error(
+                at(&doc.name),
+                "`name` is empty",
+                Some("give the workflow a name".into()),
+            );
+        }
+
+        let rt = &doc.runtime;
+        if let Err(e) = ProviderKind::parse(&rt.provider.value) {
+            self.warnings.push(format!("{}: {e}", self.file));
+        }
+        let max_parallel = rt.max_parallel.unwrap_or(4).max(1);
+        let mut budget_max_tokens = None;
+        if let Some(b) = &rt.budgets {
+            for (k, val) in &b.value {
+                match (k.as_str(), val) {
+                    ("max_tokens", Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => {
+                        budget_max_tokens = n.as_u64();
+                    }
+                    ("max_tokens", other) => self.error(
+                        at(b),
+                        format!(
+                            "runtime.budgets.max_tokens must be a positive integer, not {other}"
+                        ),
+                        None,
+                    ),
+                    (other, _) => self.warnings.push(format!(
+                        "{}: runtime.budgets.{other} is not enforced by this build",
+                        self.file
+                    )),
+                }
+            }
+        }
+        let runtime = RuntimeSpec {
+            provider: rt.provider.value.trim().to_string(),
+            model_id: rt.model_id.clone(),
+            host: rt.host.clone(),
+            temperature: rt.temperature,
+            top_p: rt.top_p,
+            max_tokens: rt.max_tokens,
+            max_parallel,
+            budget_max_tokens,
+        };
+
+        if doc.agents.value.is_empty() {
+            self.error(
+                at(&doc.agents),
+                "`agents` is empty",
+                Some("define at least one agent with a `prompt`".into()),
+            );
+        }
+        let tools = self.tools_section(doc.tools.as_ref());
+        let agents = self.agents(&doc.agents.value, &tools);
+        let (inputs, input_values) = self.inputs(doc.inputs.as_ref());
+        let artifacts = self.artifacts(doc.outputs.as_ref());
+        let redactor = self.redactor(doc.security.as_ref());
+        let approval = approval_defaults(doc.security.as_ref().map(|s| &s.value));
+        let hitl = self.hitl(doc.hitl.as_ref());
+        Common {
+            hitl,
+            approval,
+            redactor,
+            tools,
+            name: doc.name.value.trim().to_string(),
+            runtime,
+            agents,
+            inputs,
+            input_values,
+            artifacts,
+        }
+    }
+}

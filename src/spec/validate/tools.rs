@@ -1,0 +1,465 @@
+//! Validation of the top-level `tools` section: `tools.network.allow`,
+//! `tools.python` (refused, except `strands_tools.*` callables that map to
+//! a built-in), `http_executors`, `mcp` servers (a command or a URL, never
+//! both) and the approval policy every tool entry may carry.
+//!
+//! Nothing here starts a server or opens a connection: ids, URLs, commands,
+//! header names and environment names are checked as text. Header and
+//! environment values may be secrets and never appear in a message.
+
+use serde_json::Value;
+use serde_saphyr::Spanned;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::raw;
+use super::{at, Validator};
+use crate::spec::{
+    HttpExecutorSpec, McpServerSpec, McpTransport, ToolPolicy, ToolsConfig, MCP_ID_MAX,
+};
+
+impl Validator {
+    /// The top-level `tools` section: executors, MCP servers, workspace,
+    /// shell switch; Python callables are refused here (with a mapping to
+    /// the built-in for `strands_tools.*` callables that have one).
+    pub(super) fn tools_section(&mut self, t: Option<&raw::Tools>) -> ToolsConfig {
+        let mut cfg = ToolsConfig {
+            workspace: PathBuf::from(
+                t.and_then(|t| t.workspace.clone())
+                    .unwrap_or_else(|| "workspace".into()),
+            ),
+            shell: t.and_then(|t| t.shell).unwrap_or(false),
+            timeout_secs: t.and_then(|t| t.timeout_seconds).unwrap_or(30).max(1),
+            max_output_bytes: t
+                .and_then(|t| t.max_output_bytes)
+                .unwrap_or(65_536)
+                .max(256),
+            http_executors: Vec::new(),
+            mcp: Vec::new(),
+            network_allow: Vec::new(),
+        };
+        let Some(t) = t else { return cfg };
+        for entry in t.network.iter().flat_map(|n| n.allow.iter().flatten()) {
+            match crate::tools::egress::Rule::parse(&entry.value) {
+                Ok(rule) => cfg.network_allow.push(rule),
+                Err(why) => self.error(
+                    at(entry),
+                    format!("tools.network.allow: {why}"),
+                    Some(
+                        "for example `api.internal`, `*.corp.example`, `10.0.0.0/8` or `127.0.0.1`"
+                            .into(),
+                    ),
+                ),
+            }
+        }
+        for p in t.python.iter().flatten() {
+            let callable = python_callable(&p.value);
+            if builtin_for_callable(&callable).is_none() {
+                self.error(
+                    at(p),
+                    format!("tools.python entry `{callable}` is a Python callable; strands cannot run Python tools"),
+                    Some(format!(
+                        "use a built-in tool ({}) or an http executor",
+                        crate::tools::builtin::Builtin::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+                    )),
+                );
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for h in t.http_executors.iter().flatten() {
+            let id = h.value.id.value.trim().to_string();
+            if crate::tools::builtin::Builtin::from_name(&id).is_some() || !seen.insert(id.clone())
+            {
+                self.error(
+                    at(&h.value.id),
+                    format!("http executor id `{id}` is used twice or names a built-in tool"),
+                    None,
+                );
+            }
+            let url = h.value.base_url.value.trim();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                self.error(
+                    at(&h.value.base_url),
+                    format!("base_url `{url}` is not an http(s) URL"),
+                    None,
+                );
+            }
+            let policy = self.policy(
+                at(h),
+                &format!("http executor `{id}`"),
+                PolicyFields {
+                    require_approval: h.value.require_approval,
+                    approval_prompt: h.value.approval_prompt.clone(),
+                    approval_condition: h.value.approval_condition.clone(),
+                    destructive: h.value.destructive,
+                    reversible: h.value.reversible,
+                    risk: h.value.risk.clone(),
+                },
+            );
+            cfg.http_executors.push(HttpExecutorSpec {
+                id,
+                base_url: url.trim_end_matches('/').to_string(),
+                headers: h.value.headers.clone().unwrap_or_default(),
+                timeout_secs: h.value.timeout,
+                description: h.value.description.clone(),
+                policy,
+            });
+        }
+        for m in t.mcp.iter().flatten() {
+            if let Some(server) = self.mcp_server(m, &mut seen) {
+                cfg.mcp.push(server);
+            }
+        }
+        cfg
+    }
+
+    /// One `tools.mcp` entry: a child process (`command`, `args`, `env`) or
+    /// a Streamable HTTP URL (`url`, `headers`), never both. Header and
+    /// environment values may be secrets and are never part of a message.
+    fn mcp_server(
+        &mut self,
+        m: &Spanned<raw::McpServer>,
+        seen: &mut BTreeSet<String>,
+    ) -> Option<McpServerSpec> {
+        let raw = &m.value;
+        let id = raw.id.value.trim().to_string();
+        let mut ok = true;
+        if let Err(why) = check_mcp_id(&id) {
+            self.error(
+                at(&raw.id),
+                format!("MCP server id `{id}` {why}"),
+                Some(format!(
+                    "an MCP server id has letters, digits, `-` and single `_` (at most {MCP_ID_MAX} characters): its tools are named `{{id}}__{{tool}}`"
+                )),
+            );
+            ok = false;
+        } else if crate::tools::builtin::Builtin::from_name(&id).is_some()
+            || !seen.insert(id.clone())
+        {
+            self.error(
+                at(&raw.id),
+                format!("MCP server id `{id}` is used twice, or names a built-in tool or an http executor"),
+                None,
+            );
+            ok = false;
+        }
+        let policy = self.policy(
+            at(m),
+            &format!("MCP server `{id}`"),
+            PolicyFields {
+                require_approval: raw.require_approval,
+                approval_prompt: raw.approval_prompt.clone(),
+                approval_condition: raw.approval_condition.clone(),
+                destructive: raw.destructive,
+                reversible: raw.reversible,
+                risk: raw.risk.clone(),
+            },
+        );
+        let transport = match (&raw.command, &raw.url) {
+            (Some(command), None) => {
+                if let Some(h) = &raw.headers {
+                    self.error(
+                        at(h),
+                        format!("MCP server `{id}` runs a command; `headers` is for `url` servers"),
+                        Some("pass settings to a command with `env`".into()),
+                    );
+                    ok = false;
+                }
+                self.mcp_command(&id, command, raw.args.as_ref(), raw.env.as_ref())
+            }
+            (None, Some(url)) => {
+                if raw.args.is_some() || raw.env.is_some() {
+                    self.error(
+                        at(m),
+                        format!("MCP server `{id}` has a `url`; `args` and `env` are for `command` servers"),
+                        None,
+                    );
+                    ok = false;
+                }
+                self.mcp_url(&id, url, raw.headers.as_ref())
+            }
+            (Some(_), Some(url)) => {
+                self.error(
+                    at(url),
+                    format!("MCP server `{id}` has both `command` and `url`"),
+                    Some(
+                        "an MCP server is a command (stdio) or a URL (Streamable HTTP), not both"
+                            .into(),
+                    ),
+                );
+                None
+            }
+            (None, None) => {
+                self.error(
+                    at(m),
+                    format!("MCP server `{id}` has neither `command` nor `url`"),
+                    Some("add `command: PROGRAM` (with `args`, `env`) or `url: https://...` (with `headers`)".into()),
+                );
+                None
+            }
+        };
+        let transport = transport?;
+        ok.then(|| McpServerSpec {
+            id,
+            transport,
+            description: raw.description.clone(),
+            policy,
+        })
+    }
+
+    /// `command` (split into words when `args` is absent), `args`, `env`.
+    fn mcp_command(
+        &mut self,
+        id: &str,
+        command: &Spanned<String>,
+        args: Option<&Vec<String>>,
+        env: Option<&Spanned<BTreeMap<String, Value>>>,
+    ) -> Option<McpTransport> {
+        let text = command.value.trim();
+        let (program, args) = match args {
+            Some(args) => (text.to_string(), args.clone()),
+            None => match shell_words::split(text) {
+                Ok(mut words) if !words.is_empty() => {
+                    let program = words.remove(0);
+                    (program, words)
+                }
+                Ok(_) => (String::new(), Vec::new()),
+                Err(e) => {
+                    self.error(
+                        at(command),
+                        format!("the command of MCP server `{id}` cannot be split into words: {e}"),
+                        Some("give the program in `command` and its arguments in `args`".into()),
+                    );
+                    return None;
+                }
+            },
+        };
+        if program.is_empty() {
+            self.error(
+                at(command),
+                format!("the command of MCP server `{id}` is empty"),
+                None,
+            );
+            return None;
+        }
+        let mut vars = BTreeMap::new();
+        let mut ok = true;
+        if let Some(env) = env {
+            for (k, v) in &env.value {
+                let value = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => {
+                        self.error(
+                            at(env),
+                            format!(
+                                "env `{k}` of MCP server `{id}` is not a string, number or boolean"
+                            ),
+                            None,
+                        );
+                        ok = false;
+                        continue;
+                    }
+                };
+                if k.is_empty() || k.contains('=') || k.contains('\0') || value.contains('\0') {
+                    self.error(
+                        at(env),
+                        format!(
+                            "env `{k}` of MCP server `{id}` is not a valid environment variable"
+                        ),
+                        Some(
+                            "names are non-empty without `=`; neither names nor values contain NUL"
+                                .into(),
+                        ),
+                    );
+                    ok = false;
+                    continue;
+                }
+                vars.insert(k.clone(), value);
+            }
+        }
+        ok.then_some(McpTransport::Stdio {
+            command: program,
+            args,
+            env: vars,
+        })
+    }
+
+    /// `url` (http or https) and `headers` (names checked; values are
+    /// secrets and never quoted).
+    fn mcp_url(
+        &mut self,
+        id: &str,
+        url: &Spanned<String>,
+        headers: Option<&Spanned<BTreeMap<String, String>>>,
+    ) -> Option<McpTransport> {
+        let text = url.value.trim();
+        let parsed = url::Url::parse(text).ok();
+        if !parsed
+            .as_ref()
+            .is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        {
+            self.error(
+                at(url),
+                format!("the url of MCP server `{id}` is not an http(s) URL"),
+                None,
+            );
+            return None;
+        }
+        let mut ok = true;
+        let headers = headers
+            .map(|h| (at(h), h.value.clone()))
+            .unwrap_or_default();
+        for (name, value) in &headers.1 {
+            let bad_name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err();
+            let reserved = MCP_RESERVED_HEADERS
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(name.trim()));
+            let bad_value = reqwest::header::HeaderValue::from_str(value).is_err();
+            let why = if bad_name {
+                Some("is not a valid header name".to_string())
+            } else if reserved {
+                Some("is set by the MCP transport itself".to_string())
+            } else if bad_value {
+                Some(
+                    "has a value that is not a valid header value (the value is not shown)"
+                        .to_string(),
+                )
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                self.error(
+                    headers.0,
+                    format!("header `{name}` of MCP server `{id}` {why}"),
+                    None,
+                );
+                ok = false;
+            }
+        }
+        ok.then(|| McpTransport::Http {
+            url: text.to_string(),
+            headers: headers.1,
+        })
+    }
+
+    pub(super) fn policy(&mut self, loc: (u32, u32), what: &str, f: PolicyFields) -> ToolPolicy {
+        for (key, t) in [
+            ("approval_prompt", &f.approval_prompt),
+            ("approval_condition", &f.approval_condition),
+        ] {
+            if let Some(t) = t {
+                let res = if key == "approval_condition" {
+                    self.templates.check_condition(t)
+                } else {
+                    self.templates.check(t)
+                };
+                if let Err(e) = res {
+                    self.error(
+                        loc,
+                        format!("{key} of {what}: {}", e.message),
+                        Some(
+                            "templates see `args` (the call's arguments), `tool` and `agent`"
+                                .into(),
+                        ),
+                    );
+                }
+            }
+        }
+        let risk = match f.risk.as_deref().map(|r| (r, crate::tools::Risk::parse(r))) {
+            None => None,
+            Some((_, Some(r))) => Some(r),
+            Some((r, None)) => {
+                self.error(
+                    loc,
+                    format!("risk `{r}` of {what} is not low, medium, high or critical"),
+                    None,
+                );
+                None
+            }
+        };
+        ToolPolicy {
+            require_approval: f.require_approval,
+            approval_prompt: f.approval_prompt,
+            approval_condition: f.approval_condition,
+            destructive: f.destructive.unwrap_or(false),
+            reversible: f.reversible,
+            risk,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct PolicyFields {
+    pub require_approval: Option<bool>,
+    pub approval_prompt: Option<String>,
+    pub approval_condition: Option<String>,
+    pub destructive: Option<bool>,
+    pub reversible: Option<bool>,
+    pub risk: Option<String>,
+}
+
+/// The agent's entry wins; the executor's declaration fills the gaps.
+pub(super) fn merge_policy(agent: ToolPolicy, base: &ToolPolicy) -> ToolPolicy {
+    ToolPolicy {
+        require_approval: agent.require_approval.or(base.require_approval),
+        approval_prompt: agent
+            .approval_prompt
+            .or_else(|| base.approval_prompt.clone()),
+        approval_condition: agent
+            .approval_condition
+            .or_else(|| base.approval_condition.clone()),
+        destructive: agent.destructive || base.destructive,
+        reversible: agent.reversible.or(base.reversible),
+        risk: agent.risk.or(base.risk),
+    }
+}
+
+/// The `callable` of a `tools.python` entry (a string or `{callable: ...}`).
+fn python_callable(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Object(o) => o
+            .get("callable")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .trim()
+            .to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `strands_tools.file_read` and friends map to the built-in of that name.
+pub(super) fn builtin_for_callable(callable: &str) -> Option<crate::tools::builtin::Builtin> {
+    let name = callable.strip_prefix("strands_tools.")?;
+    crate::tools::builtin::Builtin::from_name(name)
+}
+
+/// Request headers the MCP transport sets itself.
+const MCP_RESERVED_HEADERS: [&str; 4] = [
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// Why an MCP server id cannot be used, if it cannot.
+fn check_mcp_id(id: &str) -> std::result::Result<(), String> {
+    if id.is_empty() {
+        return Err("is empty".into());
+    }
+    if id.chars().count() > MCP_ID_MAX {
+        return Err(format!("is longer than {MCP_ID_MAX} characters"));
+    }
+    if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err("has characters other than letters, digits, `-` and `_`".into());
+    }
+    if id.contains("__") || id.ends_with('_') {
+        return Err("contains `__` or ends with `_`".into());
+    }
+    Ok(())
+}
