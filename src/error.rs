@@ -223,7 +223,7 @@ mod tests {
                 .expect("bind");
             l.local_addr().expect("addr").port()
         };
-        crate::provider::install_crypto();
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let err = reqwest::Client::new()
             .get(format!("http://127.0.0.1:{port}/x?api_key=SECRET"))
             .send()

@@ -13,6 +13,7 @@
 //! that validation has ruled out.
 
 pub mod graph;
+pub mod network;
 mod raw;
 pub mod routing;
 mod validate;
@@ -120,7 +121,7 @@ pub struct ToolPolicy {
     pub approval_condition: Option<String>,
     pub destructive: bool,
     pub reversible: Option<bool>,
-    pub risk: Option<crate::tools::Risk>,
+    pub risk: Option<crate::model::Risk>,
 }
 
 /// The top-level `tools` section, resolved.
@@ -135,7 +136,7 @@ pub struct ToolsConfig {
     pub mcp: Vec<McpServerSpec>,
     /// `tools.network.allow`: destinations HTTP tools may reach although
     /// internal, and that `http_request` may call without asking.
-    pub network_allow: Vec<crate::tools::egress::Rule>,
+    pub network_allow: Vec<network::Rule>,
 }
 
 /// One `tools.mcp` entry: an MCP server. An agent that lists its `id` gets

@@ -29,7 +29,7 @@ fn agent_tools_resolve_to_built_ins_with_their_policies() {
     let names: Vec<&str> = b.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["file_read", "file_write", "delete_files"]);
     assert_eq!(b.tools[2].policy.require_approval, Some(true));
-    assert_eq!(b.tools[2].policy.risk, Some(crate::tools::Risk::Critical));
+    assert_eq!(b.tools[2].policy.risk, Some(crate::model::Risk::Critical));
     assert!(b.enable_trust);
     assert!(spec.agents["a"].tools.is_empty());
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::raw;
-use super::tools::{builtin_for_callable, merge_policy, PolicyFields};
+use super::tools::{builtin, builtin_for_callable, merge_policy, PolicyFields};
 use super::{at, Validator};
 use crate::provider::ProviderKind;
 use crate::spec::{AgentSpec, AgentTool, ToolsConfig};
@@ -154,7 +154,7 @@ impl Validator {
             };
             let resolved = if name.contains('.') {
                 match builtin_for_callable(&name) {
-                    Some(b) => b.name().to_string(),
+                    Some(b) => b.to_string(),
                     None => {
                         self.error(
                             loc,
@@ -167,13 +167,13 @@ impl Validator {
             } else {
                 name
             };
-            let known = crate::tools::builtin::Builtin::from_name(&resolved).is_some()
+            let known = builtin(&resolved).is_some()
                 || cfg.http_executors.iter().any(|h| h.id == resolved)
                 || cfg.mcp.iter().any(|m| m.id == resolved);
             if !known {
-                let mut names: Vec<String> = crate::tools::builtin::Builtin::ALL
+                let mut names: Vec<String> = crate::model::BUILTIN_TOOLS
                     .iter()
-                    .map(|b| b.name().to_string())
+                    .map(|b| b.to_string())
                     .collect();
                 names.extend(cfg.http_executors.iter().map(|h| h.id.clone()));
                 names.extend(cfg.mcp.iter().map(|m| m.id.clone()));

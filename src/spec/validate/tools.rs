@@ -40,7 +40,7 @@ impl Validator {
         };
         let Some(t) = t else { return cfg };
         for entry in t.network.iter().flat_map(|n| n.allow.iter().flatten()) {
-            match crate::tools::egress::Rule::parse(&entry.value) {
+            match crate::spec::network::Rule::parse(&entry.value) {
                 Ok(rule) => cfg.network_allow.push(rule),
                 Err(why) => self.error(
                     at(entry),
@@ -60,7 +60,7 @@ impl Validator {
                     format!("tools.python entry `{callable}` is a Python callable; strands cannot run Python tools"),
                     Some(format!(
                         "use a built-in tool ({}) or an http executor",
-                        crate::tools::builtin::Builtin::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+                        crate::model::BUILTIN_TOOLS.join(", ")
                     )),
                 );
             }
@@ -68,8 +68,7 @@ impl Validator {
         let mut seen = BTreeSet::new();
         for h in t.http_executors.iter().flatten() {
             let id = h.value.id.value.trim().to_string();
-            if crate::tools::builtin::Builtin::from_name(&id).is_some() || !seen.insert(id.clone())
-            {
+            if builtin(&id).is_some() || !seen.insert(id.clone()) {
                 self.error(
                     at(&h.value.id),
                     format!("http executor id `{id}` is used twice or names a built-in tool"),
@@ -133,9 +132,7 @@ impl Validator {
                 )),
             );
             ok = false;
-        } else if crate::tools::builtin::Builtin::from_name(&id).is_some()
-            || !seen.insert(id.clone())
-        {
+        } else if builtin(&id).is_some() || !seen.insert(id.clone()) {
             self.error(
                 at(&raw.id),
                 format!("MCP server id `{id}` is used twice, or names a built-in tool or an http executor"),
@@ -367,7 +364,7 @@ impl Validator {
                 }
             }
         }
-        let risk = match f.risk.as_deref().map(|r| (r, crate::tools::Risk::parse(r))) {
+        let risk = match f.risk.as_deref().map(|r| (r, crate::model::Risk::parse(r))) {
             None => None,
             Some((_, Some(r))) => Some(r),
             Some((r, None)) => {
@@ -431,9 +428,17 @@ fn python_callable(v: &Value) -> String {
 }
 
 /// `strands_tools.file_read` and friends map to the built-in of that name.
-pub(super) fn builtin_for_callable(callable: &str) -> Option<crate::tools::builtin::Builtin> {
+pub(super) fn builtin_for_callable(callable: &str) -> Option<&'static str> {
     let name = callable.strip_prefix("strands_tools.")?;
-    crate::tools::builtin::Builtin::from_name(name)
+    builtin(name)
+}
+
+/// The built-in tool called `name`, if there is one.
+pub(super) fn builtin(name: &str) -> Option<&'static str> {
+    crate::model::BUILTIN_TOOLS
+        .iter()
+        .copied()
+        .find(|b| *b == name)
 }
 
 /// Request headers the MCP transport sets itself.
