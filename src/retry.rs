@@ -65,13 +65,6 @@ pub trait Transient {
 }
 
 impl RetryPolicy {
-    /// The default policy, adjusted by `STRANDS_MAX_RETRIES` (a count) and
-    /// `STRANDS_RETRY_BASE_MS` (milliseconds) when they are set. A value that
-    /// does not parse is ignored with a warning.
-    pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
     /// [`RetryPolicy::from_env`] with the environment given as a lookup
     /// function, so that it can be tested without touching the process
     /// environment.

@@ -5,7 +5,8 @@
 //!
 //! From the bottom: `error`, `audit`, `template`, `retry` (leaves) →
 //! `model` (the durable data and the answer rule) → `provider` (models'
-//! wire formats) → `spec` (load and validate) → `gate` (who may answer,
+//! wire formats) → `spec` (load and validate) → `config` (settings read
+//! once) → `gate` (who may answer,
 //! what an answer means) → `tools` → `channel` (the "ask a human" seam) →
 //! `store` (the seam over sled) → `engine` (run, intake, timers) → `slack`
 //! (a room off the channel hall) → `cli`.
@@ -13,8 +14,8 @@
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
-    "error", "audit", "template", "retry", "model", "provider", "spec", "gate", "tools", "channel",
-    "store", "engine", "slack", "cli",
+    "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
+    "channel", "store", "engine", "slack", "cli",
 ];
 
 fn rank(module: &str) -> Option<usize> {

@@ -314,11 +314,17 @@ struct Ctx {
     store_path: PathBuf,
     explicit_store: bool,
     who: String,
+    /// Read once from the environment, passed to everything below.
+    settings: std::sync::Arc<crate::config::Settings>,
 }
 
 impl Ctx {
     fn open(&self) -> Result<Store> {
         Store::open(&self.store_path)
+    }
+    /// An engine on `store` with this process's settings.
+    fn engine<'s>(&self, store: &'s Store) -> Engine<'s> {
+        Engine::new(store).with_settings(std::sync::Arc::clone(&self.settings))
     }
     /// The exact command to resume, naming the store when it is not the default.
     fn resume_cmd(&self, id: &str, flags: &str) -> String {
@@ -360,9 +366,10 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         // Absolute, so printed resume commands work from any directory.
         store_path: std::path::absolute(&store_path).unwrap_or(store_path),
         who: identity(&cli.identity),
+        settings: std::sync::Arc::new(crate::config::Settings::from_env()),
     };
     match cli.command {
-        Command::Validate { spec, json } => validate(&spec, json),
+        Command::Validate { spec, json } => validate(&ctx, &spec, json),
         Command::Run(args) => run(&ctx, args).await,
         Command::Resume(args) => resume(&ctx, args).await,
         Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,

@@ -5,8 +5,8 @@ use super::*;
 use crate::engine::Asker;
 use crate::model::Refusal;
 
-pub(super) fn validate(path: &std::path::Path, json: bool) -> Result<u8> {
-    let spec = spec::load(path, &spec::Limits::from_env())?;
+pub(super) fn validate(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u8> {
+    let spec = spec::load(path, &ctx.settings.limits)?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
     }
@@ -93,14 +93,14 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             "strands run needs a SPEC (or --resume ID --hitl-response TEXT)".into(),
         ));
     };
-    let spec = spec::load(path, &spec::Limits::from_env())?;
+    let spec = spec::load(path, &ctx.settings.limits)?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
     }
     Engine::preflight(&spec)?;
     let variables = spec.resolve_variables(&args.vars)?;
     let store = ctx.open()?;
-    let mut engine = Engine::new(&store);
+    let mut engine = ctx.engine(&store);
     // Stored absolute, so a resume from another directory writes to the same place.
     let out_dir = std::path::absolute(&args.out)
         .map_err(|e| Error::io(format!("cannot resolve --out {}", args.out.display()), e))?;
@@ -176,7 +176,7 @@ pub(super) async fn continue_session(
     answer: Option<Answer>,
 ) -> Result<u8> {
     let store = ctx.open()?;
-    let mut engine = Engine::new(&store);
+    let mut engine = ctx.engine(&store);
     let id = store.resolve(&args.id).await?;
     if answer.is_none() && !args.interactive && !args.auto_approve {
         // Without a decision, resume only continues an interrupted run or
@@ -195,7 +195,7 @@ pub(super) async fn continue_session(
     let answer = match answer {
         Some(mut a) if !a.vars.is_empty() => {
             let session = store.get(&id).await?;
-            let spec = Engine::spec_of(&session)?;
+            let spec = engine.spec(&session)?;
             let raw: Vec<(String, String)> = a
                 .vars
                 .iter()
@@ -215,10 +215,9 @@ pub(super) async fn continue_session(
             _ => None,
         };
         let pick = args.gate.as_deref().or(first.as_deref());
-        let admins = crate::engine::intake::admins_from_env();
         let asker = Asker {
             who: &ctx.who,
-            admins: &admins,
+            admins: &ctx.settings.admins,
             default_approvers: &[],
             shared: false,
             member_of: &|_| false,

@@ -16,7 +16,7 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
         store: &store,
         notifier: &notifier,
         clock: std::sync::Arc::new(TokioClock::default()),
-        specs: Default::default(),
+        specs: std::sync::Arc::new(crate::engine::specs::SpecCache::new(ctx.settings.limits)),
         wake: Default::default(),
     };
     timers.fire_due().await?;
@@ -26,7 +26,7 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
     let mut code = exit::OK;
     for (id, f) in fired {
         let handle = f.gate.handle();
-        let mut engine = Engine::new(&store);
+        let mut engine = ctx.engine(&store);
         let mut channel = cli_channel(false, false, &ctx.who);
         match engine.resume(&id, &mut channel).await {
             Ok(after) => {

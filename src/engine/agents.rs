@@ -32,8 +32,8 @@ impl Engine<'_> {
         let p = Provider::new(&ProviderConfig {
             kind,
             host,
-            timeout: self.timeout,
-            retry: crate::provider::retry::RetryPolicy::from_env(),
+            timeout: self.settings.llm_timeout,
+            retry: self.settings.retry,
         })?;
         self.providers.insert(key, p.clone());
         Ok((p, model))
@@ -238,7 +238,7 @@ impl Engine<'_> {
             .agents
             .get(&w.step.agent)
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", w.step.agent)))?;
-        let mut toolbox = tools::Toolbox::for_agent(spec, agent)?;
+        let mut toolbox = tools::Toolbox::for_agent(spec, agent, &self.settings.network_allow)?;
         toolbox.connect().await?;
         let (provider, first) = self.request(spec, session, &w.step, &w.position)?;
         if session.agent_turn.as_ref().map(|t| &t.position) != Some(&w.position) {

@@ -96,7 +96,7 @@ impl Engine<'_> {
     ) {
         if let (None, Some(d), false) = (
             opened.timeout_at,
-            self.default_timeout,
+            self.settings.default_timeout,
             opened.kind == crate::model::GateKind::ToolCall,
         ) {
             opened.timeout_at = Some(opened.opened_at + d);

@@ -298,7 +298,7 @@ impl Engine<'_> {
             .agents
             .get(&turn.agent)
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", turn.agent)))?;
-        let toolbox = tools::Toolbox::for_agent(spec, agent)?;
+        let toolbox = tools::Toolbox::for_agent(spec, agent, &[])?;
         match &answer.decision {
             crate::model::Decision::Approve | crate::model::Decision::Reject { .. } => Ok(()),
             crate::model::Decision::Trust => {
@@ -420,14 +420,4 @@ pub fn authorize(
             member_of: asker.member_of,
         },
     )
-}
-
-/// `STRANDS_ADMINS`: a comma-separated list of identities that may answer any gate.
-pub fn admins_from_env() -> Vec<String> {
-    std::env::var("STRANDS_ADMINS")
-        .unwrap_or_default()
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
 }

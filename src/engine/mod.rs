@@ -25,7 +25,7 @@ pub use intake::{Accepted, Asker};
 
 use chrono::Utc;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
@@ -40,7 +40,7 @@ use crate::model::{
 };
 use crate::model::{Answer, Position};
 use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind};
-use crate::spec::{self, AgentStep, Spec};
+use crate::spec::{AgentStep, Spec};
 use crate::store::Store;
 use crate::template::Templates;
 use pattern::{GateWork, Next};
@@ -57,42 +57,41 @@ pub struct Start {
 pub struct Engine<'a> {
     store: &'a Store,
     specs: Arc<specs::SpecCache>,
-    /// Who may answer any gate from this machine (`STRANDS_ADMINS`).
-    admins: Vec<String>,
+    /// What this process was configured with (read once at start).
+    settings: Arc<crate::config::Settings>,
     /// How long the intake may spend fetching a tool's schema to check an
     /// edit (`None`: as long as it takes).
     prepare_deadline: Option<Duration>,
     /// Where "now" comes from for gates and their timers.
     clock: Arc<dyn timers::Clock>,
-    /// The timeout of gates whose spec sets none (the bot's
-    /// `STRANDS_DEFAULT_TIMEOUT_MINUTES`).
-    default_timeout: Option<chrono::TimeDelta>,
     /// Wakes this process's timer loop when a gate's timers are armed.
     wake: Option<Arc<tokio::sync::Notify>>,
     templates: Templates,
     providers: BTreeMap<(ProviderKind, Option<String>), Provider>,
-    timeout: Duration,
 }
 
 impl<'a> Engine<'a> {
+    /// An engine on `store` with default settings (nothing is read from
+    /// the environment here; see [`Engine::with_settings`]).
     pub fn new(store: &'a Store) -> Self {
-        let timeout = std::env::var("STRANDS_LLM_TIMEOUT_SECS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_secs)
-            .unwrap_or(Duration::from_secs(120));
         Engine {
             store,
             specs: Arc::new(specs::SpecCache::default()),
-            admins: intake::admins_from_env(),
+            settings: Arc::new(crate::config::Settings::default()),
             prepare_deadline: None,
             clock: Arc::new(timers::TokioClock::default()),
-            default_timeout: None,
             wake: None,
             templates: Templates::new(),
             providers: BTreeMap::new(),
-            timeout,
         }
+    }
+
+    /// The same engine with this process's settings (and a spec cache
+    /// that validates within its limits).
+    pub fn with_settings(mut self, settings: Arc<crate::config::Settings>) -> Self {
+        self.specs = Arc::new(specs::SpecCache::new(settings.limits));
+        self.settings = settings;
+        self
     }
 
     /// The same engine, sharing a spec cache with other engines (the bot
@@ -105,12 +104,6 @@ impl<'a> Engine<'a> {
     /// Gates opened by this engine take their times from `clock`.
     pub fn with_clock(mut self, clock: Arc<dyn timers::Clock>) -> Self {
         self.clock = clock;
-        self
-    }
-
-    /// Gates without a timeout of their own get this one (the bot's).
-    pub fn with_default_timeout(mut self, d: Option<chrono::TimeDelta>) -> Self {
-        self.default_timeout = d;
         self
     }
 
@@ -190,15 +183,6 @@ impl<'a> Engine<'a> {
         };
         self.store.create(&mut session).await?;
         Ok(session)
-    }
-
-    /// Loads a session's spec from its snapshot (not the file, which may have changed).
-    pub fn spec_of(session: &Session) -> Result<Spec> {
-        spec::parse(
-            &session.spec_snapshot,
-            Path::new(&session.spec_path),
-            &spec::Limits::from_env(),
-        )
     }
 
     /// Continues a session from the store: a recorded answer is carried
@@ -390,7 +374,7 @@ impl<'a> Engine<'a> {
                 }
             }
         };
-        let admins = self.admins.clone();
+        let admins = self.settings.admins.clone();
         let who = answer.by.clone();
         let asker = Asker {
             who: &who,

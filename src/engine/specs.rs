@@ -17,9 +17,18 @@ pub const MAX_SPECS: usize = 256;
 #[derive(Default)]
 pub struct SpecCache {
     specs: Mutex<HashMap<String, Arc<Spec>>>,
+    limits: spec::Limits,
 }
 
 impl SpecCache {
+    /// A cache whose specs are validated within `limits`.
+    pub fn new(limits: spec::Limits) -> Self {
+        SpecCache {
+            specs: Mutex::new(HashMap::new()),
+            limits,
+        }
+    }
+
     /// The spec of `session`'s snapshot.
     pub fn get(&self, session: &Session) -> Result<Arc<Spec>> {
         if let Some(s) = self
@@ -33,7 +42,7 @@ impl SpecCache {
         let parsed = Arc::new(spec::parse(
             &session.spec_snapshot,
             Path::new(&session.spec_path),
-            &spec::Limits::from_env(),
+            &self.limits,
         )?);
         let mut cache = self.specs.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= MAX_SPECS {

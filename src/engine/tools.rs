@@ -69,7 +69,12 @@ pub enum Verdict {
 }
 
 impl Toolbox {
-    pub fn for_agent(spec: &Spec, agent: &AgentSpec) -> Result<Toolbox> {
+    /// `installation`: the installation-wide egress allow-list.
+    pub fn for_agent(
+        spec: &Spec,
+        agent: &AgentSpec,
+        installation: &[crate::spec::network::Rule],
+    ) -> Result<Toolbox> {
         let mut tools = BTreeMap::new();
         let mut servers = Vec::new();
         for t in &agent.tools {
@@ -111,7 +116,7 @@ impl Toolbox {
         let egress = std::sync::Arc::new(Egress::new(
             spec.tools.network_allow.clone(),
             &destinations,
-            Egress::installation_rules(),
+            installation.to_vec(),
         ));
         // The tools follow redirects themselves, hop by hop, with their checks.
         let http = crate::tools::egress::client(&egress)
@@ -473,7 +478,7 @@ pub async fn prepare_answer_check(
     let (Some(pc), Some(agent)) = (pc, spec.agents.get(&turn.agent)) else {
         return Ok(());
     };
-    Toolbox::for_agent(spec, agent)?
+    Toolbox::for_agent(spec, agent, &[])?
         .prepare_schema(&pc.call.name)
         .await
 }

@@ -97,7 +97,7 @@ impl SlackApi {
             )),
             retry: RetryPolicy {
                 max_server_delay: MAX_RETRY_AFTER,
-                ..RetryPolicy::from_env()
+                ..config.settings.retry
             },
             timeout: Duration::from_secs(10),
             metrics,

@@ -74,6 +74,7 @@ impl App {
         let metrics = Arc::new(Metrics::new());
         let api = SlackApi::new(&config, Arc::clone(&metrics))?;
         let templates = Templates::load(config.templates.as_deref())?;
+        let limits = config.settings.limits;
         Ok(App(Arc::new(Inner {
             config,
             store,
@@ -83,7 +84,7 @@ impl App {
             driving: Mutex::new(HashSet::new()),
             posting: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
-            specs: Arc::new(crate::engine::specs::SpecCache::default()),
+            specs: Arc::new(crate::engine::specs::SpecCache::new(limits)),
             clock: Arc::new(crate::engine::timers::TokioClock::default()),
             wake: Arc::new(tokio::sync::Notify::new()),
             tasks: tokio_util::task::TaskTracker::new(),
@@ -271,8 +272,8 @@ impl App {
         let member_of = |g: &str| groups.contains(g);
         let asker = Asker {
             who: &answer.by,
-            admins: &self.config.admins,
-            default_approvers: &self.config.default_approvers,
+            admins: &self.config.settings.admins,
+            default_approvers: &self.config.settings.default_approvers,
             shared: true,
             member_of: &member_of,
         };
@@ -295,11 +296,11 @@ impl App {
     /// An engine on this bot's store and spec cache.
     pub fn engine(&self) -> Engine<'_> {
         Engine::new(&self.store)
-            .with_specs(Arc::clone(&self.specs))
             .with_prepare_deadline(PREPARE_DEADLINE)
             .with_clock(Arc::clone(&self.clock))
-            .with_default_timeout(self.config.default_timeout)
+            .with_settings(Arc::clone(&self.config.settings))
             .with_wake(Arc::clone(&self.wake))
+            .with_specs(Arc::clone(&self.specs))
     }
 
     /// The user groups among gate `handle`'s approvers (or the bot's
@@ -316,7 +317,7 @@ impl App {
             return HashSet::new();
         };
         let approvers = if gate.approvers.is_empty() {
-            &self.config.default_approvers
+            &self.config.settings.default_approvers
         } else {
             &gate.approvers
         };
@@ -349,8 +350,8 @@ impl App {
         let member_of = |g: &str| groups.contains(g);
         let asker = Asker {
             who: user,
-            admins: &self.config.admins,
-            default_approvers: &self.config.default_approvers,
+            admins: &self.config.settings.admins,
+            default_approvers: &self.config.settings.default_approvers,
             shared: true,
             member_of: &member_of,
         };

@@ -171,15 +171,6 @@ impl Templates {
         Ok(templates)
     }
 
-    /// [`Templates::load`] with the directory named by `STRANDS_TEMPLATES`
-    /// (unset or empty: built-ins only).
-    pub fn from_env() -> Result<Self> {
-        match std::env::var_os(TEMPLATES_ENV) {
-            Some(dir) if !dir.is_empty() => Self::load(Some(Path::new(&dir))),
-            _ => Self::load(None),
-        }
-    }
-
     /// Where template `name` came from: a path, or `built-in NAME`.
     pub fn origin<'a>(&'a self, name: &'a str) -> &'a str {
         self.origins.get(name).map(String::as_str).unwrap_or(name)

@@ -88,7 +88,7 @@ async fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> V
             Err(e) => return ephemeral(format!("{e}. Usage: `/strands run {name} key=value ...`")),
         }
     }
-    let spec = match spec::load(path, &spec::Limits::from_env()) {
+    let spec = match spec::load(path, &app.config.settings.limits) {
         Ok(s) => s,
         Err(e) => return ephemeral(format!("Workflow `{name}` is invalid:\n```{e}```")),
     };

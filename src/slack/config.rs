@@ -28,12 +28,9 @@ pub struct Config {
     pub templates: Option<PathBuf>,
     /// Largest request body accepted on Slack routes.
     pub max_body_bytes: usize,
-    /// `STRANDS_ADMINS`: Slack user ids that may answer any gate.
-    pub admins: Vec<String>,
-    /// `STRANDS_APPROVERS`: who may answer gates whose spec names nobody.
-    pub default_approvers: Vec<String>,
-    /// `STRANDS_DEFAULT_TIMEOUT_MINUTES`: the timeout of gates that set none.
-    pub default_timeout: Option<chrono::TimeDelta>,
+    /// What the engine, the tools and the timers are configured with
+    /// (admins, default approvers and timeout, limits, retries).
+    pub settings: std::sync::Arc<crate::config::Settings>,
 }
 
 /// Flag values that override the environment.
@@ -102,36 +99,13 @@ impl Config {
                 .templates
                 .or_else(|| get("STRANDS_TEMPLATES").map(PathBuf::from)),
             max_body_bytes,
-            admins: list(get("STRANDS_ADMINS")),
-            default_approvers: list(get("STRANDS_APPROVERS")),
-            default_timeout: default_timeout(get("STRANDS_DEFAULT_TIMEOUT_MINUTES")),
+            settings: std::sync::Arc::new(crate::config::Settings::from_lookup(&get)),
         })
     }
 
     pub fn from_env(store: PathBuf, o: Overrides) -> Result<Config> {
         Self::from_lookup(|k| std::env::var(k).ok(), store, o)
     }
-}
-
-/// A comma-separated list.
-fn list(v: Option<String>) -> Vec<String> {
-    v.unwrap_or_default()
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-/// `STRANDS_DEFAULT_TIMEOUT_MINUTES`: the timeout of gates without one, in
-/// the bot (fractions allowed; at most the longest timeout allowed).
-fn default_timeout(raw: Option<String>) -> Option<chrono::TimeDelta> {
-    let minutes: f64 = raw?.trim().parse().ok()?;
-    if !minutes.is_finite() || minutes <= 0.0 {
-        return None;
-    }
-    let max = crate::spec::Limits::from_env().max_timeout_secs as f64;
-    let ms = (minutes * 60.0).min(max) * 1000.0;
-    chrono::TimeDelta::try_milliseconds(ms as i64)
 }
 
 #[cfg(test)]

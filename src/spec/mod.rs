@@ -6,8 +6,8 @@
 //! with exit 18, never with a parse error.
 //!
 //! Validation depends on the text and the [`Limits`] it is given, nothing
-//! else: it does not read the environment ([`Limits::from_env`] is for the
-//! callers) and keeps no state between calls.
+//! else: it does not read the environment (`crate::config` reads it once
+//! and passes the limits down) and keeps no state between calls.
 //!
 //! The types here are what the engine runs: already checked, no `Option`s
 //! that validation has ruled out.
@@ -587,17 +587,10 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// The limits with `STRANDS_MAX_TIMEOUT_DAYS` applied: a whole number
-    /// of days above 0; anything else (unset, empty, not a number, 0) keeps
-    /// the default of 7 days. The only place in `spec` that reads the
-    /// environment.
-    pub fn from_env() -> Self {
-        let days = std::env::var("STRANDS_MAX_TIMEOUT_DAYS").ok();
-        Limits::with_max_timeout_days(days.as_deref())
-    }
-
-    /// `days` as `STRANDS_MAX_TIMEOUT_DAYS` is written (see [`Limits::from_env`]).
-    fn with_max_timeout_days(days: Option<&str>) -> Self {
+    /// `days` as `STRANDS_MAX_TIMEOUT_DAYS` is written: a whole number of
+    /// days above 0; anything else (unset, empty, not a number, 0) keeps
+    /// the default of 7 days.
+    pub fn with_max_timeout_days(days: Option<&str>) -> Self {
         let days = days
             .and_then(|v| v.trim().parse::<u64>().ok())
             .filter(|d| *d > 0)

@@ -32,10 +32,6 @@ use ipnet::IpNet;
 
 pub use crate::spec::network::{canonical, Rule};
 
-/// The environment variable with the installation-wide allow-list
-/// (comma-separated, same forms as `tools.network.allow`).
-pub const ENV_ALLOW: &str = "STRANDS_NETWORK_ALLOW";
-
 /// A refused destination, as the model and the audit trail read it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("blocked: {what}; allow it in tools.network.allow")]
@@ -87,23 +83,6 @@ impl Egress {
             destinations,
             installation,
         }
-    }
-
-    /// `STRANDS_NETWORK_ALLOW`, parsed; entries that do not parse are
-    /// skipped with a warning (the policy stays closed for them).
-    pub fn installation_rules() -> Vec<Rule> {
-        let raw = std::env::var(ENV_ALLOW).unwrap_or_default();
-        raw.split(',')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .filter_map(|e| match Rule::parse(e) {
-                Ok(r) => Some(r),
-                Err(why) => {
-                    tracing::warn!("{ENV_ALLOW}: ignoring {why}");
-                    None
-                }
-            })
-            .collect()
     }
 
     fn all(&self) -> impl Iterator<Item = &Rule> {

@@ -490,7 +490,11 @@ async fn the_bot_wide_default_timeout_applies_to_gates_without_one() {
     };
     let s = w
         .engine()
-        .with_default_timeout(Some(TimeDelta::minutes(7)))
+        .with_settings(Arc::new(crate::config::Settings {
+            default_timeout: Some(TimeDelta::minutes(7)),
+            ..Default::default()
+        }))
+        .with_clock(Arc::clone(&w.clock))
         .start(&spec, start, &mut Detached)
         .await
         .expect("start");

@@ -1,0 +1,147 @@
+//! Settings read once, when the process starts, from the environment (and
+//! the command line's flags), into one plain struct that is passed down.
+//! Nothing below this reads `STRANDS_*` variables: the spec validator gets
+//! its limits, the engine its timeouts and admins, the tools their network
+//! allow-list. The Slack bot's own settings (tokens, bind address, channel)
+//! are `crate::slack::config`, built on these.
+//!
+//! | variable | setting |
+//! |---|---|
+//! | `STRANDS_ADMINS` | identities that may answer any gate |
+//! | `STRANDS_APPROVERS` | who may answer gates whose spec names nobody (the bot) |
+//! | `STRANDS_LLM_TIMEOUT_SECS` | per model call (120) |
+//! | `STRANDS_MAX_RETRIES`, `STRANDS_RETRY_BASE_MS` | the retry policy |
+//! | `STRANDS_MAX_TIMEOUT_DAYS` | the longest gate timeout a spec may set (7) |
+//! | `STRANDS_NETWORK_ALLOW` | installation-wide egress allow-list |
+//! | `STRANDS_DEFAULT_TIMEOUT_MINUTES` | timeout of gates without one (the bot) |
+
+use std::time::Duration;
+
+use crate::retry::RetryPolicy;
+use crate::spec::network::Rule;
+use crate::spec::Limits;
+
+/// What every part of a run may be configured with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Identities that may answer any gate.
+    pub admins: Vec<String>,
+    /// Who may answer gates whose spec names nobody (the bot; empty: anyone).
+    pub default_approvers: Vec<String>,
+    /// The time limit of one model call.
+    pub llm_timeout: Duration,
+    /// How model and Slack calls are retried.
+    pub retry: RetryPolicy,
+    /// What specs may ask for (timeouts).
+    pub limits: Limits,
+    /// Hosts and networks HTTP tools may reach although internal.
+    pub network_allow: Vec<Rule>,
+    /// The timeout of gates whose spec sets none (the bot's).
+    pub default_timeout: Option<chrono::TimeDelta>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            admins: Vec::new(),
+            default_approvers: Vec::new(),
+            llm_timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            limits: Limits::default(),
+            network_allow: Vec::new(),
+            default_timeout: None,
+        }
+    }
+}
+
+impl Settings {
+    /// The process environment.
+    pub fn from_env() -> Settings {
+        Settings::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// The settings from `get` (the environment, or a map in tests). A
+    /// value that does not parse keeps its default, with a warning.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Settings {
+        let limits = Limits::with_max_timeout_days(get("STRANDS_MAX_TIMEOUT_DAYS").as_deref());
+        let llm_timeout = get("STRANDS_LLM_TIMEOUT_SECS")
+            .and_then(|v| v.trim().parse().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(Duration::from_secs(120));
+        let network_allow = list(get("STRANDS_NETWORK_ALLOW"))
+            .into_iter()
+            .filter_map(|e| match Rule::parse(&e) {
+                Ok(r) => Some(r),
+                Err(why) => {
+                    tracing::warn!("STRANDS_NETWORK_ALLOW: ignoring {why}");
+                    None
+                }
+            })
+            .collect();
+        Settings {
+            admins: list(get("STRANDS_ADMINS")),
+            default_approvers: list(get("STRANDS_APPROVERS")),
+            llm_timeout,
+            retry: RetryPolicy::from_lookup(&get),
+            default_timeout: default_timeout(get("STRANDS_DEFAULT_TIMEOUT_MINUTES"), &limits),
+            limits,
+            network_allow,
+        }
+    }
+}
+
+/// A comma-separated list.
+pub fn list(v: Option<String>) -> Vec<String> {
+    v.unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// `STRANDS_DEFAULT_TIMEOUT_MINUTES` (fractions allowed; at most the
+/// longest timeout allowed).
+fn default_timeout(raw: Option<String>, limits: &Limits) -> Option<chrono::TimeDelta> {
+    let minutes: f64 = raw?.trim().parse().ok()?;
+    if !minutes.is_finite() || minutes <= 0.0 {
+        return None;
+    }
+    let ms = (minutes * 60.0).min(limits.max_timeout_secs as f64) * 1000.0;
+    chrono::TimeDelta::try_milliseconds(ms as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn settings_come_from_the_lookup_once() {
+        let env: HashMap<&str, &str> = [
+            ("STRANDS_ADMINS", " ops , root,"),
+            ("STRANDS_LLM_TIMEOUT_SECS", "7"),
+            ("STRANDS_MAX_TIMEOUT_DAYS", "2"),
+            (
+                "STRANDS_NETWORK_ALLOW",
+                "10.0.0.0/8, http://nope, wiki.corp",
+            ),
+            ("STRANDS_DEFAULT_TIMEOUT_MINUTES", "99999"),
+        ]
+        .into_iter()
+        .collect();
+        let s = Settings::from_lookup(|k| env.get(k).map(|v| v.to_string()));
+        assert_eq!(s.admins, vec!["ops", "root"]);
+        assert_eq!(s.llm_timeout, Duration::from_secs(7));
+        assert_eq!(s.limits.max_timeout_secs, 2 * 86_400);
+        assert_eq!(s.network_allow.len(), 2, "the bad entry is skipped");
+        assert_eq!(
+            s.default_timeout.map(|d| d.num_seconds()),
+            Some(2 * 86_400),
+            "capped at the longest timeout allowed"
+        );
+        let none = Settings::from_lookup(|_| None);
+        assert!(none.admins.is_empty() && none.network_allow.is_empty());
+        assert_eq!(none.limits, Limits::default());
+        assert_eq!(none.default_timeout, None);
+    }
+}
