@@ -1,0 +1,125 @@
+//! The sled store behind the [`crate::store::Backend`] seam.
+
+use super::*;
+
+/// The sled backend: each operation is the synchronous one above (sled's
+/// transactions and flushes), run to completion before the future yields.
+impl crate::store::Backend for SledStore {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+    async fn create(&self, session: &mut Session) -> Result<()> {
+        SledStore::create(self, session)
+    }
+    async fn checkpoint(&self, session: &mut Session) -> Result<()> {
+        SledStore::checkpoint(self, session)
+    }
+    async fn load(&self, id: &str) -> Result<Option<Session>> {
+        SledStore::load(self, id)
+    }
+    async fn resolve(&self, id_or_prefix: &str) -> Result<String> {
+        SledStore::resolve(self, id_or_prefix)
+    }
+    async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
+        SledStore::list(self, status)
+    }
+    async fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
+        SledStore::sessions_with_status(self, status)
+    }
+    async fn count(&self) -> Result<usize> {
+        Ok(SledStore::count(self))
+    }
+    async fn delete(&self, id: &str) -> Result<()> {
+        SledStore::delete(self, id)
+    }
+    async fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
+        SledStore::cleanup(self, cutoff)
+    }
+    async fn record_answer(
+        &self,
+        id: &str,
+        gate: Option<&str>,
+        answer: &crate::model::Answer,
+    ) -> Result<std::result::Result<Session, Refusal>> {
+        SledStore::record_answer(self, id, gate, answer)
+    }
+    async fn update_open_gate(
+        &self,
+        id: &str,
+        gate: &str,
+        change: &(dyn Fn(&mut crate::model::OpenGate) + Send + Sync),
+    ) -> Result<Option<Session>> {
+        SledStore::update_open_gate(self, id, gate, change)
+    }
+    async fn record_notification(
+        &self,
+        session: &str,
+        n: &crate::model::Notification,
+    ) -> Result<()> {
+        SledStore::record_notification(self, session, n)
+    }
+    async fn notifications(&self, session: &str) -> Result<Vec<crate::model::Notification>> {
+        SledStore::notifications(self, session)
+    }
+    async fn message_target(&self, channel: &str, ts: &str) -> Result<Option<MessageTarget>> {
+        SledStore::message_target(self, channel, ts)
+    }
+    async fn first_sighting(&self, event_id: &str) -> Result<bool> {
+        SledStore::first_sighting(self, event_id)
+    }
+    async fn append_audit(&self, events: &[crate::audit::AuditEvent]) -> Result<()> {
+        SledStore::append_audit(self, events)
+    }
+    async fn audit_page(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>> {
+        SledStore::audit_page(self, after, limit)
+    }
+    async fn audit_head(&self) -> Result<Option<crate::audit::Head>> {
+        SledStore::audit_head(self)
+    }
+    async fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
+        SledStore::arm_timers(self, session, gate, timers)
+    }
+    async fn next_timer(&self) -> Result<Option<Timer>> {
+        SledStore::next_timer(self)
+    }
+    async fn timers(&self) -> Result<Vec<Timer>> {
+        SledStore::timers(self)
+    }
+    async fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()> {
+        SledStore::replace_timer(self, done, next)
+    }
+    async fn record_timeout(
+        &self,
+        timer: &Timer,
+        answer: &crate::model::Answer,
+        fired: &Fired,
+    ) -> Result<std::result::Result<Session, Refusal>> {
+        SledStore::record_timeout(self, timer, answer, fired)
+    }
+    async fn record_escalation(
+        &self,
+        session: &str,
+        esc: &Escalation,
+        done: &Timer,
+        next: &[Timer],
+    ) -> Result<()> {
+        SledStore::record_escalation(self, session, esc, done, next)
+    }
+    async fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
+        SledStore::escalation(self, session, gate)
+    }
+    async fn queue_answer(
+        &self,
+        id: &str,
+        handle: &str,
+        answer: &crate::model::Answer,
+    ) -> Result<std::result::Result<(), Refusal>> {
+        SledStore::queue_answer(self, id, handle, answer)
+    }
+    async fn queued_answers(&self, id: &str) -> Result<Vec<(String, crate::model::Answer)>> {
+        SledStore::queued_answers(self, id)
+    }
+    async fn drop_queued(&self, id: &str, handle: &str) -> Result<()> {
+        SledStore::drop_queued(self, id, handle)
+    }
+}
