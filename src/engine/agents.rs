@@ -25,6 +25,9 @@ impl Engine<'_> {
             .clone()
             .or_else(|| spec.runtime.model_id.clone())
             .unwrap_or_else(|| default_model(kind).to_string());
+        if let Some(m) = &self.model {
+            return Ok((m.clone(), model));
+        }
         let key = (kind, host.clone());
         if let Some(p) = self.providers.get(&key) {
             return Ok((p.clone(), model));

@@ -68,6 +68,8 @@ pub struct Engine<'a> {
     wake: Option<Arc<tokio::sync::Notify>>,
     templates: Templates,
     providers: BTreeMap<(ProviderKind, Option<String>), Provider>,
+    /// Answers every agent instead of the spec's provider (tests, benches).
+    model: Option<Provider>,
 }
 
 impl<'a> Engine<'a> {
@@ -83,7 +85,15 @@ impl<'a> Engine<'a> {
             wake: None,
             templates: Templates::new(),
             providers: BTreeMap::new(),
+            model: None,
         }
+    }
+
+    /// Every agent talks to `model` instead of its spec's provider (an
+    /// in-process scripted model in tests and benches).
+    pub fn with_model(mut self, model: Provider) -> Self {
+        self.model = Some(model);
+        self
     }
 
     /// The same engine with this process's settings (and a spec cache

@@ -13,6 +13,7 @@ mod anthropic;
 mod echo;
 mod openai;
 pub mod retry;
+pub mod scripted;
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -89,6 +90,8 @@ pub enum Provider {
     OpenAi(openai::OpenAiClient),
     Anthropic(anthropic::AnthropicClient),
     Echo(echo::EchoProvider),
+    /// In-process answers for tests and benches ([`scripted::Scripted`]).
+    Scripted(scripted::Scripted),
 }
 
 impl Provider {
@@ -113,6 +116,7 @@ impl Provider {
             Provider::OpenAi(p) => p.complete(request).await,
             Provider::Anthropic(p) => p.complete(request).await,
             Provider::Echo(p) => Ok(p.complete(request)),
+            Provider::Scripted(p) => p.complete(request),
         }
     }
 }

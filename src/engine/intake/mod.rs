@@ -421,3 +421,6 @@ pub fn authorize(
         },
     )
 }
+
+#[cfg(test)]
+mod tests;

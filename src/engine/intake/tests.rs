@@ -1,0 +1,377 @@
+//! The intake in process: a real store in a temp dir, a scripted model, no
+//! sockets. One table of answers and what each must come to — accepted
+//! (recorded, counted, queued) or refused with the reason every channel
+//! renders — and, for every refusal, an audit entry and nothing else.
+
+use super::*;
+use crate::channel::Detached;
+use crate::engine::Start;
+use crate::model::Decision;
+use crate::provider::scripted::Scripted;
+use crate::provider::Provider;
+
+const CHAIN: &str = "version: 0
+name: t
+runtime:
+  provider: openai
+agents:
+  a:
+    prompt: hi
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: a
+      - type: manual_gate
+        id: review
+        prompt: ok?
+$GATE
+      - agent: a
+";
+
+const PARALLEL: &str = "version: 0
+name: p
+runtime:
+  provider: openai
+agents:
+  a:
+    prompt: hi
+pattern:
+  type: parallel
+  config:
+    branches:
+      - id: left
+        steps:
+          - agent: a
+          - type: manual_gate
+            id: left_review
+            prompt: left?
+          - agent: a
+      - id: right
+        steps:
+          - agent: a
+          - type: manual_gate
+            id: right_review
+            prompt: right?
+";
+
+struct World {
+    dir: tempfile::TempDir,
+    store: Store,
+    model: Scripted,
+    /// One clock for the whole story (it follows tokio's, paused or not).
+    clock: Arc<dyn crate::engine::timers::Clock>,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("store")).expect("store");
+        World {
+            dir,
+            store,
+            model: Scripted::replies(),
+            clock: Arc::new(crate::engine::timers::TokioClock::default()),
+        }
+    }
+
+    fn engine(&self) -> Engine<'_> {
+        Engine::new(&self.store)
+            .with_model(Provider::Scripted(self.model.clone()))
+            .with_clock(Arc::clone(&self.clock))
+    }
+
+    async fn paused(&self, yaml: &str) -> Session {
+        let spec = crate::spec::parse(yaml, std::path::Path::new("t.yaml"), &Default::default())
+            .expect("spec");
+        let start = Start {
+            variables: Default::default(),
+            started_by: "starter".into(),
+            out_dir: self.dir.path().join("out"),
+            origin: None,
+        };
+        let s = self
+            .engine()
+            .start(&spec, start, &mut Detached)
+            .await
+            .expect("start");
+        assert_eq!(s.status, Status::Paused, "{s:?}");
+        s
+    }
+
+    async fn submit(
+        &self,
+        id: &str,
+        gate: Option<&str>,
+        decision: Decision,
+        who: &str,
+        shared: bool,
+    ) -> std::result::Result<Accepted, Refusal> {
+        let asker = Asker {
+            who,
+            admins: &[],
+            default_approvers: &[],
+            shared,
+            member_of: &|g| g == "S0TEAM" && who == "teammate",
+        };
+        self.engine()
+            .submit(id, gate, answer(decision, who), &asker)
+            .await
+            .expect("no store error")
+    }
+
+    async fn refusals(&self) -> usize {
+        self.store
+            .audit_entries()
+            .await
+            .expect("audit")
+            .iter()
+            .filter(|(_, e)| String::from_utf8_lossy(e).contains("\"kind\":\"refusal\""))
+            .count()
+    }
+}
+
+fn answer(decision: Decision, who: &str) -> Answer {
+    Answer {
+        decision,
+        by: who.into(),
+        at: Utc::now(),
+        via: "test".into(),
+        vars: Default::default(),
+        call: None,
+    }
+}
+
+fn reject() -> Decision {
+    Decision::Reject { reason: None }
+}
+
+/// What a submission must come to.
+#[derive(Debug)]
+enum Want {
+    Recorded,
+    Counted,
+    NotAllowed(&'static str),
+    BadAnswer(&'static str),
+    AlreadyBy(&'static str),
+    NotFound,
+}
+
+fn check(case: &str, got: &std::result::Result<Accepted, Refusal>, want: &Want) {
+    let ok = match (got, want) {
+        (Ok(Accepted::Recorded(_)), Want::Recorded) => true,
+        (Ok(Accepted::Counted(_)), Want::Counted) => true,
+        (Err(Refusal::NotAllowed(why)), Want::NotAllowed(w)) => why.contains(w),
+        (Err(Refusal::BadAnswer(why)), Want::BadAnswer(w)) => why.contains(w),
+        (Err(Refusal::AlreadyAnswered(a)), Want::AlreadyBy(w)) => a.by == *w,
+        (Err(Refusal::NotFound), Want::NotFound) => true,
+        _ => false,
+    };
+    assert!(ok, "{case}: wanted {want:?}, got {got:?}");
+}
+
+/// Each row: the gate's extra spec lines, then answers in order (who,
+/// decision, through the bot or not) and what each must come to.
+#[tokio::test]
+async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_audited() {
+    type Row = (
+        &'static str,
+        &'static str,
+        Vec<(&'static str, Decision, bool, Want)>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            "anyone may approve once",
+            "",
+            vec![
+                ("bob", Decision::Approve, false, Want::Recorded),
+                ("carol", Decision::Approve, false, Want::AlreadyBy("bob")),
+            ],
+        ),
+        (
+            "approvers only",
+            "        approvers: [alice, S0TEAM]",
+            vec![
+                (
+                    "mallory",
+                    Decision::Approve,
+                    false,
+                    Want::NotAllowed("not an approver"),
+                ),
+                (
+                    "mallory",
+                    reject(),
+                    false,
+                    Want::NotAllowed("not an approver"),
+                ),
+                ("teammate", Decision::Approve, false, Want::Recorded),
+            ],
+        ),
+        (
+            "no self-approval in the bot",
+            "",
+            vec![
+                (
+                    "starter",
+                    Decision::Approve,
+                    true,
+                    Want::NotAllowed("you started this run"),
+                ),
+                ("starter", reject(), true, Want::Recorded),
+            ],
+        ),
+        (
+            "self-approval allowed from the CLI",
+            "",
+            vec![("starter", Decision::Approve, false, Want::Recorded)],
+        ),
+        (
+            "a quorum counts each person once",
+            "        approvers: [a1, a2, a3]\n        approvals_required: 2",
+            vec![
+                ("a1", Decision::Approve, false, Want::Counted),
+                (
+                    "a1",
+                    Decision::Approve,
+                    false,
+                    Want::NotAllowed("already approved"),
+                ),
+                ("a2", Decision::Approve, false, Want::Recorded),
+            ],
+        ),
+        (
+            "answers that do not fit",
+            "        require_reason: true",
+            vec![
+                (
+                    "bob",
+                    Decision::Respond {
+                        text: "maybe".into(),
+                    },
+                    false,
+                    Want::BadAnswer("approve or reject"),
+                ),
+                ("bob", reject(), false, Want::BadAnswer("needs a reason")),
+                (
+                    "bob",
+                    Decision::Reject {
+                        reason: Some("x".repeat(3001)),
+                    },
+                    false,
+                    Want::BadAnswer("at most 3000"),
+                ),
+                ("bob", Decision::Trust, false, Want::BadAnswer("tool calls")),
+                (
+                    "bob",
+                    Decision::Reject {
+                        reason: Some("wrong".into()),
+                    },
+                    false,
+                    Want::Recorded,
+                ),
+            ],
+        ),
+    ];
+    for (case, gate, answers) in rows {
+        let w = World::new();
+        let s = w.paused(&CHAIN.replace("$GATE", gate)).await;
+        let before = w.refusals().await;
+        let mut refused = 0;
+        for (who, decision, shared, want) in answers {
+            let stored = w.store.get(&s.id).await.expect("session");
+            let got = w.submit(&s.id, None, decision, who, shared).await;
+            check(case, &got, &want);
+            if got.is_err() {
+                refused += 1;
+                let after = w.store.get(&s.id).await.expect("session");
+                assert_eq!(after, stored, "{case}: a refusal changes nothing");
+            }
+        }
+        assert_eq!(
+            w.refusals().await - before,
+            refused,
+            "{case}: every refusal is audited"
+        );
+    }
+    let w = World::new();
+    check(
+        "unknown session",
+        &w.submit("nope", None, Decision::Approve, "bob", false)
+            .await,
+        &Want::NotFound,
+    );
+}
+
+#[tokio::test]
+async fn with_several_gates_open_an_answer_names_one_and_a_busy_run_queues_it() {
+    let w = World::new();
+    let s = w.paused(PARALLEL).await;
+    assert_eq!(s.gates.len(), 2);
+    // Which one? The intake does not guess.
+    check(
+        "no gate named",
+        &w.submit(&s.id, None, Decision::Approve, "bob", false).await,
+        &Want::BadAnswer("2 gates open; pick one with --gate"),
+    );
+    // By id: recorded; the run is now busy carrying it out.
+    let left = w
+        .submit(&s.id, Some("left_review"), Decision::Approve, "bob", false)
+        .await;
+    check("left", &left, &Want::Recorded);
+    // The other gate, meanwhile: queued, recorded when the run stops moving.
+    match w
+        .submit(
+            &s.id,
+            Some("right_review"),
+            Decision::Approve,
+            "carol",
+            false,
+        )
+        .await
+    {
+        Ok(Accepted::Queued(_)) => {}
+        other => panic!("wanted queued, got {other:?}"),
+    }
+    let done = w
+        .engine()
+        .resume(&s.id, &mut Detached)
+        .await
+        .expect("resume");
+    assert_eq!(done.status, Status::Completed, "{done:?}");
+    let answered: Vec<String> = done
+        .history
+        .iter()
+        .filter_map(|e| match &e.what {
+            crate::model::GateEventKind::Answered { answer, .. } => {
+                Some(format!("{}={}", e.gate, answer.by))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, vec!["left_review=bob", "right_review=carol"]);
+    // Three agent steps (left before and after its gate, right), each
+    // asked once.
+    assert_eq!(w.model.count(), 3, "{:#?}", w.model.requests());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_after_the_timeout_is_refused_and_the_fallback_applies() {
+    let w = World::new();
+    let s = w
+        .paused(&CHAIN.replace(
+            "$GATE",
+            "        timeout_minutes: 5\n        fallback_action: approve",
+        ))
+        .await;
+    tokio::time::advance(std::time::Duration::from_secs(301)).await;
+    match w.submit(&s.id, None, reject(), "bob", false).await {
+        Err(Refusal::TimedOut { gate, .. }) => assert_eq!(gate, "review"),
+        other => panic!("wanted timed out, got {other:?}"),
+    }
+    let done = w
+        .engine()
+        .resume(&s.id, &mut Detached)
+        .await
+        .expect("resume");
+    assert_eq!(done.status, Status::Completed, "the fallback approved");
+}
