@@ -366,7 +366,12 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         // Absolute, so printed resume commands work from any directory.
         store_path: std::path::absolute(&store_path).unwrap_or(store_path),
         who: identity(&cli.identity),
-        settings: std::sync::Arc::new(crate::config::Settings::from_env()),
+        // STRANDS_DEFAULT_TIMEOUT_MINUTES is the bot's (README); runs started
+        // from the command line keep their specs' timeouts.
+        settings: std::sync::Arc::new(crate::config::Settings {
+            default_timeout: None,
+            ..crate::config::Settings::from_env()
+        }),
     };
     match cli.command {
         Command::Validate { spec, json } => validate(&ctx, &spec, json),
