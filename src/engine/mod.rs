@@ -16,6 +16,9 @@ pub mod intake;
 pub mod specs;
 pub mod timers;
 
+#[cfg(test)]
+mod testkit;
+
 mod agents;
 mod carry;
 mod gates;

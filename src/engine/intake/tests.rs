@@ -5,29 +5,8 @@
 
 use super::*;
 use crate::channel::Detached;
-use crate::engine::Start;
+use crate::engine::testkit::{answer, World, CHAIN};
 use crate::model::Decision;
-use crate::provider::scripted::Scripted;
-use crate::provider::Provider;
-
-const CHAIN: &str = "version: 0
-name: t
-runtime:
-  provider: openai
-agents:
-  a:
-    prompt: hi
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: a
-      - type: manual_gate
-        id: review
-        prompt: ok?
-$GATE
-      - agent: a
-";
 
 const PARALLEL: &str = "version: 0
 name: p
@@ -55,91 +34,35 @@ pattern:
             prompt: right?
 ";
 
-struct World {
-    dir: tempfile::TempDir,
-    store: Store,
-    model: Scripted,
-    /// One clock for the whole story (it follows tokio's, paused or not).
-    clock: Arc<dyn crate::engine::timers::Clock>,
+async fn submit(
+    w: &World,
+    id: &str,
+    gate: Option<&str>,
+    decision: Decision,
+    who: &str,
+    shared: bool,
+) -> std::result::Result<Accepted, Refusal> {
+    let asker = Asker {
+        who,
+        admins: &[],
+        default_approvers: &[],
+        shared,
+        member_of: &|g| g == "S0TEAM" && who == "teammate",
+    };
+    w.engine()
+        .submit(id, gate, answer(decision, who), &asker)
+        .await
+        .expect("no store error")
 }
 
-impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(&dir.path().join("store")).expect("store");
-        World {
-            dir,
-            store,
-            model: Scripted::replies(),
-            clock: Arc::new(crate::engine::timers::TokioClock::default()),
-        }
-    }
-
-    fn engine(&self) -> Engine<'_> {
-        Engine::new(&self.store)
-            .with_model(Provider::Scripted(self.model.clone()))
-            .with_clock(Arc::clone(&self.clock))
-    }
-
-    async fn paused(&self, yaml: &str) -> Session {
-        let spec = crate::spec::parse(yaml, std::path::Path::new("t.yaml"), &Default::default())
-            .expect("spec");
-        let start = Start {
-            variables: Default::default(),
-            started_by: "starter".into(),
-            out_dir: self.dir.path().join("out"),
-            origin: None,
-        };
-        let s = self
-            .engine()
-            .start(&spec, start, &mut Detached)
-            .await
-            .expect("start");
-        assert_eq!(s.status, Status::Paused, "{s:?}");
-        s
-    }
-
-    async fn submit(
-        &self,
-        id: &str,
-        gate: Option<&str>,
-        decision: Decision,
-        who: &str,
-        shared: bool,
-    ) -> std::result::Result<Accepted, Refusal> {
-        let asker = Asker {
-            who,
-            admins: &[],
-            default_approvers: &[],
-            shared,
-            member_of: &|g| g == "S0TEAM" && who == "teammate",
-        };
-        self.engine()
-            .submit(id, gate, answer(decision, who), &asker)
-            .await
-            .expect("no store error")
-    }
-
-    async fn refusals(&self) -> usize {
-        self.store
-            .audit_entries()
-            .await
-            .expect("audit")
-            .iter()
-            .filter(|(_, e)| String::from_utf8_lossy(e).contains("\"kind\":\"refusal\""))
-            .count()
-    }
-}
-
-fn answer(decision: Decision, who: &str) -> Answer {
-    Answer {
-        decision,
-        by: who.into(),
-        at: Utc::now(),
-        via: "test".into(),
-        vars: Default::default(),
-        call: None,
-    }
+async fn refusals(w: &World) -> usize {
+    w.store
+        .audit_entries()
+        .await
+        .expect("audit")
+        .iter()
+        .filter(|(_, e)| String::from_utf8_lossy(e).contains("\"kind\":\"refusal\""))
+        .count()
 }
 
 fn reject() -> Decision {
@@ -275,11 +198,11 @@ async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_aud
     for (case, gate, answers) in rows {
         let w = World::new();
         let s = w.paused(&CHAIN.replace("$GATE", gate)).await;
-        let before = w.refusals().await;
+        let before = refusals(&w).await;
         let mut refused = 0;
         for (who, decision, shared, want) in answers {
             let stored = w.store.get(&s.id).await.expect("session");
-            let got = w.submit(&s.id, None, decision, who, shared).await;
+            let got = submit(&w, &s.id, None, decision, who, shared).await;
             check(case, &got, &want);
             if got.is_err() {
                 refused += 1;
@@ -288,7 +211,7 @@ async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_aud
             }
         }
         assert_eq!(
-            w.refusals().await - before,
+            refusals(&w).await - before,
             refused,
             "{case}: every refusal is audited"
         );
@@ -296,8 +219,7 @@ async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_aud
     let w = World::new();
     check(
         "unknown session",
-        &w.submit("nope", None, Decision::Approve, "bob", false)
-            .await,
+        &submit(&w, "nope", None, Decision::Approve, "bob", false).await,
         &Want::NotFound,
     );
 }
@@ -310,24 +232,30 @@ async fn with_several_gates_open_an_answer_names_one_and_a_busy_run_queues_it() 
     // Which one? The intake does not guess.
     check(
         "no gate named",
-        &w.submit(&s.id, None, Decision::Approve, "bob", false).await,
+        &submit(&w, &s.id, None, Decision::Approve, "bob", false).await,
         &Want::BadAnswer("2 gates open; pick one with --gate"),
     );
     // By id: recorded; the run is now busy carrying it out.
-    let left = w
-        .submit(&s.id, Some("left_review"), Decision::Approve, "bob", false)
-        .await;
+    let left = submit(
+        &w,
+        &s.id,
+        Some("left_review"),
+        Decision::Approve,
+        "bob",
+        false,
+    )
+    .await;
     check("left", &left, &Want::Recorded);
     // The other gate, meanwhile: queued, recorded when the run stops moving.
-    match w
-        .submit(
-            &s.id,
-            Some("right_review"),
-            Decision::Approve,
-            "carol",
-            false,
-        )
-        .await
+    match submit(
+        &w,
+        &s.id,
+        Some("right_review"),
+        Decision::Approve,
+        "carol",
+        false,
+    )
+    .await
     {
         Ok(Accepted::Queued(_)) => {}
         other => panic!("wanted queued, got {other:?}"),
@@ -364,7 +292,7 @@ async fn an_answer_after_the_timeout_is_refused_and_the_fallback_applies() {
         ))
         .await;
     tokio::time::advance(std::time::Duration::from_secs(301)).await;
-    match w.submit(&s.id, None, reject(), "bob", false).await {
+    match submit(&w, &s.id, None, reject(), "bob", false).await {
         Err(Refusal::TimedOut { gate, .. }) => assert_eq!(gate, "review"),
         other => panic!("wanted timed out, got {other:?}"),
     }

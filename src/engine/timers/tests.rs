@@ -3,8 +3,8 @@
 //! advanced by hand — no sleeps, no fractional minutes.
 
 use super::*;
-use crate::channel::Detached;
-use crate::engine::{Asker, Engine, Start};
+use crate::engine::testkit::{World, CHAIN};
+use crate::engine::Asker;
 use crate::model::{Answer, Position};
 use std::sync::Mutex;
 
@@ -84,56 +84,28 @@ impl Notifier for Recorder {
     }
 }
 
-const SPEC: &str = "version: 0
-name: t
-runtime:
-  provider: echo
-agents:
-  a:
-    prompt: hi
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: a
-      - type: manual_gate
-        id: review
-        prompt: ok?
-$GATE
-      - agent: a
-";
-
-struct World {
-    _dir: tempfile::TempDir,
-    store: Store,
-    clock: Arc<dyn Clock>,
-    specs: Arc<SpecCache>,
-    wake: Arc<Notify>,
+/// The kit's world, with a notifier that records what it was asked.
+struct Timed {
+    w: World,
     notifier: Recorder,
 }
 
-impl World {
-    fn new(escalate: bool) -> World {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(&dir.path().join("store")).expect("store");
-        World {
-            _dir: dir,
-            store,
-            clock: Arc::new(TokioClock::default()),
-            specs: Arc::new(SpecCache::default()),
-            wake: Arc::new(Notify::new()),
+impl std::ops::Deref for Timed {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
+}
+
+impl Timed {
+    fn new(escalate: bool) -> Timed {
+        Timed {
+            w: World::new(),
             notifier: Recorder {
                 escalate,
                 ..Default::default()
             },
         }
-    }
-
-    fn engine(&self) -> Engine<'_> {
-        Engine::new(&self.store)
-            .with_clock(Arc::clone(&self.clock))
-            .with_specs(Arc::clone(&self.specs))
-            .with_wake(Arc::clone(&self.wake))
     }
 
     fn timers(&self) -> Timers<'_, Recorder> {
@@ -146,28 +118,9 @@ impl World {
         }
     }
 
-    /// Starts a run that pauses at `review`, whose spec lines are `gate`.
+    /// A run paused at `review`, whose own spec lines are `gate`.
     async fn paused(&self, gate: &str) -> Session {
-        let text = SPEC.replace("$GATE", gate);
-        let spec = crate::spec::parse(&text, std::path::Path::new("t.yaml"), &Default::default())
-            .expect("spec");
-        let start = Start {
-            variables: Default::default(),
-            started_by: "U01STARTER".into(),
-            out_dir: self._dir.path().join("out"),
-            origin: None,
-        };
-        let s = self
-            .engine()
-            .start(&spec, start, &mut Detached)
-            .await
-            .expect("start");
-        assert_eq!(s.status, Status::Paused);
-        s
-    }
-
-    async fn session(&self, id: &str) -> Session {
-        self.store.get(id).await.expect("session")
+        self.w.paused(&CHAIN.replace("$GATE", gate)).await
     }
 }
 
@@ -188,7 +141,7 @@ fn click(by: &str) -> Answer {
 
 #[tokio::test(start_paused = true)]
 async fn a_timeout_is_armed_when_the_gate_opens_and_fires_once_at_its_time() {
-    let w = World::new(false);
+    let w = Timed::new(false);
     let s = w
         .paused("        timeout_minutes: 10\n        fallback_action: reject")
         .await;
@@ -237,7 +190,7 @@ async fn a_timeout_is_armed_when_the_gate_opens_and_fires_once_at_its_time() {
 
 #[tokio::test(start_paused = true)]
 async fn a_click_before_the_timeout_wins_and_the_timer_only_deletes_itself() {
-    let w = World::new(false);
+    let w = Timed::new(false);
     let s = w.paused("        timeout_minutes: 1").await;
     let who = "U0FAST".to_string();
     let asker = Asker {
@@ -263,7 +216,7 @@ async fn a_click_before_the_timeout_wins_and_the_timer_only_deletes_itself() {
 
 #[tokio::test(start_paused = true)]
 async fn reminders_come_every_interval_up_to_the_maximum_and_never_after_the_timeout() {
-    let w = World::new(false);
+    let w = Timed::new(false);
     let s = w
         .paused(
             "        timeout_minutes: 10\n        reminder_interval: 3\n        max_reminders: 5",
@@ -298,7 +251,7 @@ async fn reminders_come_every_interval_up_to_the_maximum_and_never_after_the_tim
 
 #[tokio::test(start_paused = true)]
 async fn an_escalation_reposts_once_and_makes_the_targets_approvers() {
-    let w = World::new(true);
+    let w = Timed::new(true);
     let s = w
         .paused("        approvers: [U0ALICE]\n        escalation_timeout: 5\n        escalation_target: [U0BOSS]")
         .await;
@@ -344,7 +297,7 @@ async fn an_escalation_reposts_once_and_makes_the_targets_approvers() {
 
 #[tokio::test(start_paused = true)]
 async fn an_escalate_fallback_gives_one_more_period_then_rejects() {
-    let w = World::new(true);
+    let w = Timed::new(true);
     let s = w
         .paused("        timeout_minutes: 10\n        fallback_action: escalate\n        escalation_target: [U0BOSS]")
         .await;
@@ -381,7 +334,7 @@ async fn an_escalate_fallback_gives_one_more_period_then_rejects() {
 
 #[tokio::test(start_paused = true)]
 async fn without_a_bot_an_escalate_fallback_rejects_and_escalations_are_dropped() {
-    let w = World::new(false);
+    let w = Timed::new(false);
     let s = w
         .paused("        timeout_minutes: 10\n        fallback_action: escalate\n        escalation_timeout: 5\n        escalation_target: [U0BOSS]")
         .await;
@@ -401,7 +354,7 @@ async fn without_a_bot_an_escalate_fallback_rejects_and_escalations_are_dropped(
 
 #[tokio::test(start_paused = true)]
 async fn a_timeout_recorded_before_a_restart_is_shown_again_never_recorded_again() {
-    let w = World::new(false);
+    let w = Timed::new(false);
     let s = w.paused("        timeout_minutes: 1").await;
     advance(61).await;
     let t = w.store.next_timer().await.expect("store").expect("a timer");
@@ -430,7 +383,7 @@ async fn a_timeout_recorded_before_a_restart_is_shown_again_never_recorded_again
 
 #[tokio::test(start_paused = true)]
 async fn the_loop_sleeps_until_the_next_timer_and_wakes_when_a_gate_opens() {
-    let w = Arc::new(World::new(false));
+    let w = Arc::new(Timed::new(false));
     let looping = Arc::clone(&w);
     let task = tokio::spawn(async move { looping.timers().run().await });
     // The loop goes to sleep with nothing to do (a long nap); a gate armed
@@ -439,19 +392,7 @@ async fn the_loop_sleeps_until_the_next_timer_and_wakes_when_a_gate_opens() {
         tokio::task::yield_now().await;
     }
     let text = "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  a:\n    prompt: hi\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n      - type: hitl\n        prompt: ok?\n        timeout_seconds: 10\n";
-    let spec = crate::spec::parse(text, std::path::Path::new("t.yaml"), &Default::default())
-        .expect("spec");
-    let start = Start {
-        variables: Default::default(),
-        started_by: "U01STARTER".into(),
-        out_dir: w._dir.path().join("out"),
-        origin: None,
-    };
-    let s = w
-        .engine()
-        .start(&spec, start, &mut Detached)
-        .await
-        .expect("start");
+    let s = w.w.paused(text).await;
     advance(9).await;
     for _ in 0..20 {
         tokio::task::yield_now().await;
@@ -478,26 +419,15 @@ async fn the_loop_sleeps_until_the_next_timer_and_wakes_when_a_gate_opens() {
 
 #[tokio::test(start_paused = true)]
 async fn the_bot_wide_default_timeout_applies_to_gates_without_one() {
-    let w = World::new(false);
-    let text = SPEC.replace("$GATE", "");
-    let spec = crate::spec::parse(&text, std::path::Path::new("t.yaml"), &Default::default())
-        .expect("spec");
-    let start = Start {
-        variables: Default::default(),
-        started_by: "U01STARTER".into(),
-        out_dir: w._dir.path().join("out"),
-        origin: None,
-    };
-    let s = w
+    let w = Timed::new(false);
+    let engine = w
         .engine()
         .with_settings(Arc::new(crate::config::Settings {
             default_timeout: Some(TimeDelta::minutes(7)),
             ..Default::default()
         }))
-        .with_clock(Arc::clone(&w.clock))
-        .start(&spec, start, &mut Detached)
-        .await
-        .expect("start");
+        .with_clock(Arc::clone(&w.clock));
+    let s = w.paused_with(engine, &CHAIN.replace("$GATE", "")).await;
     let g = s.first_gate().expect("open");
     assert_eq!(
         g.timeout_at.map(|t| (t - g.opened_at).num_minutes()),

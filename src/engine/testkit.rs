@@ -1,0 +1,108 @@
+//! What the engine's in-process tests share: a store in a temp dir, a
+//! scripted model behind the provider seam, one clock that follows tokio's
+//! (so `start_paused` tests move it), one spec cache and wake-up, and the
+//! few calls every story starts with.
+
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+use super::specs::SpecCache;
+use super::timers::{Clock, TokioClock};
+use super::{Engine, Start};
+use crate::channel::Detached;
+use crate::model::{Answer, Decision, Session, Status};
+use crate::provider::scripted::Scripted;
+use crate::provider::Provider;
+use crate::store::Store;
+
+/// A chain: agent `a`, the manual gate `review` with `$GATE` lines of its
+/// own, agent `a` again.
+pub const CHAIN: &str = "version: 0
+name: t
+runtime:
+  provider: openai
+agents:
+  a:
+    prompt: hi
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: a
+      - type: manual_gate
+        id: review
+        prompt: ok?
+$GATE
+      - agent: a
+";
+
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub store: Store,
+    pub model: Scripted,
+    pub clock: Arc<dyn Clock>,
+    pub specs: Arc<SpecCache>,
+    pub wake: Arc<Notify>,
+}
+
+impl World {
+    pub fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("store")).expect("store");
+        World {
+            dir,
+            store,
+            model: Scripted::replies(),
+            clock: Arc::new(TokioClock::default()),
+            specs: Arc::new(SpecCache::default()),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    pub fn engine(&self) -> Engine<'_> {
+        Engine::new(&self.store)
+            .with_model(Provider::Scripted(self.model.clone()))
+            .with_clock(Arc::clone(&self.clock))
+            .with_specs(Arc::clone(&self.specs))
+            .with_wake(Arc::clone(&self.wake))
+    }
+
+    /// Starts a run of `yaml` (started by `starter`) and expects it paused.
+    pub async fn paused(&self, yaml: &str) -> Session {
+        self.paused_with(self.engine(), yaml).await
+    }
+
+    /// [`World::paused`] on an engine set up by the test.
+    pub async fn paused_with(&self, mut engine: Engine<'_>, yaml: &str) -> Session {
+        let spec = crate::spec::parse(yaml, std::path::Path::new("t.yaml"), &Default::default())
+            .expect("spec");
+        let start = Start {
+            variables: Default::default(),
+            started_by: "starter".into(),
+            out_dir: self.dir.path().join("out"),
+            origin: None,
+        };
+        let s = engine
+            .start(&spec, start, &mut Detached)
+            .await
+            .expect("start");
+        assert_eq!(s.status, Status::Paused, "{s:?}");
+        s
+    }
+
+    pub async fn session(&self, id: &str) -> Session {
+        self.store.get(id).await.expect("session")
+    }
+}
+
+/// An answer given now through a test channel.
+pub fn answer(decision: Decision, who: &str) -> Answer {
+    Answer {
+        decision,
+        by: who.into(),
+        at: chrono::Utc::now(),
+        via: "test".into(),
+        vars: Default::default(),
+        call: None,
+    }
+}
