@@ -316,7 +316,7 @@ impl Builtin {
                 let Some(path) = str_arg(args, "path").map(str::to_string) else {
                     return ToolResult::error("missing `path`");
                 };
-                blocking(env, move |root, env| file_read(&root, &path, env.max_bytes)).await
+                blocking(env, move |ws, env| file_read(ws, &path, env.max_bytes)).await
             }
             Builtin::FileWrite => {
                 let (Some(path), Some(content)) = (str_arg(args, "path"), str_arg(args, "content"))
@@ -325,15 +325,12 @@ impl Builtin {
                 };
                 let (path, content) = (path.to_string(), content.to_string());
                 let append = bool_arg(args, "append");
-                blocking(env, move |root, _| {
-                    file_write(&root, &path, &content, append)
-                })
-                .await
+                blocking(env, move |ws, _| file_write(ws, &path, &content, append)).await
             }
             Builtin::ListFiles => {
                 let path = str_arg(args, "path").unwrap_or(".").to_string();
                 let recursive = bool_arg(args, "recursive");
-                blocking(env, move |root, _| list_files(&root, &path, recursive)).await
+                blocking(env, move |ws, _| list_files(ws, &path, recursive)).await
             }
             Builtin::DeleteFiles => {
                 let Some(paths) = args.get("paths").and_then(Value::as_array) else {
@@ -350,7 +347,7 @@ impl Builtin {
                     return ToolResult::error("`paths` is empty: name at least one path");
                 }
                 let recursive = bool_arg(args, "recursive");
-                blocking(env, move |root, _| delete_files(&root, &paths, recursive)).await
+                blocking(env, move |ws, _| delete_files(ws, &paths, recursive)).await
             }
             Builtin::Shell => shell(args, env).await,
         }
