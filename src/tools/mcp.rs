@@ -266,21 +266,6 @@ fn stderr_note(tail: Option<&Arc<Mutex<String>>>) -> String {
     format!("; its stderr ends: {}", short_n(&shown, STDERR_SHOWN + 1))
 }
 
-/// An error's message with its causes.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let c = cause.to_string();
-        if !text.contains(&c) {
-            text.push_str(": ");
-            text.push_str(&c);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 impl Connection {
     /// Starts or connects to `server`, completes the MCP handshake and lists
     /// its tools, all within `timeout`. Every failure is a runtime error
@@ -322,7 +307,10 @@ impl Connection {
                 let client = tokio::time::timeout(limit, client_config().serve(transport)).await;
                 let client = match client {
                     Ok(Ok(c)) => Ok(c),
-                    Ok(Err(e)) => Err(format!("did not complete the MCP handshake: {}", chain(&e))),
+                    Ok(Err(e)) => Err(format!(
+                        "did not complete the MCP handshake: {}",
+                        crate::error::chain(&e)
+                    )),
                     Err(_) => Err(format!(
                         "did not complete the MCP handshake within {}",
                         human_duration(limit)
@@ -338,7 +326,7 @@ impl Connection {
                     Ok(Err(e)) => Err(format!(
                         "at {} did not complete the MCP handshake: {}",
                         shown_url(url),
-                        chain(&e)
+                        crate::error::chain(&e)
                     )),
                     Err(_) => Err(format!(
                         "at {} did not complete the MCP handshake within {}",
@@ -369,7 +357,7 @@ impl Connection {
             Ok(Err(e)) => {
                 return Err(fail(format!(
                     "could not list its tools: {}{}",
-                    chain(&e),
+                    crate::error::chain(&e),
                     stderr_note(conn.stderr.as_ref())
                 )))
             }
@@ -426,7 +414,7 @@ impl Connection {
             },
             Ok(Err(e)) => ToolResult::error(format!(
                 "MCP server `{server}` failed the call: {}{}",
-                chain(&e),
+                crate::error::chain(&e),
                 stderr_note(self.stderr.as_ref())
             )),
             Err(_) => ToolResult::error(format!(
