@@ -1,7 +1,7 @@
 //! The crash loop: one run driven to its end by `strands` processes that
 //! are SIGKILLed at random moments — while a model request is in flight,
 //! while a tool writes, between a checkpoint and the next, while an answer
-//! is being recorded. Shared by `tests/crash_loop.rs` (a few dozen cycles)
+//! is being recorded. Shared by `tests/it/crash_loop.rs` (a few dozen cycles)
 //! and `benches/crash_loop.rs` (thousands).
 //!
 //! Each run is a chain of agents that each call `http_request` once (a GET

@@ -2,9 +2,7 @@
 //! crash recovery, retries, budgets, gate timeouts, the workflow (DAG)
 //! pattern, artifacts and typed `--var`s.
 
-mod common;
-
-use common::{history, session_id, Behaviour, FakeLlm, Sandbox};
+use crate::common::{history, session_id, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 

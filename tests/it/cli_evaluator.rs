@@ -4,15 +4,13 @@
 //! (`approve-current`, `continue`, reject, modify); and nothing run twice
 //! across pauses, answers and restarts.
 
-mod common;
-
-use common::{invalid_spec, per_agent, run_paused, FakeLlm, Sandbox};
+use crate::common::{invalid_spec, per_agent, run_paused, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 
-const PLAIN: &str = include_str!("specs/compat/evaluator-plain.yaml");
-const REVIEW: &str = include_str!("specs/compat/evaluator-review-gate.yaml");
-const MANUAL: &str = include_str!("specs/compat/evaluator-manual-review.yaml");
+const PLAIN: &str = include_str!("../specs/compat/evaluator-plain.yaml");
+const REVIEW: &str = include_str!("../specs/compat/evaluator-review-gate.yaml");
+const MANUAL: &str = include_str!("../specs/compat/evaluator-manual-review.yaml");
 
 const DRAFTS: &[&str] = &["DRAFT ONE", "DRAFT TWO", "DRAFT THREE", "DRAFT FOUR"];
 

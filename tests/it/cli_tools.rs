@@ -5,10 +5,10 @@
 //! Every scenario counts at both ends: requests at the target (did the call
 //! run, and how often) and requests at the model (what it was told).
 
-mod common;
-
-use common::target::Target;
-use common::{assistant_turns, history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
+use crate::common::target::Target;
+use crate::common::{
+    assistant_turns, history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say,
+};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -92,7 +92,7 @@ impl Setup {
     }
 
     /// `resume ID ARGS... --json`, expecting `code`.
-    fn resume(&self, id: &str, args: &[&str], code: i32) -> common::Outcome {
+    fn resume(&self, id: &str, args: &[&str], code: i32) -> crate::common::Outcome {
         let mut all = vec!["resume", id];
         all.extend_from_slice(args);
         all.push("--json");

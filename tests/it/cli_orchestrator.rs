@@ -4,9 +4,9 @@
 //! `max_workers`, and resumes (later processes, a killed one) that never run
 //! a finished step twice.
 
-mod common;
-
-use common::{compat, resume_json, run_json, session_id, system_of, Behaviour, FakeLlm, Sandbox};
+use crate::common::{
+    compat, resume_json, run_json, session_id, system_of, Behaviour, FakeLlm, Sandbox,
+};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ fn fake(plans: &[&str], delay: Option<(usize, Duration)>) -> FakeLlm {
         delay,
         reply: Arc::new(move |n, body| {
             let system = system_of(body);
-            let user = common::last_user_message(body);
+            let user = crate::common::last_user_message(body);
             if system.contains("ORCHESTRATOR") {
                 let k = calls.fetch_add(1, Ordering::SeqCst);
                 return plans[k.min(plans.len() - 1)].clone();
@@ -47,14 +47,14 @@ fn inputs_of(fake: &FakeLlm, role: &str) -> Vec<String> {
 }
 
 /// One agent's calls, by a word of the first line of its system prompt.
-fn calls(fake: &FakeLlm, role: &str) -> Vec<common::Exchange> {
+fn calls(fake: &FakeLlm, role: &str) -> Vec<crate::common::Exchange> {
     fake.requests()
         .into_iter()
         .filter(|e| e.system().lines().next().unwrap_or_default().contains(role))
         .collect()
 }
 
-fn only(fake: &FakeLlm, role: &str) -> common::Exchange {
+fn only(fake: &FakeLlm, role: &str) -> crate::common::Exchange {
     let c = calls(fake, role);
     assert_eq!(c.len(), 1, "{role}: {c:#?}");
     c[0].clone()

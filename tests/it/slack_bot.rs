@@ -7,14 +7,12 @@
 //! bot told Slack, what the model was asked, and — after stopping the bot,
 //! which holds the store's lock — what the store says.
 
-mod common;
-
-use common::fake_slack::{
+use crate::common::fake_slack::{
     call_button, calls_with_buttons, context_lines, sign, started, ApprovalMessage, Bot, BotConfig,
     Click, Ephemeral, FakeSlack, FakeTarget, Signing, SlackBehaviour, ACK_DEADLINE,
     APPROVAL_CHANNEL, BLOCK_ACTIONS_JSON, BOT_TOKEN, SIGNING_SECRET, VIEW_SUBMISSION_JSON, WAIT,
 };
-use common::{assistant_turns, history, tool_call, Behaviour, FakeLlm, Sandbox, Say};
+use crate::common::{assistant_turns, history, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 use serde_json::{json, Value};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -138,7 +136,7 @@ fn assert_already_decided(note: &Ephemeral, by: &str) {
 
 /// Asserts `update` closed the approval: no buttons left, `words` shown.
 #[track_caller]
-fn assert_closed(update: &common::fake_slack::SlackCall, words: &str) {
+fn assert_closed(update: &crate::common::fake_slack::SlackCall, words: &str) {
     assert!(update.ok(), "chat.update failed: {:#?}", update);
     assert!(
         update.text().contains(words),
@@ -934,11 +932,11 @@ fn serve_refuses_to_start_without_its_secrets_and_never_prints_them() {
     let llm = FakeLlm::start();
     let slack = FakeSlack::start();
     let sandbox = Sandbox::new();
-    let dir = common::fake_slack::write_workflows(&sandbox, &llm, &[("deploy", DEPLOY)]);
+    let dir = crate::common::fake_slack::write_workflows(&sandbox, &llm, &[("deploy", DEPLOY)]);
     let base = BotConfig::new(&sandbox, &slack, &dir);
 
     let token = "xoxb-leak-canary-1234567890";
-    let run = common::fake_slack::run_to_exit(
+    let run = crate::common::fake_slack::run_to_exit(
         &base
             .clone()
             .with("SLACK_SIGNING_SECRET", None)
@@ -953,7 +951,7 @@ fn serve_refuses_to_start_without_its_secrets_and_never_prints_them() {
     assert!(!run.output.contains(token), "the token leaked: {run:?}");
 
     let secret = "signing-leak-canary-0987654321";
-    let run = common::fake_slack::run_to_exit(
+    let run = crate::common::fake_slack::run_to_exit(
         &base
             .with("SLACK_BOT_TOKEN", None)
             .with("SLACK_SIGNING_SECRET", Some(secret)),
@@ -1062,7 +1060,7 @@ fn the_embedded_example_payloads_are_the_shared_docs_files() {
 /// answers and the patched example payloads.
 #[test]
 fn the_fakes_answers_and_patched_payloads_parse_as_slack_morphism_types() {
-    use common::fake_slack::{block_actions_payload, http, view_submission_payload};
+    use crate::common::fake_slack::{block_actions_payload, http, view_submission_payload};
     use slack_morphism::prelude::{
         SlackApiChatPostEphemeralResponse, SlackApiChatPostMessageResponse,
         SlackApiChatUpdateResponse, SlackApiViewsOpenResponse, SlackInteractionEvent,
@@ -1237,7 +1235,7 @@ fn two_rollouts() -> Behaviour {
                 ),
             ])
         } else {
-            let results: Vec<String> = common::tool_results(body)
+            let results: Vec<String> = crate::common::tool_results(body)
                 .into_iter()
                 .map(|(id, content)| format!("{id}: {content}"))
                 .collect();
@@ -1288,7 +1286,7 @@ fn tool_update(
     slack: &FakeSlack,
     msg: &ApprovalMessage,
     words: &str,
-) -> common::fake_slack::SlackCall {
+) -> crate::common::fake_slack::SlackCall {
     let update = slack.wait_for_update(msg, |c| c.text().contains(words));
     assert!(update.ok(), "chat.update failed: {update:#?}");
     update

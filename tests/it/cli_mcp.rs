@@ -4,14 +4,14 @@
 //! file, so every scenario counts what really ran), and a small Streamable
 //! HTTP MCP server in this file.
 
-mod common;
-
+use crate::common::{
+    assistant_turns, history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say,
+};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use common::{assistant_turns, history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -110,13 +110,13 @@ impl Setup {
             .collect()
     }
 
-    fn run(&self, code: i32) -> common::Outcome {
+    fn run(&self, code: i32) -> crate::common::Outcome {
         let out = self.sandbox.strands(&["run", &self.spec, "--json"]);
         out.expect_code(code);
         out
     }
 
-    fn resume(&self, id: &str, args: &[&str], code: i32) -> common::Outcome {
+    fn resume(&self, id: &str, args: &[&str], code: i32) -> crate::common::Outcome {
         let mut all = vec!["resume", id];
         all.extend_from_slice(args);
         all.push("--json");
@@ -502,7 +502,7 @@ fn tools_whose_names_collide_after_sanitizing_are_refused() {
 // Validation
 // ---------------------------------------------------------------------------
 
-fn validate(yaml: &str) -> common::Outcome {
+fn validate(yaml: &str) -> crate::common::Outcome {
     let sandbox = Sandbox::new();
     let fake = FakeLlm::start();
     let path = sandbox.spec("v.yaml", yaml, &fake);

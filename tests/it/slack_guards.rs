@@ -3,10 +3,10 @@
 //! allows, and a body signed by Slack that is not UTF-8 is a bad request
 //! (400), not a forgery (401). Real binary, fake Slack, fake model.
 
-mod common;
-
-use common::fake_slack::{started, ApprovalMessage, Bot, FakeSlack, Signing, SIGNING_SECRET};
-use common::{FakeLlm, Sandbox};
+use crate::common::fake_slack::{
+    started, ApprovalMessage, Bot, FakeSlack, Signing, SIGNING_SECRET,
+};
+use crate::common::{FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 

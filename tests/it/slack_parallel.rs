@@ -3,10 +3,8 @@
 //! in any order, and a click on one gate while another branch is still
 //! running is recorded, not refused.
 
-mod common;
-
-use common::fake_slack::{ApprovalMessage, Bot, FakeSlack, WAIT};
-use common::{Behaviour, FakeLlm, Sandbox};
+use crate::common::fake_slack::{ApprovalMessage, Bot, FakeSlack, WAIT};
+use crate::common::{Behaviour, FakeLlm, Sandbox};
 use std::time::{Duration, Instant};
 
 /// Two branches: agent → manual gate → agent; then a reduce agent.

@@ -2,9 +2,7 @@
 //! and outcome is chained; `audit verify` finds a changed byte at the right
 //! entry; exports are filterable; previews are redacted.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use serde_json::Value;
 
 /// A chain with a review gate, on the offline rehearsal provider. The
@@ -39,7 +37,7 @@ fn paused(sandbox: &Sandbox) -> String {
     std::fs::write(&path, SPEC).expect("write spec");
     let run = sandbox.strands(&["run", path.to_str().expect("utf-8"), "--json"]);
     run.expect_code(19);
-    common::session_id(&run.json())
+    crate::common::session_id(&run.json())
 }
 
 fn export(sandbox: &Sandbox, extra: &[&str]) -> Vec<Value> {

@@ -6,9 +6,7 @@
 //! holding them is migrated once on open, and a paused one resumes with
 //! this binary.
 
-mod common;
-
-use common::{FakeLlm, Sandbox};
+use crate::common::{FakeLlm, Sandbox};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use strands::model::{wire, Status, SESSION_FORMAT};

@@ -2,9 +2,7 @@
 //! pause, approve, modify, reject, skip, hitl answers, auto-approve and the
 //! interactive terminal.
 
-mod common;
-
-use common::{history, session_id, FakeLlm, Sandbox};
+use crate::common::{history, session_id, FakeLlm, Sandbox};
 use serde_json::Value;
 
 /// researcher → manual_gate `review` → writer.

@@ -21,9 +21,7 @@
 //! `tests/specs/compat/invalid/*.yaml` must be refused with exit 3 at the
 //! location their `# error: LINE` header names.
 
-mod common;
-
-use common::{session_id, Behaviour, FakeLlm, Sandbox};
+use crate::common::{session_id, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

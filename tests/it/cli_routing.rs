@@ -4,15 +4,13 @@
 //! gates inside a route, and nothing run twice across pauses, answers and
 //! restarts.
 
-mod common;
-
-use common::{invalid_spec, per_agent, run_paused, session_id, FakeLlm, Sandbox};
+use crate::common::{invalid_spec, per_agent, run_paused, session_id, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 
-const PLAIN: &str = include_str!("specs/compat/routing-plain.yaml");
-const REVIEW: &str = include_str!("specs/compat/routing-review.yaml");
-const ROUTE_GATE: &str = include_str!("specs/compat/routing-route-gate.yaml");
+const PLAIN: &str = include_str!("../specs/compat/routing-plain.yaml");
+const REVIEW: &str = include_str!("../specs/compat/routing-review.yaml");
+const ROUTE_GATE: &str = include_str!("../specs/compat/routing-route-gate.yaml");
 
 #[test]
 fn the_router_picks_a_route_and_only_that_routes_steps_run() {

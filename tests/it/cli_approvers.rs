@@ -2,9 +2,7 @@
 //! self-approval and an N-of-M quorum. Refusals change nothing and are
 //! audited.
 
-mod common;
-
-use common::{history, session_id, Sandbox};
+use crate::common::{history, session_id, Sandbox};
 use serde_json::Value;
 
 const SPEC: &str = r#"
@@ -47,7 +45,7 @@ fn started_by(sandbox: &Sandbox, starter: &str, spec: &str) -> String {
     session_id(&out.json())
 }
 
-fn answer_as(sandbox: &Sandbox, who: &str, id: &str, flags: &[&str]) -> common::Outcome {
+fn answer_as(sandbox: &Sandbox, who: &str, id: &str, flags: &[&str]) -> crate::common::Outcome {
     let mut args = vec!["resume", id];
     args.extend_from_slice(flags);
     sandbox.strands_as(who, &[], &args)

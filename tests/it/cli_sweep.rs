@@ -2,9 +2,7 @@
 //! without the bot (for cron), exactly once, and leaves gates not yet due
 //! alone.
 
-mod common;
-
-use common::{history, FakeLlm, Sandbox};
+use crate::common::{history, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -40,7 +38,7 @@ fn paused(sandbox: &Sandbox, llm: &FakeLlm, name: &str, keys: &str) -> String {
     let spec = sandbox.spec(&format!("{name}.yaml"), &yaml, llm);
     let out = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
     out.expect_code(19);
-    common::session_id(&out.json())
+    crate::common::session_id(&out.json())
 }
 
 fn answers(show: &Value) -> Vec<Value> {

@@ -3,9 +3,7 @@
 //! either order, `reduce` sees every branch, and nothing runs twice across
 //! pauses, answers and restarts.
 
-mod common;
-
-use common::{session_id, Behaviour, FakeLlm, Sandbox};
+use crate::common::{session_id, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 

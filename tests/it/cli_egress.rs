@@ -5,10 +5,8 @@
 //! result and an audit entry. An allow-listed host works; a host the spec
 //! does not name asks a human, showing the full URL.
 
-mod common;
-
-use common::target::Target;
-use common::{assistant_turns, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
+use crate::common::target::Target;
+use crate::common::{assistant_turns, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 use serde_json::{json, Value};
 
 const SPEC: &str = r#"

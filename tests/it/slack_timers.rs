@@ -7,10 +7,10 @@
 //! machine makes a test slower, not flaky. Assertions about time only say
 //! "not before it was due".
 
-mod common;
-
-use common::fake_slack::{ApprovalMessage, Bot, BotConfig, FakeSlack, HttpReply, SlackCall, WAIT};
-use common::{history, FakeLlm, Sandbox};
+use crate::common::fake_slack::{
+    ApprovalMessage, Bot, BotConfig, FakeSlack, HttpReply, SlackCall, WAIT,
+};
+use crate::common::{history, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -56,7 +56,7 @@ fn bot_with(
     env: &[(&str, &str)],
 ) -> Bot {
     let refs: Vec<(&str, &str)> = workflows.iter().map(|(n, y)| (*n, y.as_str())).collect();
-    let dir = common::fake_slack::write_workflows(sandbox, llm, &refs);
+    let dir = crate::common::fake_slack::write_workflows(sandbox, llm, &refs);
     let mut cfg = BotConfig::new(sandbox, slack, &dir);
     for (k, v) in env {
         cfg = cfg.with(k, Some(v));

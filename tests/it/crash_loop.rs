@@ -4,9 +4,7 @@
 //! `STRANDS_CRASH_CYCLES` (default 40) and `STRANDS_CRASH_SEED` replay or
 //! lengthen it; `cargo bench --bench crash_loop` runs thousands of cycles.
 
-mod common;
-
-use common::crash;
+use crate::common::crash;
 
 #[test]
 fn random_kills_lose_no_session_and_run_no_tool_call_twice() {

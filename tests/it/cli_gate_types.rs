@@ -2,9 +2,7 @@
 //! run itself triggers (final response, budget, confidence, custom
 //! condition) and presets that tighten the tool policy.
 
-mod common;
-
-use common::{history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
+use crate::common::{history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 use serde_json::json;
 
 fn spec(sandbox: &Sandbox, fake: &FakeLlm, hitl: &str) -> String {

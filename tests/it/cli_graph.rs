@@ -3,9 +3,7 @@
 //! answers, modify at a gate node, `max_iterations`, terminal nodes, and
 //! resumes (a later process, a killed one) that never repeat a visit.
 
-mod common;
-
-use common::{compat, run_json, session_id, Behaviour, FakeLlm, Sandbox};
+use crate::common::{compat, run_json, session_id, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +18,7 @@ fn fake_with(reply: impl Fn(&str, &str, usize) -> String + Send + Sync + 'static
                 .and_then(|m| m["content"].as_str())
                 .unwrap_or_default()
                 .to_string();
-            reply(&system, &common::last_user_message(body), n)
+            reply(&system, &crate::common::last_user_message(body), n)
         }),
         ..Behaviour::default()
     })

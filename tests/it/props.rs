@@ -10,8 +10,6 @@
 //!   signed arbitrary bodies and on mutations of the shared example
 //!   payloads: never a 5xx, never a panic.
 
-mod common;
-
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -300,8 +298,8 @@ fn post(path: &str, content_type: &str, body: Vec<u8>) -> u16 {
 
 fn example(name: &str) -> Value {
     let text = match name {
-        "block_actions.json" => common::fake_slack::BLOCK_ACTIONS_JSON,
-        _ => common::fake_slack::VIEW_SUBMISSION_JSON,
+        "block_actions.json" => crate::common::fake_slack::BLOCK_ACTIONS_JSON,
+        _ => crate::common::fake_slack::VIEW_SUBMISSION_JSON,
     };
     serde_json::from_str(text).expect("an example payload")
 }

@@ -1,0 +1,34 @@
+//! Every integration test in one binary (one link instead of one per
+//! file): the real `strands` binary over 127.0.0.1 against the fakes of
+//! `tests/common` — an OpenAI-compatible model, a Slack Web API, an HTTP
+//! target — plus the property, layering and store-format tests. Each module
+//! is one area; run one with `cargo test --test it cli_tools::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli_approvers;
+mod cli_audit;
+mod cli_egress;
+mod cli_evaluator;
+mod cli_flows;
+mod cli_gate_types;
+mod cli_graph;
+mod cli_mcp;
+mod cli_orchestrator;
+mod cli_parallel;
+mod cli_routing;
+mod cli_runtime;
+mod cli_sweep;
+mod cli_tools;
+mod cli_validate;
+mod compat;
+mod crash_loop;
+mod layering;
+mod props;
+mod session_formats;
+mod slack_bot;
+mod slack_guards;
+mod slack_parallel;
+mod slack_timers;
+mod store_scale;
