@@ -200,6 +200,29 @@ pub fn tool_results(body: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// What [`tool_model`] answers once its scripted turns are used up.
+pub const FINAL: &str = "FINAL: all done";
+
+/// A model that answers the k-th model call of a step (counted by the
+/// assistant turns already in the conversation, so a resume does not shift
+/// it) with `turns[k]`'s tool calls, and with [`FINAL`] after the last.
+pub fn tool_model(turns: Vec<Vec<Value>>) -> FakeLlm {
+    FakeLlm::start_with(Behaviour::scripted(move |_, body| {
+        match turns.get(assistant_turns(body)) {
+            Some(calls) => Say::Calls(calls.clone()),
+            None => Say::Text(FINAL.into()),
+        }
+    }))
+}
+
+/// The tool calls of the open gate in a `--json` result.
+pub fn gate_calls(v: &Value) -> Vec<Value> {
+    v["gate"]["calls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no gate.calls in {v:#}"))
+        .clone()
+}
+
 /// One OpenAI `tool_calls` entry: `arguments` goes on the wire as a JSON string.
 pub fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
     json!({

@@ -5,7 +5,7 @@
 //! HTTP MCP server in this file.
 
 use crate::common::{
-    assistant_turns, history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say,
+    gate_calls, history, session_id, tool_call, tool_model, FakeLlm, Sandbox, FINAL,
 };
 use axum::body::Bytes;
 use axum::extract::State;
@@ -16,8 +16,6 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-const FINAL: &str = "FINAL: all done";
 
 fn fixture() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -132,30 +130,12 @@ impl Setup {
     }
 }
 
-/// A model that answers the k-th model call of the step with `turns[k]`'s
-/// tool calls, and with [`FINAL`] after the last.
-fn model(turns: Vec<Vec<Value>>) -> FakeLlm {
-    FakeLlm::start_with(Behaviour::scripted(move |_, body| {
-        match turns.get(assistant_turns(body)) {
-            Some(calls) => Say::Calls(calls.clone()),
-            None => Say::Text(FINAL.into()),
-        }
-    }))
-}
-
 fn send_email(id: &str) -> Value {
     tool_call(
         id,
         "mail__send_email",
         json!({"to": "ceo@example.com", "subject": "Quarterly numbers"}),
     )
-}
-
-fn calls(v: &Value) -> Vec<Value> {
-    v["gate"]["calls"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no gate.calls in {v:#}"))
-        .clone()
 }
 
 /// Whether process `pid` is gone (or a zombie nobody reaped yet).
@@ -192,13 +172,13 @@ fn an_mcp_call_waits_for_a_human_and_a_rejected_one_never_runs() {
     let s = Setup::new(
         STDIO_SERVER,
         MAIL_AGENT,
-        model(vec![vec![send_email("call_1")]]),
+        tool_model(vec![vec![send_email("call_1")]]),
     );
     let out = s.run(19);
     let v = out.json();
     assert_eq!(v["status"], "paused", "{v:#}");
     assert_eq!(v["gate"]["kind"], "tool_call", "{v:#}");
-    let listed = calls(&v);
+    let listed = gate_calls(&v);
     assert_eq!(listed.len(), 1, "{v:#}");
     let c = &listed[0];
     assert_eq!(c["tool"], "mail__send_email");
@@ -252,7 +232,7 @@ fn an_approved_mcp_call_runs_exactly_once_and_the_model_reads_its_result() {
     let s = Setup::new(
         STDIO_SERVER,
         MAIL_AGENT,
-        model(vec![vec![send_email("call_1")]]),
+        tool_model(vec![vec![send_email("call_1")]]),
     );
     let id = session_id(&s.run(19).json());
     assert_eq!(s.sent().len(), 0);
@@ -291,7 +271,7 @@ fn edited_mcp_arguments_are_checked_against_the_servers_schema_after_a_restart()
     let s = Setup::new(
         STDIO_SERVER,
         MAIL_AGENT,
-        model(vec![vec![send_email("call_1")]]),
+        tool_model(vec![vec![send_email("call_1")]]),
     );
     let id = session_id(&s.run(19).json());
     let before = s.stored(&id);
@@ -358,12 +338,12 @@ fn allowed_tools_run_an_mcp_tool_without_asking_and_the_result_reaches_the_model
     let agent = "    tools: [mail]\n    allowed_tools: [\"mail__add\"]";
     let add = tool_call("call_add", "mail__add", json!({"a": 2, "b": 3}));
     let fail = tool_call("call_fail", "mail__fail", json!({}));
-    let s = Setup::new(STDIO_SERVER, agent, model(vec![vec![add], vec![fail]]));
+    let s = Setup::new(STDIO_SERVER, agent, tool_model(vec![vec![add], vec![fail]]));
     let v = s.run(19).json();
     // `mail__add` ran at once; `mail__fail` is not listed, so it asks.
     assert_eq!(s.fake.count(), 2, "{v:#}");
     assert_eq!(s.fake.request(2).tool_result("call_add"), "2 + 3 = 5");
-    let listed = calls(&v);
+    let listed = gate_calls(&v);
     assert_eq!(listed.len(), 1, "{v:#}");
     assert_eq!(listed[0]["tool"], "mail__fail");
     let id = session_id(&v);
@@ -383,14 +363,18 @@ fn allowed_tools_run_an_mcp_tool_without_asking_and_the_result_reaches_the_model
 #[test]
 fn require_approval_false_on_the_server_runs_its_tools_without_asking() {
     let server = format!("{STDIO_SERVER}\n      require_approval: false");
-    let s = Setup::new(&server, MAIL_AGENT, model(vec![vec![send_email("call_1")]]));
+    let s = Setup::new(
+        &server,
+        MAIL_AGENT,
+        tool_model(vec![vec![send_email("call_1")]]),
+    );
     let v = s.run(0).json();
     assert_eq!(v["status"], "completed", "{v:#}");
     assert_eq!(s.sent().len(), 1);
     assert_eq!(history(&v).len(), 0, "no gate opened: {v:#}");
     // The agent's own entry wins over the server's.
     let agent = "    tools:\n      - name: mail\n        require_approval: true";
-    let s = Setup::new(&server, agent, model(vec![vec![send_email("call_1")]]));
+    let s = Setup::new(&server, agent, tool_model(vec![vec![send_email("call_1")]]));
     s.run(19);
     assert_eq!(s.sent().len(), 0);
 }
@@ -404,7 +388,7 @@ fn a_server_gets_its_env_but_not_strands_credentials() {
         tool_call("c2", "mail__getenv", json!({"name": "OPENAI_API_KEY"})),
         tool_call("c3", "mail__getenv", json!({"name": "STRANDS_TEST_SECRET"})),
     ];
-    let s = Setup::new(&server, agent, model(vec![calls]));
+    let s = Setup::new(&server, agent, tool_model(vec![calls]));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_strands"))
         .args([
             "--store",
@@ -438,7 +422,11 @@ fn a_server_gets_its_env_but_not_strands_credentials() {
 #[test]
 fn a_server_command_that_does_not_exist_fails_the_run_naming_the_server() {
     let server = "      command: strands-no-such-mcp-server-here\n      args: [\"--stdio\"]";
-    let s = Setup::new(server, MAIL_AGENT, model(vec![vec![send_email("call_1")]]));
+    let s = Setup::new(
+        server,
+        MAIL_AGENT,
+        tool_model(vec![vec![send_email("call_1")]]),
+    );
     let out = s.run(10);
     let v = out.json();
     assert_eq!(v["status"], "failed", "{v:#}");
@@ -459,7 +447,7 @@ fn a_server_command_that_does_not_exist_fails_the_run_naming_the_server() {
 fn a_server_that_exits_or_never_answers_fails_within_the_timeout() {
     // Exits at once, saying why on stderr.
     let server = "      command: python3\n      args: [\"-c\", \"import sys; sys.stderr.write('missing config file'); sys.exit(3)\"]";
-    let s = Setup::new(server, MAIL_AGENT, model(vec![]));
+    let s = Setup::new(server, MAIL_AGENT, tool_model(vec![]));
     let v = s.run(10).json();
     let error = v["error"].to_string();
     assert!(
@@ -469,7 +457,7 @@ fn a_server_that_exits_or_never_answers_fails_within_the_timeout() {
 
     // Never answers the handshake.
     let server = "      command: sleep\n      args: [\"30\"]";
-    let s = Setup::with_timeout(server, MAIL_AGENT, model(vec![]), 1);
+    let s = Setup::with_timeout(server, MAIL_AGENT, tool_model(vec![]), 1);
     let started = Instant::now();
     let v = s.run(10).json();
     assert!(
@@ -487,7 +475,7 @@ fn a_server_that_exits_or_never_answers_fails_within_the_timeout() {
 #[test]
 fn tools_whose_names_collide_after_sanitizing_are_refused() {
     let server = format!("{STDIO_SERVER}\n        MCP_FIXTURE_EXTRA_TOOLS: send.email");
-    let s = Setup::new(&server, MAIL_AGENT, model(vec![]));
+    let s = Setup::new(&server, MAIL_AGENT, tool_model(vec![]));
     let v = s.run(10).json();
     let error = v["error"].to_string();
     assert!(
@@ -716,10 +704,10 @@ fn an_http_server_gets_its_headers_and_its_calls_wait_for_approval_too() {
         "mail__send_email",
         json!({"to": "ops@example.com"}),
     );
-    let s = Setup::new(&server, MAIL_AGENT, model(vec![vec![call]]));
+    let s = Setup::new(&server, MAIL_AGENT, tool_model(vec![vec![call]]));
     let out = s.run(19);
     let v = out.json();
-    assert_eq!(calls(&v)[0]["tool"], "mail__send_email", "{v:#}");
+    assert_eq!(gate_calls(&v)[0]["tool"], "mail__send_email", "{v:#}");
     assert_eq!(mcp.shared.sent.lock().expect("sent").len(), 0);
     let id = session_id(&v);
     let done = s.resume(&id, &["--approve"], 0);

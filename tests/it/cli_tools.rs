@@ -7,7 +7,7 @@
 
 use crate::common::target::Target;
 use crate::common::{
-    assistant_turns, history, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say,
+    gate_calls, history, session_id, tool_call, tool_model, Behaviour, FakeLlm, Sandbox, Say, FINAL,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -42,8 +42,6 @@ pattern:
       - agent: worker
         input: Do the job.
 "#;
-
-const FINAL: &str = "FINAL: all done";
 
 struct Setup {
     sandbox: Sandbox,
@@ -109,18 +107,6 @@ impl Setup {
     }
 }
 
-/// A model that answers the k-th model call of the step (counted by the
-/// assistant turns already in the conversation, so a resume does not shift
-/// it) with `turns[k]`'s tool calls, and with [`FINAL`] after the last.
-fn model(turns: Vec<Vec<Value>>) -> FakeLlm {
-    FakeLlm::start_with(Behaviour::scripted(move |_, body| {
-        match turns.get(assistant_turns(body)) {
-            Some(calls) => Say::Calls(calls.clone()),
-            None => Say::Text(FINAL.into()),
-        }
-    }))
-}
-
 fn post(id: &str, target: &Target, path: &str, body: &str) -> Value {
     tool_call(
         id,
@@ -129,15 +115,8 @@ fn post(id: &str, target: &Target, path: &str, body: &str) -> Value {
     )
 }
 
-fn calls(v: &Value) -> Vec<Value> {
-    v["gate"]["calls"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no gate.calls in {v:#}"))
-        .clone()
-}
-
 fn call_state(v: &Value, id: &str) -> String {
-    calls(v)
+    gate_calls(v)
         .iter()
         .find(|c| c["id"] == id)
         .unwrap_or_else(|| panic!("no call {id} in {v:#}"))["state"]["state"]
@@ -163,7 +142,7 @@ const HTTP_AGENT: &str = "    tools: [http_request]";
 fn a_rejected_call_never_reaches_the_target_and_the_model_reads_why() {
     let target = Target::start();
     let pay = post("call_pay", &target, "/pay", r#"{"amount":5}"#);
-    let s = Setup::new(HTTP_AGENT, "", model(vec![vec![pay]]), target);
+    let s = Setup::new(HTTP_AGENT, "", tool_model(vec![vec![pay]]), target);
 
     let out = s.sandbox.strands(&["run", &s.spec, "--json"]);
     out.expect_code(19);
@@ -171,7 +150,7 @@ fn a_rejected_call_never_reaches_the_target_and_the_model_reads_why() {
     assert_tool_gate(&v);
     assert_eq!(v["gate"]["handle"], "tools#1", "{v:#}");
     let id = session_id(&v);
-    let listed = calls(&v);
+    let listed = gate_calls(&v);
     assert_eq!(listed.len(), 1, "{v:#}");
     let c = &listed[0];
     assert_eq!(c["id"], "call_pay");
@@ -233,7 +212,7 @@ fn a_rejected_call_never_reaches_the_target_and_the_model_reads_why() {
 fn an_approved_call_runs_exactly_once_across_resumes() {
     let target = Target::start();
     let pay = post("call_pay", &target, "/pay", r#"{"amount":5}"#);
-    let s = Setup::new(HTTP_AGENT, "", model(vec![vec![pay]]), target);
+    let s = Setup::new(HTTP_AGENT, "", tool_model(vec![vec![pay]]), target);
     let id = session_id(&s.run(19));
 
     let v = s.resume(&id, &["--approve"], 0).json();
@@ -262,7 +241,7 @@ fn a_call_running_when_the_process_is_killed_is_not_run_again() {
     // The target holds the POST long enough to kill the process mid-call.
     let target = Target::start_with(Some(("POST", "/slow", Duration::from_secs(30))));
     let slow = post("call_slow", &target, "/slow", "x");
-    let s = Setup::new(HTTP_AGENT, "", model(vec![vec![slow]]), target);
+    let s = Setup::new(HTTP_AGENT, "", tool_model(vec![vec![slow]]), target);
     let id = session_id(&s.run(19));
 
     let mut child = s.sandbox.spawn(&["resume", &id, "--approve"]);
@@ -304,7 +283,7 @@ fn a_call_running_when_the_process_is_killed_is_not_run_again() {
 const WRITE_AGENT: &str = "    tools: [file_write, delete_files]";
 
 fn write_draft() -> FakeLlm {
-    model(vec![vec![tool_call(
+    tool_model(vec![vec![tool_call(
         "call_w",
         "file_write",
         json!({"path": "a.txt", "content": "draft"}),
@@ -417,7 +396,7 @@ fn an_edit_that_names_another_tool_is_refused_and_changes_nothing() {
 
 #[test]
 fn trust_silences_later_prompts_for_that_tool_in_that_session_only() {
-    let fake = model(vec![
+    let fake = tool_model(vec![
         vec![tool_call(
             "w1",
             "file_write",
@@ -433,7 +412,7 @@ fn trust_silences_later_prompts_for_that_tool_in_that_session_only() {
     let s = Setup::new(agent, "", fake, Target::start());
     let v = s.run(19);
     let id = session_id(&v);
-    assert_eq!(calls(&v)[0]["request"]["trustable"], true, "{v:#}");
+    assert_eq!(gate_calls(&v)[0]["request"]["trustable"], true, "{v:#}");
     assert_eq!(s.file("one.txt"), None);
 
     let v = s.resume(&id, &["--trust"], 0).json();
@@ -453,7 +432,7 @@ fn trust_silences_later_prompts_for_that_tool_in_that_session_only() {
     let v = s.run(19);
     assert_tool_gate(&v);
     assert_ne!(session_id(&v), id);
-    assert_eq!(calls(&v)[0]["id"], "w1");
+    assert_eq!(gate_calls(&v)[0]["id"], "w1");
     assert_eq!(s.file("one.txt"), None, "not run in the new session");
     assert_eq!(s.fake.count(), 4);
 }
@@ -461,7 +440,7 @@ fn trust_silences_later_prompts_for_that_tool_in_that_session_only() {
 #[test]
 fn a_negated_tool_or_an_agent_without_enable_trust_cannot_be_trusted() {
     let fake = || {
-        model(vec![vec![tool_call(
+        tool_model(vec![vec![tool_call(
             "del",
             "delete_files",
             json!({"paths": ["x.txt"]}),
@@ -475,7 +454,7 @@ fn a_negated_tool_or_an_agent_without_enable_trust_cannot_be_trusted() {
         std::fs::write(s.ws().join("x.txt"), "x").expect("x.txt");
         let v = s.run(19);
         let id = session_id(&v);
-        assert_eq!(calls(&v)[0]["request"]["trustable"], false, "{v:#}");
+        assert_eq!(gate_calls(&v)[0]["request"]["trustable"], false, "{v:#}");
         let rev = s.stored(&id).rev;
         let out = s.resume(&id, &["--trust"], 2);
         assert!(out.stderr.contains("cannot be trusted"), "{}", out.stderr);
@@ -489,7 +468,7 @@ fn a_negated_tool_or_an_agent_without_enable_trust_cannot_be_trusted() {
 
 #[test]
 fn trust_approves_the_same_tools_other_calls_in_the_batch_but_not_other_tools() {
-    let fake = model(vec![vec![
+    let fake = tool_model(vec![vec![
         tool_call(
             "w1",
             "file_write",
@@ -531,10 +510,10 @@ fn a_batch_with_one_approved_and_one_rejected_call() {
         post("c_pay", &target, "/pay", "p"),
         post("c_refund", &target, "/refund", "r"),
     ];
-    let s = Setup::new(HTTP_AGENT, "", model(vec![batch]), target);
+    let s = Setup::new(HTTP_AGENT, "", tool_model(vec![batch]), target);
     let v = s.run(19);
     let id = session_id(&v);
-    assert_eq!(calls(&v).len(), 2, "{v:#}");
+    assert_eq!(gate_calls(&v).len(), 2, "{v:#}");
     assert_eq!(call_state(&v, "c_pay"), "waiting");
     assert_eq!(call_state(&v, "c_refund"), "waiting");
 
@@ -583,7 +562,7 @@ fn the_same_rejected_call_is_not_asked_again() {
         vec![post("c1", &target, "/pay", "same")],
         vec![post("c2", &target, "/pay", "same")],
     ];
-    let s = Setup::new(HTTP_AGENT, "", model(turns), target);
+    let s = Setup::new(HTTP_AGENT, "", tool_model(turns), target);
     let id = session_id(&s.run(19));
 
     let v = s.resume(&id, &["--reject", "--reason", "no"], 0).json();
@@ -615,7 +594,7 @@ fn require_approval_false_runs_a_write_without_asking_and_get_needs_no_approval(
         ),
     ]];
     let agent = "    tools:\n      - name: file_write\n        require_approval: false\n      - http_request";
-    let s = Setup::new(agent, "", model(turns), target);
+    let s = Setup::new(agent, "", tool_model(turns), target);
     let v = s.run(0);
     assert_eq!(v["status"], "completed", "{v:#}");
     assert_eq!(v["gates_asked"], 0);
@@ -640,7 +619,7 @@ fn approval_condition_and_approval_prompt_of_an_http_executor() {
     };
     let turns = vec![vec![pay("small", 10, "bob")], vec![pay("big", 5000, "eve")]];
     let tools = "  http_executors:\n    - id: payments\n      base_url: $TARGET/api\n      require_approval: true\n      approval_condition: \"{{ args.body.amount > 1000 }}\"\n      approval_prompt: \"Pay {{ args.body.amount }} to {{ args.body.to }}?\"\n      risk: high";
-    let s = Setup::new("    tools: [payments]", tools, model(turns), target);
+    let s = Setup::new("    tools: [payments]", tools, tool_model(turns), target);
 
     let out = s.sandbox.strands(&["run", &s.spec, "--json"]);
     out.expect_code(19);
@@ -656,7 +635,7 @@ fn approval_condition_and_approval_prompt_of_an_http_executor() {
     let first: Value = serde_json::from_str(&s.target.hits()[0].body).expect("a JSON body");
     assert_eq!(first["amount"], 10);
     // 5000 waits, with the rendered prompt.
-    let c = &calls(&v)[0];
+    let c = &gate_calls(&v)[0];
     assert_eq!(c["id"], "big");
     assert_eq!(c["request"]["prompt"], "Pay 5000 to eve?", "{c:#}");
     assert_eq!(c["request"]["risk"], "high");
@@ -685,7 +664,7 @@ fn an_approval_condition_that_cannot_be_evaluated_fails_closed() {
         json!({"method": "POST", "path": "/pay", "body": "{\"amount\": 5000}"}),
     )]];
     let tools = "  http_executors:\n    - id: payments\n      base_url: $TARGET\n      require_approval: true\n      approval_condition: \"{{ args.body.amount > 1000 }}\"";
-    let s = Setup::new("    tools: [payments]", tools, model(turns), target);
+    let s = Setup::new("    tools: [payments]", tools, tool_model(turns), target);
     // Every policy error denies: the model reads a refusal, nobody is asked.
     let v = s.run(0);
     assert_eq!(v["gates_asked"], 0, "{v:#}");
@@ -699,7 +678,7 @@ fn an_approval_condition_that_cannot_be_evaluated_fails_closed() {
 
 #[test]
 fn allowed_tools_run_listed_tools_and_ask_for_the_rest() {
-    let fake = model(vec![vec![
+    let fake = tool_model(vec![vec![
         tool_call("w", "file_write", json!({"path": "a.txt", "content": "a"})),
         tool_call("d", "delete_files", json!({"paths": ["x.txt"]})),
         tool_call("l", "list_files", json!({})),
@@ -778,7 +757,7 @@ fn a_model_that_keeps_calling_tools_hits_the_turn_limit() {
 fn interactive_approve_and_reject_on_stdin() {
     let target = Target::start();
     let pay = post("call_pay", &target, "/pay", "p");
-    let s = Setup::new(HTTP_AGENT, "", model(vec![vec![pay]]), target);
+    let s = Setup::new(HTTP_AGENT, "", tool_model(vec![vec![pay]]), target);
 
     let out = s
         .sandbox
@@ -819,7 +798,7 @@ fn interactive_answers_a_batch_call_by_call() {
         post("c_pay", &target, "/pay", "p"),
         post("c_refund", &target, "/refund", "r"),
     ];
-    let s = Setup::new(HTTP_AGENT, "", model(vec![batch]), target);
+    let s = Setup::new(HTTP_AGENT, "", tool_model(vec![batch]), target);
     let out = s
         .sandbox
         .strands_stdin(&["run", &s.spec, "--interactive", "--json"], "a\nr\nnope\n");
