@@ -75,13 +75,19 @@ pub const TOOL_APPROVAL: &str = "tool_approval.json.j2";
 pub const TEMPLATE_NAMES: [&str; 5] = [APPROVAL, DECIDED, MODAL, PROGRESS, TOOL_APPROVAL];
 
 const BUILTINS: [(&str, &str); 5] = [
-    (APPROVAL, include_str!("../../templates/approval.json.j2")),
-    (DECIDED, include_str!("../../templates/decided.json.j2")),
-    (MODAL, include_str!("../../templates/modal.json.j2")),
-    (PROGRESS, include_str!("../../templates/progress.json.j2")),
+    (
+        APPROVAL,
+        include_str!("../../../templates/approval.json.j2"),
+    ),
+    (DECIDED, include_str!("../../../templates/decided.json.j2")),
+    (MODAL, include_str!("../../../templates/modal.json.j2")),
+    (
+        PROGRESS,
+        include_str!("../../../templates/progress.json.j2"),
+    ),
     (
         TOOL_APPROVAL,
-        include_str!("../../templates/tool_approval.json.j2"),
+        include_str!("../../../templates/tool_approval.json.j2"),
     ),
 ];
 
