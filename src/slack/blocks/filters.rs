@@ -11,7 +11,7 @@
 
 use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior};
 
-use super::cut_for_section;
+use super::limits::cut_for_section;
 
 /// Escapes text for Slack mrkdwn: `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
 /// so user text cannot form links, mentions or `<!channel>`.
@@ -128,7 +128,7 @@ fn is_slack_user_id(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::chars;
+    use super::super::limits::chars;
     use super::*;
 
     #[test]
