@@ -9,7 +9,7 @@
 //! samples are not meant to be realistic beyond exercising every branch of
 //! the built-in templates.
 
-use super::{
+use super::views::{
     kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, ProgressView,
     ToolApprovalView, ToolCallView,
 };
