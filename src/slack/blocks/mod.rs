@@ -41,6 +41,15 @@
 //!   the message) and the message says how much was cut; a call id too long
 //!   for a button's 2000 characters gets no buttons and a pointer to the
 //!   CLI instead.
+//!
+//! This module holds [`Templates`]: loading the built-ins and overrides,
+//! the self-check, and the render entry points. Its submodules follow the
+//! three gates: `filters` (the sandbox and its filters), `views` (what a
+//! template is given, built from a gate, an answer or a session), `limits`
+//! (the Block Kit limit and shape checks, and the cut helpers), and
+//! `samples` (the sample views of the self-check, and the tests' shared
+//! fixtures). Callers use the re-exports here. Nothing in `blocks` talks to
+//! Slack: callers post what it renders.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -656,7 +665,7 @@ mod tests {
         );
     }
 
-    // ---- tool-call approvals
+    // ---- tool-call approvals: the edit modal and an override (the views: views.rs)
 
     #[test]
     fn the_edit_modal_is_prefilled() {

@@ -1,13 +1,13 @@
 //! Sample views: what [`Templates::load`](super::Templates::load) renders
 //! every template with at startup, so an override that breaks on some gate
 //! kind, decision or outcome fails before a gate opens, and the tests'
-//! normal case. Under `#[cfg(test)]`, [`fixtures`] holds what the tests of
+//! normal case. Under `#[cfg(test)]`, `fixtures` holds what the tests of
 //! several submodules share: hostile text, a session paused at a tool-call
 //! gate, and helpers that read rendered blocks.
 //!
-//! Nothing here is built from a real session (that is `views`), and the
-//! samples are not meant to be realistic beyond exercising every branch of
-//! the built-in templates.
+//! Nothing here is built from a real session (that is `views`): the samples
+//! are fixed data, chosen so the self-check takes every branch of the
+//! built-in templates.
 
 use super::views::{
     kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, ProgressView,
