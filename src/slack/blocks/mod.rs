@@ -1,0 +1,864 @@
+//! Slack messages as templates: the approval message, its decided form, the
+//! tool-call approval message (one row of buttons per call, re-rendered
+//! after each decision), the feedback / edit modal and progress replies are
+//! Block Kit JSON rendered by minijinja from `templates/*.json.j2`, so a
+//! team can restyle what the bot posts without rebuilding it
+//! (`STRANDS_TEMPLATES=DIR`: a file in DIR replaces the built-in of the same
+//! name).
+//!
+//! Templates are user code and gate text is model output, so nothing that
+//! comes out of here is trusted to be well-formed. Every render goes through
+//! three gates before it can reach Slack:
+//!
+//! 1. it must parse as JSON (templates `tojson` every value, and the
+//!    environment JSON-escapes any value printed without it);
+//! 2. [`check_message`] / [`check_modal`] enforce the Block Kit limits
+//!    (SLACK.md): Slack rejects a whole message for one over-long field, and a
+//!    rejected approval message is a gate nobody hears about;
+//! 3. it must deserialize into slack-morphism's `SlackBlock` / `SlackView`
+//!    as a block type it knows (its `Unknown` catch-all is refused).
+//!
+//! A failure is [`crate::Error::Runtime`] naming the template file.
+//!
+//! Where long text is cut:
+//! - previews and outputs: in Rust, with [`cut_for_section`] (see
+//!   [`ApprovalView::from_gate`]), because the message says how many
+//!   characters were cut;
+//! - everything else user-controlled (prompt, workflow name, gate id, reasons,
+//!   names): in the templates, with the filters registered here, because
+//!   only the template knows where a string lands (a 150-char header or a
+//!   3000-char section) and escaping changes lengths. `mrkdwn(max)` escapes
+//!   `&`, `<`, `>` and cuts the *escaped* text to `max` characters;
+//!   `truncate_chars(max)` cuts plain text; `mention` renders a Slack user id
+//!   as `<@U…>` and anything else as escaped text. Cuts end with `…`.
+//! - Lengths are counted in Unicode scalar values (`chars`).
+//! - The gate handle is never cut where it is used for routing (button
+//!   `value`s); the actions `block_id` is `gate:{handle}` cut to 255, so a
+//!   handle over 2000 characters is an error, not a broken button.
+//! - Tool calls: a call's buttons carry `handle|call id` (never cut) in an
+//!   actions block `call:{handle}:{index}`; its arguments are pretty JSON
+//!   cut in Rust (at most [`TOOL_ARGS_MAX`] each, [`TOOL_ARGS_TOTAL`] over
+//!   the message) and the message says how much was cut; a call id too long
+//!   for a button's 2000 characters gets no buttons and a pointer to the
+//!   CLI instead.
+//!
+//! This module holds [`Templates`]: loading the built-ins and overrides,
+//! the self-check, and the render entry points. Its submodules follow the
+//! three gates: `filters` (the sandbox and its filters), `views` (what a
+//! template is given, built from a gate, an answer or a session), `limits`
+//! (the Block Kit limit and shape checks, and the cut helpers), and
+//! `samples` (the sample views of the self-check, and the tests' shared
+//! fixtures). Callers use the re-exports here. Nothing in `blocks` talks to
+//! Slack: callers post what it renders.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use minijinja::Environment;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+mod filters;
+mod limits;
+mod samples;
+mod views;
+
+pub use filters::escape_mrkdwn;
+pub use limits::{
+    check_message, check_modal, cut_for_section, Limit, LimitError, CODE_BLOCK_MAX,
+    INITIAL_VALUE_MAX, SECTION_TEXT_MAX,
+};
+pub use views::{
+    call_answer, kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, ProgressView,
+    ToolApprovalView, ToolCallView, MAX_TOOL_CALLS, TOOL_ARGS_MAX, TOOL_ARGS_MIN, TOOL_ARGS_TOTAL,
+};
+
+use filters::sandbox;
+use limits::{slack_blocks_shape, slack_view_shape};
+use samples::samples;
+
+/// The environment variable naming a directory of template overrides.
+pub const TEMPLATES_ENV: &str = "STRANDS_TEMPLATES";
+
+/// The approval message (blocks).
+pub const APPROVAL: &str = "approval.json.j2";
+/// The approval message after a decision (blocks).
+pub const DECIDED: &str = "decided.json.j2";
+/// The modify / respond / reject modal (a view).
+pub const MODAL: &str = "modal.json.j2";
+/// A progress reply in the run's thread (blocks).
+pub const PROGRESS: &str = "progress.json.j2";
+/// The message asking for decisions on an agent's tool calls (blocks), also
+/// re-rendered after each per-call decision.
+pub const TOOL_APPROVAL: &str = "tool_approval.json.j2";
+
+/// Every template name; an override directory may replace any of them.
+pub const TEMPLATE_NAMES: [&str; 5] = [APPROVAL, DECIDED, MODAL, PROGRESS, TOOL_APPROVAL];
+
+const BUILTINS: [(&str, &str); 5] = [
+    (
+        APPROVAL,
+        include_str!("../../../templates/approval.json.j2"),
+    ),
+    (DECIDED, include_str!("../../../templates/decided.json.j2")),
+    (MODAL, include_str!("../../../templates/modal.json.j2")),
+    (
+        PROGRESS,
+        include_str!("../../../templates/progress.json.j2"),
+    ),
+    (
+        TOOL_APPROVAL,
+        include_str!("../../../templates/tool_approval.json.j2"),
+    ),
+];
+
+/// The sandboxed templates: built-ins plus overrides, no file access after
+/// [`Templates::load`] (no loader: only the known names exist, so an
+/// `{% include %}` can reach nothing else), strict undefined variables, a
+/// fuel limit, JSON auto-escaping, and the `mrkdwn`, `truncate_chars` and
+/// `mention` filters.
+pub struct Templates {
+    env: Environment<'static>,
+    /// Where each template came from, for errors: its path, or `built-in NAME`.
+    origins: BTreeMap<&'static str, String>,
+}
+
+impl std::fmt::Debug for Templates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Templates")
+            .field("origins", &self.origins)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Templates {
+    /// Built-ins, with any same-named file in `dir` replacing its built-in.
+    /// Errors (missing directory, unreadable file, template syntax) name the
+    /// file. Every template is then rendered once with sample data, so a
+    /// template that renders invalid JSON or breaks a limit fails here, at
+    /// startup, rather than when a gate opens.
+    pub fn load(dir: Option<&Path>) -> Result<Self> {
+        let mut env = sandbox();
+        let mut origins = BTreeMap::new();
+        if let Some(dir) = dir {
+            warn_unknown_files(dir)?;
+        }
+        for (name, builtin) in BUILTINS {
+            let (origin, source) = match dir {
+                Some(dir) => {
+                    let path = dir.join(name);
+                    match std::fs::read_to_string(&path) {
+                        Ok(text) => (path.display().to_string(), text),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            (format!("built-in {name}"), builtin.to_string())
+                        }
+                        Err(e) => {
+                            return Err(Error::io(
+                                format!("reading Slack template {}", path.display()),
+                                e,
+                            ))
+                        }
+                    }
+                }
+                None => (format!("built-in {name}"), builtin.to_string()),
+            };
+            env.add_template_owned(name, source)
+                .map_err(|e| template_error(&origin, &e))?;
+            origins.insert(name, origin);
+        }
+        let templates = Templates { env, origins };
+        templates.self_check()?;
+        Ok(templates)
+    }
+
+    /// Where template `name` came from: a path, or `built-in NAME`.
+    pub fn origin<'a>(&'a self, name: &'a str) -> &'a str {
+        self.origins.get(name).map(String::as_str).unwrap_or(name)
+    }
+
+    /// The approval message's blocks.
+    pub fn approval(&self, v: &ApprovalView) -> Result<Vec<Value>> {
+        self.message(APPROVAL, v)
+    }
+
+    /// The approval message's blocks once decided (no buttons).
+    pub fn decided(&self, v: &DecidedView) -> Result<Vec<Value>> {
+        self.message(DECIDED, v)
+    }
+
+    /// The modal view object, for `views.open`.
+    pub fn modal(&self, v: &ModalView) -> Result<Value> {
+        let origin = self.origin(MODAL);
+        let view = self.render_json(MODAL, v)?;
+        check_modal(&view).map_err(|e| Error::Runtime(format!("Slack template {origin}: {e}")))?;
+        slack_view_shape(&view)
+            .map_err(|e| Error::Runtime(format!("Slack template {origin}: {e}")))?;
+        Ok(view)
+    }
+
+    /// A progress reply's blocks.
+    pub fn progress(&self, v: &ProgressView) -> Result<Vec<Value>> {
+        self.message(PROGRESS, v)
+    }
+
+    /// The tool-call approval message's blocks (posted, and re-rendered
+    /// after each decision).
+    pub fn tool_approval(&self, v: &ToolApprovalView) -> Result<Vec<Value>> {
+        self.message(TOOL_APPROVAL, v)
+    }
+
+    fn message<S: Serialize>(&self, name: &str, ctx: &S) -> Result<Vec<Value>> {
+        let origin = self.origin(name);
+        let blocks = match self.render_json(name, ctx)? {
+            Value::Array(blocks) => blocks,
+            other => {
+                return Err(Error::Runtime(format!(
+                    "Slack template {origin}: rendered a JSON {}, not an array of blocks",
+                    json_kind(&other)
+                )))
+            }
+        };
+        check_message(&blocks)
+            .map_err(|e| Error::Runtime(format!("Slack template {origin}: {e}")))?;
+        slack_blocks_shape(&blocks, "")
+            .map_err(|e| Error::Runtime(format!("Slack template {origin}: {e}")))?;
+        Ok(blocks)
+    }
+
+    fn render_json<S: Serialize>(&self, name: &str, ctx: &S) -> Result<Value> {
+        let origin = self.origin(name);
+        let text = self
+            .env
+            .get_template(name)
+            .and_then(|t| t.render(ctx))
+            .map_err(|e| template_error(origin, &e))?;
+        serde_json::from_str(&text).map_err(|e| {
+            Error::Runtime(format!(
+                "Slack template {origin}: did not render valid JSON: {e}"
+            ))
+        })
+    }
+
+    /// Renders every template with sample views (every gate kind, decision,
+    /// modal kind and progress event).
+    fn self_check(&self) -> Result<()> {
+        let s = samples();
+        for v in &s.approvals {
+            self.approval(v)?;
+        }
+        for v in &s.decided {
+            self.decided(v)?;
+        }
+        for v in &s.modals {
+            self.modal(v)?;
+        }
+        for v in &s.progress {
+            self.progress(v)?;
+        }
+        for v in &s.tools {
+            self.tool_approval(v)?;
+        }
+        Ok(())
+    }
+}
+
+fn template_error(origin: &str, e: &minijinja::Error) -> Error {
+    let mut msg = format!("Slack template {origin}");
+    if let Some(line) = e.line() {
+        msg.push_str(&format!(":{line}"));
+    }
+    msg.push_str(": ");
+    msg.push_str(&e.kind().to_string());
+    if let Some(d) = e.detail() {
+        msg.push_str(": ");
+        msg.push_str(d);
+    }
+    Error::Runtime(msg)
+}
+
+fn warn_unknown_files(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        Error::io(
+            format!("reading Slack template directory {}", dir.display()),
+            e,
+        )
+    })?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".j2") && !TEMPLATE_NAMES.contains(&name.as_ref()) {
+            tracing::warn!(
+                file = %entry.path().display(),
+                known = ?TEMPLATE_NAMES,
+                "ignoring a file in the Slack template directory that overrides no template"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::limits::chars;
+    use super::samples::fixtures::*;
+    use super::samples::sample_approval;
+    use super::*;
+    use crate::model::OpenGate;
+    use crate::spec::GateKind;
+    use serde_json::json;
+    use slack_morphism::prelude::{SlackBlock, SlackView};
+
+    fn adversarial_approval(kind: GateKind) -> ApprovalView {
+        let gate = OpenGate {
+            id: nasty(500),
+            instance: 7,
+            kind,
+            position: crate::model::Position::Task(nasty(500)),
+            prompt: nasty(5_000),
+            context: nasty(100_000),
+            show_preview: true,
+            preview_length: 200_000,
+            default: None,
+            fallback: crate::spec::Fallback::Cancel,
+            opened_at: chrono::Utc::now(),
+            timeout_at: Some(chrono::Utc::now() + chrono::Duration::seconds(60)),
+            require_reason: false,
+            channel: None,
+            approvers: Vec::new(),
+            approvals_required: 1,
+            allow_self_approval: None,
+            approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
+            trigger: None,
+        };
+        ApprovalView::from_gate(&gate, &nasty(500), &nasty(300), &nasty(300))
+    }
+
+    // ---- normal views
+
+    #[test]
+    fn every_builtin_renders_every_sample() {
+        let t = builtins();
+        let s = samples();
+        for v in &s.approvals {
+            let blocks = t.approval(v).unwrap();
+            assert_eq!(
+                header_text(&blocks),
+                "Approval needed: deploy-service / review"
+            );
+        }
+        for v in &s.decided {
+            let blocks = t.decided(v).unwrap();
+            assert!(blocks.iter().all(|b| b["type"] != "actions"));
+        }
+        for v in &s.modals {
+            let view = t.modal(v).unwrap();
+            assert_eq!(view["callback_id"], format!("strands_{}", v.kind));
+        }
+        for v in &s.progress {
+            t.progress(v).unwrap();
+        }
+        assert_eq!(t.origin(APPROVAL), "built-in approval.json.j2");
+    }
+
+    #[test]
+    fn approval_has_three_buttons_carrying_the_handle() {
+        let t = builtins();
+        let blocks = t.approval(&sample_approval(GateKind::ManualGate)).unwrap();
+        let actions = block_of(&blocks, "actions");
+        assert_eq!(actions["block_id"], "gate:review#1");
+        let els = actions["elements"].as_array().unwrap();
+        let ids: Vec<&str> = els
+            .iter()
+            .map(|e| e["action_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["strands_approve", "strands_reject", "strands_modify"]);
+        assert!(els
+            .iter()
+            .all(|e| e["value"] == "review#1" && e["type"] == "button"));
+        assert_eq!(els[0]["style"], "primary");
+        assert_eq!(els[1]["style"], "danger");
+        assert!(els[2].get("style").is_none());
+        let confirm = &els[1]["confirm"];
+        for key in ["title", "text", "confirm", "deny"] {
+            assert!(
+                confirm[key]["text"].as_str().is_some_and(|s| !s.is_empty()),
+                "{key}"
+            );
+        }
+        assert!(els[0].get("confirm").is_none());
+        // The rest of the message.
+        let sections: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b["type"] == "section")
+            .map(|b| b["text"]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(sections[0], "*Approve the production deploy?*");
+        assert!(
+            sections[1].starts_with("```\ndiff --git"),
+            "{}",
+            sections[1]
+        );
+        let all = serde_json::to_string(&blocks).unwrap();
+        assert!(all.contains("120 more characters"), "{all}");
+        assert!(all.contains("strands sessions show 3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f"));
+        assert!(all.contains("Started by <@U04APPROVER>"));
+        assert!(
+            all.contains("<!date^1763719200^{date_short_pretty} at {time}|2025-11-21T10:00:00Z>")
+        );
+    }
+
+    #[test]
+    fn hitl_gates_get_respond_instead_of_modify() {
+        let t = builtins();
+        let blocks = t.approval(&sample_approval(GateKind::Hitl)).unwrap();
+        let els = block_of(&blocks, "actions")["elements"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let ids: Vec<&str> = els
+            .iter()
+            .map(|e| e["action_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            ["strands_approve", "strands_reject", "strands_respond"]
+        );
+        assert_eq!(els[2]["value"], "review#1");
+    }
+
+    #[test]
+    fn decided_says_who_did_what() {
+        let t = builtins();
+        let s = samples();
+        let outcome = |i: usize| {
+            let blocks = t.decided(&s.decided[i]).unwrap();
+            blocks.last().unwrap()["text"]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            outcome(0),
+            "✅ Approved by <@U04APPROVER> at 2025-11-21T09:30:00Z"
+        );
+        assert_eq!(
+            outcome(1),
+            "❌ Rejected by <@U04APPROVER> at 2025-11-21T09:30:00Z: not on a Friday"
+        );
+        assert_eq!(outcome(2), "❌ Rejected by alice at 2025-11-21T09:30:00Z");
+        assert!(outcome(3).starts_with("✏️ Modify requested by <@U04APPROVER>"));
+        assert!(outcome(4).starts_with("💬 Responded by <@U04APPROVER>"));
+        assert!(
+            outcome(6).starts_with("⏱ Timed out → continued"),
+            "{}",
+            outcome(6)
+        );
+        assert!(outcome(7).starts_with("⏱ Timed out → rejected: timed out"));
+    }
+
+    #[test]
+    fn modal_fields_depend_on_kind() {
+        let t = builtins();
+        let s = samples();
+        let input = |v: &ModalView| {
+            t.modal(v).unwrap()["blocks"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone()
+        };
+        for v in &s.modals {
+            let view = t.modal(v).unwrap();
+            assert_eq!(view["type"], "modal");
+            assert_eq!(view["private_metadata"], v.private_metadata);
+            let inp = input(v);
+            assert_eq!(inp["block_id"], "feedback");
+            assert_eq!(inp["element"]["action_id"], "text");
+            assert_eq!(inp["element"]["type"], "plain_text_input");
+            assert_eq!(inp["element"]["multiline"], true);
+            let optional = v.kind == "reject" && !v.required;
+            assert_eq!(inp["optional"], optional, "{}", v.kind);
+        }
+        let mut untitled = s.modals[0].clone();
+        untitled.title = " ".into();
+        assert_eq!(
+            t.modal(&untitled).unwrap()["title"]["text"],
+            "Request changes"
+        );
+    }
+
+    // ---- adversarial views
+
+    #[test]
+    fn adversarial_approvals_stay_valid_and_escaped() {
+        let t = builtins();
+        for kind in [GateKind::ManualGate, GateKind::Hitl] {
+            let v = adversarial_approval(kind);
+            assert!(v.preview_cut > 90_000, "{}", v.preview_cut);
+            let blocks = t.approval(&v).unwrap();
+            check_message(&blocks).unwrap();
+            assert_escaped(&Value::Array(blocks.clone()));
+            let header = header_text(&blocks);
+            assert!(chars(&header) <= 150 && header.starts_with("Approval needed: "));
+            let els = block_of(&blocks, "actions")["elements"]
+                .as_array()
+                .unwrap()
+                .clone();
+            assert!(
+                els.iter().all(|e| e["value"] == v.handle),
+                "handles are never cut"
+            );
+            let bid = block_of(&blocks, "actions")["block_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert_eq!(chars(&bid), 255);
+            assert!(bid.ends_with('…'));
+            // The rendered JSON round-trips into slack-morphism's types.
+            let typed: Vec<SlackBlock> =
+                serde_json::from_value(Value::Array(blocks.clone())).unwrap();
+            assert_eq!(typed.len(), blocks.len());
+            // The preview section is exactly at, not over, the section limit.
+            let preview = blocks
+                .iter()
+                .filter_map(|b| b["text"]["text"].as_str())
+                .find(|s| s.starts_with("```"))
+                .unwrap();
+            assert!(chars(preview) <= SECTION_TEXT_MAX);
+        }
+    }
+
+    #[test]
+    fn adversarial_decided_modal_and_progress_stay_valid() {
+        let t = builtins();
+        for decision in ["approve", "reject", "modify", "respond", &nasty(300)] {
+            for by in ["U04APPROVER", "timeout", &nasty(300)] {
+                let v = DecidedView {
+                    approval: adversarial_approval(GateKind::ManualGate),
+                    decision: decision.to_string(),
+                    by: by.to_string(),
+                    at: nasty(100),
+                    detail: Some(nasty(10_000)),
+                };
+                let blocks = t.decided(&v).unwrap();
+                assert_escaped(&Value::Array(blocks));
+            }
+        }
+        for kind in ["modify", "respond", "reject", "edit", &nasty(50)] {
+            let v = ModalView {
+                kind: kind.to_string(),
+                title: nasty(500),
+                prompt: nasty(5_000),
+                private_metadata: nasty(3_000),
+                required: false,
+                initial_value: Some(nasty(INITIAL_VALUE_MAX)),
+            };
+            let view = t.modal(&v).unwrap();
+            assert_escaped(&view);
+            assert_eq!(
+                view["private_metadata"].as_str().unwrap(),
+                v.private_metadata
+            );
+            let typed: SlackView = serde_json::from_value(view).unwrap();
+            assert!(matches!(typed, SlackView::Modal(_)));
+        }
+        for event in [
+            "step_done",
+            "paused",
+            "completed",
+            "failed",
+            "rejected",
+            &nasty(40),
+        ] {
+            let (output, _) = cut_for_section(&nasty(100_000), CODE_BLOCK_MAX);
+            let v = ProgressView {
+                event: event.to_string(),
+                workflow: nasty(500),
+                session_id: nasty(500),
+                text: nasty(5_000),
+                output: Some(output),
+            };
+            let blocks = t.progress(&v).unwrap();
+            assert_escaped(&Value::Array(blocks));
+            // Uncut output is cut by the template, still within limits.
+            let v = ProgressView {
+                output: Some(nasty(100_000)),
+                ..v
+            };
+            t.progress(&v).unwrap();
+        }
+    }
+
+    #[test]
+    fn empty_strings_never_make_empty_text() {
+        let t = builtins();
+        let v = ApprovalView {
+            workflow: String::new(),
+            gate_id: String::new(),
+            handle: "#1".into(),
+            kind: String::new(),
+            position: String::new(),
+            prompt: "  ".into(),
+            preview: Some(String::new()),
+            preview_cut: 0,
+            started_by: String::new(),
+            session_id: String::new(),
+            timeout_at: None,
+            timeout_unix: None,
+            approvers: vec![String::new()],
+            approvals_required: 3,
+            approvals: vec![String::new()],
+        };
+        t.approval(&v).unwrap();
+        let d = DecidedView {
+            approval: v,
+            decision: String::new(),
+            by: String::new(),
+            at: String::new(),
+            detail: Some(String::new()),
+        };
+        t.decided(&d).unwrap();
+        t.modal(&ModalView {
+            kind: String::new(),
+            title: String::new(),
+            prompt: String::new(),
+            private_metadata: String::new(),
+            required: true,
+            initial_value: Some(String::new()),
+        })
+        .unwrap();
+        t.progress(&ProgressView {
+            event: String::new(),
+            workflow: String::new(),
+            session_id: String::new(),
+            text: String::new(),
+            output: Some(String::new()),
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn an_over_long_handle_is_an_error_not_a_broken_button() {
+        let t = builtins();
+        let mut v = sample_approval(GateKind::ManualGate);
+        v.handle = "x".repeat(2_001);
+        let e = t.approval(&v).unwrap_err().to_string();
+        assert!(
+            e.contains("built-in approval.json.j2") && e.contains("button value"),
+            "{e}"
+        );
+    }
+
+    // ---- tool-call approvals: the edit modal and an override (the views: views.rs)
+
+    #[test]
+    fn the_edit_modal_is_prefilled() {
+        let t = builtins();
+        let v = samples()
+            .modals
+            .into_iter()
+            .find(|m| m.kind == "edit")
+            .unwrap();
+        let view = t.modal(&v).unwrap();
+        assert_eq!(view["callback_id"], "strands_edit");
+        assert_eq!(view["submit"]["text"], "Approve");
+        let input = view["blocks"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(input["block_id"], "feedback");
+        assert_eq!(input["optional"], false);
+        assert_eq!(
+            input["element"]["initial_value"],
+            "{\n  \"path\": \"/v1/rollout\"\n}"
+        );
+        let mut long = v.clone();
+        long.initial_value = Some("x".repeat(INITIAL_VALUE_MAX + 1));
+        assert!(t
+            .modal(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("initial_value"));
+    }
+
+    #[test]
+    fn the_tool_approval_template_can_be_overridden() {
+        let minimal = r#"[{"type": "section", "text": {"type": "mrkdwn", "text": {{ ("TOOLS " ~ agent)|mrkdwn(100)|tojson }}}}]"#;
+        let dir = dir_with(TOOL_APPROVAL, minimal);
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let v = ToolApprovalView::from_session(
+            &tool_session(vec![tool_call(1, "deploy_api", json!({}), true)]),
+            "tools#3",
+        )
+        .unwrap();
+        assert_eq!(
+            t.tool_approval(&v).unwrap()[0]["text"]["text"],
+            "TOOLS deployer"
+        );
+        assert_eq!(t.origin(APPROVAL), "built-in approval.json.j2");
+        let e = load_error(
+            TOOL_APPROVAL,
+            r#"[{"type": "header", "text": {"type": "plain_text", "text": {{ ("x" * 200)|tojson }}}}]"#,
+        );
+        assert!(e.contains("header text ≤ 150"), "{e}");
+    }
+
+    // ---- overrides
+
+    fn dir_with(name: &str, text: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(name), text).unwrap();
+        dir
+    }
+
+    const MINIMAL_APPROVAL: &str = r#"[
+      {"type": "header", "text": {"type": "plain_text", "text": {{ ("OVERRIDE " ~ workflow)|truncate_chars(150)|tojson }}}},
+      {"type": "actions", "block_id": "gate", "elements": [
+        {"type": "button", "action_id": "strands_approve", "text": {"type": "plain_text", "text": "OK"}, "value": {{ handle|tojson }}}
+      ]}
+    ]"#;
+
+    #[test]
+    fn an_override_replaces_only_its_builtin() {
+        let dir = dir_with(APPROVAL, MINIMAL_APPROVAL);
+        std::fs::write(dir.path().join("README.j2"), "ignored, with a warning").unwrap();
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let blocks = t.approval(&sample_approval(GateKind::ManualGate)).unwrap();
+        assert_eq!(header_text(&blocks), "OVERRIDE deploy-service");
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(
+            t.origin(APPROVAL),
+            dir.path().join(APPROVAL).display().to_string()
+        );
+        // The others are still the built-ins.
+        assert_eq!(t.origin(DECIDED), "built-in decided.json.j2");
+        let d = t.decided(&samples().decided[0]).unwrap();
+        assert!(header_text(&d).starts_with("Approval needed"));
+    }
+
+    fn load_error(name: &str, text: &str) -> String {
+        let dir = dir_with(name, text);
+        let e = Templates::load(Some(dir.path())).unwrap_err().to_string();
+        let path = dir.path().join(name).display().to_string();
+        assert!(e.contains(&path), "error does not name {path}: {e}");
+        e
+    }
+
+    #[test]
+    fn a_syntax_error_names_the_file_and_line() {
+        let e = load_error(PROGRESS, "[\n  {{ oops( }}\n]");
+        assert!(e.contains("progress.json.j2:2"), "{e}");
+    }
+
+    #[test]
+    fn invalid_json_names_the_file() {
+        let e = load_error(
+            APPROVAL,
+            r#"[{"type": "header", "text": {"type": "plain_text", "text": "x"}},]"#,
+        );
+        assert!(e.contains("did not render valid JSON"), "{e}");
+        let e = load_error(MODAL, r#"[]"#);
+        assert!(e.contains("view"), "{e}");
+        let e = load_error(PROGRESS, r#"{"blocks": []}"#);
+        assert!(e.contains("not an array of blocks"), "{e}");
+    }
+
+    #[test]
+    fn a_broken_limit_names_the_file_and_the_limit() {
+        let long = "x".repeat(151);
+        let e = load_error(
+            PROGRESS,
+            &format!(
+                r#"[{{"type": "header", "text": {{"type": "plain_text", "text": "{long}"}}}}]"#
+            ),
+        );
+        assert!(
+            e.contains("block 0 (header)") && e.contains("header text ≤ 150"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_limit_broken_only_by_some_input_fails_at_render_naming_the_file() {
+        let unsafe_prompt =
+            r#"[{"type": "section", "text": {"type": "mrkdwn", "text": {{ prompt|tojson }}}}]"#;
+        let dir = dir_with(APPROVAL, unsafe_prompt);
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let mut v = sample_approval(GateKind::ManualGate);
+        v.prompt = "p".repeat(5_000);
+        let e = t.approval(&v).unwrap_err();
+        assert!(matches!(e, Error::Runtime(_)));
+        let e = e.to_string();
+        assert!(
+            e.contains(&dir.path().join(APPROVAL).display().to_string()),
+            "{e}"
+        );
+        assert!(e.contains("section text ≤ 3000"), "{e}");
+    }
+
+    #[test]
+    fn values_printed_without_tojson_are_still_json_escaped() {
+        let sloppy = r#"[{"type": "section", "text": {"type": "mrkdwn", "text": {{ prompt|mrkdwn(3000) }}}}]"#;
+        let dir = dir_with(APPROVAL, sloppy);
+        let t = Templates::load(Some(dir.path())).unwrap();
+        let mut v = sample_approval(GateKind::ManualGate);
+        v.prompt = "say \"hi\"\n<!channel>".into();
+        let blocks = t.approval(&v).unwrap();
+        assert_eq!(blocks[0]["text"]["text"], "say \"hi\"\n&lt;!channel&gt;");
+    }
+
+    #[test]
+    fn blocks_slack_morphism_cannot_read_are_refused() {
+        let e = load_error(
+            PROGRESS,
+            r#"[{"type": "sektion", "text": {"type": "mrkdwn", "text": "x"}}]"#,
+        );
+        assert!(e.contains("slack-morphism"), "{e}");
+        // A known type with a body of the wrong shape lands in slack-morphism's
+        // `Unknown`, which is refused too.
+        let e = load_error(
+            PROGRESS,
+            r#"[{"type": "divider", "block_id": "d"}, {"type": "image", "alt_text": "x", "image_url": "not a url"}]"#,
+        );
+        assert!(
+            e.contains("block 1 (image)") && e.contains("slack-morphism"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn runaway_templates_run_out_of_fuel() {
+        let e = load_error(
+            PROGRESS,
+            "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}[]",
+        );
+        assert!(e.to_lowercase().contains("fuel"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_directory_or_unreadable_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let e = Templates::load(Some(&missing)).unwrap_err().to_string();
+        assert!(e.contains(&missing.display().to_string()), "{e}");
+        std::fs::create_dir(dir.path().join(APPROVAL)).unwrap();
+        let e = Templates::load(Some(dir.path())).unwrap_err().to_string();
+        assert!(
+            e.contains(&dir.path().join(APPROVAL).display().to_string()),
+            "{e}"
+        );
+    }
+}
