@@ -65,7 +65,7 @@ pub trait Transient {
 }
 
 impl RetryPolicy {
-    /// [`RetryPolicy::from_env`] with the environment given as a lookup
+    /// the environment (`crate::config`) with the environment given as a lookup
     /// function, so that it can be tested without touching the process
     /// environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {

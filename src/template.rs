@@ -114,7 +114,7 @@ fn is_template(source: &str) -> bool {
     source.contains("{{") || source.contains("{%")
 }
 
-/// minijinja's message without the "(in <string>:N)" suffix noise.
+/// minijinja's message without the `(in <string>:N)` suffix noise.
 fn detail(e: &minijinja::Error) -> String {
     let mut msg = e.kind().to_string();
     if let Some(d) = e.detail() {

@@ -198,7 +198,7 @@ impl OpenAiClient {
 
 /// The request body. `null_content`: whether an assistant turn that only
 /// calls tools gets `content: null` (OpenAI's own shape) rather than `""`
-/// (Ollama answers 400 "invalid message content type: <nil>" to null).
+/// (Ollama answers 400 "invalid message content type: `<nil>`" to null).
 fn wire_request(request: &ChatRequest, null_content: bool) -> WireRequest<'_> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.trim().is_empty() {

@@ -8,7 +8,7 @@
 //! | `GET /healthz` | liveness |
 //! | `GET /metrics` | Prometheus text |
 //!
-//! Every `/slack/*` request passes [`verify`] first: the body is read raw
+//! Every `/slack/*` request passes `verify` first: the body is read raw
 //! (with a size limit), its signature checked over those bytes
 //! ([`signature`]: HMAC-SHA256, constant time, 5-minute window), and a
 //! failure is a 401 before anything is parsed or touched; a signed body that

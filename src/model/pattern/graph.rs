@@ -14,7 +14,7 @@ pub struct State {
     /// while a `choose` waits).
     pub at: Option<String>,
     /// The node whose `choose` edge waits for the engine to evaluate its
-    /// conditions ([`pending_choice`], [`choose`]).
+    /// conditions (`engine::pattern::graph::pending_choice` and `choose`).
     #[serde(default)]
     pub choosing: Option<String>,
     /// After a `modify` re-run of an agent node: the gate node that asked,

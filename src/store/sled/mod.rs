@@ -53,7 +53,7 @@ pub mod trees {
 
 const HEAD_KEY: &[u8] = b"head";
 
-/// The layout this build writes (see [`Store::migrate`]).
+/// The layout this build writes (see [`SledStore::migrate`]).
 pub const STORE_FORMAT: u32 = 2;
 
 fn message_key(channel: &str, ts: &str) -> Vec<u8> {
@@ -465,7 +465,7 @@ impl SledStore {
         Ok(removed)
     }
 
-    /// Records an answer for the open gate, exactly once ([`crate::model::accept::accept`]
+    /// Records an answer for the open gate, exactly once (`Session::accept`
     /// inside a compare-and-swap): the session must be paused, `gate` (an
     /// `id#instance` handle, if given) must be the open gate, and no answer may
     /// be pending. The caller carries the answer out.

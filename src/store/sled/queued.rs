@@ -5,7 +5,7 @@
 //! and checkpoints with a compare-and-swap, so writing it from a click
 //! would make the run fail its next checkpoint. The answer waits here
 //! instead — first one per gate wins, like a click on a paused run — and
-//! the engine records it through the ordinary [`Store::record_answer`] as
+//! the engine records it through the ordinary [`SledStore::record_answer`] as
 //! soon as it stops moving (`Engine::apply_queued`).
 
 use sled::transaction::{ConflictableTransactionError, TransactionError};

@@ -114,7 +114,7 @@ impl SledStore {
         self.replace_timer(t, &[])
     }
 
-    /// Records a timeout's answer exactly once, like [`Store::record_answer`]
+    /// Records a timeout's answer exactly once, like [`SledStore::record_answer`]
     /// with the timer's gate handle, and in the same transaction marks the
     /// timer fired (`fired` holds what the messages must show). After a crash
     /// the timer is found fired: the answer is not recorded again, only shown.
