@@ -53,7 +53,7 @@ pub mod trees {
 
 const HEAD_KEY: &[u8] = b"head";
 
-/// The layout this build writes (see [`SledStore::migrate`]).
+/// The layout this build writes (see `SledStore::migrate`).
 pub const STORE_FORMAT: u32 = 2;
 
 fn message_key(channel: &str, ts: &str) -> Vec<u8> {
