@@ -204,6 +204,10 @@ impl Engine<'_> {
                     finished_at: Utc::now(),
                 },
             )?;
+            session.events.push(crate::model::EventKind::StepDone {
+                position: position.to_string(),
+                agent: agent.clone(),
+            });
             self.save(session).await?;
             channel
                 .progress(
@@ -317,6 +321,10 @@ impl Engine<'_> {
                         finished_at: Utc::now(),
                     },
                 )?;
+                session.events.push(crate::model::EventKind::StepDone {
+                    position: w.position.to_string(),
+                    agent: agent.id.clone(),
+                });
                 self.save(session).await?;
                 channel
                     .progress(

@@ -113,6 +113,9 @@ impl Engine<'_> {
                 session.audit.push(ev);
                 session.gates.clear();
                 session.status = Status::Rejected;
+                session.events.push(crate::model::EventKind::RunRejected {
+                    reason: reason.clone(),
+                });
                 rejected = Some(reason);
             }
             // A timeout's `skip`: the gate passes with no response of its own.
@@ -146,6 +149,9 @@ impl Engine<'_> {
                 session.audit.push(ev);
                 session.gates.clear();
                 session.status = Status::Failed;
+                session.events.push(crate::model::EventKind::RunFailed {
+                    message: message.clone(),
+                });
                 session.failure = Some(crate::model::Failure {
                     code: crate::error::exit::RUNTIME,
                     message: message.clone(),

@@ -102,6 +102,9 @@ impl Engine<'_> {
             opened.timeout_at = Some(opened.opened_at + d);
         }
         audit_request(session, &opened);
+        session
+            .events
+            .push(crate::model::EventKind::opened(&opened));
         if opened.kind != crate::model::GateKind::ToolCall {
             let planned = timers::plan(&session.id, &opened, &timing.cloned().unwrap_or_default());
             if !planned.is_empty() {

@@ -189,6 +189,7 @@ impl<'a> Engine<'a> {
             denied_calls: Default::default(),
             audit: Vec::new(),
             arm: Vec::new(),
+            events: Vec::new(),
             triggers_fired: Default::default(),
             final_approved: false,
             in_flight: Default::default(),
@@ -236,6 +237,9 @@ impl<'a> Engine<'a> {
                 Err(e @ (Error::Store(_) | Error::Internal(_))) => return Err(e),
                 Err(e) => {
                     session.status = Status::Failed;
+                    session.events.push(crate::model::EventKind::RunFailed {
+                        message: spec.redactor.redact(&e.to_string()),
+                    });
                     session.failure = Some(crate::model::Failure {
                         code: e.exit_code(),
                         message: e.to_string(),
@@ -353,6 +357,13 @@ impl<'a> Engine<'a> {
                 session.audit.push(ev);
                 session.output = Some(output);
                 session.status = Status::Completed;
+                session.events.push(crate::model::EventKind::RunCompleted {
+                    output_chars: session
+                        .output
+                        .as_deref()
+                        .map(|o| o.chars().count())
+                        .unwrap_or(0),
+                });
                 self.save(session).await?;
                 channel.progress(session, &Progress::Completed).await;
                 return Ok(false);
@@ -439,5 +450,66 @@ mod tests {
         let mut channel = Detached;
         let fut = engine.resume("nope", &mut channel);
         assert_send(&fut);
+    }
+
+    /// What the outside world hears, in one gap-free sequence: written with
+    /// the changes they report, and announced to this process's readers.
+    #[tokio::test]
+    async fn a_run_reports_its_events_in_order() {
+        use crate::engine::testkit::{answer, World, CHAIN};
+        let w = World::new();
+        let mut seen = w.store.subscribe_events();
+        let s = w.paused(&CHAIN.replace("$GATE", "")).await;
+        assert!(seen.has_changed().unwrap_or(false), "readers are told");
+        let asker = Asker {
+            who: "bob",
+            admins: &[],
+            default_approvers: &[],
+            shared: false,
+            member_of: &|_| false,
+        };
+        let took = w
+            .engine()
+            .submit(
+                &s.id,
+                None,
+                answer(crate::model::Decision::Approve, "bob"),
+                &asker,
+            )
+            .await
+            .expect("store");
+        assert!(took.is_ok());
+        w.engine()
+            .resume(&s.id, &mut Detached)
+            .await
+            .expect("resume");
+        let events = w.store.events_after(0, 100).await.expect("events");
+        let kinds: Vec<&str> = events.iter().map(|e| e.what.name()).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                "step.done",
+                "gate.opened",
+                "gate.answered",
+                "step.done",
+                "run.completed"
+            ]
+        );
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=5).collect::<Vec<_>>(), "no gaps");
+        assert_eq!(*seen.borrow_and_update(), 5);
+        assert_eq!(w.store.last_event().await.expect("last"), 5);
+        let later = w
+            .store
+            .session_events_after(&s.id, 2, 100)
+            .await
+            .expect("session events");
+        assert_eq!(later.first().map(|e| e.seq), Some(3));
+        assert!(w
+            .store
+            .session_events_after("another", 0, 100)
+            .await
+            .expect("none")
+            .is_empty());
     }
 }

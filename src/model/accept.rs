@@ -166,6 +166,9 @@ fn accept(
             _ => None,
         };
         audit_answer(session, &gate, answer, waited_ms);
+        session
+            .events
+            .push(super::event::EventKind::answered(&handle, answer));
         if let Some(vote) = vote {
             let (tally, required, noun) = match vote {
                 Vote::Approve => (&gate.approvals, gate.approvals_required, "approv"),
@@ -301,6 +304,9 @@ fn accept(
     }
     let done = turn.waiting().next().is_none();
     audit_answer(session, &gate, &answer, waited_ms);
+    session
+        .events
+        .push(super::event::EventKind::answered(&handle, &answer));
     session.history.push(GateEvent {
         gate: gate.id.clone(),
         instance: gate.instance,

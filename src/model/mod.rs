@@ -10,6 +10,7 @@
 
 pub mod accept;
 pub mod conversation;
+pub mod event;
 pub mod gate;
 pub mod pattern;
 pub mod session;
@@ -18,5 +19,6 @@ pub mod wire;
 
 pub use accept::Refusal;
 pub use conversation::*;
+pub use event::{Event, EventKind};
 pub use gate::*;
 pub use session::*;

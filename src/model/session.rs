@@ -225,6 +225,11 @@ pub struct Session {
     /// session (in the same transaction). Never stored with the session.
     #[serde(skip)]
     pub audit: Vec<crate::audit::AuditEvent>,
+    /// Events waiting to be written with the next write of this session
+    /// (in the same transaction, numbered by the store). Never stored with
+    /// the session.
+    #[serde(skip)]
+    pub events: Vec<super::event::EventKind>,
     /// Timers of gates that just opened, by gate handle, armed with the
     /// next write of this session (in the same transaction, once per gate
     /// asking). Never stored with the session.

@@ -171,6 +171,25 @@ pub trait Backend: Send + Sync {
         gate: &str,
     ) -> impl Future<Output = Result<Option<Escalation>>> + Send;
 
+    /// Up to `limit` events after number `after`, in order.
+    fn events_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<crate::model::Event>>> + Send;
+    /// Up to `limit` events of one session after number `after`.
+    fn session_events_after(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<crate::model::Event>>> + Send;
+    /// The number of the last event written.
+    fn last_event(&self) -> impl Future<Output = Result<u64>> + Send;
+    /// Told the number of the last event whenever this process writes one
+    /// (a reader then reads what it has not seen).
+    fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64>;
+
     /// Queues an answer for an open gate of a running session (first one
     /// per gate wins).
     fn queue_answer(
@@ -239,12 +258,22 @@ forward! {
     fn queue_answer(&self, id: &str, handle: &str, answer: &Answer) -> Result<std::result::Result<(), Refusal>>;
     fn queued_answers(&self, id: &str) -> Result<Vec<(String, Answer)>>;
     fn drop_queued(&self, id: &str, handle: &str) -> Result<()>;
+    fn events_after(&self, after: u64, limit: usize) -> Result<Vec<crate::model::Event>>;
+    fn session_events_after(&self, session: &str, after: u64, limit: usize) -> Result<Vec<crate::model::Event>>;
+    fn last_event(&self) -> Result<u64>;
 }
 
 impl Store {
     /// Opens the store at `location`: a directory (sled).
     pub fn open(location: &std::path::Path) -> Result<Store> {
         Ok(Store::Sled(sled::SledStore::open(location)?))
+    }
+
+    /// A receiver told the number of the last event this process wrote.
+    pub fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64> {
+        match self {
+            Store::Sled(s) => Backend::subscribe_events(s),
+        }
     }
 
     /// Where the store is, for messages.

@@ -334,6 +334,7 @@ pub(super) mod fixtures {
             denied_calls: Default::default(),
             audit: Vec::new(),
             arm: Vec::new(),
+            events: Vec::new(),
             triggers_fired: Default::default(),
             final_approved: false,
             in_flight: Default::default(),

@@ -122,4 +122,21 @@ impl crate::store::Backend for SledStore {
     async fn drop_queued(&self, id: &str, handle: &str) -> Result<()> {
         SledStore::drop_queued(self, id, handle)
     }
+    async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<crate::model::Event>> {
+        SledStore::events_after(self, after, limit)
+    }
+    async fn session_events_after(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<crate::model::Event>> {
+        SledStore::session_events_after(self, session, after, limit)
+    }
+    async fn last_event(&self) -> Result<u64> {
+        SledStore::last_event(self)
+    }
+    fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64> {
+        SledStore::subscribe_events(self)
+    }
 }

@@ -27,6 +27,10 @@ pub mod trees {
     pub const SLACK_MESSAGES: &str = "slack_messages";
     /// Slack event ids already handled (retries are acknowledged once).
     pub const SLACK_EVENTS: &str = "slack_events";
+    /// seq (u64 big-endian) → `model::Event` as JSON: what happened, in order.
+    pub const EVENTS: &str = "events";
+    /// session id ++ 0 ++ seq → nothing: a session's events in order.
+    pub const SESSION_EVENTS: &str = "session_events";
     /// seq (u64 big-endian) → `audit::AuditEntry` as JSON; append-only.
     pub const AUDIT: &str = "audit";
     /// `head` → `audit::Head`: the last entry, so a removed tail shows.
@@ -65,10 +69,14 @@ pub struct SledStore {
     sessions: sled::Tree,
     summaries: sled::Tree,
     messages: sled::Tree,
+    slack_events: sled::Tree,
     events: sled::Tree,
+    session_events: sled::Tree,
     audit: sled::Tree,
     audit_head: sled::Tree,
     path: PathBuf,
+    /// The number of the last event this process wrote (subscribers wait on it).
+    event_tx: tokio::sync::watch::Sender<u64>,
 }
 
 impl SledStore {
@@ -87,7 +95,9 @@ impl SledStore {
         let sessions = db.open_tree(trees::SESSIONS)?;
         let summaries = db.open_tree(trees::SUMMARIES)?;
         let messages = db.open_tree(trees::SLACK_MESSAGES)?;
-        let events = db.open_tree(trees::SLACK_EVENTS)?;
+        let slack_events = db.open_tree(trees::SLACK_EVENTS)?;
+        let events = db.open_tree(trees::EVENTS)?;
+        let session_events = db.open_tree(trees::SESSION_EVENTS)?;
         let audit = db.open_tree(trees::AUDIT)?;
         let audit_head = db.open_tree(trees::AUDIT_HEAD)?;
         let store = SledStore {
@@ -97,8 +107,11 @@ impl SledStore {
             sessions,
             summaries,
             messages,
+            slack_events,
             events,
+            session_events,
             path: path.to_path_buf(),
+            event_tx: tokio::sync::watch::channel(0).0,
         };
         store.migrate()?;
         Ok(store)
@@ -191,6 +204,7 @@ impl SledStore {
         self.write(&next, Some(expected))?;
         next.audit.clear();
         next.arm.clear();
+        next.events.clear();
         *session = next;
         Ok(())
     }
@@ -261,7 +275,7 @@ impl SledStore {
     /// True the first time `event_id` is seen; false for a retry.
     pub fn first_sighting(&self, event_id: &str) -> Result<bool> {
         let now = Utc::now().timestamp().to_be_bytes();
-        let res = self.events.compare_and_swap(
+        let res = self.slack_events.compare_and_swap(
             event_id.as_bytes(),
             None as Option<&[u8]>,
             Some(&now[..]),
@@ -289,6 +303,7 @@ impl SledStore {
         self.write(session, None)?;
         session.audit.clear();
         session.arm.clear();
+        session.events.clear();
         Ok(())
     }
 
@@ -319,8 +334,10 @@ impl SledStore {
             &self.audit_head,
             &marks,
             &timers,
+            &self.events,
+            &self.session_events,
         )
-            .transaction(|(s, m, log, head, mk, tm)| {
+            .transaction(|(s, m, log, head, mk, tm, ev, by)| {
                 let current = s.get(key)?;
                 match (expected_rev, &current) {
                     (None, Some(_)) => {
@@ -359,14 +376,16 @@ impl SledStore {
                     }
                     mk.insert(mark.as_slice(), gate.as_slice())?;
                 }
-                Ok(())
+                append_events(ev, by, head, session, &session.events)
+                    .map_err(ConflictableTransactionError::Abort)
             });
-        match res {
-            Ok(()) => {}
+        let last = match res {
+            Ok(last) => last,
             Err(TransactionError::Abort(msg)) => return Err(Error::Session(msg)),
             Err(TransactionError::Storage(e)) => return Err(e.into()),
-        }
+        };
         self.db.flush()?;
+        self.announce(last);
         Ok(())
     }
 
@@ -482,8 +501,10 @@ impl SledStore {
             &self.summaries,
             &self.audit,
             &self.audit_head,
+            &self.events,
+            &self.session_events,
         )
-            .transaction(|(s, m, log, head)| {
+            .transaction(|(s, m, log, head, ev, by)| {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
@@ -512,12 +533,16 @@ impl SledStore {
                 m.insert(key, summary)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
+                let last = append_events(ev, by, head, &session, &session.events)
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 session.audit.clear();
-                Ok(session)
+                session.events.clear();
+                Ok((session, last))
             });
         match res {
-            Ok(session) => {
+            Ok((session, last)) => {
                 self.db.flush()?;
+                self.announce(last);
                 Ok(Ok(session))
             }
             Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
@@ -620,10 +645,12 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 
 mod audit;
 mod backend;
+mod events;
 mod queued;
 mod timers;
 
 use audit::append_in;
+use events::append_events;
 pub use timers::timer_key;
 #[cfg(test)]
 mod tests;

@@ -73,6 +73,7 @@ fn paused_session(id: &str) -> Session {
         denied_calls: Default::default(),
         audit: Vec::new(),
         arm: Vec::new(),
+        events: Vec::new(),
         triggers_fired: Default::default(),
         final_approved: false,
         in_flight: Default::default(),

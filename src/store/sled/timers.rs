@@ -138,8 +138,10 @@ impl SledStore {
             &self.audit,
             &self.audit_head,
             &timers,
+            &self.events,
+            &self.session_events,
         )
-            .transaction(|(s, m, log, head, t)| {
+            .transaction(|(s, m, log, head, t, ev, by)| {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
@@ -164,13 +166,17 @@ impl SledStore {
                 m.insert(key, summary)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
+                let last = append_events(ev, by, head, &session, &session.events)
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 t.insert(tkey.as_slice(), timer_bytes.as_slice())?;
                 session.audit.clear();
-                Ok(session)
+                session.events.clear();
+                Ok((session, last))
             });
         match res {
-            Ok(session) => {
+            Ok((session, last)) => {
                 self.db.flush()?;
+                self.announce(last);
                 Ok(Ok(session))
             }
             Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
