@@ -36,6 +36,9 @@ pub enum AuditKind {
     Resent,
     /// The run ended (completed, rejected, failed).
     Outcome,
+    /// An API token was created or revoked (`detail` says which; never
+    /// its secret).
+    Access,
 }
 
 /// One event, as the code that saw it describes it.

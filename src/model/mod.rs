@@ -15,6 +15,7 @@ pub mod gate;
 pub mod pattern;
 pub mod session;
 pub mod timer;
+pub mod token;
 pub mod wire;
 
 pub use accept::Refusal;

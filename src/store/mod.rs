@@ -20,6 +20,7 @@ use std::future::Future;
 use std::path::PathBuf;
 
 use crate::error::Result;
+use crate::model::token::TokenRecord;
 use crate::model::{Answer, Notification, OpenGate, Refusal, Session, Status, Summary};
 
 /// What an approval message asks about: a click finds its session and gate
@@ -203,6 +204,26 @@ pub trait Backend: Send + Sync {
         id: &str,
     ) -> impl Future<Output = Result<Vec<(String, Answer)>>> + Send;
     fn drop_queued(&self, id: &str, handle: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Stores a new API token with its audit entry, atomically; `false`
+    /// (nothing written) when a token of that name is in use.
+    fn create_token(
+        &self,
+        record: &TokenRecord,
+        audit: &crate::audit::AuditEvent,
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// The token with public id `id` (revoked or not).
+    fn token(&self, id: &str) -> impl Future<Output = Result<Option<TokenRecord>>> + Send;
+    /// Every token ever made, oldest first.
+    fn tokens(&self) -> impl Future<Output = Result<Vec<TokenRecord>>> + Send;
+    /// Revokes the token in use named `name`, with its audit entry; `None`
+    /// when there is none.
+    fn revoke_token(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+        audit: &crate::audit::AuditEvent,
+    ) -> impl Future<Output = Result<Option<TokenRecord>>> + Send;
 }
 
 /// The store a process uses: one of the backends.
@@ -261,6 +282,10 @@ forward! {
     fn events_after(&self, after: u64, limit: usize) -> Result<Vec<crate::model::Event>>;
     fn session_events_after(&self, session: &str, after: u64, limit: usize) -> Result<Vec<crate::model::Event>>;
     fn last_event(&self) -> Result<u64>;
+    fn create_token(&self, record: &TokenRecord, audit: &crate::audit::AuditEvent) -> Result<bool>;
+    fn token(&self, id: &str) -> Result<Option<TokenRecord>>;
+    fn tokens(&self) -> Result<Vec<TokenRecord>>;
+    fn revoke_token(&self, name: &str, at: DateTime<Utc>, audit: &crate::audit::AuditEvent) -> Result<Option<TokenRecord>>;
 }
 
 impl Store {

@@ -139,4 +139,25 @@ impl crate::store::Backend for SledStore {
     fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64> {
         SledStore::subscribe_events(self)
     }
+    async fn create_token(
+        &self,
+        record: &crate::model::token::TokenRecord,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<bool> {
+        SledStore::create_token(self, record, audit)
+    }
+    async fn token(&self, id: &str) -> Result<Option<crate::model::token::TokenRecord>> {
+        SledStore::token(self, id)
+    }
+    async fn tokens(&self) -> Result<Vec<crate::model::token::TokenRecord>> {
+        SledStore::tokens(self)
+    }
+    async fn revoke_token(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<Option<crate::model::token::TokenRecord>> {
+        SledStore::revoke_token(self, name, at, audit)
+    }
 }

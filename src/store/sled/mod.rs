@@ -53,6 +53,11 @@ pub mod trees {
     /// several open gates while the run was busy with another branch,
     /// waiting for the engine to record it (`store::queued`).
     pub const QUEUED_ANSWERS: &str = "queued_answers";
+    /// token id → `model::token::TokenRecord` as JSON (hash, never the secret).
+    pub const TOKENS: &str = "tokens";
+    /// token name → token id, for tokens not revoked (names are unique
+    /// among them).
+    pub const TOKEN_NAMES: &str = "token_names";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -648,6 +653,7 @@ mod backend;
 mod events;
 mod queued;
 mod timers;
+mod tokens;
 
 use audit::append_in;
 use events::append_events;
