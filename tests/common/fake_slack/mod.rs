@@ -17,6 +17,9 @@
 //! background thread; tests stay plain `#[test]` functions. Requests to the
 //! bot go over a small blocking HTTP/1.1 client so that each test thread can
 //! click on its own.
+//!
+//! The parts, each re-exported here so that `fake_slack::X` names them all:
+//! - `signing`: Slack's request signatures, valid and broken ([`Signing`]).
 
 #![allow(dead_code)]
 
@@ -27,9 +30,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{json, Map, Value};
-use sha2::Sha256;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -37,7 +38,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+mod signing;
+
+// Each test binary uses a subset of these (as of everything else here).
+#[allow(unused_imports)]
+pub use signing::{sign, signed, unix_now, Signing};
 
 pub const BOT_TOKEN: &str = "xoxb-test-token";
 pub const SIGNING_SECRET: &str = "test-signing-secret";
@@ -1159,64 +1166,8 @@ async fn unknown(State(shared): State<Arc<SlackShared>>, uri: Uri, raw: Bytes) -
 }
 
 // ---------------------------------------------------------------------------
-// Signing and a tiny HTTP client
+// A tiny HTTP client
 // ---------------------------------------------------------------------------
-
-/// `v0=<hex hmac_sha256(secret, "v0:{ts}:{body}")>`
-pub fn sign(secret: &str, ts: i64, body: &[u8]) -> String {
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key size");
-    mac.update(format!("v0:{ts}:").as_bytes());
-    mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("v0={hex}")
-}
-
-pub fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("time after 1970")
-        .as_secs() as i64
-}
-
-/// How a request to the bot is signed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signing {
-    /// Correctly, now.
-    Valid,
-    /// Correctly, but with a timestamp 6 minutes old.
-    Stale,
-    /// Correctly, but with a timestamp 6 minutes ahead.
-    Future,
-    /// With another secret.
-    WrongSecret,
-    /// No signature headers at all.
-    Missing,
-    /// Correctly, then the body is changed on the way.
-    BodyAltered,
-}
-
-/// The headers and the body actually sent for `body` signed as `signing`.
-pub fn signed(signing: Signing, body: &[u8]) -> (Vec<(String, String)>, Vec<u8>) {
-    let now = unix_now();
-    let (ts, secret) = match signing {
-        Signing::Valid | Signing::BodyAltered => (now, SIGNING_SECRET),
-        Signing::Stale => (now - 360, SIGNING_SECRET),
-        Signing::Future => (now + 360, SIGNING_SECRET),
-        Signing::WrongSecret => (now, "not-the-signing-secret"),
-        Signing::Missing => return (Vec::new(), body.to_vec()),
-    };
-    let headers = vec![
-        ("X-Slack-Request-Timestamp".to_string(), ts.to_string()),
-        ("X-Slack-Signature".to_string(), sign(secret, ts, body)),
-    ];
-    let mut sent = body.to_vec();
-    if signing == Signing::BodyAltered {
-        sent.extend_from_slice(b"&tampered=1");
-    }
-    (headers, sent)
-}
 
 /// The session id in a "started NAME as SESSION" acknowledgement.
 #[track_caller]
