@@ -12,39 +12,14 @@ use crate::common::fake_slack::{
     Click, Ephemeral, FakeSlack, FakeTarget, Signing, SlackBehaviour, ACK_DEADLINE,
     APPROVAL_CHANNEL, BLOCK_ACTIONS_JSON, BOT_TOKEN, SIGNING_SECRET, VIEW_SUBMISSION_JSON, WAIT,
 };
-use crate::common::{assistant_turns, history, tool_call, Behaviour, FakeLlm, Sandbox, Say};
+use crate::common::slack_story::{
+    answered, approval, assert_closed, assert_llm_stays_at, deploy_paused, wait_llm, APPROVER,
+    DEPLOY, HUMAN, OPS, QUIET, REQUESTER,
+};
+use crate::common::{assistant_turns, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 use serde_json::{json, Value};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
-
-/// planner → manual_gate `review` → deployer.
-const DEPLOY: &str = r#"
-version: 0
-name: deploy
-runtime:
-  provider: openai
-  model_id: fake-model
-  host: $HOST
-inputs:
-  values:
-    service: web
-agents:
-  planner:
-    prompt: You are the PLANNER.
-  deployer:
-    prompt: You are the DEPLOYER.
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: planner
-        input: "Plan the deploy of {{ service }}.{% if human_feedback %} Reviewer feedback: {{ human_feedback }}{% endif %}"
-      - type: manual_gate
-        id: review
-        prompt: Approve the deploy of {{ service }}?
-      - agent: deployer
-        input: "Deploy per plan: {{ steps[0].response }}"
-"#;
+use std::time::Duration;
 
 /// drafter → hitl `signoff` (free text) → publisher.
 const RELEASE: &str = r#"
@@ -73,39 +48,9 @@ pattern:
         input: "Decision: {{ steps[1].response }} / latest answer: {{ hitl_response }}"
 "#;
 
-const REQUESTER: &str = "U01REQUESTER";
-const APPROVER: &str = "U04APPROVER";
-const OPS: &str = "C0OPS";
-const QUIET: Duration = Duration::from_millis(700);
-/// The fastest a human clicks after a message appears.
-const HUMAN: Duration = Duration::from_millis(300);
-
 // ---------------------------------------------------------------------------
 // Story helpers
 // ---------------------------------------------------------------------------
-
-/// Waits until the model got `n` requests, showing Slack calls and bot log on failure.
-#[track_caller]
-fn wait_llm(llm: &FakeLlm, slack: &FakeSlack, n: usize) {
-    let until = Instant::now() + WAIT;
-    while llm.count() < n {
-        assert!(
-            Instant::now() < until,
-            "the model got {} requests within {WAIT:?}, wanted {n}: {:#?}\n{}",
-            llm.count(),
-            llm.requests(),
-            slack.describe()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Asserts the model got exactly `n` requests, now and after a quiet while.
-#[track_caller]
-fn assert_llm_stays_at(llm: &FakeLlm, n: usize, why: &str) {
-    std::thread::sleep(QUIET);
-    assert_eq!(llm.count(), n, "{why}: {:#?}", llm.requests());
-}
 
 /// The note a late clicker gets: who decided, and when —
 /// "already <decided|approved|rejected|…> by <@U…> at …".
@@ -134,43 +79,11 @@ fn assert_already_decided(note: &Ephemeral, by: &str) {
     }
 }
 
-/// Asserts `update` closed the approval: no buttons left, `words` shown.
-#[track_caller]
-fn assert_closed(update: &crate::common::fake_slack::SlackCall, words: &str) {
-    assert!(update.ok(), "chat.update failed: {:#?}", update);
-    assert!(
-        update.text().contains(words),
-        "the updated message says {words:?}: {:#}",
-        update.body
-    );
-    assert!(
-        !update.has_actions_block() && !update.has_buttons(),
-        "a decided approval has no buttons left: {:#}",
-        update.body
-    );
-}
-
 /// The sorted action ids of the message's buttons.
 fn action_ids(msg: &ApprovalMessage) -> Vec<String> {
     let mut ids = msg.action_ids();
     ids.sort();
     ids
-}
-
-/// Waits for the approval message of `handle`, then gives a human the time
-/// to read it. (A click the very moment it appears has its own test.)
-fn approval(slack: &FakeSlack, handle: &str) -> ApprovalMessage {
-    let msg = slack.wait_for_approval_of(handle);
-    std::thread::sleep(HUMAN);
-    msg
-}
-
-/// Starts a deploy, returns (session id, approval message for `review#1`).
-fn deploy_paused(bot: &Bot, slack: &FakeSlack) -> (String, ApprovalMessage) {
-    let ack = bot.command(REQUESTER, OPS, "run deploy service=billing");
-    ack.expect_prompt_ok("/strands run deploy", bot);
-    let id = started(&ack, "deploy");
-    (id, approval(slack, "review#1"))
 }
 
 /// The one session of the store, read after the bot stopped.
@@ -179,13 +92,6 @@ fn only_session(sandbox: &Sandbox) -> Value {
     let list = sandbox.list();
     assert_eq!(list["count"], 1, "{list:#}");
     list["sessions"][0].clone()
-}
-
-fn answered(show: &Value) -> Vec<Value> {
-    history(show)
-        .into_iter()
-        .filter(|g| g["event"] == "answered")
-        .collect()
 }
 
 // ---------------------------------------------------------------------------
