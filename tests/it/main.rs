@@ -31,4 +31,5 @@ mod slack_bot;
 mod slack_guards;
 mod slack_parallel;
 mod slack_timers;
+mod slack_tools;
 mod store_scale;
