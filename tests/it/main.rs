@@ -27,6 +27,7 @@ mod crash_loop;
 mod layering;
 mod props;
 mod session_formats;
+mod slack_approvers;
 mod slack_bot;
 mod slack_guards;
 mod slack_parallel;
