@@ -30,6 +30,7 @@ mod session_formats;
 mod slack_approvers;
 mod slack_bot;
 mod slack_guards;
+mod slack_harness;
 mod slack_parallel;
 mod slack_timers;
 mod slack_tools;
