@@ -723,4 +723,5 @@ pub fn invalid_spec(yaml: &str, expect: &[(&str, &str)]) {
 
 pub mod crash;
 pub mod fake_slack;
+pub mod slack_story;
 pub mod target;
