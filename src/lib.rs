@@ -5,6 +5,7 @@
 //! answer) → [`store`] (durable sessions in sled) → [`channel`] (ask a human:
 //! terminal, CLI, Slack — see [`slack`]) → back to [`engine`] to resume.
 
+pub mod api;
 pub mod audit;
 pub mod channel;
 pub mod cli;
@@ -12,9 +13,11 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod gate;
+pub mod hub;
 pub mod model;
 pub mod provider;
 pub mod retry;
+pub mod serve;
 pub mod slack;
 pub mod spec;
 pub mod store;

@@ -175,6 +175,21 @@ pub fn verify(entries: impl Iterator<Item = (u64, Vec<u8>)>, head: Option<Head>)
     }
 }
 
+/// A `since` bound: RFC 3339, or a date meaning its midnight UTC. The
+/// error says what would work.
+pub fn parse_since(s: &str) -> std::result::Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| {
+            format!("--since `{s}` is not RFC 3339 (2026-11-21T09:00:00Z) or a date (2026-11-21)")
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

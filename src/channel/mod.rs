@@ -4,8 +4,10 @@
 //!
 //! Implementations: [`Detached`] (the CLI prints how to resume and exits 19),
 //! [`terminal::Terminal`] (`--interactive`), [`AutoApprove`]
-//! (`--auto-approve`). The Slack bot implements the same trait.
+//! (`--auto-approve`), and in `strands serve` the [`hall::Hall`] of rooms
+//! (Slack, ...).
 
+pub mod hall;
 pub mod terminal;
 
 use chrono::Utc;

@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
-    use crate::audit::{AuditEntry, Verdict};
+    use crate::audit::Verdict;
     let store = ctx.open()?;
     match cmd {
         AuditCommand::Verify { json } => {
@@ -40,7 +40,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
         } => {
             let since = match since.as_deref() {
                 None => None,
-                Some(s) => Some(parse_since(s)?),
+                Some(s) => Some(crate::audit::parse_since(s).map_err(Error::Usage)?),
             };
             let mut out = std::io::stdout().lock();
             let mut csv = (format == "csv").then(|| csv::Writer::from_writer(Vec::new()));
@@ -65,22 +65,8 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                 ])
                 .map_err(|e| Error::Internal(format!("csv: {e}")))?;
             }
-            for (seq, bytes) in store.audit_entries().await? {
-                let entry: AuditEntry = serde_json::from_slice(&bytes).map_err(|e| {
-                    Error::Store(format!(
-                        "audit entry #{seq} is unreadable ({e}); run `strands audit verify`"
-                    ))
-                })?;
+            for entry in store.audit_export(since, session.as_deref()).await? {
                 let e = &entry.event;
-                if since.is_some_and(|t| e.at.is_none_or(|at| at < t)) {
-                    continue;
-                }
-                if session
-                    .as_deref()
-                    .is_some_and(|s| !e.session.starts_with(s))
-                {
-                    continue;
-                }
                 match csv.as_mut() {
                     Some(w) => {
                         let kind = e
@@ -135,20 +121,4 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
             Ok(exit::OK)
         }
     }
-}
-
-/// `--since`: RFC 3339, or a date meaning its midnight UTC.
-pub(super) fn parse_since(s: &str) -> Result<chrono::DateTime<Utc>> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc())
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "--since `{s}` is not RFC 3339 (2026-11-21T09:00:00Z) or a date (2026-11-21)"
-            ))
-        })
 }

@@ -14,7 +14,7 @@ use crate::channel::{terminal::Terminal, AutoApprove, Detached, HumanChannel, Wi
 use crate::engine::{Engine, Start};
 use crate::error::{exit, Error, Result};
 use crate::model::{Answer, Decision};
-use crate::model::{GateEventKind, Session, Status};
+use crate::model::{Session, Status};
 use crate::spec;
 use crate::store::{self, Store};
 
@@ -382,16 +382,16 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Sessions(cmd) => sessions(&ctx, cmd).await,
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Serve(args) => {
-            let config = crate::slack::config::Config::from_env(
+            let config = crate::serve::Config::from_env(
                 ctx.store_path.clone(),
-                crate::slack::config::Overrides {
+                crate::serve::config::Overrides {
                     bind: args.bind,
                     workflows: args.workflows,
                     approval_channel: args.approval_channel,
                     templates: args.templates,
                 },
             )?;
-            crate::slack::serve(config).await?;
+            crate::serve::run(config).await?;
             Ok(exit::OK)
         }
     }

@@ -1,8 +1,7 @@
 //! `strands sessions ...`: list, show, delete, cleanup, sweep, notify.
 
 use super::*;
-use crate::model::Notification;
-use render::session_json;
+use crate::hub::view::SessionView;
 use run::cli_channel;
 
 /// `sessions sweep`: every paused session whose gate timed out gets its
@@ -99,11 +98,15 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
 }
 
 pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
-    let config =
-        crate::slack::config::Config::from_env(ctx.store_path.clone(), Default::default())?;
+    let Some(config) = crate::slack::config::Config::from_env(Default::default())? else {
+        return Err(Error::Usage(
+            "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET are not set: `sessions notify` posts to Slack".into(),
+        ));
+    };
     let store = ctx.open()?;
     let id = store.resolve(id).await?;
-    let app = crate::slack::app::App::new(config, store)?;
+    let hub = crate::hub::Hub::new(store, std::sync::Arc::clone(&ctx.settings), None);
+    let app = crate::slack::app::App::new(config, hub)?;
     app.notify(&id).await?;
     eprintln!("posted the approval message for session {id}");
     Ok(exit::OK)
@@ -141,10 +144,11 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             let s = store.get(&id).await?;
             let notes = store.notifications(&s.id).await?;
             let note = notes.last();
+            let view = SessionView::of(&s, true, note);
             if json {
-                println!("{}", session_json(ctx, &s, true, note));
+                println!("{}", render::view_json(ctx, &view));
             } else {
-                print_show(ctx, &s, note);
+                print_show(ctx, &view);
             }
             Ok(exit::OK)
         }
@@ -173,94 +177,91 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     }
 }
 
-pub(super) fn print_show(ctx: &Ctx, s: &Session, note: Option<&Notification>) {
-    println!("Session:   {}", s.id);
-    println!("Workflow:  {} ({} pattern)", s.workflow, s.pattern);
-    println!("Status:    {}", s.status);
+pub(super) fn print_show(ctx: &Ctx, v: &SessionView) {
+    let id = &v.session_id;
+    println!("Session:   {id}");
+    println!("Workflow:  {} ({} pattern)", v.workflow, v.pattern);
+    println!("Status:    {}", v.status);
+    let hash = v.spec_hash.as_deref().unwrap_or_default();
     println!(
         "Spec:      {} (sha256 {})",
-        s.spec_path,
-        &s.spec_hash[..s.spec_hash.len().min(12)]
+        v.spec_path.as_deref().unwrap_or_default(),
+        &hash[..hash.len().min(12)]
     );
     println!(
         "Started:   {} by {}",
-        s.created_at.to_rfc3339(),
-        s.started_by
+        v.created_at.to_rfc3339(),
+        v.started_by
     );
-    println!("Updated:   {}", s.updated_at.to_rfc3339());
-    println!(
-        "Steps:     {} finished",
-        crate::engine::finished_steps(&s.state)
-    );
-    let u = s.total_usage();
+    println!("Updated:   {}", v.updated_at.to_rfc3339());
+    println!("Steps:     {} finished", v.steps_finished);
+    let u = v.usage_total();
     println!(
         "Tokens:    {} in, {} out, {} calls",
         u.input_tokens, u.output_tokens, u.calls
     );
-    if let Some(f) = &s.failure {
+    if let Some(f) = &v.error {
         println!("Failure:   {} (exit {})", f.message, f.code);
     }
-    if let Some(n) = note {
+    if let Some(n) = &v.notification {
         match (&n.ts, &n.error) {
             (_, Some(err)) => println!(
-                "Slack:     approval message NOT posted for {} ({err}); `strands sessions notify {}` posts it again",
-                n.gate, s.id
+                "Slack:     approval message NOT posted for {} ({err}); `strands sessions notify {id}` posts it again",
+                n.gate
             ),
             (Some(ts), None) => println!("Slack:     approval message for {} in {} (ts {ts})", n.gate, n.channel),
             (None, None) => {}
         }
     }
-    let mut open = s.open_gates();
+    let mut open = v.open_gates.iter();
     if let Some(g) = open.next() {
         println!("\nOpen gate: {} ({}, {:?})", g.id, g.position, g.kind);
         println!("Prompt:    {}", g.prompt);
         if let Some(t) = g.timeout_at {
-            let state = if g.timed_out(Utc::now()) {
+            let state = if Utc::now() >= t {
                 "passed; the fallback applies on the next resume"
             } else {
                 "pending"
             };
             println!("Timeout:   {} ({state})", t.to_rfc3339());
         }
-        if !g.context.is_empty() {
-            println!("Context:\n{}", g.context);
+        if let Some(context) = g.context.as_deref().filter(|c| !c.is_empty()) {
+            println!("Context:\n{context}");
         }
-        if let Some(turn) = &s.agent_turn {
-            for c in turn.waiting() {
-                println!(
-                    "Answer:    {} --call {} (--approve | --reject --reason R | --edit-args JSON{})",
-                    ctx.resume_cmd(&s.id, ""),
-                    c.call.id,
-                    if c.request.as_ref().is_some_and(|r| r.trustable) { " | --trust" } else { "" }
-                );
-            }
+        for c in g.calls.iter().filter(|c| c.waiting()) {
+            println!(
+                "Answer:    {} --call {} (--approve | --reject --reason R | --edit-args JSON{})",
+                ctx.resume_cmd(id, ""),
+                c.id,
+                if c.trustable() { " | --trust" } else { "" }
+            );
         }
-        if s.gates.len() == 1 {
-            println!("\nResume:    {}", ctx.resume_cmd(&s.id, "--approve"));
+        if v.open_gates.len() == 1 {
+            println!("\nResume:    {}", ctx.resume_cmd(id, "--approve"));
         } else {
             println!(
                 "\nResume:    {}",
-                ctx.resume_cmd(&s.id, &format!("--gate {} --approve", g.handle()))
+                ctx.resume_cmd(id, &format!("--gate {} --approve", g.handle))
             );
         }
     }
     for g in open {
         println!("\nAlso open: {} ({}, {:?})", g.id, g.position, g.kind);
         println!("Prompt:    {}", g.prompt);
-        if !g.context.is_empty() {
-            println!("Context:\n{}", g.context);
+        if let Some(context) = g.context.as_deref().filter(|c| !c.is_empty()) {
+            println!("Context:\n{context}");
         }
         println!(
             "Resume:    {}",
-            ctx.resume_cmd(&s.id, &format!("--gate {} --approve", g.handle()))
+            ctx.resume_cmd(id, &format!("--gate {} --approve", g.handle))
         );
     }
-    if !s.history.is_empty() {
+    if !v.gates.is_empty() {
         println!("\nHistory:");
-        for e in &s.history {
-            match &e.what {
-                GateEventKind::Answered { answer, waited_ms } => {
-                    let detail = match &answer.decision {
+        for e in &v.gates {
+            match (&e.decision, e.condition.as_deref()) {
+                (Some(decision), _) => {
+                    let detail = match decision {
                         Decision::Reject { reason: Some(r) } => format!(": {r}"),
                         Decision::Modify { feedback } => format!(": {feedback}"),
                         Decision::Respond { text } => format!(": {text}"),
@@ -268,22 +269,27 @@ pub(super) fn print_show(ctx: &Ctx, s: &Session, note: Option<&Notification>) {
                     };
                     println!(
                         "  {} {}#{} {} by {} via {} after {:.1}s{detail}",
-                        answer.at.format("%Y-%m-%d %H:%M:%S"),
+                        e.at.map(|a| a.format("%Y-%m-%d %H:%M:%S").to_string())
+                            .unwrap_or_default(),
                         e.gate,
-                        e.instance,
-                        answer.decision.verb(),
-                        answer.by,
-                        answer.via,
-                        *waited_ms as f64 / 1000.0
+                        e.instance.unwrap_or_default(),
+                        decision.verb(),
+                        e.by.as_deref().unwrap_or_default(),
+                        e.via.as_deref().unwrap_or_default(),
+                        e.waited_ms.unwrap_or_default() as f64 / 1000.0
                     );
                 }
-                GateEventKind::Skipped { condition } => {
-                    println!("  {} skipped (condition `{condition}` was false)", e.gate)
+                (None, condition) => {
+                    println!(
+                        "  {} skipped (condition `{}` was false)",
+                        e.gate,
+                        condition.unwrap_or_default()
+                    )
                 }
             }
         }
     }
-    if let Some(o) = &s.output {
+    if let Some(o) = &v.output {
         println!("\nOutput:\n{o}");
     }
 }

@@ -47,3 +47,13 @@ pub struct Fired {
     /// `(channel, ts)` of every message asking for this gate.
     pub messages: Vec<(String, String)>,
 }
+
+/// Why an escalation was sent, as the notifier words it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EscalationWhy {
+    /// Nobody answered for this long (`escalation_timeout`).
+    Waited(chrono::TimeDelta),
+    /// The timeout passed (`fallback_action: escalate`); the targets have
+    /// until this deadline, then it is rejected.
+    TimedOut { until: Option<DateTime<Utc>> },
+}

@@ -62,6 +62,11 @@ pub struct TokenRecord {
     pub created_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// May act for a person it names (`X-Strands-As`): only the local
+    /// credential `strands serve` leaves for the CLI of the OS user that
+    /// owns the store (who could open the store directly anyway).
+    #[serde(default)]
+    pub delegate: bool,
 }
 
 impl TokenRecord {
@@ -117,6 +122,7 @@ impl NewToken {
                 created_at: now,
                 expires_at,
                 revoked_at: None,
+                delegate: false,
             },
         }
     }

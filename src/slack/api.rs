@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::Config;
-use super::metrics::Metrics;
 use crate::error::{Error, Result};
+use crate::hub::metrics::Metrics;
 use crate::retry::{Retry, RetryPolicy, Transient};
 
 /// The longest `Retry-After` honoured. Slack's rate-limit windows run up to
@@ -67,7 +67,7 @@ fn classify(e: SlackClientError) -> Failure {
 }
 
 impl SlackApi {
-    pub fn new(config: &Config, metrics: Arc<Metrics>) -> Result<SlackApi> {
+    pub fn new(config: &Config, retry: RetryPolicy, metrics: Arc<Metrics>) -> Result<SlackApi> {
         crate::provider::install_crypto();
         let builder = hyper_rustls::HttpsConnectorBuilder::new();
         let https = match builder.with_native_roots() {
@@ -97,7 +97,7 @@ impl SlackApi {
             )),
             retry: RetryPolicy {
                 max_server_delay: MAX_RETRY_AFTER,
-                ..config.settings.retry
+                ..retry
             },
             timeout: Duration::from_secs(10),
             metrics,

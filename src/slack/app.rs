@@ -1,7 +1,9 @@
-//! The bot's shared state and its two jobs besides HTTP: asking in Slack
-//! ([`SlackChannel`], the Slack implementation of the "ask a human" seam)
-//! and driving sessions in the background ([`App::drive`]), so the HTTP
-//! handlers only ever parse, authorize, record and hand off.
+//! The Slack room's state and its jobs besides HTTP: asking in Slack
+//! (posting approval messages, the room's side of [`super::room::SlackRoom`]),
+//! taking clicks through the service's intake ([`App::decide`]) and
+//! keeping the messages in step with the store, so the HTTP handlers only
+//! ever parse, authorize, record and hand off. Driving sessions, timers and
+//! the store belong to the service ([`crate::hub::Hub`]).
 
 use chrono::Utc;
 use std::collections::{HashMap, HashSet};
@@ -10,16 +12,16 @@ use std::sync::{Arc, Mutex};
 use super::api::SlackApi;
 use super::blocks::{self, ApprovalView, DecidedView, ProgressView, Templates, ToolApprovalView};
 use super::config::Config;
-use super::metrics::Metrics;
 use crate::audit::{AuditEvent, AuditKind};
-use crate::channel::{HumanChannel, Progress, Reply};
-use crate::engine::{Accepted, Asker, Engine};
+use crate::channel::Progress;
+use crate::engine::Accepted;
 use crate::error::{Error, Result};
+use crate::hub::metrics::Metrics;
+use crate::hub::Hub;
 use crate::model::Answer;
 use crate::model::Refusal;
 use crate::model::{Notification, Session, Status};
 use crate::spec::GateKind;
-use crate::store::Store;
 
 /// A message's latest re-render: its lock orders `chat.update`s of one
 /// message, and it holds the store revision last shown.
@@ -28,8 +30,6 @@ type UpdateSlot = Arc<tokio::sync::Mutex<u64>>;
 /// the table starts over (an update racing that moment may show an older
 /// state until the next decision).
 const MAX_UPDATE_SLOTS: usize = 4096;
-/// How long checking an edit may spend fetching a tool's schema.
-const PREPARE_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// Everything a handler or background task needs. Cheap to clone.
 #[derive(Clone)]
@@ -37,26 +37,16 @@ pub struct App(Arc<Inner>);
 
 pub struct Inner {
     pub config: Config,
-    pub store: Store,
+    /// The service this room belongs to (store, settings, drives, timers).
+    pub hub: Hub,
     pub api: SlackApi,
     pub templates: Templates,
     pub metrics: Arc<Metrics>,
-    /// Sessions a background task is driving right now.
-    driving: Mutex<HashSet<String>>,
     /// Channels with an approval message posted but not yet indexed: Slack
     /// shows a message before `chat.postMessage` returns its `ts` to us.
     posting: Mutex<HashMap<String, usize>>,
-    /// Parsed specs by SHA-256 of their text: a click never re-parses YAML
-    /// for a workflow the bot has seen.
-    pub specs: Arc<crate::engine::specs::SpecCache>,
-    /// Where "now" comes from for gates and their timers.
-    pub clock: Arc<dyn crate::engine::timers::Clock>,
-    /// Wakes the timer loop when a gate's timers are armed.
-    pub wake: Arc<tokio::sync::Notify>,
     /// User-group members by group id, with when they were fetched.
     groups: Mutex<HashMap<String, (std::time::Instant, HashSet<String>)>>,
-    /// Background drives, so shutdown can wait for them.
-    tasks: tokio_util::task::TaskTracker,
     /// Tool-approval messages by (channel, ts): per-call decisions re-render
     /// the message, and a slower update must not overwrite a newer one.
     updates: Mutex<HashMap<(String, String), UpdateSlot>>,
@@ -70,30 +60,29 @@ impl std::ops::Deref for App {
 }
 
 impl App {
-    pub fn new(config: Config, store: Store) -> Result<App> {
-        let metrics = Arc::new(Metrics::new());
-        let api = SlackApi::new(&config, Arc::clone(&metrics))?;
+    pub fn new(config: Config, hub: Hub) -> Result<App> {
+        let metrics = Arc::clone(&hub.metrics);
+        let api = SlackApi::new(&config, hub.settings.retry, Arc::clone(&metrics))?;
         let templates = Templates::load(config.templates.as_deref())?;
-        let limits = config.settings.limits;
         Ok(App(Arc::new(Inner {
             config,
-            store,
+            hub,
             api,
             templates,
             metrics,
-            driving: Mutex::new(HashSet::new()),
             posting: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
-            specs: Arc::new(crate::engine::specs::SpecCache::new(limits)),
-            clock: Arc::new(crate::engine::timers::TokioClock::default()),
-            wake: Arc::new(tokio::sync::Notify::new()),
-            tasks: tokio_util::task::TaskTracker::new(),
             updates: Mutex::new(HashMap::new()),
         })))
     }
 
     pub fn tasks(&self) -> &tokio_util::task::TaskTracker {
-        &self.tasks
+        self.hub.tasks()
+    }
+
+    /// Drives `id` in the background (the service's one drive).
+    pub fn drive(&self, id: String) {
+        self.hub.drive(id)
     }
 
     /// Where approval messages for `session` go: the channel the open gate
@@ -113,66 +102,6 @@ impl App {
         gate.and_then(|g| g.channel.clone())
             .or_else(|| session.origin.as_ref().map(|o| o.approval_channel.clone()))
             .or_else(|| self.config.approval_channel.clone())
-    }
-
-    /// Drives `id` in the background until its next stop. At most one task
-    /// drives a session; a task finishing re-checks the store so that an
-    /// answer recorded while it was busy is never left waiting.
-    pub fn drive(&self, id: String) {
-        {
-            let mut driving = self.driving.lock().unwrap_or_else(|p| p.into_inner());
-            if !driving.insert(id.clone()) {
-                return;
-            }
-        }
-        let app = self.clone();
-        self.tasks.spawn(async move {
-            loop {
-                let mut channel = SlackChannel { app: app.clone() };
-                let mut engine = app.engine();
-                let failed = match engine.resume(&id, &mut channel).await {
-                    Ok(_) => false,
-                    Err(e) => {
-                        // Left as it is in the store; a restart or
-                        // `/strands notify` picks it up again.
-                        tracing::error!(session = %id, "driving the session failed: {e}");
-                        true
-                    }
-                };
-                if !failed && app.needs_driving(&id).await {
-                    continue;
-                }
-                app.driving
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                // An answer recorded between the look above and letting go
-                // found this task still driving and left it to us: look once
-                // more (a later one starts its own drive).
-                if !failed && app.needs_driving(&id).await {
-                    app.drive(id);
-                }
-                break;
-            }
-        });
-    }
-
-    /// Whether session `id` has work a drive would do: running (an answer
-    /// recorded, or interrupted), or paused with an answer queued for one
-    /// of its gates.
-    async fn needs_driving(&self, id: &str) -> bool {
-        match self.store.load(id).await {
-            Ok(Some(s)) if s.failure.is_none() => {
-                s.status == Status::Running
-                    || (s.status == Status::Paused
-                        && self
-                            .store
-                            .queued_answers(id)
-                            .await
-                            .is_ok_and(|q| !q.is_empty()))
-            }
-            _ => false,
-        }
     }
 
     /// Takes `answer` for the gate the message `channel`/`ts` asks about,
@@ -195,7 +124,7 @@ impl App {
                 "this button belongs to an earlier request (gate {handle}); the message asks about {}",
                 t.gate
             ),
-            Some(t) => match self.store.load(&t.session).await? {
+            Some(t) => match self.hub.store.load(&t.session).await? {
                 Some(session) => return self.decide_on(&session, channel, ts, handle, answer).await,
                 None => "that session no longer exists".to_string(),
             },
@@ -217,20 +146,17 @@ impl App {
         let tool_gate = session
             .open_gate(handle)
             .is_some_and(|g| g.kind == GateKind::ToolCall);
+        // The service drives the run when the answer lets it go on.
         let accepted = match self.take(session, handle, &answer).await? {
             Ok(a) => a,
             Err(refusal) => return Ok(Err(refusal_text(&refusal))),
         };
-        self.metrics.gate_answered(decision_name(&answer));
         let app = self.clone();
         let (channel, ts, handle) = (channel.to_string(), ts.to_string(), handle.to_string());
         match accepted {
             Accepted::Recorded(recorded) | Accepted::Counted(recorded) if tool_gate => {
                 // One call decided: the run resumes only once no call waits.
-                if recorded.status != Status::Paused {
-                    self.drive(recorded.id.clone());
-                }
-                self.tasks.spawn(async move {
+                self.tasks().spawn(async move {
                     if let Err(e) = app.show_tool_calls(&recorded, &channel, &ts, &handle).await {
                         tracing::warn!(session = %recorded.id, "could not update the tool approval message: {e}");
                     }
@@ -238,7 +164,7 @@ impl App {
             }
             Accepted::Counted(recorded) => {
                 // A quorum still gathering: show the progress, keep the buttons.
-                self.tasks.spawn(async move {
+                self.tasks().spawn(async move {
                     if let Err(e) = app.show_progress(&recorded, &handle, &channel, &ts).await {
                         tracing::warn!(session = %recorded.id, "could not update the approval message: {e}");
                     }
@@ -247,8 +173,7 @@ impl App {
             Accepted::Recorded(shown) | Accepted::Queued(shown) => {
                 // Queued: another branch is running; the engine records it
                 // as soon as the run stops moving.
-                self.drive(shown.id.clone());
-                self.tasks.spawn(async move {
+                self.tasks().spawn(async move {
                     if let Err(e) = app.show_decision(&shown, &handle, &channel, &ts, &answer).await {
                         tracing::warn!(session = %shown.id, "could not update the approval message: {e}");
                     }
@@ -258,9 +183,10 @@ impl App {
         Ok(Ok(()))
     }
 
-    /// Hands `answer` for gate `handle` of `session` to the engine's intake
-    /// as a Slack user (groups resolved, the bot's admins and default
-    /// approvers, self-approval off by default).
+    /// Hands `answer` for gate `handle` of `session` to the service's
+    /// intake as a Slack user (groups resolved, the installation's admins
+    /// and default approvers, self-approval off by default); the service
+    /// drives the run when the answer lets it go on.
     #[allow(clippy::result_large_err)] // see `Session::accept`
     pub async fn take(
         &self,
@@ -270,37 +196,22 @@ impl App {
     ) -> Result<std::result::Result<Accepted, crate::model::Refusal>> {
         let groups = self.groups_of(session, handle, &answer.by).await;
         let member_of = |g: &str| groups.contains(g);
-        let asker = Asker {
-            who: &answer.by,
-            admins: &self.config.settings.admins,
-            default_approvers: &self.config.settings.default_approvers,
-            shared: true,
-            member_of: &member_of,
-        };
-        self.engine()
-            .submit(&session.id, Some(handle), answer.clone(), &asker)
+        let asker = self.hub.asker(&answer.by, &member_of);
+        self.hub
+            .answer(&session.id, Some(handle), answer.clone(), &asker)
             .await
     }
 
     /// The session an approval message asks about, if the message is known.
     pub async fn session_of(&self, channel: &str, ts: &str) -> Option<Session> {
         let target = self
+            .hub
             .store
             .message_target(channel, ts)
             .await
             .ok()
             .flatten()?;
-        self.store.load(&target.session).await.ok().flatten()
-    }
-
-    /// An engine on this bot's store and spec cache.
-    pub fn engine(&self) -> Engine<'_> {
-        Engine::new(&self.store)
-            .with_prepare_deadline(PREPARE_DEADLINE)
-            .with_clock(Arc::clone(&self.clock))
-            .with_settings(Arc::clone(&self.config.settings))
-            .with_wake(Arc::clone(&self.wake))
-            .with_specs(Arc::clone(&self.specs))
+        self.hub.store.load(&target.session).await.ok().flatten()
     }
 
     /// The user groups among gate `handle`'s approvers (or the bot's
@@ -317,7 +228,7 @@ impl App {
             return HashSet::new();
         };
         let approvers = if gate.approvers.is_empty() {
-            &self.config.settings.default_approvers
+            &self.hub.settings.default_approvers
         } else {
             &gate.approvers
         };
@@ -348,13 +259,7 @@ impl App {
         };
         let groups = self.groups_of(session, handle, user).await;
         let member_of = |g: &str| groups.contains(g);
-        let asker = Asker {
-            who: user,
-            admins: &self.config.settings.admins,
-            default_approvers: &self.config.settings.default_approvers,
-            shared: true,
-            member_of: &member_of,
-        };
+        let asker = self.hub.asker(user, &member_of);
         crate::engine::intake::authorize(gate, session, &decision, &asker)
     }
 
@@ -408,7 +313,7 @@ impl App {
         ev.who = Some(who.to_string());
         ev.via = Some(format!("slack {channel}"));
         ev.detail = Some(why.to_string());
-        if let Err(e) = self.store.append_audit(&[ev]).await {
+        if let Err(e) = self.hub.store.append_audit(&[ev]).await {
             tracing::error!("could not audit a refused click: {e}");
         }
     }
@@ -445,7 +350,7 @@ impl App {
     ) -> Result<Option<crate::store::MessageTarget>> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(2000);
         loop {
-            if let Some(t) = self.store.message_target(channel, ts).await? {
+            if let Some(t) = self.hub.store.message_target(channel, ts).await? {
                 return Ok(Some(t));
             }
             let in_flight = self.lock_posting().get(channel).is_some_and(|n| *n > 0);
@@ -527,8 +432,8 @@ impl App {
     /// branches) that were never posted; records each, with its failure if
     /// posting failed.
     pub async fn notify(&self, session_id: &str) -> Result<()> {
-        let session = self.store.get(session_id).await?;
-        let notes = self.store.notifications(&session.id).await?;
+        let session = self.hub.store.get(session_id).await?;
+        let notes = self.hub.store.notifications(&session.id).await?;
         let others: Vec<String> = session
             .open_gates()
             .skip(1)
@@ -544,7 +449,7 @@ impl App {
 
     /// Posts the approval message of one open gate (`None`: the first one).
     pub async fn notify_gate(&self, session_id: &str, handle: Option<&str>) -> Result<()> {
-        let session = self.store.get(session_id).await?;
+        let session = self.hub.store.get(session_id).await?;
         let gate = match handle {
             Some(h) => session.open_gate(h).cloned(),
             None => session.first_gate().cloned(),
@@ -570,7 +475,7 @@ impl App {
                 at: Utc::now(),
                 error: Some("no approval channel: set STRANDS_APPROVAL_CHANNEL".into()),
             };
-            self.store.record_notification(&session.id, &n).await?;
+            self.hub.store.record_notification(&session.id, &n).await?;
             return Err(Error::Usage(
                 "no approval channel: set STRANDS_APPROVAL_CHANNEL".into(),
             ));
@@ -597,7 +502,7 @@ impl App {
             })
         };
         // Progress stays in the first message's thread while the channel does.
-        let notes = self.store.notifications(&session.id).await?;
+        let notes = self.hub.store.notifications(&session.id).await?;
         let thread_ts = notes
             .iter()
             .rev()
@@ -620,7 +525,7 @@ impl App {
             at: Utc::now(),
             error: error.clone(),
         };
-        let recorded = self.store.record_notification(&session.id, &n).await;
+        let recorded = self.hub.store.record_notification(&session.id, &n).await;
         {
             let mut posting = self.lock_posting();
             if let Some(count) = posting.get_mut(&channel) {
@@ -699,6 +604,7 @@ impl App {
             Progress::GateSkipped { .. } | Progress::GateAnswered { .. } => return Ok(()),
         };
         let thread = self
+            .hub
             .store
             .notifications(&session.id)
             .await?
@@ -773,38 +679,38 @@ impl App {
     }
 }
 
-/// Slack as a [`HumanChannel`]: asking posts the approval message and leaves
-/// the session paused; the click comes back through the HTTP routes.
-pub struct SlackChannel {
-    pub app: App,
-}
-
-impl HumanChannel for SlackChannel {
-    async fn ask(&mut self, session: &Session) -> Result<Reply> {
-        // Every open gate gets its own message (several when parallel
-        // branches wait at once).
-        let notes = self.app.store.notifications(&session.id).await?;
+impl App {
+    /// Asks for every open gate of `session` not asked here yet: one
+    /// message each (several when parallel branches wait at once).
+    pub async fn ask(&self, session: &Session) {
+        let notes = match self.hub.store.notifications(&session.id).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(session = %session.id, "cannot read the approval messages: {e}");
+                return;
+            }
+        };
         let unposted: Vec<String> = session
             .open_gates()
             .map(|g| g.handle())
             .filter(|h| !posted(&notes, h))
             .collect();
         for handle in unposted {
-            if let Err(e) = self.app.notify_gate(&session.id, Some(&handle)).await {
+            if let Err(e) = self.notify_gate(&session.id, Some(&handle)).await {
                 // Recorded on the session; `strands sessions notify ID` retries.
                 tracing::error!(session = %session.id, gate = %handle, "approval message not posted: {e}");
             }
         }
-        Ok(Reply::Later)
     }
 
-    async fn progress(&mut self, session: &Session, event: &Progress) {
-        if let Err(e) = self.app.post_progress(session, event).await {
+    /// Shows the run's progress in its thread.
+    pub async fn on_progress(&self, session: &Session, event: &Progress) {
+        if let Err(e) = self.post_progress(session, event).await {
             tracing::warn!(session = %session.id, "progress not posted: {e}");
         }
         if let Progress::GateAnswered { gate, answer } = event {
             // An escalated gate was asked in several messages: all show it.
-            super::timers::after_answer(&self.app, session, gate, answer).await;
+            super::timers::after_answer(self, session, gate, answer).await;
         }
     }
 }
@@ -812,20 +718,6 @@ impl HumanChannel for SlackChannel {
 /// Whether the message asking for gate `handle` was posted.
 pub fn posted(notes: &[Notification], handle: &str) -> bool {
     notes.iter().any(|n| n.gate == handle && n.ts.is_some())
-}
-
-pub fn decision_name(a: &Answer) -> &'static str {
-    match a.decision {
-        crate::model::Decision::Approve => "approve",
-        crate::model::Decision::Reject { .. } => "reject",
-        crate::model::Decision::Modify { .. } => "modify",
-        crate::model::Decision::Defer => "defer",
-        crate::model::Decision::Respond { .. } => "respond",
-        crate::model::Decision::Edit { .. } => "edit",
-        crate::model::Decision::Trust => "trust",
-        crate::model::Decision::Skip => "skip",
-        crate::model::Decision::Abort { .. } => "abort",
-    }
 }
 
 /// The notification text of a tool-approval message.

@@ -6,10 +6,9 @@
 use chrono::Utc;
 use serde_json::{json, Value};
 use slack_morphism::prelude::SlackCommandEvent;
-use std::path::PathBuf;
 
 use super::app::{mention, refusal_text, App};
-use crate::engine::{Engine, Start};
+use crate::hub::StartRefusal;
 use crate::model::{Answer, Decision};
 use crate::model::{Origin, Status};
 use crate::spec;
@@ -48,33 +47,7 @@ pub async fn handle(app: &App, cmd: SlackCommandEvent) -> Value {
     }
 }
 
-/// The workflow files `/strands run` may start, by name (file stem).
-fn workflows(app: &App) -> Vec<(String, PathBuf)> {
-    let Some(dir) = &app.config.workflows else {
-        return Vec::new();
-    };
-    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
-        .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
-        .collect();
-    out.sort();
-    out
-}
-
 async fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> Value {
-    let available = workflows(app);
-    let names: Vec<&str> = available.iter().map(|(n, _)| n.as_str()).collect();
-    let Some((_, path)) = available.iter().find(|(n, _)| n == name) else {
-        return ephemeral(if names.is_empty() {
-            format!("No workflow `{name}`: no workflows are configured (STRANDS_WORKFLOWS).")
-        } else {
-            format!("No workflow `{name}`. Available: {}", names.join(", "))
-        });
-    };
     let mut vars = Vec::new();
     let mut channel = None;
     let mut words = rest.iter();
@@ -88,48 +61,30 @@ async fn run(app: &App, cmd: &SlackCommandEvent, name: &str, rest: &[&str]) -> V
             Err(e) => return ephemeral(format!("{e}. Usage: `/strands run {name} key=value ...`")),
         }
     }
-    let spec = match spec::load(path, &app.config.settings.limits) {
-        Ok(s) => s,
-        Err(e) => return ephemeral(format!("Workflow `{name}` is invalid:\n```{e}```")),
-    };
-    if let Err(e) = Engine::preflight(&spec) {
-        return ephemeral(format!("Workflow `{name}` cannot run here: {e}"));
-    }
-    let variables = match spec.resolve_variables(&vars) {
-        Ok(v) => v,
-        Err(e) => {
-            let inputs: Vec<String> = spec
-                .inputs
-                .iter()
-                .map(|d| format!("{}{}", d.name, if d.required { " (required)" } else { "" }))
-                .collect();
-            return ephemeral(format!("{e}\nInputs of `{name}`: {}", inputs.join(", ")));
-        }
-    };
     let approval_channel = channel
         .or_else(|| app.config.approval_channel.clone())
         .unwrap_or_else(|| cmd.channel_id.0.clone());
-    let start = Start {
-        variables,
-        started_by: cmd.user_id.0.clone(),
-        out_dir: std::env::temp_dir().join("strands-artifacts"),
-        origin: Some(Origin {
-            channel: cmd.channel_id.0.clone(),
-            user: cmd.user_id.0.clone(),
-            approval_channel,
-        }),
+    let origin = Origin {
+        channel: cmd.channel_id.0.clone(),
+        user: cmd.user_id.0.clone(),
+        approval_channel,
     };
-    match app.engine().create(&spec, start).await {
-        Ok(session) => {
-            app.drive(session.id.clone());
-            ephemeral(format!("started {name} as {}", session.id))
+    match app
+        .hub
+        .start(name, &vars, &cmd.user_id.0, Some(origin))
+        .await
+    {
+        Ok(Ok(session)) => ephemeral(format!("started {name} as {}", session.id)),
+        Ok(Err(StartRefusal::Invalid { name, message })) => {
+            ephemeral(format!("Workflow `{name}` is invalid:\n```{message}```"))
         }
+        Ok(Err(refusal)) => ephemeral(format!("Cannot run `{name}`: {refusal}.")),
         Err(e) => ephemeral(format!("Could not start `{name}`: {e}")),
     }
 }
 
 async fn status(app: &App, id: &str) -> Value {
-    let s = match app.store.get(id).await {
+    let s = match app.hub.store.get(id).await {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
     };
@@ -138,7 +93,7 @@ async fn status(app: &App, id: &str) -> Value {
         let sep = if i == 0 { " at" } else { "\nalso at" };
         text.push_str(&format!("{sep} gate `{}`: {}", g.id, g.prompt));
     }
-    let notes = app.store.notifications(&s.id).await.unwrap_or_default();
+    let notes = app.hub.store.notifications(&s.id).await.unwrap_or_default();
     if let Some(err) = notes.last().and_then(|n| n.error.as_ref()) {
         text.push_str(&format!(
             "\n⚠ the approval message could not be posted: {err} (`/strands notify {}`)",
@@ -152,13 +107,13 @@ async fn status(app: &App, id: &str) -> Value {
 }
 
 async fn list(app: &App, channel: &str) -> Value {
-    let paused = match app.store.sessions_with_status(Status::Paused).await {
+    let paused = match app.hub.store.sessions_with_status(Status::Paused).await {
         Ok(p) => p,
         Err(e) => return ephemeral(e.to_string()),
     };
     let mut asked_here = std::collections::HashSet::new();
     for s in &paused {
-        let notes = app.store.notifications(&s.id).await.unwrap_or_default();
+        let notes = app.hub.store.notifications(&s.id).await.unwrap_or_default();
         if notes.iter().any(|n| n.channel == channel) {
             asked_here.insert(s.id.clone());
         }
@@ -191,7 +146,7 @@ async fn list(app: &App, channel: &str) -> Value {
 }
 
 async fn cancel(app: &App, id: &str, user: &str) -> Value {
-    let session = match app.store.get(id).await {
+    let session = match app.hub.store.get(id).await {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
     };
@@ -215,6 +170,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         call: None,
     };
     let target = app
+        .hub
         .store
         .notifications(&session.id)
         .await
@@ -227,10 +183,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         Some((channel, ts)) => app.decide(&channel, &ts, &handle, answer).await,
         // No message to update: the same intake, then the run goes on.
         None => match app.take(&session, &handle, &answer).await {
-            Ok(Ok(_)) => {
-                app.drive(session.id.clone());
-                Ok(Ok(()))
-            }
+            Ok(Ok(_)) => Ok(Ok(())),
             Ok(Err(r)) => Ok(Err(refusal_text(&r))),
             Err(e) => Err(e),
         },
@@ -243,7 +196,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
 }
 
 async fn notify(app: &App, id: &str) -> Value {
-    let session = match app.store.get(id).await {
+    let session = match app.hub.store.get(id).await {
         Ok(s) => s,
         Err(e) => return ephemeral(e.to_string()),
     };

@@ -1,9 +1,9 @@
-//! The bot's configuration, read once from the environment (flags may
-//! override) into a plain struct. Secrets are [`SecretString`]s, so they
+//! Slack's configuration, read once from the environment (flags may
+//! override) into a plain struct: off when no Slack variable is set,
+//! refused when half set. Secrets are [`SecretString`]s, so they
 //! never reach a log line or a `{:?}`, and reading one takes an explicit
 //! `expose_secret()`.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use secrecy::SecretString;
@@ -18,79 +18,57 @@ pub struct Config {
     pub signing_secret: SecretString,
     /// Slack Web API base, no trailing slash (`https://slack.com/api`).
     pub api_url: String,
-    pub bind: SocketAddr,
-    pub store: PathBuf,
-    /// Specs that `/strands run NAME` may start (NAME = file stem).
-    pub workflows: Option<PathBuf>,
     /// Where approval messages go when neither the gate nor the command names a channel.
     pub approval_channel: Option<String>,
     /// User overrides for `templates/` (Block Kit message templates).
     pub templates: Option<PathBuf>,
-    /// Largest request body accepted on Slack routes.
-    pub max_body_bytes: usize,
-    /// What the engine, the tools and the timers are configured with
-    /// (admins, default approvers and timeout, limits, retries).
-    pub settings: std::sync::Arc<crate::config::Settings>,
 }
 
 /// Flag values that override the environment.
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
-    pub bind: Option<SocketAddr>,
-    pub workflows: Option<PathBuf>,
     pub approval_channel: Option<String>,
     pub templates: Option<PathBuf>,
 }
 
 pub const DEFAULT_API_URL: &str = "https://slack.com/api";
-pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+
+/// The variables that together turn Slack on.
+const REQUIRED: [&str; 2] = ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"];
 
 impl Config {
-    /// Reads the environment through `get` (tests pass a map). Missing
-    /// required settings are an error naming the variable.
+    /// Reads the environment through `get` (tests pass a map): `None` when
+    /// Slack is not configured at all; an error naming what is missing when
+    /// it is half configured.
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
-        store: PathBuf,
         o: Overrides,
-    ) -> Result<Config> {
-        let need = |name: &str| {
-            get(name)
-                .filter(|v| !v.trim().is_empty())
-                .ok_or_else(|| Error::Usage(format!("{name} is not set: `strands serve` needs it (see manifests/slack-app.yaml and the README)")))
-        };
-        let bot_token = SecretString::from(need("SLACK_BOT_TOKEN")?);
-        let signing_secret = SecretString::from(need("SLACK_SIGNING_SECRET")?);
-        let api_url = get("SLACK_API_URL")
-            .filter(|v| !v.trim().is_empty())
+    ) -> Result<Option<Config>> {
+        let set = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let missing: Vec<&str> = REQUIRED
+            .iter()
+            .copied()
+            .filter(|n| set(n).is_none())
+            .collect();
+        if missing.len() == REQUIRED.len() {
+            return Ok(None);
+        }
+        if !missing.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} is not set: Slack needs both {} (see manifests/slack-app.yaml and the README); unset both to serve the API alone",
+                missing.join(" and "),
+                REQUIRED.join(" and ")
+            )));
+        }
+        let need = |name: &str| set(name).map(SecretString::from).unwrap_or_default();
+        let api_url = set("SLACK_API_URL")
             .unwrap_or_else(|| DEFAULT_API_URL.to_string())
             .trim_end_matches('/')
             .to_string();
-        let bind = match o.bind {
-            Some(b) => b,
-            None => {
-                let raw = get("STRANDS_BIND").unwrap_or_else(|| DEFAULT_BIND.to_string());
-                raw.parse().map_err(|_| {
-                    Error::Usage(format!(
-                        "STRANDS_BIND `{raw}` is not an address like 127.0.0.1:3000"
-                    ))
-                })?
-            }
-        };
-        let max_body_bytes = match get("STRANDS_MAX_BODY_BYTES") {
-            Some(v) => v.parse().map_err(|_| {
-                Error::Usage(format!("STRANDS_MAX_BODY_BYTES `{v}` is not a number"))
-            })?,
-            None => 256 * 1024,
-        };
-        Ok(Config {
-            bot_token,
-            signing_secret,
+        Ok(Some(Config {
+            bot_token: need("SLACK_BOT_TOKEN"),
+            signing_secret: need("SLACK_SIGNING_SECRET"),
             api_url,
-            bind,
-            store,
-            workflows: o
-                .workflows
-                .or_else(|| get("STRANDS_WORKFLOWS").map(PathBuf::from)),
             approval_channel: o
                 .approval_channel
                 .or_else(|| get("STRANDS_APPROVAL_CHANNEL"))
@@ -98,13 +76,11 @@ impl Config {
             templates: o
                 .templates
                 .or_else(|| get("STRANDS_TEMPLATES").map(PathBuf::from)),
-            max_body_bytes,
-            settings: std::sync::Arc::new(crate::config::Settings::from_lookup(&get)),
-        })
+        }))
     }
 
-    pub fn from_env(store: PathBuf, o: Overrides) -> Result<Config> {
-        Self::from_lookup(|k| std::env::var(k).ok(), store, o)
+    pub fn from_env(o: Overrides) -> Result<Option<Config>> {
+        Self::from_lookup(|k| std::env::var(k).ok(), o)
     }
 }
 
@@ -114,29 +90,36 @@ mod tests {
     use secrecy::ExposeSecret;
     use std::collections::HashMap;
 
-    fn cfg(vars: &[(&str, &str)]) -> Result<Config> {
+    fn cfg(vars: &[(&str, &str)]) -> Result<Option<Config>> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Config::from_lookup(
-            |k| map.get(k).cloned(),
-            PathBuf::from("/tmp/s"),
-            Overrides::default(),
-        )
+        Config::from_lookup(|k| map.get(k).cloned(), Overrides::default())
     }
 
     #[test]
-    fn missing_settings_are_named_and_secrets_never_printed() {
+    fn slack_is_off_on_or_refused_when_half_set_and_secrets_never_print() {
+        assert!(cfg(&[]).expect("no slack").is_none());
+        assert!(cfg(&[("SLACK_BOT_TOKEN", " ")])
+            .expect("blank is unset")
+            .is_none());
         let e = cfg(&[("SLACK_BOT_TOKEN", "xoxb-1")]).unwrap_err();
-        assert!(e.to_string().contains("SLACK_SIGNING_SECRET"), "{e}");
+        assert!(
+            e.to_string().starts_with("SLACK_SIGNING_SECRET is not set"),
+            "{e}"
+        );
         let e = cfg(&[("SLACK_SIGNING_SECRET", "s")]).unwrap_err();
-        assert!(e.to_string().contains("SLACK_BOT_TOKEN"), "{e}");
+        assert!(
+            e.to_string().starts_with("SLACK_BOT_TOKEN is not set"),
+            "{e}"
+        );
         let c = cfg(&[
             ("SLACK_BOT_TOKEN", "xoxb-very-secret"),
             ("SLACK_SIGNING_SECRET", "sign-secret"),
         ])
-        .unwrap();
+        .unwrap()
+        .expect("slack on");
         let shown = format!("{c:?}");
         assert!(
             !shown.contains("xoxb-very-secret") && !shown.contains("sign-secret"),
@@ -146,7 +129,6 @@ mod tests {
         assert_eq!(c.bot_token.expose_secret(), "xoxb-very-secret");
         assert_eq!(c.signing_secret.expose_secret(), "sign-secret");
         assert_eq!(c.api_url, DEFAULT_API_URL);
-        assert_eq!(c.bind.to_string(), DEFAULT_BIND);
     }
 
     #[test]
@@ -156,13 +138,8 @@ mod tests {
             ("SLACK_SIGNING_SECRET", "s"),
             ("SLACK_API_URL", "http://127.0.0.1:9/api/"),
         ])
-        .unwrap();
+        .unwrap()
+        .expect("slack on");
         assert_eq!(c.api_url, "http://127.0.0.1:9/api");
-        assert!(cfg(&[
-            ("SLACK_BOT_TOKEN", "t"),
-            ("SLACK_SIGNING_SECRET", "s"),
-            ("STRANDS_BIND", "nope")
-        ])
-        .is_err());
     }
 }

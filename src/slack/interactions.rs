@@ -129,6 +129,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     // A value that is the message's gate handle whole names no call (a
     // gate id may contain `#1|` itself); otherwise it may be `handle|call`.
     let whole = app
+        .hub
         .store
         .message_target(&channel, &ts)
         .await
@@ -263,6 +264,7 @@ async fn still_open(
         return Err("this button belongs to an earlier request".into());
     }
     let session = app
+        .hub
         .store
         .load(&target.session)
         .await

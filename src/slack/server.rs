@@ -1,12 +1,11 @@
-//! The HTTP side of the bot (axum). Routes:
+//! The HTTP side of the Slack room (axum), mounted by `strands serve` when
+//! Slack is configured. Routes:
 //!
 //! | route | what |
 //! |---|---|
 //! | `POST /slack/commands` | `/strands` slash commands |
 //! | `POST /slack/interactions` | button clicks and modal submissions |
 //! | `POST /slack/events` | Events API (`url_verification`, retries deduplicated) |
-//! | `GET /healthz` | liveness |
-//! | `GET /metrics` | Prometheus text |
 //!
 //! Every `/slack/*` request passes `verify` first: the body is read raw
 //! (with a size limit), its signature checked over those bytes
@@ -20,7 +19,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Json, Router};
 use secrecy::ExposeSecret;
 use serde_json::json;
@@ -28,19 +27,14 @@ use std::time::Instant;
 
 use super::app::App;
 use super::{commands, interactions, signature};
-use crate::model::Status;
 
-/// The router, with the signature check layered once over the Slack routes.
+/// The Slack routes, with the signature check layered once over them.
 pub fn router(app: App) -> Router {
-    let slack = Router::new()
+    Router::new()
         .route("/slack/commands", post(commands_route))
         .route("/slack/interactions", post(interactions_route))
         .route("/slack/events", post(events_route))
-        .route_layer(middleware::from_fn_with_state(app.clone(), verify));
-    Router::new()
-        .merge(slack)
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/metrics", get(metrics_route))
+        .route_layer(middleware::from_fn_with_state(app.clone(), verify))
         .with_state(app)
 }
 
@@ -48,7 +42,7 @@ pub fn router(app: App) -> Router {
 /// then lets the request through with the same bytes.
 async fn verify(State(app): State<App>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, app.config.max_body_bytes).await {
+    let bytes = match axum::body::to_bytes(body, app.hub.max_body_bytes).await {
         Ok(b) => b,
         Err(_) => {
             app.metrics.refused("body_too_large");
@@ -122,7 +116,7 @@ async fn events_route(State(app): State<App>, headers: HeaderMap, body: Bytes) -
     }
     let retry = headers.get("x-slack-retry-num").is_some();
     if let Some(id) = event.get("event_id").and_then(|v| v.as_str()) {
-        match app.store.first_sighting(id).await {
+        match app.hub.store.first_sighting(id).await {
             Ok(true) => {}
             Ok(false) => {
                 // Already handled: acknowledge, and ask Slack to stop retrying.
@@ -138,30 +132,4 @@ async fn events_route(State(app): State<App>, headers: HeaderMap, body: Bytes) -
         tracing::info!("accepted a retried event the first time it was seen");
     }
     StatusCode::OK.into_response()
-}
-
-async fn metrics_route(State(app): State<App>) -> Response {
-    let mut counts = Vec::new();
-    if let Ok(list) = app.store.list(None).await {
-        for status in [
-            Status::Running,
-            Status::Paused,
-            Status::Completed,
-            Status::Failed,
-            Status::Rejected,
-        ] {
-            counts.push((
-                status.as_str(),
-                list.iter().filter(|s| s.status == status).count() as i64,
-            ));
-        }
-    }
-    (
-        [(
-            "content-type",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        app.metrics.render(&counts),
-    )
-        .into_response()
 }

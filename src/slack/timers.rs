@@ -1,5 +1,5 @@
-//! What the bot does about gate timers ([`crate::engine::timers`] decides
-//! when they fire): reminders in the approval thread mentioning who must
+//! What the Slack room does about gate timers ([`crate::engine::timers`]
+//! decides when they fire; [`super::room::SlackRoom`] is called): reminders in the approval thread mentioning who must
 //! answer, escalated requests re-posted to the `escalation_target` (a
 //! channel, else a direct message to each user; groups are mentioned in the
 //! approval channel) with working buttons and a note in the original
@@ -12,17 +12,17 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::app::{decision_name, mention, App};
+use super::app::{mention, App};
 use super::blocks::{escape_mrkdwn, ApprovalView, DecidedView};
-use crate::engine::timers::{EscalationWhy, Notifier, Timers};
-use crate::error::Result;
+use crate::model::timer::EscalationWhy;
 use crate::model::{Answer, Decision, GateEventKind, OpenGate, Session};
 use crate::spec::{EscalationTarget, Fallback};
 use crate::store::Fired;
 
 /// The message that asked for gate `handle` of session `id`, if any.
 pub async fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model::Notification> {
-    app.store
+    app.hub
+        .store
         .notifications(id)
         .await
         .ok()?
@@ -183,7 +183,7 @@ pub async fn after_answer(app: &App, session: &Session, gate_id: &str, answer: &
     }) else {
         return;
     };
-    let esc = match app.store.escalation(&session.id, &handle).await {
+    let esc = match app.hub.store.escalation(&session.id, &handle).await {
         Ok(Some(e)) => e,
         _ => return,
     };
@@ -275,148 +275,103 @@ fn human_duration(d: chrono::TimeDelta) -> String {
     }
 }
 
-/// The bot as the timers' [`Notifier`].
-pub struct SlackNotifier {
-    pub app: App,
+/// The messages that asked for gate `handle`.
+pub async fn messages(app: &App, session: &Session, handle: &str) -> Vec<(String, String)> {
+    note_for(app, &session.id, handle)
+        .await
+        .and_then(|n| n.ts.map(|ts| (n.channel, ts)))
+        .into_iter()
+        .collect()
 }
 
-impl Notifier for SlackNotifier {
-    async fn messages(&self, session: &Session, handle: &str) -> Vec<(String, String)> {
-        note_for(&self.app, &session.id, handle)
-            .await
-            .and_then(|n| n.ts.map(|ts| (n.channel, ts)))
-            .into_iter()
-            .collect()
+/// Reminder `n` of `of` in the approval thread, mentioning who must answer.
+pub async fn remind(app: &App, session: &Session, gate: &OpenGate, n: u32, of: u32) {
+    let Some((channel, thread_ts)) = note_for(app, &session.id, &gate.handle())
+        .await
+        .filter(|n| n.ts.is_some() && !n.channel.is_empty())
+        .and_then(|n| Some((n.channel.clone(), n.thread_ts.clone().or(n.ts.clone())?)))
+    else {
+        return;
+    };
+    let who = if gate.approvers.is_empty() {
+        mention(&session.started_by)
+    } else {
+        gate.approvers
+            .iter()
+            .map(|a| crate::gate::show_approver(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let deadline = gate
+        .timeout_at
+        .map(|at| {
+            format!(
+                " It times out {} ({}).",
+                slack_date(at),
+                fallback_words(gate.fallback)
+            )
+        })
+        .unwrap_or_default();
+    let text = format!(
+        "⏰ Reminder {n} of {of}: {who}, gate `{}` of `{}` is waiting for your answer.{deadline}",
+        escape_mrkdwn(&gate.id),
+        escape_mrkdwn(&session.workflow),
+    );
+    let blocks = note_blocks(&text, session);
+    if let Err(e) = app
+        .api
+        .post_message(&channel, &plain(&text), blocks, Some(&thread_ts))
+        .await
+    {
+        // A lost reminder is not worth a retry storm; the next one comes.
+        tracing::warn!(session = %session.id, "reminder not posted: {e}");
     }
+}
 
-    async fn remind(&self, session: &Session, gate: &OpenGate, n: u32, of: u32) {
-        let Some((channel, thread_ts)) = note_for(&self.app, &session.id, &gate.handle())
-            .await
-            .filter(|n| n.ts.is_some() && !n.channel.is_empty())
-            .and_then(|n| Some((n.channel.clone(), n.thread_ts.clone().or(n.ts.clone())?)))
-        else {
-            return;
-        };
-        let who = if gate.approvers.is_empty() {
-            mention(&session.started_by)
-        } else {
-            gate.approvers
-                .iter()
-                .map(|a| crate::gate::show_approver(a))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let deadline = gate
-            .timeout_at
-            .map(|at| {
-                format!(
-                    " It times out {} ({}).",
-                    slack_date(at),
-                    fallback_words(gate.fallback)
-                )
-            })
-            .unwrap_or_default();
-        let text = format!(
-            "⏰ Reminder {n} of {of}: {who}, gate `{}` of `{}` is waiting for your answer.{deadline}",
-            escape_mrkdwn(&gate.id),
-            escape_mrkdwn(&session.workflow),
-        );
-        let blocks = note_blocks(&text, session);
-        if let Err(e) = self
-            .app
-            .api
-            .post_message(&channel, &plain(&text), blocks, Some(&thread_ts))
-            .await
-        {
-            // A lost reminder is not worth a retry storm; the next one comes.
-            tracing::warn!(session = %session.id, "reminder not posted: {e}");
-        }
+/// Re-posts the request to `targets`, with a note in the original thread.
+pub async fn escalate(
+    app: &App,
+    session: &Session,
+    gate: &OpenGate,
+    targets: &[EscalationTarget],
+    why: &EscalationWhy,
+) -> Vec<(String, String)> {
+    // `why` is ours (a duration, a Slack date): no user text in it.
+    let why = match why {
+        EscalationWhy::TimedOut { until } => format!(
+            "no answer before the timeout; it waits for you until {}, then it is rejected.",
+            until.map(slack_date).unwrap_or_else(|| "later".into()),
+        ),
+        EscalationWhy::Waited(d) => format!("no answer for {}.", human_duration(*d)),
+    };
+    let messages = post_copies(app, session, gate, targets, &why).await;
+    if messages.is_empty() {
+        return messages;
     }
-
-    async fn escalate(
-        &self,
-        session: &Session,
-        gate: &OpenGate,
-        targets: &[EscalationTarget],
-        why: &EscalationWhy,
-    ) -> Vec<(String, String)> {
-        // `why` is ours (a duration, a Slack date): no user text in it.
-        let why = match why {
-            EscalationWhy::TimedOut { until } => format!(
-                "no answer before the timeout; it waits for you until {}, then it is rejected.",
-                until.map(slack_date).unwrap_or_else(|| "later".into()),
-            ),
-            EscalationWhy::Waited(d) => format!("no answer for {}.", human_duration(*d)),
-        };
-        let messages = post_copies(&self.app, session, gate, targets, &why).await;
-        if messages.is_empty() {
-            return messages;
-        }
-        tracing::info!(session = %session.id, gate = %gate.handle(), "escalated to {}", targets_text(targets));
-        // A note in the original thread.
-        if let Some(n) = note_for(&self.app, &session.id, &gate.handle())
-            .await
-            .filter(|n| !n.channel.is_empty())
-        {
-            if let Some(thread) = n.thread_ts.clone().or(n.ts.clone()) {
-                let text = format!("🔺 Escalated to {}: {why}", targets_text(targets));
-                let blocks = note_blocks(&text, session);
-                if let Err(e) = self
-                    .app
-                    .api
-                    .post_message(&n.channel, &plain(&text), blocks, Some(&thread))
-                    .await
-                {
-                    tracing::warn!(session = %session.id, "escalation note not posted: {e}");
-                }
+    tracing::info!(session = %session.id, gate = %gate.handle(), "escalated to {}", targets_text(targets));
+    // A note in the original thread.
+    if let Some(n) = note_for(app, &session.id, &gate.handle())
+        .await
+        .filter(|n| !n.channel.is_empty())
+    {
+        if let Some(thread) = n.thread_ts.clone().or(n.ts.clone()) {
+            let text = format!("🔺 Escalated to {}: {why}", targets_text(targets));
+            let blocks = note_blocks(&text, session);
+            if let Err(e) = app
+                .api
+                .post_message(&n.channel, &plain(&text), blocks, Some(&thread))
+                .await
+            {
+                tracing::warn!(session = %session.id, "escalation note not posted: {e}");
             }
         }
-        messages
     }
-
-    async fn timed_out(&self, session: &Session, fired: &Fired) {
-        self.app.metrics.gate_answered(decision_name(&fired.answer));
-        show_answer(
-            &self.app,
-            session,
-            &fired.gate,
-            &fired.messages,
-            &fired.answer,
-        )
-        .await;
-    }
-
-    async fn resume(&self, session: &str) {
-        self.app.drive(session.to_string());
-    }
-
-    fn can_escalate(&self) -> bool {
-        true
-    }
+    messages
 }
 
-/// The bot's timer service.
-pub fn service<'a>(app: &'a App, notifier: &'a SlackNotifier) -> Timers<'a, SlackNotifier> {
-    Timers {
-        store: &app.store,
-        notifier,
-        clock: app.clock.clone(),
-        specs: app.specs.clone(),
-        wake: app.wake.clone(),
-    }
-}
-
-/// At start-up: fires every timer already due (before the bot takes
-/// clicks), then runs the timer loop.
-pub async fn start(app: &App) -> Result<()> {
-    let notifier = SlackNotifier { app: app.clone() };
-    service(app, &notifier).fire_due().await?;
-    let app = app.clone();
-    tokio::spawn(async move {
-        let notifier = SlackNotifier { app: app.clone() };
-        service(&app, &notifier).run().await;
-    });
-    Ok(())
+/// A timeout's answer on every message that asked ("⏱ Timed out → ...").
+pub async fn timed_out(app: &App, session: &Session, fired: &Fired) {
+    show_answer(app, session, &fired.gate, &fired.messages, &fired.answer).await;
 }
 
 #[cfg(test)]

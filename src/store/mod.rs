@@ -339,4 +339,31 @@ impl Store {
             }
         }
     }
+
+    /// The audit entries at or after `since` (of sessions whose id starts
+    /// with `session`), in order, decoded: what `audit export` and
+    /// `GET /api/v1/audit` give. An unreadable entry is an error naming it.
+    pub async fn audit_export(
+        &self,
+        since: Option<DateTime<Utc>>,
+        session: Option<&str>,
+    ) -> Result<Vec<crate::audit::AuditEntry>> {
+        let mut out = Vec::new();
+        for (seq, bytes) in self.audit_entries().await? {
+            let entry: crate::audit::AuditEntry = serde_json::from_slice(&bytes).map_err(|e| {
+                crate::error::Error::Store(format!(
+                    "audit entry #{seq} is unreadable ({e}); run `strands audit verify`"
+                ))
+            })?;
+            let e = &entry.event;
+            if since.is_some_and(|t| e.at.is_none_or(|at| at < t)) {
+                continue;
+            }
+            if session.is_some_and(|s| !e.session.starts_with(s)) {
+                continue;
+            }
+            out.push(entry);
+        }
+        Ok(out)
+    }
 }

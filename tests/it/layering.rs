@@ -15,7 +15,7 @@ use std::path::Path;
 
 const LAYERS: &[&str] = &[
     "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
-    "channel", "store", "engine", "slack", "cli",
+    "channel", "store", "engine", "hub", "api", "slack", "serve", "cli",
 ];
 
 fn rank(module: &str) -> Option<usize> {

@@ -242,17 +242,12 @@ fn bot() -> &'static Bot {
                     _ => None,
                 }
             };
-            let config = strands::slack::config::Config::from_lookup(
-                env,
-                store_path.clone(),
-                strands::slack::config::Overrides {
-                    workflows: Some(wf),
-                    ..Default::default()
-                },
-            )
-            .expect("a config");
+            let config = strands::slack::config::Config::from_lookup(env, Default::default())
+                .expect("a config")
+                .expect("slack is configured");
             let store = strands::store::Store::open(&store_path).expect("a store");
-            let app = strands::slack::app::App::new(config, store).expect("an app");
+            let hub = strands::hub::Hub::new(store, Default::default(), Some(wf));
+            let app = strands::slack::app::App::new(config, hub).expect("an app");
             strands::slack::server::router(app)
         });
         Bot {

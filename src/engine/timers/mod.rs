@@ -80,15 +80,7 @@ impl Clock for TokioClock {
     }
 }
 
-/// Why an escalation was sent, as the notifier words it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum EscalationWhy {
-    /// Nobody answered for this long (`escalation_timeout`).
-    Waited(TimeDelta),
-    /// The timeout passed (`fallback_action: escalate`); the targets have
-    /// until this deadline, then it is rejected.
-    TimedOut { until: Option<DateTime<Utc>> },
-}
+pub use crate::model::timer::EscalationWhy;
 
 /// What a channel does about timers. The bot posts in Slack; without a
 /// bot ([`Quiet`]) reminders go nowhere and escalation is impossible.

@@ -212,15 +212,30 @@ fn a_token_name_is_in_use_once_and_every_change_is_audited() {
     let a = NewToken::generate("ci", Role::Operator, now, None);
     assert!(store.create_token(&a.record, &ev()).expect("create"));
     let b = NewToken::generate("ci", Role::Admin, now, None);
-    assert!(!store.create_token(&b.record, &ev()).expect("create"), "name in use");
-    assert_eq!(store.token(&b.record.id).expect("read"), None, "nothing written");
+    assert!(
+        !store.create_token(&b.record, &ev()).expect("create"),
+        "name in use"
+    );
+    assert_eq!(
+        store.token(&b.record.id).expect("read"),
+        None,
+        "nothing written"
+    );
     let got = store.token(&a.record.id).expect("read").expect("stored");
     assert_eq!(got, a.record);
-    assert!(!serde_json::to_string(&got).expect("json").contains(&a.token[17..]));
-    let revoked = store.revoke_token("ci", now, &ev()).expect("revoke").expect("was in use");
+    assert!(!serde_json::to_string(&got)
+        .expect("json")
+        .contains(&a.token[17..]));
+    let revoked = store
+        .revoke_token("ci", now, &ev())
+        .expect("revoke")
+        .expect("was in use");
     assert_eq!(revoked.revoked_at, Some(now));
     assert_eq!(store.revoke_token("ci", now, &ev()).expect("revoke"), None);
-    assert!(store.create_token(&b.record, &ev()).expect("create"), "name free again");
+    assert!(
+        store.create_token(&b.record, &ev()).expect("create"),
+        "name free again"
+    );
     assert_eq!(store.tokens().expect("list").len(), 2);
     assert_eq!(store.audit_head().expect("head").map(|h| h.seq), Some(3));
 }

@@ -1,5 +1,6 @@
-//! `GET /metrics`: Prometheus text format (prometheus-client). Sessions by
-//! status are counted from the store at scrape time; everything else is
+//! The service's metrics (`GET /metrics`, Prometheus text format via
+//! prometheus-client): one registry for every room and the API. Sessions
+//! by status are counted from the store at scrape time; everything else is
 //! counted as it happens.
 
 use prometheus_client::encoding::text::encode;
@@ -126,6 +127,22 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+}
+
+/// The label a decision is counted under.
+pub fn decision_name(d: &crate::model::Decision) -> &'static str {
+    use crate::model::Decision;
+    match d {
+        Decision::Approve => "approve",
+        Decision::Reject { .. } => "reject",
+        Decision::Modify { .. } => "modify",
+        Decision::Defer => "defer",
+        Decision::Respond { .. } => "respond",
+        Decision::Edit { .. } => "edit",
+        Decision::Trust => "trust",
+        Decision::Skip => "skip",
+        Decision::Abort { .. } => "abort",
     }
 }
 

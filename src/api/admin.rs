@@ -1,0 +1,158 @@
+//! Admin routes: the audit export and API tokens (`strands tokens ...`
+//! goes through these when the CLI talks to a server).
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
+use crate::hub::Hub;
+use crate::model::token::Role;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Entries at or after this time (RFC 3339, or YYYY-MM-DD).
+    pub since: Option<String>,
+    /// Entries of this session (an id or its prefix).
+    pub session: Option<String>,
+}
+
+/// The audit trail as JSON lines, each entry with its place in the hash
+/// chain (`strands audit verify` checks it). Admins.
+#[utoipa::path(get, path = "/audit", tag = "admin", params(AuditQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, content_type = "application/x-ndjson", body = String, description = "one audit entry per line"),
+        (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+    ))]
+pub async fn audit(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Admin)?;
+    let since = q
+        .since
+        .as_deref()
+        .map(crate::audit::parse_since)
+        .transpose()
+        .map_err(ApiError::bad_request)?;
+    let mut body = String::new();
+    for entry in hub.store.audit_export(since, q.session.as_deref()).await? {
+        body.push_str(
+            &serde_json::to_string(&entry).map_err(|e| crate::Error::Internal(e.to_string()))?,
+        );
+        body.push('\n');
+    }
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response())
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    pub name: String,
+    /// `approver`, `operator` or `admin`.
+    pub role: String,
+    #[serde(default)]
+    pub expires_days: Option<u32>,
+}
+
+/// A token just made: `token` is shown this once.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct TokenCreated {
+    pub token: String,
+    pub name: String,
+    pub role: String,
+    pub id: String,
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Makes a token. Admins.
+#[utoipa::path(post, path = "/tokens", tag = "admin", request_body = TokenRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, body = TokenCreated),
+        (status = 403, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "a token of that name is in use"),
+        (status = 422, body = ErrorBody),
+    ))]
+pub async fn create_token(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiJson(req): ApiJson<TokenRequest>,
+) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
+    caller.require(Role::Admin)?;
+    let role = Role::parse(&req.role).ok_or_else(|| {
+        ApiError::unprocessable(
+            "bad_token",
+            format!(
+                "role `{}` is not one of approver, operator, admin",
+                req.role
+            ),
+        )
+    })?;
+    let new = crate::hub::tokens::create(
+        &hub.store,
+        &req.name,
+        role,
+        req.expires_days,
+        false,
+        &caller.name,
+        "api",
+    )
+    .await??;
+    Ok((
+        StatusCode::CREATED,
+        Json(TokenCreated {
+            name: new.record.name.clone(),
+            role: role.to_string(),
+            id: new.record.id.clone(),
+            expires_at: new.record.expires_at,
+            token: new.token,
+        }),
+    ))
+}
+
+/// Every token ever made (never a secret or its hash). Admins.
+#[utoipa::path(get, path = "/tokens", tag = "admin",
+    security(("bearer" = [])),
+    responses((status = 200, body = Object, description = "`{\"tokens\": [...]}`"), (status = 403, body = ErrorBody)))]
+pub async fn list_tokens(State(hub): State<Hub>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    caller.require(Role::Admin)?;
+    let tokens: Vec<Value> = hub
+        .store
+        .tokens()
+        .await?
+        .iter()
+        .map(crate::hub::tokens::listed)
+        .collect();
+    Ok(Json(
+        serde_json::json!({ "count": tokens.len(), "tokens": tokens }),
+    ))
+}
+
+/// Revokes the token in use named `name`. Admins.
+#[utoipa::path(delete, path = "/tokens/{name}", tag = "admin",
+    params(("name" = String, Path, description = "the token's name")),
+    security(("bearer" = [])),
+    responses((status = 200, body = Object), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn revoke_token(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Role::Admin)?;
+    match crate::hub::tokens::revoke(&hub.store, &name, &caller.name, "api").await? {
+        Some(t) => Ok(Json(crate::hub::tokens::listed(&t))),
+        None => Err(ApiError::not_found(format!(
+            "no token named `{name}` is in use"
+        ))),
+    }
+}

@@ -1,0 +1,182 @@
+//! Live events as Server-Sent Events: `GET /sessions/{id}/events` (one
+//! run; it replays the run's events from the start, then follows, and ends
+//! after the run's last event) and `GET /events` (every run, from now).
+//! Each event's SSE `id` is its number in the store's one sequence, so a
+//! client reconnecting with `Last-Event-ID` (or `?after=N`) misses nothing
+//! and sees nothing twice. A CI job blocks on a decision with
+//! `curl -N` instead of polling.
+//!
+//! Events are read from the store, never from memory: a follower wakes when
+//! this process writes one, and looks again every [`POLL`] for writers
+//! elsewhere (another replica on a shared store).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::stream::Stream;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiPath, ApiQuery, ErrorBody};
+use crate::hub::Hub;
+use crate::model::token::Role;
+use crate::model::Event;
+
+/// How often a follower looks for events written by other processes.
+pub const POLL: Duration = Duration::from_secs(1);
+const PAGE: usize = 256;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FollowQuery {
+    /// Start after this event number (as `Last-Event-ID` does).
+    pub after: Option<u64>,
+}
+
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    match headers.get("last-event-id") {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be an event number")),
+    }
+}
+
+struct Follow {
+    hub: Hub,
+    /// One session's events, or every session's.
+    session: Option<String>,
+    cursor: u64,
+    seen: tokio::sync::watch::Receiver<u64>,
+    buf: VecDeque<Event>,
+    done: bool,
+}
+
+impl Follow {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(e) = self.buf.pop_front() {
+                self.cursor = e.seq;
+                // A run's stream ends with the run.
+                if self.session.is_some() && e.what.is_final() {
+                    self.done = true;
+                }
+                return Some(e);
+            }
+            self.seen.borrow_and_update();
+            let page = match &self.session {
+                Some(s) => {
+                    self.hub
+                        .store
+                        .session_events_after(s, self.cursor, PAGE)
+                        .await
+                }
+                None => self.hub.store.events_after(self.cursor, PAGE).await,
+            };
+            match page {
+                Ok(p) if !p.is_empty() => self.buf.extend(p),
+                Ok(_) => {
+                    let _ = tokio::time::timeout(POLL, self.seen.changed()).await;
+                }
+                Err(e) => {
+                    tracing::error!("cannot read events: {e}");
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+fn to_sse(e: &Event) -> SseEvent {
+    let data = serde_json::to_string(e).unwrap_or_else(|_| "{}".into());
+    SseEvent::default()
+        .id(e.seq.to_string())
+        .event(e.what.name())
+        .data(data)
+}
+
+fn stream(follow: Follow) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    futures_util::stream::unfold(follow, |mut f| async move {
+        let e = f.next().await?;
+        Some((Ok(to_sse(&e)), f))
+    })
+}
+
+/// One run's events: replayed from its start (or after `Last-Event-ID`),
+/// then followed; the stream ends after `run.completed`, `run.failed` or
+/// `run.rejected`.
+#[utoipa::path(get, path = "/sessions/{id}/events", tag = "events",
+    params(("id" = String, Path, description = "a session id"), FollowQuery,
+        ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = String,
+            description = "events: `id` is the event number, `event` its type (step.done, gate.opened, gate.answered, gate.timed_out, run.completed, run.failed, run.rejected), `data` the event as JSON"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ))]
+pub async fn session_events(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<FollowQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let s = super::sessions::readable(&hub, &caller, &id).await?;
+    let after = last_event_id(&headers)?.or(q.after).unwrap_or(0);
+    let seen = hub.store.subscribe_events();
+    let follow = Follow {
+        hub,
+        session: Some(s.id),
+        cursor: after,
+        seen,
+        buf: VecDeque::new(),
+        done: false,
+    };
+    Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()))
+}
+
+/// Every run's events from now (or after `Last-Event-ID`), followed until
+/// the client goes. Operators and admins.
+#[utoipa::path(get, path = "/events", tag = "events",
+    params(FollowQuery,
+        ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = String,
+            description = "events, as for one session"),
+        (status = 403, body = ErrorBody),
+    ))]
+pub async fn all_events(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<FollowQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    caller.require(Role::Operator)?;
+    let after = match last_event_id(&headers)?.or(q.after) {
+        Some(n) => n,
+        None => hub.store.last_event().await?,
+    };
+    let seen = hub.store.subscribe_events();
+    let follow = Follow {
+        hub,
+        session: None,
+        cursor: after,
+        seen,
+        buf: VecDeque::new(),
+        done: false,
+    };
+    Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()))
+}

@@ -1,0 +1,373 @@
+//! `/api/v1/sessions`: list and read sessions, answer their gates, cancel
+//! them. Answers go through the service's intake (the same approver,
+//! quorum and self-approval rules as Slack and the CLI), as the caller's
+//! token name, `via: api`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
+use crate::engine::Accepted;
+use crate::hub::view::SessionView;
+use crate::hub::Hub;
+use crate::model::token::Role;
+use crate::model::{Answer, Decision, GateEventKind, Session, Status, Summary};
+
+/// Who may read a session: operators and admins any; an approver the
+/// sessions it started, answered, or may answer now.
+pub(super) fn may_read(hub: &Hub, caller: &Caller, s: &Session) -> bool {
+    if caller.role >= Role::Operator || s.started_by == caller.name {
+        return true;
+    }
+    let answered = s.history.iter().any(
+        |e| matches!(&e.what, GateEventKind::Answered { answer, .. } if answer.by == caller.name),
+    );
+    if answered {
+        return true;
+    }
+    let nobody = |_: &str| false;
+    let asker = hub.asker(&caller.name, &nobody);
+    let reject = Decision::Reject { reason: None };
+    s.open_gates()
+        .any(|g| crate::engine::intake::authorize(g, s, &reject, &asker).is_ok())
+}
+
+/// The session `id` (or a unique prefix), when the caller may read it.
+pub(super) async fn readable(hub: &Hub, caller: &Caller, id: &str) -> Result<Session, ApiError> {
+    let s = hub.store.get(id).await?;
+    if may_read(hub, caller, &s) {
+        Ok(s)
+    } else {
+        Err(ApiError::forbidden(format!(
+            "`{}` may not read session {}: approver tokens read the sessions they may answer",
+            caller.name, s.id
+        )))
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// `running`, `paused`, `completed`, `failed` or `rejected`.
+    pub status: Option<String>,
+    /// Only runs of this workflow.
+    pub workflow: Option<String>,
+    /// At most this many (1–500, default 50).
+    pub limit: Option<usize>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// A page of sessions, newest first.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SessionPage {
+    #[schema(value_type = Vec<Object>)]
+    pub sessions: Vec<Summary>,
+    pub count: usize,
+    /// Pass as `cursor` for the next page; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+fn cursor_of(s: &Summary) -> String {
+    format!(
+        "{}_{}",
+        s.created_at.timestamp_nanos_opt().unwrap_or_default(),
+        s.id
+    )
+}
+
+fn parse_cursor(c: &str) -> Result<(DateTime<Utc>, String), ApiError> {
+    let bad = || ApiError::bad_request(format!("cursor `{c}` is not one this server gave"));
+    let (nanos, id) = c.split_once('_').ok_or_else(bad)?;
+    let nanos: i64 = nanos.parse().map_err(|_| bad())?;
+    Ok((DateTime::from_timestamp_nanos(nanos), id.to_string()))
+}
+
+/// Sessions, newest first (an approver sees those it may read).
+#[utoipa::path(get, path = "/sessions", tag = "sessions", params(ListQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = SessionPage),
+        (status = 400, body = ErrorBody, description = "a bad status, limit or cursor"),
+        (status = 401, body = ErrorBody),
+    ))]
+pub async fn list(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<SessionPage>, ApiError> {
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(Status::parse(s).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "status `{s}` is not one of running, paused, completed, failed, rejected"
+            ))
+        })?),
+    };
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::bad_request("limit must be between 1 and 500"));
+    }
+    let after = q.cursor.as_deref().map(parse_cursor).transpose()?;
+    let mut page = Vec::new();
+    let mut more = false;
+    for s in hub.store.list(status).await? {
+        if q.workflow.as_deref().is_some_and(|w| w != s.workflow) {
+            continue;
+        }
+        if let Some((at, id)) = &after {
+            // Newest first, ties by id: resume strictly after the cursor.
+            if s.created_at > *at || (s.created_at == *at && s.id <= *id) {
+                continue;
+            }
+        }
+        if caller.role < Role::Operator {
+            match hub.store.load(&s.id).await? {
+                Some(full) if may_read(&hub, &caller, &full) => {}
+                _ => continue,
+            }
+        }
+        if page.len() == limit {
+            more = true;
+            break;
+        }
+        page.push(s);
+    }
+    let next_cursor = more.then(|| page.last().map(cursor_of)).flatten();
+    Ok(Json(SessionPage {
+        count: page.len(),
+        sessions: page,
+        next_cursor,
+    }))
+}
+
+/// One session in full: the object `strands sessions show --json` prints.
+#[utoipa::path(get, path = "/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "a session id, or a unique prefix of 4+ characters")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = SessionView),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ))]
+pub async fn show(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<SessionView>, ApiError> {
+    let s = readable(&hub, &caller, &id).await?;
+    let notes = hub.store.notifications(&s.id).await?;
+    Ok(Json(SessionView::of(&s, true, notes.last())))
+}
+
+/// An answer to an open gate.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// `approve`, `reject`, `modify` (needs `feedback`), `respond` (needs
+    /// `response`), `edit` (tool calls; needs `args`) or `trust` (tool calls).
+    pub decision: String,
+    /// The gate: its handle `id#n` or its id; needed when several are open.
+    #[serde(default)]
+    pub gate: Option<String>,
+    /// Tool-call gates: which waiting call.
+    #[serde(default)]
+    pub call: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub feedback: Option<String>,
+    #[serde(default)]
+    pub response: Option<String>,
+    /// `edit`: the call's new arguments (a JSON object; same tool).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<Value>,
+    /// Variable overrides that come with the answer.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub vars: Map<String, Value>,
+}
+
+impl AnswerRequest {
+    /// The decision it asks for; 422 naming what is missing.
+    pub fn decision(&self) -> Result<Decision, ApiError> {
+        let need = |what: &Option<String>, field: &str| {
+            what.clone()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| {
+                    ApiError::unprocessable(
+                        "bad_answer",
+                        format!("`{}` needs a non-empty `{field}`", self.decision),
+                    )
+                })
+        };
+        Ok(match self.decision.as_str() {
+            "approve" => Decision::Approve,
+            "reject" => Decision::Reject {
+                reason: self.reason.clone().filter(|r| !r.trim().is_empty()),
+            },
+            "modify" => Decision::Modify {
+                feedback: need(&self.feedback, "feedback")?,
+            },
+            "respond" => Decision::Respond {
+                text: need(&self.response, "response")?,
+            },
+            "edit" => match &self.args {
+                Some(Value::Object(_)) => Decision::Edit {
+                    arguments: self.args.clone().unwrap_or(Value::Null),
+                },
+                _ => {
+                    return Err(ApiError::unprocessable(
+                        "bad_answer",
+                        "`edit` needs `args`, the call's new arguments as a JSON object",
+                    ))
+                }
+            },
+            "trust" => Decision::Trust,
+            other => {
+                return Err(ApiError::unprocessable(
+                    "bad_answer",
+                    format!(
+                        "decision `{other}` is not one of approve, reject, modify, respond, edit, trust"
+                    ),
+                ))
+            }
+        })
+    }
+}
+
+/// What became of an answer.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AnswerOutcome {
+    /// `recorded` (the run goes on), `counted` (one vote of a quorum, or one
+    /// of several tool calls: the gate stays open) or `queued` (the run is
+    /// busy with another branch; recorded as soon as it stops).
+    pub status: String,
+    pub session: SessionView,
+}
+
+/// Answers an open gate.
+#[utoipa::path(post, path = "/sessions/{id}/answers", tag = "sessions",
+    params(("id" = String, Path, description = "a session id")),
+    request_body = AnswerRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = AnswerOutcome, description = "recorded"),
+        (status = 403, body = ErrorBody, description = "not an approver of this gate, or self-approval"),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "already decided (says by whom and when), not paused, or timed out"),
+        (status = 422, body = ErrorBody, description = "the answer does not fit the gate"),
+    ))]
+pub async fn answer(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(req): ApiJson<AnswerRequest>,
+) -> Result<Json<AnswerOutcome>, ApiError> {
+    caller.require(Role::Approver)?;
+    let decision = req.decision()?;
+    let id = hub.store.resolve(&id).await?;
+    let answer = Answer {
+        decision,
+        by: caller.name.clone(),
+        at: Utc::now(),
+        via: "api".into(),
+        vars: req.vars.clone(),
+        call: req.call.clone(),
+    };
+    take(&hub, &caller, &id, req.gate.as_deref(), answer).await
+}
+
+/// Hands an answer to the service's intake as `caller`.
+pub(super) async fn take(
+    hub: &Hub,
+    caller: &Caller,
+    id: &str,
+    gate: Option<&str>,
+    answer: Answer,
+) -> Result<Json<AnswerOutcome>, ApiError> {
+    let nobody = |_: &str| false;
+    let asker = hub.asker(&caller.name, &nobody);
+    let accepted = hub.answer(id, gate, answer, &asker).await??;
+    let status = match &accepted {
+        Accepted::Recorded(_) => "recorded",
+        Accepted::Counted(_) => "counted",
+        Accepted::Queued(_) => "queued",
+    };
+    Ok(Json(AnswerOutcome {
+        status: status.into(),
+        session: SessionView::of(accepted.session(), false, None),
+    }))
+}
+
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    /// Why; recorded with the rejection.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Cancels a paused run: its open gate is rejected, as `/strands cancel`
+/// does (the gate's approver rules apply).
+#[utoipa::path(post, path = "/sessions/{id}/cancel", tag = "sessions",
+    params(("id" = String, Path, description = "a session id")),
+    request_body(content = Option<CancelRequest>, description = "optional reason"),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = AnswerOutcome),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "not paused"),
+    ))]
+pub async fn cancel(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<AnswerOutcome>), ApiError> {
+    caller.require(Role::Operator)?;
+    let body: CancelRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        CancelRequest::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not a cancel request: {e}")))?
+    };
+    let s = hub.store.get(&id).await?;
+    let Some(gate) = s.first_gate().map(|g| g.handle()) else {
+        return Err(match s.status {
+            Status::Running => ApiError::conflict(
+                "running",
+                format!(
+                    "session {} is running; it can be cancelled when it pauses at a gate",
+                    s.id
+                ),
+            ),
+            status => ApiError::from(crate::model::Refusal::NotOpen(status)),
+        });
+    };
+    let reason = body.reason.filter(|r| !r.trim().is_empty());
+    let answer = Answer {
+        decision: Decision::Reject {
+            reason: Some(match reason {
+                Some(r) => format!("cancelled by {}: {r}", caller.name),
+                None => format!("cancelled by {}", caller.name),
+            }),
+        },
+        by: caller.name.clone(),
+        at: Utc::now(),
+        via: "api".into(),
+        vars: Map::new(),
+        call: None,
+    };
+    let outcome = take(&hub, &caller, &s.id, Some(&gate), answer).await?;
+    Ok((StatusCode::OK, outcome))
+}

@@ -1,0 +1,301 @@
+//! The approval service's core: what `strands serve` shares between its
+//! rooms (Slack, later chat tools) and its HTTP API — the store, the
+//! settings, the parsed specs, the clock, and the one place a session is
+//! driven in the background.
+//!
+//! Every door into the service ends here: a run started from Slack or by
+//! `POST /api/v1/runs` goes through [`Hub::start`]; an answer from a click,
+//! a modal or `POST /sessions/{id}/answers` goes through [`Hub::answer`]
+//! (the engine's intake, then a background drive); a timer that fires
+//! drives through [`Hub::drive`] too. The engine asks people through the
+//! [`Hall`] of rooms the service opened ([`Hub::open_rooms`]).
+//!
+//! Modules: [`metrics`] (one registry), [`notifier`] (the timers' notifier
+//! over the hall), [`workflows`] (the named specs runs may start),
+//! [`view`] (the session as API and CLI show it), [`tokens`] (API tokens).
+
+pub mod metrics;
+pub mod notifier;
+pub mod tokens;
+pub mod view;
+pub mod workflows;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::channel::hall::{Hall, Room};
+use crate::config::Settings;
+use crate::engine::specs::SpecCache;
+use crate::engine::timers::{Clock, TokioClock};
+use crate::engine::{Accepted, Asker, Engine, Start};
+use crate::error::Result;
+use crate::model::{Answer, Origin, Refusal, Session, Status};
+use crate::store::Store;
+
+pub use workflows::StartRefusal;
+
+/// How long checking an edited tool call may spend fetching its schema (a
+/// Slack click must be acknowledged within 3 s).
+const PREPARE_DEADLINE: Duration = Duration::from_millis(1500);
+
+/// The service's shared state. Cheap to clone.
+#[derive(Clone)]
+pub struct Hub(Arc<Inner>);
+
+pub struct Inner {
+    pub store: Store,
+    /// What the engine, the tools and the timers are configured with.
+    pub settings: Arc<Settings>,
+    /// The directory of specs runs may be started from, by name.
+    pub workflows: Option<PathBuf>,
+    /// Parsed specs by SHA-256 of their text.
+    pub specs: Arc<SpecCache>,
+    /// Where "now" comes from for gates and their timers.
+    pub clock: Arc<dyn Clock>,
+    /// Wakes the timer loop when a gate's timers are armed.
+    pub wake: Arc<tokio::sync::Notify>,
+    pub metrics: Arc<metrics::Metrics>,
+    /// The largest request body any route reads.
+    pub max_body_bytes: usize,
+    hall: OnceLock<Hall>,
+    /// Sessions a background task is driving right now.
+    driving: Mutex<HashSet<String>>,
+    /// Background drives, so shutdown can wait for them.
+    tasks: tokio_util::task::TaskTracker,
+}
+
+impl std::ops::Deref for Hub {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+/// 256 KiB: far above any answer or run request, far below harm.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+
+impl Hub {
+    pub fn new(store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
+        let limits = settings.limits;
+        Hub(Arc::new(Inner {
+            store,
+            settings,
+            workflows,
+            specs: Arc::new(SpecCache::new(limits)),
+            clock: Arc::new(TokioClock::default()),
+            wake: Arc::new(tokio::sync::Notify::new()),
+            metrics: Arc::new(metrics::Metrics::new()),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            hall: OnceLock::new(),
+            driving: Mutex::new(HashSet::new()),
+            tasks: tokio_util::task::TaskTracker::new(),
+        }))
+    }
+
+    /// The same hub with another body limit (before it is shared).
+    pub fn with_max_body_bytes(self, max: usize) -> Hub {
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                inner.max_body_bytes = max;
+                Hub(Arc::new(inner))
+            }
+            Err(shared) => Hub(shared),
+        }
+    }
+
+    /// Opens the rooms people are asked in, once (later calls are ignored:
+    /// the rooms of a running service do not change).
+    pub fn open_rooms(&self, rooms: Vec<Arc<dyn Room>>) {
+        if self.hall.set(Hall::new(rooms)).is_err() {
+            tracing::warn!("the rooms were already opened");
+        }
+    }
+
+    /// The rooms, as the engine's channel (empty before they are opened).
+    pub fn hall(&self) -> Hall {
+        self.hall.get().cloned().unwrap_or_default()
+    }
+
+    pub fn tasks(&self) -> &tokio_util::task::TaskTracker {
+        &self.tasks
+    }
+
+    /// An engine on the service's store, settings, clock and spec cache.
+    pub fn engine(&self) -> Engine<'_> {
+        Engine::new(&self.store)
+            .with_prepare_deadline(PREPARE_DEADLINE)
+            .with_clock(Arc::clone(&self.clock))
+            .with_settings(Arc::clone(&self.settings))
+            .with_wake(Arc::clone(&self.wake))
+            .with_specs(Arc::clone(&self.specs))
+    }
+
+    /// Who is answering through the service: the installation's admins
+    /// and default approvers, self-approval off by default.
+    pub fn asker<'a>(
+        &'a self,
+        who: &'a str,
+        member_of: &'a (dyn Fn(&str) -> bool + Sync),
+    ) -> Asker<'a> {
+        Asker {
+            who,
+            admins: &self.settings.admins,
+            default_approvers: &self.settings.default_approvers,
+            shared: true,
+            member_of,
+        }
+    }
+
+    /// Starts workflow `name` (a spec in the workflows directory) with
+    /// `vars`, as `started_by`, and drives it in the background.
+    pub async fn start(
+        &self,
+        name: &str,
+        vars: &[(String, String)],
+        started_by: &str,
+        origin: Option<Origin>,
+    ) -> Result<std::result::Result<Session, StartRefusal>> {
+        let spec = match workflows::load(self.workflows.as_deref(), name, &self.settings.limits) {
+            Ok(s) => s,
+            Err(r) => return Ok(Err(r)),
+        };
+        if let Err(e) = Engine::preflight(&spec) {
+            return Ok(Err(StartRefusal::CannotRun(e.to_string())));
+        }
+        let variables = match spec.resolve_variables(vars) {
+            Ok(v) => v,
+            Err(e) => {
+                return Ok(Err(StartRefusal::BadInputs {
+                    message: e.to_string(),
+                    inputs: spec
+                        .inputs
+                        .iter()
+                        .map(|d| {
+                            format!("{}{}", d.name, if d.required { " (required)" } else { "" })
+                        })
+                        .collect(),
+                }))
+            }
+        };
+        let start = Start {
+            variables,
+            started_by: started_by.to_string(),
+            out_dir: std::env::temp_dir().join("strands-artifacts"),
+            origin,
+        };
+        let session = self.engine().create(&spec, start).await?;
+        self.drive(session.id.clone());
+        Ok(Ok(session))
+    }
+
+    /// Takes `answer` for gate `gate` (a handle or an id; `None`: the only
+    /// open gate) of session `id` through the engine's intake, then drives
+    /// the run in the background when the answer lets it go on.
+    #[allow(clippy::result_large_err)] // see `Session::accept`
+    pub async fn answer(
+        &self,
+        id: &str,
+        gate: Option<&str>,
+        answer: Answer,
+        asker: &Asker<'_>,
+    ) -> Result<std::result::Result<Accepted, Refusal>> {
+        let decision = metrics::decision_name(&answer.decision);
+        let outcome = self.engine().submit(id, gate, answer, asker).await?;
+        if let Ok(accepted) = &outcome {
+            self.metrics.gate_answered(decision);
+            if matches!(accepted, Accepted::Recorded(_) | Accepted::Queued(_)) {
+                self.drive(accepted.session().id.clone());
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Drives `id` in the background until its next stop. At most one task
+    /// drives a session; a task finishing re-checks the store so that an
+    /// answer recorded while it was busy is never left waiting.
+    pub fn drive(&self, id: String) {
+        {
+            let mut driving = self.driving.lock().unwrap_or_else(|p| p.into_inner());
+            if !driving.insert(id.clone()) {
+                return;
+            }
+        }
+        let hub = self.clone();
+        self.tasks.spawn(async move {
+            loop {
+                let mut hall = hub.hall();
+                let failed = match hub.engine().resume(&id, &mut hall).await {
+                    Ok(_) => false,
+                    Err(e) => {
+                        // Left as it is in the store; a restart picks it up.
+                        tracing::error!(session = %id, "driving the session failed: {e}");
+                        true
+                    }
+                };
+                if !failed && hub.needs_driving(&id).await {
+                    continue;
+                }
+                hub.driving
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                // An answer recorded between the look above and letting go
+                // found this task still driving and left it to us: look once
+                // more (a later one starts its own drive).
+                if !failed && hub.needs_driving(&id).await {
+                    hub.drive(id);
+                }
+                break;
+            }
+        });
+    }
+
+    /// Whether session `id` has work a drive would do: running (an answer
+    /// recorded, or interrupted), or paused with an answer queued for one
+    /// of its gates.
+    pub async fn needs_driving(&self, id: &str) -> bool {
+        match self.store.load(id).await {
+            Ok(Some(s)) if s.failure.is_none() => {
+                s.status == Status::Running
+                    || (s.status == Status::Paused
+                        && self
+                            .store
+                            .queued_answers(id)
+                            .await
+                            .is_ok_and(|q| !q.is_empty()))
+            }
+            _ => false,
+        }
+    }
+
+    /// At start-up: fires every timer already due (before any answer is
+    /// taken), then runs the timer loop in the background.
+    pub async fn start_timers(&self) -> Result<()> {
+        let notifier = notifier::HallNotifier { hub: self.clone() };
+        notifier.timers().fire_due().await?;
+        tokio::spawn(async move {
+            notifier.timers().run().await;
+        });
+        Ok(())
+    }
+
+    /// At start-up: carries out decisions recorded but not yet carried out
+    /// (and runs interrupted mid-step), and asks again where a room never
+    /// asked.
+    pub async fn recover(&self) -> Result<()> {
+        for s in self.store.sessions_with_status(Status::Running).await? {
+            tracing::info!(session = %s.id, "resuming a session left running");
+            self.drive(s.id);
+        }
+        let hall = self.hall();
+        for s in self.store.sessions_with_status(Status::Paused).await? {
+            if hall.unasked(&s).await {
+                tracing::info!(session = %s.id, "asking for a gate that was never asked");
+                self.drive(s.id);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,108 @@
+//! Managing API tokens — the same for `strands tokens ...` on the store and
+//! for `/api/v1/tokens` — and checking a presented one. Every creation and
+//! revocation is audited with who did it; a secret is never stored, logged
+//! or audited.
+
+use chrono::{TimeDelta, Utc};
+
+use crate::audit::{AuditEvent, AuditKind};
+use crate::error::Result;
+use crate::model::token::{self, NewToken, Role, TokenRecord};
+use crate::store::Store;
+
+/// Why a token was not made; nothing was written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TokenRefusal {
+    #[error("`{0}` cannot be a token name: use letters, digits, `-`, `_`, `.` or `@`, at most 64 characters")]
+    BadName(String),
+    #[error("a token named `{0}` is in use; revoke it first")]
+    NameTaken(String),
+    #[error("--expires-days must be between 1 and 3650")]
+    BadExpiry,
+}
+
+fn access(by: &str, via: &str, detail: String) -> AuditEvent {
+    let mut ev = AuditEvent::new(AuditKind::Access, "", "");
+    ev.who = Some(by.to_string());
+    ev.via = Some(via.to_string());
+    ev.detail = Some(detail);
+    ev
+}
+
+/// Makes a token named `name` with `role`, by `by` (through `via`).
+pub async fn create(
+    store: &Store,
+    name: &str,
+    role: Role,
+    expires_days: Option<u32>,
+    delegate: bool,
+    by: &str,
+    via: &str,
+) -> Result<std::result::Result<NewToken, TokenRefusal>> {
+    if !token::valid_name(name) {
+        return Ok(Err(TokenRefusal::BadName(name.to_string())));
+    }
+    if expires_days.is_some_and(|d| d == 0 || d > 3650) {
+        return Ok(Err(TokenRefusal::BadExpiry));
+    }
+    let now = Utc::now();
+    let expires_at = expires_days.map(|d| now + TimeDelta::days(i64::from(d)));
+    let mut new = NewToken::generate(name, role, now, expires_at);
+    new.record.delegate = delegate;
+    let detail = format!(
+        "created token `{name}` (role {role}{})",
+        expires_at
+            .map(|t| format!(", expires {}", t.format("%Y-%m-%d")))
+            .unwrap_or_default()
+    );
+    if store
+        .create_token(&new.record, &access(by, via, detail))
+        .await?
+    {
+        Ok(Ok(new))
+    } else {
+        Ok(Err(TokenRefusal::NameTaken(name.to_string())))
+    }
+}
+
+/// Revokes the token in use named `name`; `None` when there is none.
+pub async fn revoke(store: &Store, name: &str, by: &str, via: &str) -> Result<Option<TokenRecord>> {
+    store
+        .revoke_token(
+            name,
+            Utc::now(),
+            &access(by, via, format!("revoked token `{name}`")),
+        )
+        .await
+}
+
+/// The token a request presents, when it is one of ours and usable now.
+pub async fn authenticate(store: &Store, presented: &str) -> Result<Option<TokenRecord>> {
+    let Some((id, secret)) = token::split(presented) else {
+        return Ok(None);
+    };
+    let Some(record) = store.token(id).await? else {
+        return Ok(None);
+    };
+    Ok((token::matches(&record, secret) && record.usable(Utc::now())).then_some(record))
+}
+
+/// How a token is listed (never its hash).
+pub fn listed(t: &TokenRecord) -> serde_json::Value {
+    let state = if t.revoked_at.is_some() {
+        "revoked"
+    } else if !t.usable(Utc::now()) {
+        "expired"
+    } else {
+        "active"
+    };
+    serde_json::json!({
+        "name": t.name,
+        "id": t.id,
+        "role": t.role,
+        "state": state,
+        "created_at": t.created_at,
+        "expires_at": t.expires_at,
+        "revoked_at": t.revoked_at,
+    })
+}

@@ -1,0 +1,165 @@
+//! The service's configuration, read once from the environment (flags may
+//! override): where it listens, the store, the workflows it may start, the
+//! API's limits, and the rooms' own settings (Slack's, when set).
+//!
+//! | variable | setting |
+//! |---|---|
+//! | `STRANDS_BIND` | address to listen on (`127.0.0.1:3000`) |
+//! | `STRANDS_WORKFLOWS` | directory of specs runs may be started from, by name |
+//! | `STRANDS_PUBLIC_URL` | how others reach this server (links in webhooks) |
+//! | `STRANDS_MAX_BODY_BYTES` | largest request body (256 KiB) |
+//! | `STRANDS_API_RATE_PER_SEC`, `STRANDS_API_BURST` | per-token rate limit (20/s, burst 40) |
+//! | `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, ... | Slack (`crate::slack::config`) |
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub store: PathBuf,
+    /// Specs runs may start (NAME = file stem).
+    pub workflows: Option<PathBuf>,
+    pub max_body_bytes: usize,
+    /// The base URL others use to reach this server, no trailing slash.
+    pub public_url: String,
+    pub api: crate::api::Limits,
+    /// Slack, when configured.
+    pub slack: Option<crate::slack::config::Config>,
+    /// What the engine, the tools and the timers are configured with.
+    pub settings: Arc<crate::config::Settings>,
+}
+
+/// Flag values that override the environment.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub bind: Option<SocketAddr>,
+    pub workflows: Option<PathBuf>,
+    pub approval_channel: Option<String>,
+    pub templates: Option<PathBuf>,
+}
+
+pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+
+impl Config {
+    /// Reads the environment through `get` (tests pass a map). A bad value
+    /// is an error naming the variable.
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+        store: PathBuf,
+        o: Overrides,
+    ) -> Result<Config> {
+        let set = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let bind = match o.bind {
+            Some(b) => b,
+            None => {
+                let raw = set("STRANDS_BIND").unwrap_or_else(|| DEFAULT_BIND.to_string());
+                raw.trim().parse().map_err(|_| {
+                    Error::Usage(format!(
+                        "STRANDS_BIND `{raw}` is not an address like 127.0.0.1:3000"
+                    ))
+                })?
+            }
+        };
+        let number = |name: &str, default: u64| -> Result<u64> {
+            match set(name) {
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        Error::Usage(format!("{name} `{v}` is not a positive whole number"))
+                    }),
+                None => Ok(default),
+            }
+        };
+        let max_body_bytes = number(
+            "STRANDS_MAX_BODY_BYTES",
+            crate::hub::DEFAULT_MAX_BODY_BYTES as u64,
+        )? as usize;
+        let api = crate::api::Limits {
+            per_second: number("STRANDS_API_RATE_PER_SEC", 20)?,
+            burst: u32::try_from(number("STRANDS_API_BURST", 40)?).unwrap_or(u32::MAX),
+        };
+        let public_url = match set("STRANDS_PUBLIC_URL") {
+            Some(u) => {
+                let parsed = url::Url::parse(u.trim()).map_err(|e| {
+                    Error::Usage(format!("STRANDS_PUBLIC_URL `{u}` is not a URL: {e}"))
+                })?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(Error::Usage(format!(
+                        "STRANDS_PUBLIC_URL `{u}` must be an http or https URL"
+                    )));
+                }
+                u.trim().trim_end_matches('/').to_string()
+            }
+            None => format!("http://{bind}"),
+        };
+        let slack = crate::slack::config::Config::from_lookup(
+            &get,
+            crate::slack::config::Overrides {
+                approval_channel: o.approval_channel,
+                templates: o.templates,
+            },
+        )?;
+        Ok(Config {
+            bind,
+            store,
+            workflows: o
+                .workflows
+                .or_else(|| set("STRANDS_WORKFLOWS").map(PathBuf::from)),
+            max_body_bytes,
+            public_url,
+            api,
+            slack,
+            settings: Arc::new(crate::config::Settings::from_lookup(&get)),
+        })
+    }
+
+    pub fn from_env(store: PathBuf, o: Overrides) -> Result<Config> {
+        Self::from_lookup(|k| std::env::var(k).ok(), store, o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(vars: &[(&str, &str)]) -> Result<Config> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(
+            |k| map.get(k).cloned(),
+            PathBuf::from("/tmp/s"),
+            Overrides::default(),
+        )
+    }
+
+    #[test]
+    fn serves_without_slack_and_names_what_is_wrong() {
+        let c = cfg(&[]).expect("defaults");
+        assert!(c.slack.is_none());
+        assert_eq!(c.bind.to_string(), DEFAULT_BIND);
+        assert_eq!(c.public_url, "http://127.0.0.1:3000");
+        let e = cfg(&[("SLACK_SIGNING_SECRET", "s")]).unwrap_err();
+        assert!(e.to_string().contains("SLACK_BOT_TOKEN"), "{e}");
+        for (var, val) in [
+            ("STRANDS_BIND", "nope"),
+            ("STRANDS_MAX_BODY_BYTES", "-1"),
+            ("STRANDS_API_RATE_PER_SEC", "0"),
+            ("STRANDS_PUBLIC_URL", "ftp://x"),
+        ] {
+            let e = cfg(&[(var, val)]).unwrap_err();
+            assert!(e.to_string().contains(var), "{var}: {e}");
+        }
+        let c = cfg(&[("STRANDS_PUBLIC_URL", "https://approvals.example.com/")]).expect("ok");
+        assert_eq!(c.public_url, "https://approvals.example.com");
+    }
+}

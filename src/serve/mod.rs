@@ -1,0 +1,142 @@
+//! `strands serve`: the approval service. One long-running process that
+//! every channel talks to — the HTTP API (`/api/v1`, for code), Slack when
+//! it is configured — over one store, one timer loop and one place runs
+//! are driven ([`crate::hub::Hub`]).
+//!
+//! This module only composes: it reads the configuration ([`config`]),
+//! opens the store and the rooms, mounts their routes beside the API's,
+//! fires the timers that came due while nobody was serving, carries out
+//! what a crash left half done, listens, leaves its address for the CLI
+//! ([`discovery`]) and, on SIGINT/SIGTERM, finishes in-flight requests and
+//! background drives (sessions are durable either way).
+
+pub mod config;
+pub mod discovery;
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::channel::hall::Room;
+use crate::error::{Error, Result};
+use crate::hub::Hub;
+use crate::model::Status;
+use crate::store::Store;
+
+pub use config::Config;
+
+/// Runs the service until SIGINT/SIGTERM.
+pub async fn run(config: Config) -> Result<()> {
+    let store = Store::open(&config.store)?;
+    let hub = Hub::new(
+        store,
+        Arc::clone(&config.settings),
+        config.workflows.clone(),
+    )
+    .with_max_body_bytes(config.max_body_bytes);
+    let mut rooms: Vec<Arc<dyn Room>> = Vec::new();
+    let mut router = Router::new();
+    if let Some(slack) = config.slack.clone() {
+        let app = crate::slack::app::App::new(slack, hub.clone())?;
+        router = router.merge(crate::slack::server::router(app.clone()));
+        rooms.push(Arc::new(crate::slack::room::SlackRoom { app }));
+    }
+    let room_names: Vec<&str> = rooms.iter().map(|r| r.name()).collect();
+    let room_names = room_names.join(", ");
+    hub.open_rooms(rooms);
+    // Timeouts, reminders and escalations that came due while nobody was
+    // serving fire first, before any answer is taken; then the timer loop.
+    hub.start_timers().await?;
+    hub.recover().await?;
+    router = router
+        .merge(crate::api::router(hub.clone(), config.api.clone()))
+        .merge(service_routes(hub.clone()));
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .map_err(|e| Error::io(format!("cannot listen on {}", config.bind), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("cannot read the listening address", e))?;
+    let left = discovery::leave(&hub, &config.store, addr).await;
+    if let Err(e) = &left {
+        tracing::warn!("the CLI will not find this server by itself: {e}");
+    }
+    tracing::info!(%addr, rooms = %room_names, "strands serve listening");
+    eprintln!(
+        "strands serve listening on http://{addr} (API at /api/v1{})",
+        if room_names.is_empty() {
+            String::new()
+        } else {
+            format!("; rooms: {room_names}")
+        }
+    );
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| Error::io("the HTTP server stopped", e));
+    if left.is_ok() {
+        discovery::withdraw(&hub, &config.store).await;
+    }
+    hub.tasks().close();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), hub.tasks().wait()).await;
+    served
+}
+
+/// `/healthz` and `/metrics`: the service's, whichever rooms are open.
+fn service_routes(hub: Hub) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics_route))
+        .with_state(hub)
+}
+
+async fn metrics_route(State(hub): State<Hub>) -> Response {
+    let mut counts = Vec::new();
+    if let Ok(list) = hub.store.list(None).await {
+        for status in [
+            Status::Running,
+            Status::Paused,
+            Status::Completed,
+            Status::Failed,
+            Status::Rejected,
+        ] {
+            counts.push((
+                status.as_str(),
+                list.iter().filter(|s| s.status == status).count() as i64,
+            ));
+        }
+    }
+    (
+        [(
+            "content-type",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        hub.metrics.render(&counts),
+    )
+        .into_response()
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
