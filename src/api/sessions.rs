@@ -252,6 +252,9 @@ pub struct AnswerOutcome {
     /// busy with another branch; recorded as soon as it stops).
     pub status: String,
     pub session: SessionView,
+    /// The store's last event number before this answer: follow the run
+    /// with `GET /sessions/{id}/events?after=` this to see what it caused.
+    pub before: u64,
 }
 
 /// Answers an open gate.
@@ -296,6 +299,8 @@ pub(super) async fn take(
 ) -> Result<Json<AnswerOutcome>, ApiError> {
     let nobody = |_: &str| false;
     let asker = hub.asker(&caller.name, &nobody);
+    let answer = typed(hub, id, answer).await?;
+    let before = hub.store.last_event().await?;
     let accepted = hub.answer(id, gate, answer, &asker).await??;
     let status = match &accepted {
         Accepted::Recorded(_) => "recorded",
@@ -305,7 +310,31 @@ pub(super) async fn take(
     Ok(Json(AnswerOutcome {
         status: status.into(),
         session: SessionView::of(accepted.session(), false, None),
+        before,
     }))
+}
+
+/// Variable overrides given as text (the CLI's `--var`, the seed's
+/// `variable_overrides`) typed by the spec's input declarations, as the
+/// offline CLI types them; other JSON values are taken as they are.
+async fn typed(hub: &Hub, id: &str, mut answer: Answer) -> Result<Answer, ApiError> {
+    let raw: Vec<(String, String)> = answer
+        .vars
+        .iter()
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+        .collect();
+    if raw.is_empty() {
+        return Ok(answer);
+    }
+    let Some(session) = hub.store.load(id).await? else {
+        return Err(ApiError::from(crate::model::Refusal::NotFound));
+    };
+    let spec = hub.engine().spec(&session)?;
+    let typed = spec
+        .type_overrides(&raw)
+        .map_err(|e| ApiError::unprocessable("bad_answer", e.to_string()))?;
+    answer.vars.extend(typed);
+    Ok(answer)
 }
 
 #[derive(Debug, Default, Deserialize, Serialize, ToSchema)]

@@ -4,9 +4,9 @@ use super::*;
 
 pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
     use crate::audit::Verdict;
-    let store = ctx.open()?;
     match cmd {
         AuditCommand::Verify { json } => {
+            let store = ctx.open()?;
             let verdict = crate::audit::verify(
                 store.audit_entries().await?.into_iter(),
                 store.audit_head().await?,
@@ -38,6 +38,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
             session,
             format,
         } => {
+            let since_raw = since.clone();
             let since = match since.as_deref() {
                 None => None,
                 Some(s) => Some(crate::audit::parse_since(s).map_err(Error::Usage)?),
@@ -65,7 +66,14 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                 ])
                 .map_err(|e| Error::Internal(format!("csv: {e}")))?;
             }
-            for entry in store.audit_export(since, session.as_deref()).await? {
+            let entries = match &ctx.remote {
+                Some(remote) => {
+                    super::remote::audit_entries(remote, since_raw.as_deref(), session.as_deref())
+                        .await?
+                }
+                None => ctx.open()?.audit_export(since, session.as_deref()).await?,
+            };
+            for entry in entries {
                 let e = &entry.event;
                 match csv.as_mut() {
                     Some(w) => {

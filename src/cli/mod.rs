@@ -19,9 +19,11 @@ use crate::spec;
 use crate::store::{self, Store};
 
 mod audit;
+mod remote;
 mod render;
 mod run;
 mod sessions;
+mod tokens;
 
 use audit::audit;
 pub use render::exit_code;
@@ -61,8 +63,11 @@ pub enum Command {
     /// List, show, delete and clean up sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
-    /// Run the Slack approval bot (configuration from SLACK_* / STRANDS_* variables).
+    /// Run the approval service: the HTTP API, and Slack when SLACK_* is set.
     Serve(ServeArgs),
+    /// Make, list and revoke API tokens (offline, or through the server).
+    #[command(subcommand)]
+    Tokens(TokensCommand),
     /// Check and export the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -86,6 +91,29 @@ pub enum AuditCommand {
         #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv"])]
         format: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokensCommand {
+    /// Make a token; its secret is printed once, on stdout.
+    Create {
+        /// The identity its requests carry (approver lists, the audit).
+        name: String,
+        #[arg(long, value_parser = ["approver", "operator", "admin"])]
+        role: String,
+        /// Expire after N days (default: never).
+        #[arg(long, value_name = "N")]
+        expires_days: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every token made (never a secret).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke the token named NAME.
+    Revoke { name: String },
 }
 
 #[derive(Args, Debug)]
@@ -283,6 +311,9 @@ fn wants_json(c: &Command) -> bool {
         | Command::Sessions(SessionsCommand::Notify { .. })
         | Command::Serve(_) => false,
         Command::Audit(AuditCommand::Verify { json }) => *json,
+        Command::Tokens(TokensCommand::Create { json, .. })
+        | Command::Tokens(TokensCommand::List { json }) => *json,
+        Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
     }
 }
@@ -316,6 +347,8 @@ struct Ctx {
     who: String,
     /// Read once from the environment, passed to everything below.
     settings: std::sync::Arc<crate::config::Settings>,
+    /// The server this invocation goes through, if any.
+    remote: Option<remote::Remote>,
 }
 
 impl Ctx {
@@ -359,9 +392,23 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
+/// Whether a command may go through a server (`STRANDS_SERVER`, or the
+/// one holding the store).
+fn through_server(c: &Command) -> bool {
+    matches!(
+        c,
+        Command::Run(_)
+            | Command::Resume(_)
+            | Command::Sessions(SessionsCommand::List { .. })
+            | Command::Sessions(SessionsCommand::Show { .. })
+            | Command::Audit(AuditCommand::Export { .. })
+            | Command::Tokens(_)
+    )
+}
+
 async fn dispatch(cli: Cli) -> Result<u8> {
     let store_path = cli.store.clone().unwrap_or_else(store::default_path);
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         explicit_store: cli.store.is_some(),
         // Absolute, so printed resume commands work from any directory.
         store_path: std::path::absolute(&store_path).unwrap_or(store_path),
@@ -372,7 +419,14 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             default_timeout: None,
             ..crate::config::Settings::from_env()
         }),
+        remote: None,
     };
+    if through_server(&cli.command) {
+        ctx.remote = match remote::Remote::from_env(cli.identity.as_deref())? {
+            Some(r) => Some(r),
+            None => remote::Remote::discover(&ctx.store_path, &ctx.who).await,
+        };
+    }
     match cli.command {
         Command::Validate { spec, json } => validate(&ctx, &spec, json),
         Command::Run(args) => run(&ctx, args).await,
@@ -381,6 +435,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,
         Command::Sessions(cmd) => sessions(&ctx, cmd).await,
         Command::Audit(cmd) => audit(&ctx, cmd).await,
+        Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(
                 ctx.store_path.clone(),

@@ -88,6 +88,9 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         };
         return continue_session(ctx, &resume, Some(answer)).await;
     }
+    if let Some(remote) = &ctx.remote {
+        return super::remote::run(ctx, remote, &args).await;
+    }
     let Some(path) = &args.spec else {
         return Err(Error::Usage(
             "strands run needs a SPEC (or --resume ID --hitl-response TEXT)".into(),
@@ -175,6 +178,9 @@ pub(super) async fn continue_session(
     args: &ResumeArgs,
     answer: Option<Answer>,
 ) -> Result<u8> {
+    if let Some(remote) = &ctx.remote {
+        return super::remote::resume(ctx, remote, args, answer).await;
+    }
     let store = ctx.open()?;
     let mut engine = ctx.engine(&store);
     let id = store.resolve(&args.id).await?;

@@ -112,32 +112,56 @@ pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// `sessions list` output, from the store or a server.
+fn print_list(list: &[crate::model::Summary], json: bool, location: &str) {
+    if json {
+        println!("{}", json!({ "sessions": list, "count": list.len() }));
+    } else if list.is_empty() {
+        eprintln!("no sessions in {location}");
+    } else {
+        println!(
+            "{:<36}  {:<9}  {:<20}  {:<24}  GATE",
+            "ID", "STATUS", "UPDATED", "WORKFLOW"
+        );
+        for s in list {
+            println!(
+                "{:<36}  {:<9}  {:<20}  {:<24}  {}",
+                s.id,
+                s.status,
+                s.updated_at.format("%Y-%m-%d %H:%M:%S"),
+                s.workflow,
+                s.gate.as_deref().unwrap_or("-")
+            );
+        }
+    }
+}
+
 pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
+    if let Some(remote) = &ctx.remote {
+        match &cmd {
+            SessionsCommand::List { status, json } => {
+                let list = super::remote::list(remote, status.as_deref()).await?;
+                print_list(&list, *json, "the server");
+                return Ok(exit::OK);
+            }
+            SessionsCommand::Show { id, json } => {
+                let view = remote.session(id).await?;
+                if *json {
+                    println!("{}", render::view_json(ctx, &view));
+                } else {
+                    print_show(ctx, &view);
+                }
+                return Ok(exit::OK);
+            }
+            _ => {}
+        }
+    }
     let store = ctx.open()?;
     match cmd {
         SessionsCommand::List { status, json } => {
             let status = status.as_deref().and_then(Status::parse);
             let list = store.list(status).await?;
-            if json {
-                println!("{}", json!({ "sessions": list, "count": list.len() }));
-            } else if list.is_empty() {
-                eprintln!("no sessions in {}", store.location());
-            } else {
-                println!(
-                    "{:<36}  {:<9}  {:<20}  {:<24}  GATE",
-                    "ID", "STATUS", "UPDATED", "WORKFLOW"
-                );
-                for s in &list {
-                    println!(
-                        "{:<36}  {:<9}  {:<20}  {:<24}  {}",
-                        s.id,
-                        s.status,
-                        s.updated_at.format("%Y-%m-%d %H:%M:%S"),
-                        s.workflow,
-                        s.gate.as_deref().unwrap_or("-")
-                    );
-                }
-            }
+            print_list(&list, json, &store.location());
             Ok(exit::OK)
         }
         SessionsCommand::Show { id, json } => {

@@ -207,6 +207,8 @@ impl Engine<'_> {
             session.events.push(crate::model::EventKind::StepDone {
                 position: position.to_string(),
                 agent: agent.clone(),
+                tokens: resp.usage.total(),
+                millis,
             });
             self.save(session).await?;
             channel
@@ -324,6 +326,8 @@ impl Engine<'_> {
                 session.events.push(crate::model::EventKind::StepDone {
                     position: w.position.to_string(),
                     agent: agent.id.clone(),
+                    tokens: session.usage.get(&agent.id).map(|u| u.total()).unwrap_or(0),
+                    millis: started.elapsed().as_millis() as u64,
                 });
                 self.save(session).await?;
                 channel

@@ -289,6 +289,21 @@ impl SessionView {
         }
     }
 
+    /// Without what only a full view shows (the context, variables,
+    /// pattern state, spec): what `run` and `resume` print.
+    pub fn brief(mut self) -> SessionView {
+        for g in self.gate.iter_mut().chain(self.open_gates.iter_mut()) {
+            g.context = None;
+        }
+        self.variables = None;
+        self.state = None;
+        self.spec_path = None;
+        self.spec_hash = None;
+        self.human_feedback = None;
+        self.pending_answer = None;
+        self
+    }
+
     /// Whether it stopped for good.
     pub fn finished(&self) -> bool {
         matches!(

@@ -35,7 +35,16 @@ pub struct Event {
 pub enum EventKind {
     /// An agent step finished.
     #[serde(rename = "step.done")]
-    StepDone { position: String, agent: String },
+    StepDone {
+        position: String,
+        agent: String,
+        /// Tokens the step used.
+        #[serde(default)]
+        tokens: u64,
+        /// How long it took.
+        #[serde(default)]
+        millis: u64,
+    },
     /// A gate waits for a human.
     #[serde(rename = "gate.opened")]
     GateOpened {

@@ -1,0 +1,467 @@
+//! The CLI as a client of `strands serve`: with `STRANDS_SERVER` and
+//! `STRANDS_TOKEN`, or by itself when a running server holds the store
+//! (it finds `serve.json` there, `crate::serve::discovery`), `run NAME`,
+//! `resume`, `sessions list|show`, `audit export` and `tokens` go through
+//! the HTTP API. The output, the `--json` shapes and the exit codes are
+//! the offline ones: sessions are rendered from the same view, refusals
+//! map to the same exit codes, and `run`/`resume` wait — following the
+//! run's events, not polling — until the run stops, as they do offline.
+
+use futures_util::StreamExt;
+use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde::de::DeserializeOwned;
+
+use super::render::report_view;
+use super::*;
+use crate::api::admin::TokenCreated;
+use crate::api::runs::RunStarted;
+use crate::api::sessions::{AnswerOutcome, AnswerRequest, SessionPage};
+use crate::hub::view::SessionView;
+
+/// How long one look at the run waits for its next event.
+const LOOK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A server the CLI talks to.
+pub(super) struct Remote {
+    base: String,
+    token: SecretString,
+    /// Who the local token acts for (`X-Strands-As`).
+    act_as: Option<String>,
+    http: reqwest::Client,
+    /// Where the server came from, for messages.
+    origin: &'static str,
+}
+
+impl Remote {
+    /// `STRANDS_SERVER` + `STRANDS_TOKEN`, when set; `as_who` is `--as`.
+    pub(super) fn from_env(as_who: Option<&str>) -> Result<Option<Remote>> {
+        let Some(server) = std::env::var("STRANDS_SERVER")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        let token = std::env::var("STRANDS_TOKEN")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| {
+                Error::Usage(
+                    "STRANDS_SERVER is set but STRANDS_TOKEN is not: the server needs a token (`strands tokens create`)".into(),
+                )
+            })?;
+        let url = url::Url::parse(server.trim())
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| {
+                Error::Usage(format!("STRANDS_SERVER `{server}` is not an http(s) URL"))
+            })?;
+        Ok(Some(Remote {
+            base: url.as_str().trim_end_matches('/').to_string(),
+            token: SecretString::from(token.trim().to_string()),
+            act_as: as_who.map(str::to_string),
+            http: client()?,
+            origin: "STRANDS_SERVER",
+        }))
+    }
+
+    /// The server holding `store`, if one left its address there and
+    /// answers; it acts for `who`.
+    pub(super) async fn discover(store: &std::path::Path, who: &str) -> Option<Remote> {
+        let left = crate::serve::discovery::find(store)?;
+        let remote = Remote {
+            base: left.url.trim_end_matches('/').to_string(),
+            token: SecretString::from(left.token),
+            act_as: Some(who.to_string()),
+            http: client().ok()?,
+            origin: "the server holding the store",
+        };
+        let alive = remote
+            .http
+            .get(format!("{}/healthz", remote.base))
+            .timeout(std::time::Duration::from_secs(2))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        alive.then_some(remote)
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let mut r = self
+            .http
+            .request(method, format!("{}/api/v1{path}", self.base))
+            .bearer_auth(self.token.expose_secret());
+        if let Some(who) = &self.act_as {
+            r = r.header(crate::api::auth::ACT_AS, who);
+        }
+        r
+    }
+
+    /// Sends `r`; a refusal becomes the error the offline CLI would give
+    /// (`id`: the session it is about).
+    async fn send(
+        &self,
+        r: reqwest::RequestBuilder,
+        id: Option<&str>,
+    ) -> Result<reqwest::Response> {
+        let resp = r.send().await.map_err(|e| {
+            Error::Runtime(format!(
+                "cannot reach {} at {}: {}",
+                self.origin,
+                self.base,
+                crate::error::transport(e)
+            ))
+        })?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        Err(self.refusal(status, &body, id))
+    }
+
+    async fn json<T: DeserializeOwned>(
+        &self,
+        r: reqwest::RequestBuilder,
+        id: Option<&str>,
+    ) -> Result<T> {
+        let resp = self.send(r, id).await?;
+        resp.json::<T>().await.map_err(|e| {
+            Error::Runtime(format!(
+                "{} sent an answer this CLI cannot read: {e}",
+                self.origin
+            ))
+        })
+    }
+
+    /// A refused request as the offline CLI words and exits it.
+    fn refusal(&self, status: StatusCode, body: &str, id: Option<&str>) -> Error {
+        let parsed: Option<Value> = serde_json::from_str(body).ok();
+        let field = |k: &str| {
+            parsed
+                .as_ref()
+                .and_then(|v| v["error"][k].as_str())
+                .map(str::to_string)
+        };
+        let code = field("code").unwrap_or_default();
+        let message = field("message").unwrap_or_else(|| format!("HTTP {status}"));
+        let about = |m: String| match id {
+            Some(id) if !m.contains(id) => format!("session {id}: {m}"),
+            _ => m,
+        };
+        match code.as_str() {
+            "unauthorized" => Error::Usage(format!("{} refused the token: {message}", self.origin)),
+            "not_found" | "not_open" | "stale" | "already_answered" | "timed_out" | "forbidden"
+            | "running" => Error::Session(about(message)),
+            "bad_answer" | "bad_request" | "bad_field" | "bad_inputs" | "unknown_workflow"
+            | "bad_token" | "name_taken" | "invalid_spec" | "cannot_run" => Error::Usage(message),
+            _ => Error::Runtime(format!("{} answered {status}: {message}", self.origin)),
+        }
+    }
+
+    pub(super) async fn session(&self, id: &str) -> Result<SessionView> {
+        self.json(
+            self.request(Method::GET, &format!("/sessions/{id}")),
+            Some(id),
+        )
+        .await
+    }
+
+    /// Follows session `id`'s events after `after`, printing progress as
+    /// the offline CLI does, until the run stops moving (paused with
+    /// nothing recorded, or finished); the session then.
+    async fn wait_stopped(&self, id: &str, after: u64) -> Result<SessionView> {
+        let resp = self
+            .send(
+                self.request(Method::GET, &format!("/sessions/{id}/events?after={after}"))
+                    .header(reqwest::header::ACCEPT, "text/event-stream"),
+                Some(id),
+            )
+            .await?;
+        let mut events = sse_stream::SseStream::from_bytes_stream(resp.bytes_stream());
+        loop {
+            let next = tokio::time::timeout(LOOK, events.next()).await;
+            match next {
+                Ok(Some(Ok(sse))) => {
+                    let Some(data) = sse.data else { continue };
+                    let Ok(event) = serde_json::from_str::<crate::model::Event>(&data) else {
+                        continue;
+                    };
+                    if let Some(line) = progress_line(&event) {
+                        eprintln!("{line}");
+                    }
+                    if !matches!(event.what, crate::model::EventKind::GateOpened { .. })
+                        && !event.what.is_final()
+                    {
+                        continue;
+                    }
+                }
+                Ok(Some(Err(e))) => {
+                    return Err(Error::Runtime(format!(
+                        "the event stream from {} broke: {e}",
+                        self.origin
+                    )))
+                }
+                // The run's stream ended with the run, or nothing came for a while.
+                Ok(None) | Err(_) => {}
+            }
+            let view = self.session(id).await?;
+            if view.status != Status::Running {
+                return Ok(view);
+            }
+        }
+    }
+}
+
+fn client() -> Result<reqwest::Client> {
+    crate::provider::install_crypto();
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .build()
+        .map_err(|e| Error::Runtime(format!("cannot set up the HTTP client: {e}")))
+}
+
+/// What the offline CLI prints on stderr as a run moves, for an event.
+fn progress_line(e: &crate::model::Event) -> Option<String> {
+    use crate::model::EventKind as K;
+    Some(match &e.what {
+        K::StepDone {
+            position,
+            agent,
+            tokens,
+            millis,
+        } => format!(
+            "✓ {position} completed: {agent} ({tokens} tokens, {:.1}s)",
+            *millis as f64 / 1000.0
+        ),
+        K::GateAnswered {
+            gate,
+            decision,
+            by,
+            via,
+            ..
+        } => format!(
+            "✓ gate `{}` {decision} by {by} ({via})",
+            gate.split('#').next().unwrap_or(gate)
+        ),
+        K::RunCompleted { .. } => format!("✓ workflow `{}` completed", e.workflow),
+        K::RunRejected { reason } => format!(
+            "✗ workflow `{}` rejected{}",
+            e.workflow,
+            reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
+        K::RunFailed { message } => format!("✗ workflow `{}` failed: {message}", e.workflow),
+        K::GateOpened { .. } | K::GateTimedOut { .. } => return None,
+    })
+}
+
+/// `run NAME` through the server: the name of a spec in its
+/// `STRANDS_WORKFLOWS` (a path given here names its file).
+pub(super) async fn run(ctx: &Ctx, remote: &Remote, args: &RunArgs) -> Result<u8> {
+    if args.interactive || args.auto_approve {
+        return Err(Error::Usage(format!(
+            "--interactive and --auto-approve answer gates in this process; through {} answer with `strands resume`",
+            remote.origin
+        )));
+    }
+    let Some(spec) = &args.spec else {
+        return Err(Error::Usage(
+            "strands run needs a workflow NAME (or --resume ID --hitl-response TEXT)".into(),
+        ));
+    };
+    let name = spec
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let vars: Map<String, Value> = args
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let started: RunStarted = remote
+        .json(
+            remote
+                .request(Method::POST, "/runs")
+                .json(&json!({ "workflow": name, "vars": vars })),
+            None,
+        )
+        .await?;
+    let view = remote.wait_stopped(&started.session_id, 0).await?;
+    Ok(report_view(ctx, &view.brief(), args.json))
+}
+
+/// `resume` through the server: the answer, then the run followed to its
+/// next stop.
+pub(super) async fn resume(
+    ctx: &Ctx,
+    remote: &Remote,
+    args: &ResumeArgs,
+    answer: Option<Answer>,
+) -> Result<u8> {
+    if args.interactive || args.auto_approve {
+        return Err(Error::Usage(format!(
+            "--interactive and --auto-approve answer gates in this process; through {} give the decision as a flag",
+            remote.origin
+        )));
+    }
+    let view = remote.session(&args.id).await?;
+    let id = view.session_id.clone();
+    let Some(answer) = answer else {
+        // Without a decision: the server continues interrupted runs and
+        // applies timeouts by itself; report where it stands.
+        if let (Status::Paused, Some(g)) = (view.status, &view.gate) {
+            let passed = view
+                .open_gates
+                .iter()
+                .any(|g| g.timeout_at.is_some_and(|t| t <= Utc::now()));
+            if !passed {
+                return Err(Error::Usage(format!(
+                    "session {id} is paused at gate `{}`: answer with --approve, --reject [--reason R], --modify --feedback F or --response TEXT",
+                    g.id
+                )));
+            }
+        }
+        let view = remote.wait_stopped(&id, 0).await?;
+        return Ok(report_view(ctx, &view.brief(), args.json));
+    };
+    let gate = match (&args.gate, args.first_open) {
+        (Some(g), _) => Some(g.clone()),
+        (None, true) => view.gate.as_ref().map(|g| g.handle.clone()),
+        _ => None,
+    };
+    let request = answer_request(&answer, gate);
+    let outcome: std::result::Result<AnswerOutcome, Error> = remote
+        .json(
+            remote
+                .request(Method::POST, &format!("/sessions/{id}/answers"))
+                .json(&request),
+            Some(&id),
+        )
+        .await;
+    let after = match outcome {
+        Ok(o) => o.before,
+        // The fallback wins; the server applies it.
+        Err(Error::Session(m)) if m.contains("timed out") => {
+            eprintln!("{m}");
+            0
+        }
+        Err(e) => return Err(e),
+    };
+    let view = remote.wait_stopped(&id, after).await?;
+    Ok(report_view(ctx, &view.brief(), args.json))
+}
+
+/// The API's form of an answer the CLI's flags made.
+fn answer_request(a: &Answer, gate: Option<String>) -> AnswerRequest {
+    let (decision, reason, feedback, response, args) = match &a.decision {
+        Decision::Approve => ("approve", None, None, None, None),
+        Decision::Reject { reason } => ("reject", reason.clone(), None, None, None),
+        Decision::Modify { feedback } => ("modify", None, Some(feedback.clone()), None, None),
+        Decision::Respond { text } => ("respond", None, None, Some(text.clone()), None),
+        Decision::Edit { arguments } => ("edit", None, None, None, Some(arguments.clone())),
+        Decision::Trust => ("trust", None, None, None, None),
+        other => (other.verb(), None, None, None, None),
+    };
+    AnswerRequest {
+        decision: decision.to_string(),
+        gate,
+        call: a.call.clone(),
+        reason,
+        feedback,
+        response,
+        args,
+        vars: a.vars.clone(),
+    }
+}
+
+/// Every session (following the pages), newest first.
+pub(super) async fn list(
+    remote: &Remote,
+    status: Option<&str>,
+) -> Result<Vec<crate::model::Summary>> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut q: Vec<(&str, String)> = vec![("limit", "500".into())];
+        if let Some(s) = status {
+            q.push(("status", s.to_string()));
+        }
+        if let Some(c) = &cursor {
+            q.push(("cursor", c.clone()));
+        }
+        let page: SessionPage = remote
+            .json(remote.request(Method::GET, "/sessions").query(&q), None)
+            .await?;
+        out.extend(page.sessions);
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// The audit entries `audit export` prints.
+pub(super) async fn audit_entries(
+    remote: &Remote,
+    since: Option<&str>,
+    session: Option<&str>,
+) -> Result<Vec<crate::audit::AuditEntry>> {
+    let mut q: Vec<(&str, &str)> = Vec::new();
+    if let Some(s) = since {
+        q.push(("since", s));
+    }
+    if let Some(s) = session {
+        q.push(("session", s));
+    }
+    let text = remote
+        .send(remote.request(Method::GET, "/audit").query(&q), None)
+        .await?
+        .text()
+        .await
+        .map_err(|e| Error::Runtime(format!("the audit export broke off: {e}")))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str(l).map_err(|e| {
+                Error::Runtime(format!("an audit line from the server is unreadable: {e}"))
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn create_token(
+    remote: &Remote,
+    name: &str,
+    role: &str,
+    expires_days: Option<u32>,
+) -> Result<TokenCreated> {
+    remote
+        .json(
+            remote
+                .request(Method::POST, "/tokens")
+                .json(&json!({ "name": name, "role": role, "expires_days": expires_days })),
+            None,
+        )
+        .await
+}
+
+pub(super) async fn list_tokens(remote: &Remote) -> Result<Vec<Value>> {
+    let v: Value = remote
+        .json(remote.request(Method::GET, "/tokens"), None)
+        .await?;
+    Ok(v["tokens"].as_array().cloned().unwrap_or_default())
+}
+
+pub(super) async fn revoke_token(remote: &Remote, name: &str) -> Result<()> {
+    remote
+        .send(
+            remote.request(Method::DELETE, &format!("/tokens/{name}")),
+            None,
+        )
+        .await
+        .map(|_| ())
+}
