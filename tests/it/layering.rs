@@ -8,14 +8,15 @@
 //! wire formats) → `spec` (load and validate) → `config` (settings read
 //! once) → `gate` (who may answer,
 //! what an answer means) → `tools` → `channel` (the "ask a human" seam) →
-//! `store` (the seam over sled) → `engine` (run, intake, timers) → `slack`
-//! (a room off the channel hall) → `cli`.
+//! `store` (the seam over sled) → `engine` (run, intake, timers) →
+//! `webhook` (events posted from the store's outbox) → `slack` (a room off
+//! the channel hall) → `cli`.
 
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
     "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
-    "channel", "store", "engine", "slack", "cli",
+    "channel", "store", "engine", "webhook", "slack", "cli",
 ];
 
 fn rank(module: &str) -> Option<usize> {
