@@ -1,4 +1,5 @@
-//! The command line (clap): `run`, `resume`, `validate`, `sessions ...`.
+//! The command line (clap): `run`, `resume`, `validate`, `sessions ...`,
+//! `audit ...`, `webhooks failed`.
 //!
 //! Handlers parse flags into engine calls and map the result once to an
 //! exit code (SPEC.md) and to either human text or, with `--json`, exactly
@@ -22,12 +23,14 @@ mod audit;
 mod render;
 mod run;
 mod sessions;
+mod webhooks;
 
 use audit::audit;
 pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
 use sessions::{notify, sessions, sweep};
+pub use webhooks::WebhooksCommand;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -66,6 +69,9 @@ pub enum Command {
     /// Check and export the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Webhook deliveries strands gave up on.
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -284,6 +290,7 @@ fn wants_json(c: &Command) -> bool {
         | Command::Serve(_) => false,
         Command::Audit(AuditCommand::Verify { json }) => *json,
         Command::Audit(AuditCommand::Export { .. }) => false,
+        Command::Webhooks(cmd) => cmd.json(),
     }
 }
 
@@ -381,6 +388,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,
         Command::Sessions(cmd) => sessions(&ctx, cmd).await,
         Command::Audit(cmd) => audit(&ctx, cmd).await,
+        Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::slack::config::Config::from_env(
                 ctx.store_path.clone(),

@@ -56,8 +56,14 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub const CONCURRENCY: usize = 8;
 /// The longest the deliverer sleeps without looking at the store.
 pub const POLL: Duration = Duration::from_secs(5);
-/// Deliveries queued per endpoint, and taken, per round.
+/// Deliveries queued per endpoint per round.
 const BATCH: usize = 256;
+/// Deliveries taken per round: few enough that the last one is posted
+/// well within its lease even when every post runs into its timeout
+/// (24 / 8 at once × 10 s = 30 s < 60 s). A busy deliverer starts the
+/// next round at once.
+const TAKE: usize = CONCURRENCY * 3;
+const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < LEASE.as_secs());
 
 /// Counters for `/metrics`.
 #[derive(Debug, Default)]
@@ -161,7 +167,7 @@ impl Deliverer {
         store
             .webhook_pull(&self.config.endpoints, now, BATCH)
             .await?;
-        let due = store.webhook_due(now, LEASE, BATCH).await?;
+        let due = store.webhook_due(now, LEASE, TAKE).await?;
         let attempted = due.len();
         let mut waiting = due.into_iter();
         let mut posts = tokio::task::JoinSet::new();

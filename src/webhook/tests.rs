@@ -712,3 +712,41 @@ mod settings {
         );
     }
 }
+
+/// `strands serve` runs the deliverer from `tokio::spawn`: its futures
+/// must stay `Send`.
+#[test]
+fn deliverer_futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_in(&dir);
+    let (d, _) = deliverer(Config {
+        endpoints: vec!["http://127.0.0.1:9/".into()],
+        secret: SECRET.to_string().into(),
+        give_up: Duration::from_secs(1),
+        public_url: "http://127.0.0.1:3000".into(),
+    });
+    assert_send(&d.run_once(&store));
+    assert_send(&d.run(&store, std::future::pending()));
+}
+
+#[tokio::test]
+async fn a_backlog_goes_out_over_several_rounds_each_event_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_in(&dir);
+    let r = Receiver::always(200).await;
+    let (d, stats) = deliverer(config(&[&r], Duration::from_secs(60)));
+    d.run_once(&store).await.expect("start the cursor");
+    let n = TAKE * 2 + 5;
+    report(&store, (0..n).map(|i| failed(&i.to_string())).collect()).await;
+    let first = d.run_once(&store).await.expect("a round");
+    assert_eq!(first, TAKE, "a round takes at most {TAKE}");
+    rounds_until(&d, &store, &r, n).await;
+    d.run_once(&store).await.expect("a round");
+    let mut ids: Vec<String> = r.take().iter().map(|g| g.header("webhook-id")).collect();
+    assert_eq!(ids.len(), n);
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "each event once");
+    assert_eq!(counters(&stats), [n as u64, 0, 0]);
+}

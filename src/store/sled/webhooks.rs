@@ -103,7 +103,7 @@ impl SledStore {
         let cursors = self.tree(trees::WEBHOOK_CURSORS)?;
         let pending = self.tree(trees::WEBHOOK_PENDING)?;
         let due = self.tree(trees::WEBHOOK_DUE)?;
-        let mut queued = 0;
+        let (mut queued, mut changed) = (0, false);
         for endpoint in endpoints {
             let key = endpoint.as_bytes();
             let mut for_this = 0;
@@ -117,9 +117,10 @@ impl SledStore {
                         };
                         let Some(cur) = c.get(key)? else {
                             c.insert(key, &last.to_be_bytes())?;
-                            return Ok((0, true));
+                            return Ok((0, true, true));
                         };
-                        let mut seq = be_u64(&cur, "webhook cursor").or_else(abort)?;
+                        let start = be_u64(&cur, "webhook cursor").or_else(abort)?;
+                        let mut seq = start;
                         let (mut made, mut looked) = (0, 0);
                         while seq < last && made < room && looked < batch {
                             seq += 1;
@@ -139,11 +140,14 @@ impl SledStore {
                             d.insert(timed(now, &id), &[] as &[u8])?;
                             made += 1;
                         }
-                        c.insert(key, &seq.to_be_bytes())?;
-                        Ok((made, seq >= last))
+                        if seq != start {
+                            c.insert(key, &seq.to_be_bytes())?;
+                        }
+                        Ok((made, seq >= last, seq != start))
                     },
                 );
-                let (made, caught_up) = res.map_err(store_error)?;
+                let (made, caught_up, moved) = res.map_err(store_error)?;
+                changed |= moved;
                 for_this += made;
                 if caught_up || for_this >= batch {
                     break;
@@ -151,7 +155,9 @@ impl SledStore {
             }
             queued += for_this;
         }
-        self.db.flush()?;
+        if changed {
+            self.db.flush()?;
+        }
         Ok(queued)
     }
 
