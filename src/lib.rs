@@ -4,6 +4,7 @@
 //! workflow) → [`engine`] (run it step by step) → [`gate`] (what a human may
 //! answer) → [`store`] (durable sessions in sled) → [`channel`] (ask a human:
 //! terminal, CLI, Slack — see [`slack`]) → back to [`engine`] to resume.
+//! What happened leaves the process as signed webhooks ([`webhook`]).
 
 pub mod api;
 pub mod audit;
@@ -23,5 +24,6 @@ pub mod spec;
 pub mod store;
 pub mod template;
 pub mod tools;
+pub mod webhook;
 
 pub use error::{Error, Result};

@@ -1,4 +1,5 @@
-//! The command line (clap): `run`, `resume`, `validate`, `sessions ...`.
+//! The command line (clap): `run`, `resume`, `validate`, `sessions ...`,
+//! `audit ...`, `webhooks failed`.
 //!
 //! Handlers parse flags into engine calls and map the result once to an
 //! exit code (SPEC.md) and to either human text or, with `--json`, exactly
@@ -24,12 +25,14 @@ mod render;
 mod run;
 mod sessions;
 mod tokens;
+mod webhooks;
 
 use audit::audit;
 pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
 use sessions::{notify, sessions, sweep};
+pub use webhooks::WebhooksCommand;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -71,6 +74,9 @@ pub enum Command {
     /// Check and export the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Webhook deliveries strands gave up on.
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -315,6 +321,7 @@ fn wants_json(c: &Command) -> bool {
         | Command::Tokens(TokensCommand::List { json }) => *json,
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
+        Command::Webhooks(cmd) => cmd.json(),
     }
 }
 
@@ -436,6 +443,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Sessions(cmd) => sessions(&ctx, cmd).await,
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
+        Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(
                 ctx.store_path.clone(),

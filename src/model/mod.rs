@@ -16,6 +16,7 @@ pub mod pattern;
 pub mod session;
 pub mod timer;
 pub mod token;
+pub mod webhook;
 pub mod wire;
 
 pub use accept::Refusal;

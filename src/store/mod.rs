@@ -6,9 +6,10 @@
 //! channels, the timers, the CLI); its operations are the domain's: create
 //! a session, checkpoint it with a compare-and-swap on its revision, record
 //! an answer exactly once, index a posted message, arm and fire timers,
-//! append to the audit chain, queue an answer for a busy run. Each backend
-//! implements [`Backend`] and keeps every guarantee: [`sled::SledStore`]
-//! (the embedded default, one process per store). The keys, trees and
+//! append to the audit chain, queue an answer for a busy run, keep the
+//! webhook outbox (a cursor per endpoint, pending and failed deliveries).
+//! Each backend implements [`Backend`] and keeps every guarantee:
+//! [`sled::SledStore`] (the embedded default, one process per store). The keys, trees and
 //! tables of a backend are named in that backend's module only.
 
 pub mod sled;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 
 use crate::error::Result;
 use crate::model::token::TokenRecord;
+use crate::model::webhook::{Delivery, Settle};
 use crate::model::{Answer, Notification, OpenGate, Refusal, Session, Status, Summary};
 
 /// What an approval message asks about: a click finds its session and gate
@@ -224,6 +226,39 @@ pub trait Backend: Send + Sync {
         at: DateTime<Utc>,
         audit: &crate::audit::AuditEvent,
     ) -> impl Future<Output = Result<Option<TokenRecord>>> + Send;
+
+    /// For each webhook endpoint, queues a delivery (due `now`) of each
+    /// event after its cursor that webhooks carry, moving the cursor in the
+    /// same transaction; an endpoint seen for the first time starts at the
+    /// last event (no history). At most `limit` per endpoint per call;
+    /// returns how many were queued.
+    fn webhook_pull(
+        &self,
+        endpoints: &[String],
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> impl Future<Output = Result<usize>> + Send;
+    /// Up to `limit` pending deliveries due by `now`, each taken for an
+    /// attempt as it is read: attempt counted, due again at `now + lease`
+    /// (a crashed attempt is retried then; nobody else takes it before).
+    fn webhook_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
+    /// When the earliest pending delivery is due.
+    fn webhook_next_due(&self) -> impl Future<Output = Result<Option<DateTime<Utc>>>> + Send;
+    /// What became of an attempt on a delivery `webhook_due` returned:
+    /// delivered (deleted), retry (re-scheduled), gave up (moved to the
+    /// failed ones).
+    fn webhook_settle(
+        &self,
+        taken: &Delivery,
+        outcome: Settle,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Up to `limit` deliveries given up on, latest first.
+    fn webhook_failed(&self, limit: usize) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
 }
 
 /// The store a process uses: one of the backends.
@@ -286,6 +321,11 @@ forward! {
     fn token(&self, id: &str) -> Result<Option<TokenRecord>>;
     fn tokens(&self) -> Result<Vec<TokenRecord>>;
     fn revoke_token(&self, name: &str, at: DateTime<Utc>, audit: &crate::audit::AuditEvent) -> Result<Option<TokenRecord>>;
+    fn webhook_pull(&self, endpoints: &[String], now: DateTime<Utc>, limit: usize) -> Result<usize>;
+    fn webhook_due(&self, now: DateTime<Utc>, lease: std::time::Duration, limit: usize) -> Result<Vec<Delivery>>;
+    fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>>;
+    fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()>;
+    fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
 }
 
 impl Store {

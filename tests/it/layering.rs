@@ -8,14 +8,17 @@
 //! wire formats) → `spec` (load and validate) → `config` (settings read
 //! once) → `gate` (who may answer,
 //! what an answer means) → `tools` → `channel` (the "ask a human" seam) →
-//! `store` (the seam over sled) → `engine` (run, intake, timers) → `slack`
-//! (a room off the channel hall) → `cli`.
+//! `store` (the seam over sled) → `engine` (run, intake, timers) →
+//! `webhook` (events posted from the store's outbox) → `hub` (the
+//! service's core: drives, timers, starts, answers) → `api` (HTTP for
+//! code) → `slack` (a room off the channel hall) → `serve` (composes the
+//! service) → `cli`.
 
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
     "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
-    "channel", "store", "engine", "hub", "api", "slack", "serve", "cli",
+    "channel", "store", "engine", "webhook", "hub", "api", "slack", "serve", "cli",
 ];
 
 fn rank(module: &str) -> Option<usize> {

@@ -22,6 +22,7 @@ mod cli_runtime;
 mod cli_sweep;
 mod cli_tools;
 mod cli_validate;
+mod cli_webhooks;
 mod compat;
 mod crash_loop;
 mod layering;

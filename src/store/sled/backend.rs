@@ -160,4 +160,33 @@ impl crate::store::Backend for SledStore {
     ) -> Result<Option<crate::model::token::TokenRecord>> {
         SledStore::revoke_token(self, name, at, audit)
     }
+    async fn webhook_pull(
+        &self,
+        endpoints: &[String],
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<usize> {
+        SledStore::webhook_pull(self, endpoints, now, limit)
+    }
+    async fn webhook_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<crate::model::webhook::Delivery>> {
+        SledStore::webhook_due(self, now, lease, limit)
+    }
+    async fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>> {
+        SledStore::webhook_next_due(self)
+    }
+    async fn webhook_settle(
+        &self,
+        taken: &crate::model::webhook::Delivery,
+        outcome: crate::model::webhook::Settle,
+    ) -> Result<()> {
+        SledStore::webhook_settle(self, taken, outcome)
+    }
+    async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
+        SledStore::webhook_failed(self, limit)
+    }
 }

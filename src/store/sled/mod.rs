@@ -47,7 +47,8 @@ pub mod trees {
     /// session id ++ 0 ++ gate handle → `Notification` as JSON: the latest
     /// message that asked for that gate in a chat channel.
     pub const NOTIFICATIONS: &str = "notifications";
-    /// `format` → the store's format (u32 big-endian).
+    /// `format` → the store's format (u32 big-endian); `store_id` → a
+    /// random id made once (in webhook message ids).
     pub const META: &str = "meta";
     /// session id ++ 0 ++ gate handle → `Answer` as JSON: a click on one of
     /// several open gates while the run was busy with another branch,
@@ -58,6 +59,19 @@ pub mod trees {
     /// token name → token id, for tokens not revoked (names are unique
     /// among them).
     pub const TOKEN_NAMES: &str = "token_names";
+    /// webhook endpoint URL → the last event seq (u64 big-endian) it was
+    /// queued deliveries up to.
+    pub const WEBHOOK_CURSORS: &str = "webhook_cursors";
+    /// endpoint ++ 0 ++ seq (u64 big-endian) → `model::webhook::Delivery`
+    /// as JSON: deliveries not yet settled.
+    pub const WEBHOOK_PENDING: &str = "webhook_pending";
+    /// next_at (ms since the epoch, u64 big-endian) ++ endpoint ++ 0 ++ seq
+    /// → nothing: the pending deliveries, earliest due first.
+    pub const WEBHOOK_DUE: &str = "webhook_due";
+    /// given up at (ms since the epoch, u64 big-endian) ++ endpoint ++ 0 ++
+    /// seq → `model::webhook::Delivery` as JSON: deliveries strands gave
+    /// up on (`strands webhooks failed`).
+    pub const WEBHOOK_FAILED: &str = "webhook_failed";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -654,6 +668,7 @@ mod events;
 mod queued;
 mod timers;
 mod tokens;
+mod webhooks;
 
 use audit::append_in;
 use events::append_events;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::gate::{self};
+use crate::model::webhook::{Delivery, Settle};
 use crate::model::PatternState;
 use crate::model::{Decision, Position};
 use crate::spec::{Fallback, GateKind, GateSpec};
@@ -238,4 +239,252 @@ fn a_token_name_is_in_use_once_and_every_change_is_audited() {
     );
     assert_eq!(store.tokens().expect("list").len(), 2);
     assert_eq!(store.audit_head().expect("head").map(|h| h.seq), Some(3));
+}
+
+/// Writes a session whose write reports `kinds` (numbered by the store).
+fn reports(store: &SledStore, id: &str, kinds: Vec<crate::model::EventKind>) {
+    let mut s = paused_session(id);
+    s.events = kinds;
+    store.create(&mut s).expect("create");
+}
+
+fn run_failed(message: &str) -> crate::model::EventKind {
+    crate::model::EventKind::RunFailed {
+        message: message.into(),
+    }
+}
+
+fn step_done() -> crate::model::EventKind {
+    crate::model::EventKind::StepDone {
+        position: "steps[0]".into(),
+        agent: "a".into(),
+    }
+}
+
+const HOOK: &str = "http://127.0.0.1:9/hook";
+const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[test]
+fn a_new_endpoint_starts_at_the_last_event_and_then_misses_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SledStore::open(dir.path()).expect("open");
+    reports(
+        &store,
+        "old",
+        vec![run_failed("history"), run_failed("more")],
+    );
+    let hooks = [HOOK.to_string()];
+    let now = Utc::now();
+    assert_eq!(store.webhook_pull(&hooks, now, 100).expect("pull"), 0);
+    assert!(
+        store.webhook_due(now, LEASE, 10).expect("due").is_empty(),
+        "no history"
+    );
+
+    reports(&store, "s1", vec![step_done(), run_failed("one")]);
+    reports(&store, "s2", vec![run_failed("two")]);
+    assert_eq!(
+        store.webhook_pull(&hooks, now, 100).expect("pull"),
+        2,
+        "step.done is not carried"
+    );
+    assert_eq!(
+        store.webhook_pull(&hooks, now, 100).expect("pull"),
+        0,
+        "queued once"
+    );
+    let due = store.webhook_due(now, LEASE, 10).expect("due");
+    let seqs: Vec<u64> = due.iter().map(Delivery::seq).collect();
+    assert_eq!(seqs, [4, 5]);
+    assert_eq!(due[0].event.session, "s1");
+    assert_eq!(due[0].endpoint, HOOK);
+    assert!(due
+        .iter()
+        .all(|d| d.attempts == 1 && d.first_attempt_at == Some(now)));
+    assert_ne!(due[0].msg_id, due[1].msg_id);
+
+    // A second endpoint added now starts at event 5, like the first did.
+    let both = [HOOK.to_string(), "http://127.0.0.1:9/other".to_string()];
+    assert_eq!(store.webhook_pull(&both, now, 100).expect("pull"), 0);
+    reports(&store, "s3", vec![run_failed("three")]);
+    assert_eq!(
+        store.webhook_pull(&both, now, 100).expect("pull"),
+        2,
+        "one each"
+    );
+}
+
+#[test]
+fn pulls_are_bounded_and_catch_up_over_several_calls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SledStore::open(dir.path()).expect("open");
+    let hooks = [HOOK.to_string()];
+    let now = Utc::now();
+    store
+        .webhook_pull(&hooks, now, 3)
+        .expect("start the cursor");
+    // Many events webhooks do not carry, then five they do.
+    reports(&store, "quiet", (0..20).map(|_| step_done()).collect());
+    reports(
+        &store,
+        "loud",
+        (0..5).map(|i| run_failed(&i.to_string())).collect(),
+    );
+    assert_eq!(store.webhook_pull(&hooks, now, 3).expect("pull"), 3);
+    assert_eq!(store.webhook_pull(&hooks, now, 3).expect("pull"), 2);
+    assert_eq!(store.webhook_pull(&hooks, now, 3).expect("pull"), 0);
+    let due = store.webhook_due(now, LEASE, 100).expect("due");
+    assert_eq!(
+        due.iter().map(Delivery::seq).collect::<Vec<_>>(),
+        [21, 22, 23, 24, 25]
+    );
+}
+
+#[test]
+fn pending_deliveries_survive_a_restart_with_the_same_ids() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hooks = [HOOK.to_string()];
+    let now = Utc::now();
+    let first_id = {
+        let store = SledStore::open(dir.path()).expect("open");
+        store.webhook_pull(&hooks, now, 10).expect("start");
+        reports(&store, "s1", vec![run_failed("one"), run_failed("two")]);
+        assert_eq!(store.webhook_pull(&hooks, now, 10).expect("pull"), 2);
+        // One is taken for an attempt and the process dies with it in flight.
+        let taken = store.webhook_due(now, LEASE, 1).expect("due");
+        assert_eq!(taken.len(), 1);
+        taken[0].msg_id.clone()
+    };
+    let store = SledStore::open(dir.path()).expect("reopen");
+    let again = store.webhook_due(now, LEASE, 10).expect("due");
+    assert_eq!(again.len(), 1, "the one in flight waits for its lease");
+    assert_eq!(again[0].seq(), 2);
+    store
+        .webhook_settle(&again[0], Settle::Delivered)
+        .expect("delivered");
+    let after_lease = now + chrono::TimeDelta::seconds(61);
+    let retried = store.webhook_due(after_lease, LEASE, 10).expect("due");
+    assert_eq!(retried.len(), 1);
+    assert_eq!(retried[0].seq(), 1);
+    assert_eq!(
+        retried[0].msg_id, first_id,
+        "the same webhook-id on every attempt"
+    );
+    assert_eq!(retried[0].attempts, 2, "the attempt that died counts");
+    assert_eq!(retried[0].first_attempt_at, Some(now));
+    assert_eq!(
+        store.webhook_pull(&hooks, now, 10).expect("pull"),
+        0,
+        "nothing queued twice"
+    );
+}
+
+#[test]
+fn a_taken_delivery_is_not_taken_again_during_its_lease() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SledStore::open(dir.path()).expect("open");
+    let hooks = [HOOK.to_string()];
+    let now = Utc::now();
+    store.webhook_pull(&hooks, now, 10).expect("start");
+    reports(&store, "s1", vec![run_failed("one")]);
+    store.webhook_pull(&hooks, now, 10).expect("pull");
+    let taken = store.webhook_due(now, LEASE, 10).expect("due");
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].next_at, now + chrono::TimeDelta::seconds(60));
+    assert_eq!(
+        store.webhook_next_due().expect("next"),
+        Some(taken[0].next_at)
+            .map(|t| { DateTime::from_timestamp_millis(t.timestamp_millis()).expect("ms") })
+    );
+    let almost = now + chrono::TimeDelta::seconds(59);
+    assert!(store
+        .webhook_due(almost, LEASE, 10)
+        .expect("due")
+        .is_empty());
+    // A zero lease takes it once per call, never twice in one.
+    let late = now + chrono::TimeDelta::seconds(60);
+    let zero = std::time::Duration::ZERO;
+    assert_eq!(store.webhook_due(late, zero, 10).expect("due").len(), 1);
+}
+
+#[test]
+fn settling_deletes_reschedules_or_gives_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SledStore::open(dir.path()).expect("open");
+    let hooks = [HOOK.to_string()];
+    let now = Utc::now();
+    store.webhook_pull(&hooks, now, 10).expect("start");
+    reports(
+        &store,
+        "s1",
+        vec![run_failed("a"), run_failed("b"), run_failed("c")],
+    );
+    store.webhook_pull(&hooks, now, 10).expect("pull");
+    let taken = store.webhook_due(now, LEASE, 10).expect("due");
+    let [a, b, c] = taken.as_slice() else {
+        panic!("three deliveries: {taken:?}");
+    };
+    store
+        .webhook_settle(a, Settle::Delivered)
+        .expect("delivered");
+    let later = now + chrono::TimeDelta::seconds(5);
+    let retry = Settle::Retry {
+        at: later,
+        error: "HTTP 503".into(),
+    };
+    store.webhook_settle(b, retry).expect("retry");
+    store
+        .webhook_settle(
+            c,
+            Settle::GaveUp {
+                error: "HTTP 400".into(),
+            },
+        )
+        .expect("gave up");
+
+    assert!(store
+        .webhook_due(later - chrono::TimeDelta::seconds(1), LEASE, 10)
+        .expect("due")
+        .is_empty());
+    let again = store.webhook_due(later, LEASE, 10).expect("due");
+    assert_eq!(again.iter().map(Delivery::seq).collect::<Vec<_>>(), [2]);
+    assert_eq!(again[0].last_error.as_deref(), Some("HTTP 503"));
+    assert_eq!(again[0].attempts, 2);
+
+    // A settle from the attempt that was replaced changes nothing.
+    store
+        .webhook_settle(
+            b,
+            Settle::GaveUp {
+                error: "stale".into(),
+            },
+        )
+        .expect("stale");
+    assert!(store
+        .webhook_failed(10)
+        .expect("failed")
+        .iter()
+        .all(|d| d.seq() != 2));
+
+    let failed = store.webhook_failed(10).expect("failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].seq(), 3);
+    assert_eq!(failed[0].last_error.as_deref(), Some("HTTP 400"));
+    assert_eq!(failed[0].attempts, 1);
+
+    store
+        .webhook_settle(&again[0], Settle::Delivered)
+        .expect("delivered");
+    assert_eq!(
+        store.webhook_next_due().expect("next"),
+        None,
+        "nothing pending"
+    );
+    let far = now + chrono::TimeDelta::days(30);
+    assert!(store.webhook_due(far, LEASE, 10).expect("due").is_empty());
+    assert_eq!(
+        store.webhook_failed(10).expect("failed").len(),
+        1,
+        "failed ones stay"
+    );
 }

@@ -1,0 +1,410 @@
+//! Outbound webhooks: every event a run reports (a gate opened or
+//! answered, a timeout, the end of a run — not `step.done`) is POSTed to
+//! each configured endpoint as a signed [Standard Webhooks] message.
+//!
+//! Delivery goes through the store's outbox, never straight from the
+//! engine: the store queues a delivery per endpoint for each event (a
+//! cursor per endpoint over the event log, moved in the transaction that
+//! queues), and the [`Deliverer`] takes the due ones, posts them and
+//! settles each — delivered (2xx), retried later, or given up. So a webhook
+//! survives crashes and restarts, carries the same `webhook-id` on every
+//! attempt (receivers drop duplicates by it), and a slow or dead endpoint
+//! never holds up a run.
+//!
+//! Retries: connection errors, timeouts (10 s per request), 408, 429 and
+//! 5xx back off exponentially from about a second (doubling, capped at 10
+//! minutes, with jitter; a `Retry-After` takes the place of the backoff)
+//! until `STRANDS_WEBHOOK_GIVE_UP` after the first attempt; any other
+//! status (redirects are not followed) gives up at once. Given-up
+//! deliveries are kept (`strands webhooks failed`).
+//!
+//! What this module does not do: decide which events exist (the engine
+//! writes them, `crate::model::event`), serve the API the links point to,
+//! or start itself — `strands serve` runs [`Deliverer::run`].
+//!
+//! [Standard Webhooks]: https://www.standardwebhooks.com/
+
+mod config;
+mod payload;
+
+pub use config::{parse_span, Config, DEFAULT_GIVE_UP};
+pub use payload::payload;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use secrecy::ExposeSecret;
+
+use crate::error::{Error, Result};
+use crate::model::webhook::{Delivery, Settle};
+use crate::store::Store;
+
+/// The time limit of one POST.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first retry's backoff (before jitter).
+pub const BASE_DELAY: Duration = Duration::from_secs(1);
+/// No computed backoff is longer.
+pub const MAX_DELAY: Duration = Duration::from_secs(600);
+/// How long a delivery taken for an attempt is not taken again; an attempt
+/// that died with its process is retried after it. Well over
+/// [`REQUEST_TIMEOUT`].
+pub const LEASE: Duration = Duration::from_secs(60);
+/// Deliveries posted at once.
+pub const CONCURRENCY: usize = 8;
+/// The longest the deliverer sleeps without looking at the store.
+pub const POLL: Duration = Duration::from_secs(5);
+/// Deliveries queued per endpoint per round.
+const BATCH: usize = 256;
+/// Deliveries taken per round: few enough that the last one is posted
+/// well within its lease even when every post runs into its timeout
+/// (24 / 8 at once × 10 s = 30 s < 60 s). A busy deliverer starts the
+/// next round at once.
+const TAKE: usize = CONCURRENCY * 3;
+const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < LEASE.as_secs());
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    delivered: AtomicU64,
+    retried: AtomicU64,
+    gave_up: AtomicU64,
+}
+
+impl Stats {
+    /// `(outcome, count)`: `delivered` (2xx), `retried` (failed attempts
+    /// scheduled again), `gave_up` (moved to the failed deliveries).
+    pub fn counters(&self) -> [(&'static str, u64); 3] {
+        [
+            ("delivered", self.delivered.load(Ordering::Relaxed)),
+            ("retried", self.retried.load(Ordering::Relaxed)),
+            ("gave_up", self.gave_up.load(Ordering::Relaxed)),
+        ]
+    }
+
+    fn count(&self, outcome: &Settle) {
+        let counter = match outcome {
+            Settle::Delivered => &self.delivered,
+            Settle::Retry { .. } => &self.retried,
+            Settle::GaveUp { .. } => &self.gave_up,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What one POST came to.
+#[derive(Debug, Clone, PartialEq)]
+enum Attempt {
+    /// 2xx.
+    Delivered,
+    /// Worth another attempt; `after`: the wait the endpoint asked for.
+    Transient {
+        error: String,
+        after: Option<Duration>,
+    },
+    /// Retrying cannot help.
+    Permanent { error: String },
+}
+
+/// Posts the store's due webhook deliveries and settles them.
+pub struct Deliverer {
+    config: Config,
+    stats: Arc<Stats>,
+    http: reqwest::Client,
+    signer: Arc<standardwebhooks::Webhook>,
+    base_delay: Duration,
+    poll: Duration,
+}
+
+impl Deliverer {
+    /// A deliverer for `config`, counting into `stats`.
+    pub fn new(config: Config, stats: Arc<Stats>) -> Result<Deliverer> {
+        let signer = standardwebhooks::Webhook::new(config.secret.expose_secret())
+            .map_err(|_| Error::Usage("STRANDS_WEBHOOK_SECRET is not valid base64".into()))?;
+        // reqwest is built without a default crypto provider (it shares
+        // ring with the other clients); install it once per process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("strands/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "webhooks: could not set up the HTTP client: {}",
+                    crate::error::transport(e)
+                ))
+            })?;
+        Ok(Deliverer {
+            config,
+            stats,
+            http,
+            signer: Arc::new(signer),
+            base_delay: BASE_DELAY,
+            poll: POLL,
+        })
+    }
+
+    /// The first retry's backoff (tests make it short).
+    pub fn with_base_delay(mut self, base: Duration) -> Deliverer {
+        self.base_delay = base;
+        self
+    }
+
+    /// The longest sleep between looks at the store (tests make it short).
+    pub fn with_poll(mut self, poll: Duration) -> Deliverer {
+        self.poll = poll;
+        self
+    }
+
+    /// One round: queues the events written since the last one, posts
+    /// every delivery due (at most [`CONCURRENCY`] at once) and settles
+    /// each. Returns how many were attempted.
+    pub async fn run_once(&self, store: &Store) -> Result<usize> {
+        let now = Utc::now();
+        store
+            .webhook_pull(&self.config.endpoints, now, BATCH)
+            .await?;
+        let due = store.webhook_due(now, LEASE, TAKE).await?;
+        let attempted = due.len();
+        let mut waiting = due.into_iter();
+        let mut posts = tokio::task::JoinSet::new();
+        loop {
+            while posts.len() < CONCURRENCY {
+                let Some(d) = waiting.next() else { break };
+                let body = serde_json::to_vec(&payload(&d.event, &self.config.public_url));
+                let (http, signer) = (self.http.clone(), Arc::clone(&self.signer));
+                posts.spawn(async move {
+                    let attempt = match body {
+                        Ok(body) => post(&http, &signer, &d, body).await,
+                        Err(e) => Attempt::Permanent {
+                            error: format!("could not encode the payload: {e}"),
+                        },
+                    };
+                    (d, attempt)
+                });
+            }
+            let Some(joined) = posts.join_next().await else {
+                break;
+            };
+            // A post that panicked leaves its delivery leased: it is
+            // tried again when the lease ends.
+            let (d, attempt) = match joined {
+                Ok(done) => done,
+                Err(e) => {
+                    tracing::error!("webhook: a delivery task failed: {e}");
+                    continue;
+                }
+            };
+            let outcome = self.judge(&d, attempt, Utc::now());
+            self.report(&d, &outcome);
+            store.webhook_settle(&d, outcome.clone()).await?;
+            self.stats.count(&outcome);
+        }
+        Ok(attempted)
+    }
+
+    /// Runs rounds until `stop` completes: at once when this process
+    /// writes an event, when the next retry is due, and at least every few
+    /// seconds. A failing round is logged and tried again later.
+    pub async fn run(&self, store: &Store, stop: impl Future<Output = ()>) {
+        let mut events = store.subscribe_events();
+        tokio::pin!(stop);
+        loop {
+            let busy = match self.run_once(store).await {
+                Ok(n) => n > 0,
+                Err(e) => {
+                    tracing::warn!("webhooks: {e}");
+                    false
+                }
+            };
+            let wait = if busy {
+                Duration::ZERO
+            } else {
+                self.idle_wait(store).await
+            };
+            tokio::select! {
+                biased;
+                () = &mut stop => return,
+                () = async {
+                    if events.changed().await.is_err() {
+                        // The store is gone; only the clock wakes us now.
+                        std::future::pending::<()>().await;
+                    }
+                } => {}
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// How long to sleep: until the next delivery is due, at most
+    /// the poll interval.
+    async fn idle_wait(&self, store: &Store) -> Duration {
+        match store.webhook_next_due().await {
+            Ok(Some(at)) => (at - Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+                .min(self.poll),
+            Ok(None) => self.poll,
+            Err(e) => {
+                tracing::warn!("webhooks: {e}");
+                self.poll
+            }
+        }
+    }
+
+    /// What to record for `attempt` on `d`, at `now`.
+    fn judge(&self, d: &Delivery, attempt: Attempt, now: DateTime<Utc>) -> Settle {
+        let (error, after) = match attempt {
+            Attempt::Delivered => return Settle::Delivered,
+            Attempt::Permanent { error } => return Settle::GaveUp { error },
+            Attempt::Transient { error, after } => (error, after),
+        };
+        let give_up =
+            chrono::TimeDelta::from_std(self.config.give_up).unwrap_or(chrono::TimeDelta::MAX / 2);
+        let deadline = d.first_attempt_at.unwrap_or(now) + give_up;
+        if now >= deadline {
+            return Settle::GaveUp {
+                error: format!(
+                    "{error} (still failing {} after the first attempt)",
+                    span(self.config.give_up)
+                ),
+            };
+        }
+        // An asked-for wait is honoured, but never shorter than the base
+        // backoff: `Retry-After: 0` on every answer must not spin.
+        let wait = match after {
+            Some(asked) => asked.max(self.base_delay),
+            None => backoff(self.base_delay, d.attempts),
+        };
+        let at = chrono::TimeDelta::from_std(wait)
+            .ok()
+            .and_then(|w| now.checked_add_signed(w))
+            .map_or(deadline, |at| at.min(deadline));
+        Settle::Retry { at, error }
+    }
+
+    /// Logs an outcome worth a line (without the endpoint's credentials).
+    fn report(&self, d: &Delivery, outcome: &Settle) {
+        match outcome {
+            Settle::Delivered => tracing::debug!(
+                endpoint = %d.endpoint_shown(),
+                msg_id = %d.msg_id,
+                attempts = d.attempts,
+                "webhook delivered"
+            ),
+            Settle::Retry { at, error } => tracing::info!(
+                endpoint = %d.endpoint_shown(),
+                msg_id = %d.msg_id,
+                attempts = d.attempts,
+                retry_at = %at,
+                "webhook failed, will retry: {error}"
+            ),
+            Settle::GaveUp { error } => tracing::warn!(
+                endpoint = %d.endpoint_shown(),
+                msg_id = %d.msg_id,
+                event = d.event.what.name(),
+                session = %d.event.session,
+                attempts = d.attempts,
+                "webhook given up (see `strands webhooks failed`): {error}"
+            ),
+        }
+    }
+}
+
+/// The wait before retry number `attempts` (1 after the first attempt):
+/// `base` doubled per earlier attempt, capped at [`MAX_DELAY`], then
+/// jittered down to between half and all of it (so endpoints coming back
+/// are not hit by every delivery at once).
+fn backoff(base: Duration, attempts: u32) -> Duration {
+    let doublings = attempts.saturating_sub(1).min(31);
+    let full = base
+        .checked_mul(1u32 << doublings)
+        .unwrap_or(MAX_DELAY)
+        .min(MAX_DELAY);
+    full.mul_f64(0.5 + fastrand::f64() * 0.5)
+}
+
+/// `24h`, `90s`: a duration as the settings write it.
+fn span(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        s if s >= 86_400 && s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s if s > 0 => format!("{s}s"),
+        _ => format!("{}ms", d.as_millis()),
+    }
+}
+
+/// POSTs `body` for `d`, signed now, and sorts the answer.
+async fn post(
+    http: &reqwest::Client,
+    signer: &standardwebhooks::Webhook,
+    d: &Delivery,
+    body: Vec<u8>,
+) -> Attempt {
+    let timestamp = Utc::now().timestamp();
+    let signature = match signer.sign(&d.msg_id, timestamp, &body) {
+        Ok(s) => s,
+        Err(e) => {
+            return Attempt::Permanent {
+                error: format!("could not sign the payload: {e}"),
+            }
+        }
+    };
+    let sent = http
+        .post(&d.endpoint)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(standardwebhooks::HEADER_WEBHOOK_ID, &d.msg_id)
+        .header(
+            standardwebhooks::HEADER_WEBHOOK_TIMESTAMP,
+            timestamp.to_string(),
+        )
+        .header(standardwebhooks::HEADER_WEBHOOK_SIGNATURE, signature)
+        .body(body)
+        .send()
+        .await;
+    match sent {
+        Ok(response) => sort(response.status(), response.headers()),
+        Err(e) if e.is_timeout() => Attempt::Transient {
+            error: format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
+            after: None,
+        },
+        Err(e) => Attempt::Transient {
+            error: crate::error::transport(e),
+            after: None,
+        },
+    }
+}
+
+/// 2xx delivered; 408, 429 and 5xx transient (`Retry-After` honoured);
+/// anything else — 3xx included, redirects are not followed — permanent.
+fn sort(status: reqwest::StatusCode, headers: &reqwest::header::HeaderMap) -> Attempt {
+    let error = match status.canonical_reason() {
+        Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
+        None => format!("HTTP {}", status.as_u16()),
+    };
+    if status.is_success() {
+        Attempt::Delivered
+    } else if status.is_server_error()
+        || status == reqwest::StatusCode::TOO_MANY_REQUESTS
+        || status == reqwest::StatusCode::REQUEST_TIMEOUT
+    {
+        Attempt::Transient {
+            error,
+            after: crate::retry::retry_after(headers),
+        }
+    } else if status.is_redirection() {
+        Attempt::Permanent {
+            error: format!("{error} (redirects are not followed: configure the final URL)"),
+        }
+    } else {
+        Attempt::Permanent { error }
+    }
+}
+
+#[cfg(test)]
+mod tests;
