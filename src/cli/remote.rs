@@ -34,7 +34,8 @@ pub(super) struct Remote {
 }
 
 impl Remote {
-    /// `STRANDS_SERVER` + `STRANDS_TOKEN`, when set; `as_who` is `--as`.
+    /// `STRANDS_SERVER` + `STRANDS_TOKEN`, when set; `as_who` is `--as`,
+    /// which a server does not take from a token of its own.
     pub(super) fn from_env(as_who: Option<&str>) -> Result<Option<Remote>> {
         let Some(server) = std::env::var("STRANDS_SERVER")
             .ok()
@@ -56,10 +57,15 @@ impl Remote {
             .ok_or_else(|| {
                 Error::Usage(format!("STRANDS_SERVER `{server}` is not an http(s) URL"))
             })?;
+        if as_who.is_some() {
+            eprintln!(
+                "note: --as is not sent to STRANDS_SERVER: the token's name is who you are there"
+            );
+        }
         Ok(Some(Remote {
             base: url.as_str().trim_end_matches('/').to_string(),
             token: SecretString::from(token.trim().to_string()),
-            act_as: as_who.map(str::to_string),
+            act_as: None,
             http: client()?,
             origin: "STRANDS_SERVER",
         }))
@@ -308,9 +314,9 @@ pub(super) async fn resume(
             remote.origin
         )));
     }
-    let view = remote.session(&args.id).await?;
-    let id = view.session_id.clone();
     let Some(answer) = answer else {
+        let view = remote.session(&args.id).await?;
+        let id = view.session_id.clone();
         // Without a decision: the server continues interrupted runs and
         // applies timeouts by itself; report where it stands.
         if let (Status::Paused, Some(g)) = (view.status, &view.gate) {
@@ -328,11 +334,14 @@ pub(super) async fn resume(
         let view = remote.wait_stopped(&id, 0).await?;
         return Ok(report_view(ctx, &view.brief(), args.json));
     };
+    // strands-cli's `run --resume ID --hitl-response` answers the first
+    // open gate; otherwise `--gate`, or the server picks the only one.
     let gate = match (&args.gate, args.first_open) {
         (Some(g), _) => Some(g.clone()),
-        (None, true) => view.gate.as_ref().map(|g| g.handle.clone()),
+        (None, true) => remote.session(&args.id).await?.gate.map(|g| g.handle),
         _ => None,
     };
+    let id = args.id.clone();
     let request = answer_request(&answer, gate);
     let outcome: std::result::Result<AnswerOutcome, Error> = remote
         .json(
@@ -342,12 +351,12 @@ pub(super) async fn resume(
             Some(&id),
         )
         .await;
-    let after = match outcome {
-        Ok(o) => o.before,
+    let (id, after) = match outcome {
+        Ok(o) => (o.session.session_id, o.before),
         // The fallback wins; the server applies it.
         Err(Error::Session(m)) if m.contains("timed out") => {
             eprintln!("{m}");
-            0
+            (id, 0)
         }
         Err(e) => return Err(e),
     };

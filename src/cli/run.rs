@@ -234,7 +234,10 @@ pub(super) async fn continue_session(
                 // The fallback wins; driving applies it.
                 eprintln!("{refusal}");
             }
-            Err(refusal) => return Err(refusal_error(&id, refusal)),
+            Err(refusal) => {
+                let status = store.load(&id).await?.map(|s| s.status);
+                return Err(refusal_error(&id, refusal, status));
+            }
         }
     }
     let session = engine.resume(&id, &mut channel).await?;
@@ -243,8 +246,15 @@ pub(super) async fn continue_session(
 }
 
 /// A refused answer as the CLI reports it (message and exit code).
-fn refusal_error(id: &str, refusal: Refusal) -> Error {
+fn refusal_error(id: &str, refusal: Refusal, status: Option<Status>) -> Error {
     match refusal {
+        Refusal::AlreadyAnswered(a) if status.is_some_and(|s| s.is_terminal()) => {
+            Error::Session(format!(
+                "session {id} is {}: {}",
+                status.map(|s| s.to_string()).unwrap_or_default(),
+                Refusal::AlreadyAnswered(a)
+            ))
+        }
         Refusal::BadAnswer(why) => Error::Usage(why),
         Refusal::NotOpen(Status::Running) => Error::Session(format!(
             "session {id} is running (interrupted or answered already); `strands resume {id}` without a decision continues it"

@@ -3,17 +3,26 @@
 //! by status are counted from the store at scrape time; everything else is
 //! counted as it happens.
 
+use std::sync::{Arc, OnceLock};
+
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 type Labels = Vec<(String, String)>;
 
 pub struct Metrics {
     registry: Registry,
+    /// Webhook deliveries, counted by the deliverer (when webhooks are on).
+    webhooks: Arc<WebhookCounters>,
+    webhooks_failed: Gauge,
     sessions: Family<Labels, Gauge>,
     gates_opened: Counter,
     gates_answered: Family<Labels, Counter>,
@@ -41,6 +50,14 @@ impl Metrics {
         let slack_calls = Family::<Labels, Counter>::default();
         let slack_errors = Family::<Labels, Counter>::default();
         let refused = Family::<Labels, Counter>::default();
+        let webhooks = Arc::new(WebhookCounters::default());
+        let webhooks_failed = Gauge::default();
+        registry.register_collector(Box::new(Arc::clone(&webhooks)));
+        registry.register(
+            "webhooks_failed",
+            "Webhook deliveries given up on (`strands webhooks failed` lists them)",
+            webhooks_failed.clone(),
+        );
         registry.register(
             "sessions",
             "Sessions in the store by status",
@@ -78,6 +95,8 @@ impl Metrics {
         );
         Metrics {
             registry,
+            webhooks,
+            webhooks_failed,
             sessions,
             gates_opened,
             gates_answered,
@@ -115,6 +134,16 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts the deliveries of this deliverer's `stats`.
+    pub fn watch_webhooks(&self, stats: Arc<crate::webhook::Stats>) {
+        let _ = self.webhooks.0.set(stats);
+    }
+
+    /// The failed webhook deliveries now.
+    pub fn set_webhooks_failed(&self, n: i64) {
+        self.webhooks_failed.set(n);
+    }
+
     /// The exposition text, with session counts taken now.
     pub fn render(&self, sessions_by_status: &[(&str, i64)]) -> String {
         for (status, n) in sessions_by_status {
@@ -127,6 +156,30 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+}
+
+/// `strands_webhook_deliveries_total{outcome}`, read from the
+/// deliverer's counters at scrape time.
+#[derive(Debug, Default)]
+struct WebhookCounters(OnceLock<Arc<crate::webhook::Stats>>);
+
+impl Collector for WebhookCounters {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(stats) = self.0.get() else {
+            return Ok(());
+        };
+        let mut family = encoder.encode_descriptor(
+            "webhook_deliveries",
+            "Webhook delivery attempts by outcome (delivered, retried, gave_up)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (outcome, n) in stats.counters() {
+            let labels = [("outcome", outcome)];
+            ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@
 //! | `STRANDS_MAX_BODY_BYTES` | largest request body (256 KiB) |
 //! | `STRANDS_API_RATE_PER_SEC`, `STRANDS_API_BURST` | per-token rate limit (20/s, burst 40) |
 //! | `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, ... | Slack (`crate::slack::config`) |
+//! | `STRANDS_WEBHOOK_URL`, `STRANDS_WEBHOOK_SECRET`, ... | webhooks (`crate::webhook::config`) |
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,6 +30,8 @@ pub struct Config {
     pub api: crate::api::Limits,
     /// Slack, when configured.
     pub slack: Option<crate::slack::config::Config>,
+    /// Outbound webhooks, when `STRANDS_WEBHOOK_URL` is set.
+    pub webhooks: Option<crate::webhook::Config>,
     /// What the engine, the tools and the timers are configured with.
     pub settings: Arc<crate::config::Settings>,
 }
@@ -106,7 +109,9 @@ impl Config {
                 templates: o.templates,
             },
         )?;
+        let webhooks = crate::webhook::Config::from_lookup(&get, &public_url)?;
         Ok(Config {
+            webhooks,
             bind,
             store,
             workflows: o

@@ -60,6 +60,16 @@ pub async fn run(config: Config) -> Result<()> {
     let addr = listener
         .local_addr()
         .map_err(|e| Error::io("cannot read the listening address", e))?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    if let Some(webhooks) = config.webhooks.clone() {
+        let stats = Arc::new(crate::webhook::Stats::default());
+        hub.metrics.watch_webhooks(Arc::clone(&stats));
+        let deliverer = crate::webhook::Deliverer::new(webhooks, stats)?;
+        let (hub, stop) = (hub.clone(), stop.clone());
+        hub.clone().tasks().spawn(async move {
+            deliverer.run(&hub.store, stop.cancelled()).await;
+        });
+    }
     let left = discovery::leave(&hub, &config.store, addr).await;
     if let Err(e) = &left {
         tracing::warn!("the CLI will not find this server by itself: {e}");
@@ -80,6 +90,7 @@ pub async fn run(config: Config) -> Result<()> {
     if left.is_ok() {
         discovery::withdraw(&hub, &config.store).await;
     }
+    stop.cancel();
     hub.tasks().close();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), hub.tasks().wait()).await;
     served
@@ -95,6 +106,9 @@ fn service_routes(hub: Hub) -> Router {
 
 async fn metrics_route(State(hub): State<Hub>) -> Response {
     let mut counts = Vec::new();
+    if let Ok(failed) = hub.store.webhook_failed(100_000).await {
+        hub.metrics.set_webhooks_failed(failed.len() as i64);
+    }
     if let Ok(list) = hub.store.list(None).await {
         for status in [
             Status::Running,

@@ -432,6 +432,8 @@ async fn step_events_are_not_sent() {
     let (d, _) = deliverer(config(&[&r], Duration::from_secs(60)));
     d.run_once(&store).await.expect("start the cursor");
     let step = EventKind::StepDone {
+        tokens: 0,
+        millis: 0,
         position: "steps[0]".into(),
         agent: "a".into(),
     };

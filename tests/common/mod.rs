@@ -22,6 +22,37 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------
+// Background servers
+// ---------------------------------------------------------------------------
+
+/// Serves `app` on `listener` (non-blocking) from a thread of its own with
+/// its own tokio runtime, for as long as the test process lives.
+pub fn serve_on(listener: std::net::TcpListener, app: Router) {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime for a background server");
+        rt.block_on(async move {
+            let listener =
+                tokio::net::TcpListener::from_std(listener).expect("a background listener");
+            axum::serve(listener, app)
+                .await
+                .expect("the background server serves");
+        });
+    });
+}
+
+/// Serves `app` on a fresh port of 127.0.0.1; the port.
+pub fn serve_in_background(app: Router) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let port = listener.local_addr().expect("an address").port();
+    serve_on(listener, app);
+    port
+}
+
+// ---------------------------------------------------------------------------
 // The fake model server
 // ---------------------------------------------------------------------------
 
@@ -273,17 +304,7 @@ impl FakeLlm {
             .route("/v1/chat/completions", post(chat))
             .fallback(unknown_path)
             .with_state(shared.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("the fake's tokio runtime");
-            rt.block_on(async move {
-                let listener =
-                    tokio::net::TcpListener::from_std(listener).expect("the fake's listener");
-                axum::serve(listener, app).await.expect("the fake serves");
-            });
-        });
+        serve_on(listener, app);
         FakeLlm {
             url: format!("http://127.0.0.1:{port}/v1"),
             shared,
@@ -721,7 +742,9 @@ pub fn invalid_spec(yaml: &str, expect: &[(&str, &str)]) {
     assert!(all.contains("hint:"), "{all}");
 }
 
+pub mod api;
 pub mod crash;
 pub mod fake_slack;
+pub mod service;
 pub mod slack_story;
 pub mod target;

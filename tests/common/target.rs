@@ -54,16 +54,7 @@ impl Target {
             slow: slow.map(|(m, p, d)| (m.to_string(), p.to_string(), d)),
         });
         let app = Router::new().fallback(hit).with_state(shared.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("the target's runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                axum::serve(listener, app).await.expect("the target serves");
-            });
-        });
+        super::serve_on(listener, app);
         let host = match listener_ip {
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),
             std::net::IpAddr::V4(ip) => ip.to_string(),

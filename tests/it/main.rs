@@ -7,6 +7,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod api;
+mod api_client;
+mod api_guards;
+mod api_webhooks;
 mod cli_approvers;
 mod cli_audit;
 mod cli_egress;

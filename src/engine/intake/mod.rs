@@ -98,6 +98,17 @@ fn pick_gate(
             let open: Vec<String> = session.open_gates().map(|g| g.handle()).collect();
             match open.as_slice() {
                 [only] => Ok(only.clone()),
+                // A finished run: the answer that decided its last gate.
+                [] if session.status.is_terminal() => Err(session
+                    .history
+                    .iter()
+                    .rev()
+                    .find_map(|e| match &e.what {
+                        GateEventKind::Answered { answer: a, .. } => Some(a.clone()),
+                        _ => None,
+                    })
+                    .map(Refusal::AlreadyAnswered)
+                    .unwrap_or(Refusal::NotOpen(session.status))),
                 [] => Err(Refusal::NotOpen(session.status)),
                 many => Err(Refusal::BadAnswer(format!(
                     "session {} has {} gates open; pick one with --gate: {}",

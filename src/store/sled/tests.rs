@@ -256,6 +256,8 @@ fn run_failed(message: &str) -> crate::model::EventKind {
 
 fn step_done() -> crate::model::EventKind {
     crate::model::EventKind::StepDone {
+        tokens: 0,
+        millis: 0,
         position: "steps[0]".into(),
         agent: "a".into(),
     }

@@ -12,20 +12,7 @@ use serde_json::{json, Value};
 use std::time::Instant;
 
 /// Every string in `v` (object values and array items, depth first), one per
-/// line: what a reader of a message would see, plus ids.
-pub fn all_text(v: &Value) -> String {
-    fn walk(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::String(s) => out.push(s.clone()),
-            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
-            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(v, &mut out);
-    out.join("\n")
-}
+pub use crate::common::service::all_text;
 
 /// Whether `v` holds a button anywhere (actions blocks or accessories).
 pub fn has_button(v: &Value) -> bool {
