@@ -38,35 +38,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// agent → manual_gate → agent; every rendered text carries the run's marker.
-const SPEC: &str = r#"
-version: 0
-name: bench
-runtime:
-  provider: openai
-  model_id: fake-model
-  host: $HOST
-inputs:
-  values:
-    id: unset
-agents:
-  preparer:
-    prompt: You are the PREPARER.
-  finisher:
-    prompt: You are the FINISHER.
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: preparer
-        input: "Prepare [bench-id:{{ id }}]"
-      - type: manual_gate
-        id: review
-        prompt: "Approve [bench-id:{{ id }}]?"
-      - agent: finisher
-        input: "Finish [bench-id:{{ id }}]"
-"#;
-
 const REQUESTER: &str = "U01REQUESTER";
 const APPROVER: &str = "U04APPROVER";
 const LATE: &str = "U05LATECLICK";
@@ -406,7 +377,7 @@ fn main() {
     let llm = FakeLlm::start();
     let slack = FakeSlack::start();
     let sandbox = Sandbox::new();
-    let mut bot = Bot::start(&sandbox, &slack, &llm, &[("bench", SPEC)]);
+    let mut bot = Bot::start(&sandbox, &slack, &llm, &[("bench", common::BENCH_CHAIN)]);
     let interactions = format!("{}/slack/interactions", bot.url);
 
     // ---- prepare N paused sessions ------------------------------------

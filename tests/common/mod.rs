@@ -21,6 +21,36 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The benches' workflow: agent → manual_gate → agent; every rendered text
+/// carries the run's `[bench-id:N]` marker (input `id`).
+pub const BENCH_CHAIN: &str = r#"
+version: 0
+name: bench
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+inputs:
+  values:
+    id: unset
+agents:
+  preparer:
+    prompt: You are the PREPARER.
+  finisher:
+    prompt: You are the FINISHER.
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: preparer
+        input: "Prepare [bench-id:{{ id }}]"
+      - type: manual_gate
+        id: review
+        prompt: "Approve [bench-id:{{ id }}]?"
+      - agent: finisher
+        input: "Finish [bench-id:{{ id }}]"
+"#;
+
 // ---------------------------------------------------------------------------
 // Background servers
 // ---------------------------------------------------------------------------

@@ -13,36 +13,14 @@ use std::time::Duration;
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// planner → manual gate `review` (alice or ci-bot) → deployer.
-pub const DEPLOY: &str = r#"
-version: 0
-name: deploy
-runtime:
-  provider: openai
-  model_id: fake-model
-  host: $HOST
-security:
-  approvers: [alice, ci-bot]
-inputs:
-  values:
-    service: web
-agents:
-  planner:
-    prompt: You are the PLANNER.
-  deployer:
-    prompt: You are the DEPLOYER.
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: planner
-        input: "Plan the deploy of {{ service }}."
-      - type: manual_gate
-        id: review
-        prompt: Approve the deploy of {{ service }}?
-      - agent: deployer
-        input: "Deploy per plan: {{ steps[0].response }}"
-"#;
+/// The Slack tests' deploy workflow (planner → manual gate `review` →
+/// deployer), its gate answered by alice or ci-bot.
+pub fn deploy() -> String {
+    crate::common::slack_story::DEPLOY.replace(
+        "\nagents:",
+        "\nsecurity:\n  approvers: [alice, ci-bot]\nagents:",
+    )
+}
 
 /// A sandbox with the deploy workflow, tokens for ci-bot (operator),
 /// alice and mallory (approvers) and root (admin), and the service on it.
@@ -64,7 +42,7 @@ impl World {
     pub fn start_with(adjust: impl FnOnce(ServeConfig) -> ServeConfig) -> World {
         let llm = FakeLlm::start();
         let sandbox = Sandbox::new();
-        let dir = write_workflows(&sandbox, &llm, &[("deploy", DEPLOY)]);
+        let dir = write_workflows(&sandbox, &llm, &[("deploy", &deploy())]);
         let ci = make_token(&sandbox, "ci-bot", "operator");
         let alice = make_token(&sandbox, "alice", "approver");
         let mallory = make_token(&sandbox, "mallory", "approver");

@@ -3,7 +3,7 @@
 //! `serve.json` there instead of exiting 12). Same `--json` shapes and exit
 //! codes as offline; answers carry the caller's identity.
 
-use super::api::{World, DEPLOY};
+use super::api::{deploy, World};
 use crate::common::service::write_workflows;
 use crate::common::{FakeLlm, Outcome, Sandbox};
 use serde_json::Value;
@@ -34,7 +34,7 @@ fn the_cli_goes_through_the_server_with_the_offline_output_and_exit_codes() {
     // Offline, on a store of its own, for the shapes to compare with.
     let offline = Sandbox::new();
     let llm = FakeLlm::start();
-    let dir = write_workflows(&offline, &llm, &[("deploy", DEPLOY)]);
+    let dir = write_workflows(&offline, &llm, &[("deploy", &deploy())]);
     let spec = dir.join("deploy.yaml");
     let local = offline.strands(&["run", spec.to_str().expect("utf-8"), "--json"]);
     local.expect_code(19);
