@@ -101,7 +101,8 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         eprintln!("warning: {w}");
     }
     Engine::preflight(&spec)?;
-    let variables = spec.resolve_variables(&args.vars)?;
+    let vars = ask_missing_inputs(&spec, &args.vars)?;
+    let variables = spec.resolve_variables(&vars)?;
     let store = ctx.open()?;
     let mut engine = ctx.engine(&store);
     // Stored absolute, so a resume from another directory writes to the same place.
@@ -264,4 +265,33 @@ fn refusal_error(id: &str, refusal: Refusal, status: Option<Status>) -> Error {
         )),
         other => Error::Session(format!("session {id}: {other}")),
     }
+}
+
+/// `--var` values plus, when stdin is a terminal, the missing inputs asked
+/// for one by one (as strands-cli does); otherwise `resolve_variables`
+/// names them, before any model call.
+fn ask_missing_inputs(
+    spec: &spec::Spec,
+    vars: &[(String, String)],
+) -> Result<Vec<(String, String)>> {
+    let mut out = vars.to_vec();
+    let missing = spec.missing_inputs(vars);
+    if missing.is_empty() || !std::io::stdin().is_terminal() {
+        return Ok(out);
+    }
+    for name in missing {
+        let why = spec
+            .needs
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| format!(" (read by {})", n.what))
+            .unwrap_or_default();
+        eprint!("{name}{why}: ");
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .map_err(|e| Error::io("cannot read an input from the terminal", e))?;
+        out.push((name, line.trim_end_matches(['\r', '\n']).to_string()));
+    }
+    Ok(out)
 }

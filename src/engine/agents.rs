@@ -54,7 +54,7 @@ impl Engine<'_> {
             .get(&step.agent)
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", step.agent)))?;
         let ctx = context::build(spec, session, Some(&step.vars), Some(position));
-        let system = self.templates.render(
+        let system = self.templates.render_or_verbatim(
             &format!("the prompt of agent `{}`", agent.id),
             &agent.prompt,
             &ctx,
@@ -136,10 +136,12 @@ impl Engine<'_> {
         Self::check_budget(spec, session)?;
         // Steps whose agent has tools run one at a time through the tool
         // loop; a step interrupted mid-conversation continues first.
-        let has_tools = |w: &&pattern::Work<'_>| {
-            spec.agents
+        let has_tools = |w: &&pattern::Work<'_>| match &w.step.tools {
+            Some(tools) => !tools.is_empty(),
+            None => spec
+                .agents
                 .get(&w.step.agent)
-                .is_some_and(|a| !a.tools.is_empty())
+                .is_some_and(|a| !a.tools.is_empty()),
         };
         let resumed = session
             .agent_turn
@@ -247,6 +249,19 @@ impl Engine<'_> {
             .agents
             .get(&w.step.agent)
             .ok_or_else(|| Error::Internal(format!("agent `{}` vanished", w.step.agent)))?;
+        // A step's `tool_overrides` (or `worker_template.tools`) replace the
+        // agent's tools for this step only.
+        let overridden;
+        let agent = match &w.step.tools {
+            Some(tools) => {
+                overridden = crate::spec::AgentSpec {
+                    tools: tools.clone(),
+                    ..agent.clone()
+                };
+                &overridden
+            }
+            None => agent,
+        };
         let mut toolbox = tools::Toolbox::for_agent(spec, agent, &self.settings.network_allow)?;
         toolbox.connect().await?;
         let (provider, first) = self.request(spec, session, &w.step, &w.position)?;

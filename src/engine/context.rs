@@ -22,6 +22,15 @@ pub fn build(
     step_vars: Option<&Map<String, Value>>,
     at: Option<&Position>,
 ) -> minijinja::Value {
+    minijinja::Value::from_serialize(root(spec, session, step_vars, at))
+}
+
+fn root(
+    spec: &Spec,
+    session: &Session,
+    step_vars: Option<&Map<String, Value>>,
+    at: Option<&Position>,
+) -> Map<String, Value> {
     let mut root = session.variables.clone();
     pattern::template_vars(spec, &session.state, &mut root, at);
     if let Some(v) = step_vars {
@@ -35,7 +44,95 @@ pub fn build(
         "last_response".into(),
         opt(&pattern::last_response_at(&session.state, at)),
     );
-    minijinja::Value::from_serialize(&root)
+    root
+}
+
+/// The context of `outputs.artifacts` when the run completes: [`build`]'s,
+/// plus what strands-cli's execution context adds at the top level (a
+/// variable of the run's own wins): `name`, `timestamp` (RFC 3339, now),
+/// `total_steps` (agent steps run), `cumulative_tokens`, and for a graph
+/// `terminal_node`.
+pub fn for_artifacts(
+    spec: &Spec,
+    session: &Session,
+    now: chrono::DateTime<chrono::Utc>,
+) -> minijinja::Value {
+    let mut extra = Map::new();
+    extra.insert("name".into(), Value::String(spec.name.clone()));
+    extra.insert("timestamp".into(), Value::String(now.to_rfc3339()));
+    extra.insert(
+        "total_steps".into(),
+        Value::from(pattern::agent_records(&session.state).len()),
+    );
+    let tokens: u64 = session.usage.values().map(|u| u.total()).sum();
+    extra.insert("cumulative_tokens".into(), Value::from(tokens));
+    let rt = &spec.runtime;
+    extra.insert(
+        "runtime".into(),
+        serde_json::json!({
+            "provider": rt.provider,
+            "model_id": rt.model_id,
+            "host": rt.host,
+            "temperature": rt.temperature,
+            "top_p": rt.top_p,
+            "max_tokens": rt.max_tokens,
+        }),
+    );
+    match &session.state {
+        crate::model::PatternState::Graph(g) => {
+            if let Some(last) = g.visits.last() {
+                extra.insert("terminal_node".into(), Value::String(last.node.clone()));
+            }
+        }
+        crate::model::PatternState::Routing(r) => {
+            if let crate::spec::PatternSpec::Routing(p) = &spec.pattern {
+                extra.insert("router_agent".into(), Value::String(p.router.agent.clone()));
+            }
+            if let Some(route) = &r.chosen {
+                extra.insert("chosen_route".into(), Value::String(route.clone()));
+            }
+        }
+        _ => {}
+    }
+    // strands-cli's `{{ TRACE }}`: the run's trace as pretty JSON (here the
+    // session's event log, which is what it traced).
+    let trace = serde_json::json!({
+        "trace_id": session.id,
+        "spec_name": spec.name,
+        "pattern": spec.pattern.name(),
+        "events": session.events,
+    });
+    extra.insert(
+        "TRACE".into(),
+        Value::String(serde_json::to_string_pretty(&trace).unwrap_or_default()),
+    );
+    let mut root = root(spec, session, None, None);
+    for (k, v) in extra {
+        root.entry(k).or_insert(v);
+    }
+    // strands-cli's graph results list every node, those never visited as
+    // `not_executed` (so `{% if nodes.x %}` works in an artifact).
+    if let (crate::spec::PatternSpec::Graph(g), Some(Value::Object(nodes))) =
+        (&spec.pattern, root.get_mut("nodes"))
+    {
+        for n in &g.nodes {
+            let agent = match &n.body {
+                crate::spec::TaskBody::Agent(a) => Value::String(a.agent.clone()),
+                crate::spec::TaskBody::Gate(_) => Value::Null,
+            };
+            nodes.entry(n.id.clone()).or_insert_with(|| {
+                serde_json::json!({
+                    "response": null,
+                    "agent": agent,
+                    "status": "not_executed",
+                    "skipped": false,
+                    "iteration": 0,
+                    "visits": 0,
+                })
+            });
+        }
+    }
+    minijinja::Value::from_serialize(root)
 }
 
 fn opt(v: &Option<String>) -> Value {

@@ -344,7 +344,7 @@ impl<'a> Engine<'a> {
                         .await?;
                     return Ok(true);
                 }
-                let ctx = context::build(spec, session, None, None);
+                let ctx = context::for_artifacts(spec, session, self.clock.now());
                 let out_dir = PathBuf::from(&session.out_dir);
                 session.artifacts =
                     artifacts::write(&self.templates, &spec.artifacts, &ctx, &out_dir)?;

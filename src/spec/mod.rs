@@ -15,6 +15,7 @@
 pub mod graph;
 pub mod network;
 mod raw;
+pub mod refs;
 pub mod routing;
 mod validate;
 
@@ -64,6 +65,8 @@ pub struct Spec {
     /// Problems that do not stop a run (e.g. a provider this build lacks is only
     /// refused when a run needs it).
     pub warnings: Vec<String>,
+    /// Variables templates read that no input declares (see [`Need`]).
+    pub needs: Vec<Need>,
 }
 
 #[derive(Debug, Clone)]
@@ -212,6 +215,17 @@ pub enum InputType {
     Boolean,
     Array,
     Object,
+}
+
+/// A variable a template reads that nothing in the spec defines: the run
+/// needs it as `--var` (asked for on a terminal) before the first model call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Need {
+    pub name: String,
+    /// `file:line` of its first use.
+    pub at: String,
+    /// Which template ("the input of steps[0]").
+    pub what: String,
 }
 
 #[derive(Debug, Clone)]
@@ -386,6 +400,9 @@ pub struct AgentStep {
     pub input: Option<String>,
     /// Step-local template variables (`vars:`).
     pub vars: Map<String, Value>,
+    /// strands-cli's `tool_overrides` (and `worker_template.tools`): the
+    /// tools this step offers instead of its agent's.
+    pub tools: Option<Vec<AgentTool>>,
 }
 
 #[derive(Debug, Clone)]
@@ -714,8 +731,16 @@ impl Spec {
                 None => {}
             }
         }
+        for n in &self.needs {
+            if !vars.contains_key(&n.name) {
+                missing.push(format!("{} (read by {} at {})", n.name, n.what, n.at));
+            }
+        }
         if !missing.is_empty() {
-            let flags: Vec<String> = missing.iter().map(|m| format!("--var {m}=...")).collect();
+            let flags: Vec<String> = missing
+                .iter()
+                .map(|m| format!("--var {}=...", m.split(' ').next().unwrap_or(m)))
+                .collect();
             return Err(Error::Usage(format!(
                 "missing required input{}: {} (pass {})",
                 if missing.len() > 1 { "s" } else { "" },
@@ -728,6 +753,26 @@ impl Spec {
 }
 
 impl Spec {
+    /// Inputs a run of this spec still lacks given `overrides`: required
+    /// inputs without a value, then variables templates read ([`Need`]).
+    pub fn missing_inputs(&self, overrides: &[(String, String)]) -> Vec<String> {
+        let given =
+            |n: &str| overrides.iter().any(|(k, _)| k == n) || self.input_values.contains_key(n);
+        let mut out: Vec<String> = self
+            .inputs
+            .iter()
+            .filter(|d| d.required && d.default.is_none() && !given(&d.name))
+            .map(|d| d.name.clone())
+            .collect();
+        out.extend(
+            self.needs
+                .iter()
+                .filter(|n| !given(&n.name))
+                .map(|n| n.name.clone()),
+        );
+        out
+    }
+
     /// Types `--var` values by their input declarations (undeclared ones stay
     /// strings) and checks `enum` lists; no required-input check, so it also
     /// serves answers that override a few variables of a running session.

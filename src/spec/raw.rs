@@ -98,7 +98,11 @@ pub struct Runtime {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Agent {
-    pub prompt: S<String>,
+    /// Required unless the agent is an atomic reference (`$ref`).
+    pub prompt: Option<S<String>>,
+    /// `$ref: FILE` resolved by `spec::refs` into `{ref, agent}`.
+    #[serde(rename = "$atomic")]
+    pub atomic: Option<S<Value>>,
     pub description: Option<String>,
     /// Tool references: a name (`file_read`, an http executor id, a known
     /// `strands_tools.*` callable) or `{name, require_approval, ...}`.
@@ -112,6 +116,32 @@ pub struct Agent {
     pub provider: Option<S<String>>,
     pub model_id: Option<String>,
     pub inference: Option<Inference>,
+    /// Overrides strands-cli allows beside `$ref` (also read inline).
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Contracts of atomic agents: a schema object, or a path to one.
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+}
+
+/// An atomic agent's definition as its file gives it (no spans: errors in it
+/// are reported at the `$ref` that brought it in).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicAgent {
+    pub prompt: String,
+    pub description: Option<String>,
+    pub tools: Option<Vec<Value>>,
+    pub allowed_tools: Option<Vec<String>>,
+    pub enable_trust: Option<bool>,
+    pub max_turns: Option<u32>,
+    pub provider: Option<String>,
+    pub model_id: Option<String>,
+    pub inference: Option<Inference>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
 }
@@ -148,12 +178,22 @@ pub struct Network {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)]
 pub struct HttpExecutor {
     pub id: S<String>,
     pub base_url: S<String>,
     pub headers: Option<BTreeMap<String, String>>,
+    /// Seconds.
     pub timeout: Option<u64>,
+    /// strands-cli's spelling, in milliseconds (rounded up to seconds).
+    pub timeout_ms: Option<u64>,
     pub description: Option<String>,
+    /// strands-cli's documentation fields: metadata for the model and for
+    /// readers, accepted and not used to call the API.
+    pub examples: Option<Value>,
+    pub common_endpoints: Option<Value>,
+    pub response_format: Option<Value>,
+    pub authentication_info: Option<Value>,
     pub require_approval: Option<bool>,
     pub approval_prompt: Option<String>,
     pub approval_condition: Option<String>,
@@ -270,6 +310,8 @@ pub struct Step {
     pub agent: Option<S<String>>,
     pub input: Option<S<String>>,
     pub vars: Option<Map<String, Value>>,
+    /// strands-cli: this step's tools instead of its agent's.
+    pub tool_overrides: Option<Vec<S<Value>>>,
     // workflow tasks
     pub deps: Option<Vec<S<String>>>,
     pub description: Option<String>,

@@ -472,7 +472,7 @@ pattern:
       prompt: Approve the plan?
     worker_template:
       agent: hand
-      tools: [http_request]
+      tools: [no_such_tool]
     reduce:
       type: hitl
       prompt: merge?
@@ -485,7 +485,7 @@ pattern:
         ("bad.yaml:15:", "undefined agent `chief`"),
         ("bad.yaml:17:", "max_workers must be at least 1"),
         ("bad.yaml:19:", "decomposition_review"),
-        ("bad.yaml:22:", "worker_template.tools"),
+        ("bad.yaml:22:", "unknown tool `no_such_tool`"),
         ("bad.yaml:24:", "reduce is an agent step"),
     ] {
         assert!(all.contains(line), "{line} in {all}");

@@ -55,7 +55,7 @@ const INVALID: &[(&str, u32, u32, &str)] = &[
         "unknown step type `approval`",
     ),
     ("unknown_top_key.yaml", 13, 1, "unknown field `outptus`"),
-    ("version_1.yaml", 1, 10, "unsupported version 1"),
+    ("version_bool.yaml", 1, 10, "unsupported version true"),
     (
         "workflow_cycle.yaml",
         12,
@@ -214,7 +214,7 @@ fn validate_json_reports_every_error() {
     std::fs::write(
         &path,
         concat!(
-            "version: 7\n",            // 1
+            "version: [7]\n",          // 1
             "name: t\n",               // 2
             "runtime:\n",              // 3
             "  provider: echo\n",      // 4

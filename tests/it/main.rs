@@ -40,3 +40,4 @@ mod slack_parallel;
 mod slack_timers;
 mod slack_tools;
 mod store_scale;
+mod strands_cli_examples;

@@ -175,6 +175,7 @@ fn revision<'s>(spec: &'s EvaluatorSpec, st: &State, i: u32) -> Work<'s> {
             agent: spec.producer.agent.clone(),
             input: Some(input),
             vars,
+            tools: None,
         }),
     }
 }
@@ -199,6 +200,7 @@ fn evaluation<'s>(spec: &'s EvaluatorSpec, st: &State, i: u32) -> Work<'s> {
             agent: spec.evaluator.agent.clone(),
             input: Some(input),
             vars: spec.evaluator.vars.clone(),
+            tools: None,
         }),
     }
 }

@@ -367,6 +367,7 @@ mod tests {
                 agent: "a".into(),
                 input: None,
                 vars: Map::new(),
+                tools: None,
             }),
         }
     }

@@ -444,6 +444,8 @@ pub fn rec(r: &StepRecord) -> Value {
         "response": r.response,
         "agent": r.agent,
         "skipped": r.kind == crate::model::RecordKind::Skipped,
+        // strands-cli's `tasks.<id>.status`.
+        "status": if r.kind == crate::model::RecordKind::Skipped { "skipped" } else { "success" },
     })
 }
 

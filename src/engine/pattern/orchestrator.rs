@@ -179,6 +179,7 @@ fn plan_step<'s>(spec: &'s OrchestratorSpec, st: &State) -> Cow<'s, AgentStep> {
         agent: spec.orchestrator.agent.clone(),
         input: Some(format!("{base}{REPLAN_INPUT}")),
         vars,
+        tools: None,
     })
 }
 
@@ -199,6 +200,7 @@ fn worker_step(spec: &OrchestratorSpec, round: &Round, i: usize) -> AgentStep {
                 .unwrap_or_else(|| WORKER_INPUT.to_string()),
         ),
         vars,
+        tools: spec.worker.tools.clone(),
     }
 }
 

@@ -176,6 +176,7 @@ fn router_work<'s>(spec: &'s RoutingSpec, st: &State) -> Work<'s> {
             agent: spec.router.agent.clone(),
             input,
             vars,
+            tools: None,
         }),
     }
 }

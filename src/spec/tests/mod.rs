@@ -173,26 +173,32 @@ fn missing_runtime() {
 }
 
 #[test]
-fn version_1_is_refused_at_the_value() {
-    let text = HEAD.replacen("version: 0", "version: 1", 1)
-        + "pattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n";
-    let d = only(&text);
-    check(&d, 1, 10, "unsupported version 1", Some("`version: 0`"));
+fn any_integer_or_string_version_is_accepted_as_strands_cli_does() {
+    let body = "pattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n";
+    for v in ["0", "1", "\"0\"", "\"1.0.0\"", "2"] {
+        let text = HEAD.replacen("version: 0", &format!("version: {v}"), 1) + body;
+        assert_eq!(valid(&text).name, "t", "version {v}");
+    }
 }
 
 #[test]
-fn version_as_string_zero_is_accepted() {
-    let text = HEAD.replacen("version: 0", "version: \"0\"", 1)
-        + "pattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n";
-    assert_eq!(valid(&text).name, "t");
-    let text = HEAD.replacen("version: 0", "version: \"1\"", 1)
-        + "pattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n";
+fn a_version_that_is_neither_integer_nor_string_is_refused_at_the_value() {
+    let body = "pattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n";
+    let text = HEAD.replacen("version: 0", "version: true", 1) + body;
+    check(
+        &only(&text),
+        1,
+        10,
+        "unsupported version true",
+        Some("`version: 0`"),
+    );
+    let text = HEAD.replacen("version: 0", "version: \"\"", 1) + body;
     check(
         &only(&text),
         1,
         10,
         "unsupported version",
-        Some("version: 0"),
+        Some("`version: 0`"),
     );
 }
 
@@ -417,7 +423,7 @@ fn every_strands_cli_pattern_is_checked_with_located_errors() {
 #[test]
 fn several_errors_in_one_file_are_all_reported() {
     let text = concat!(
-        "version: 2\n",                 // 1
+        "version: true\n",              // 1
         "name: t\n",                    // 2
         "runtime:\n",                   // 3
         "  provider: echo\n",           // 4
@@ -448,7 +454,7 @@ fn several_errors_in_one_file_are_all_reported() {
         vec![(1, 10), (22, 13), (12, 16), (13, 9), (16, 16), (17, 9)],
         "{d:#?}"
     );
-    check(&d[0], 1, 10, "unsupported version 2", Some("version: 0"));
+    check(&d[0], 1, 10, "unsupported version true", Some("version: 0"));
     check(&d[1], 22, 13, "contains `..`", Some("--out"));
     check(
         &d[2],

@@ -183,7 +183,12 @@ fn chain_with_hitl_and_manual_gate() {
     assert_eq!(spec.pattern.name(), "chain");
     assert_eq!(spec.agent_ids(), vec!["a", "b"]);
     assert_eq!(spec.hash, sha256_hex(&spec.text));
-    assert!(spec.warnings.is_empty(), "{:?}", spec.warnings);
+    // `topic` is read but not declared: named up front, once.
+    assert_eq!(spec.needs.len(), 1, "{:?}", spec.needs);
+    assert_eq!(spec.needs[0].name, "topic");
+    assert_eq!(spec.needs[0].what, "the input of steps[0]");
+    assert_eq!(spec.warnings.len(), 1, "{:?}", spec.warnings);
+    assert!(spec.warnings[0].contains("pass --var topic=..."));
     let PatternSpec::Chain { steps } = &spec.pattern else {
         panic!("not a chain")
     };

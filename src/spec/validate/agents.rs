@@ -11,7 +11,7 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-use super::raw;
+use super::raw::{self, S};
 use super::tools::{builtin, builtin_for_callable, merge_policy, PolicyFields};
 use super::{at, Validator};
 use crate::provider::ProviderKind;
@@ -26,7 +26,26 @@ impl Validator {
     ) -> BTreeMap<String, AgentSpec> {
         let mut agents = BTreeMap::new();
         for (id, a) in defs {
-            self.template(&a.prompt, &format!("the prompt of agent `{id}`"));
+            let merged;
+            let a = match &a.atomic {
+                Some(atomic) => match self.atomic_agent(id, a, atomic) {
+                    Some(m) => {
+                        merged = m;
+                        &merged
+                    }
+                    None => continue,
+                },
+                None => a,
+            };
+            let Some(prompt) = &a.prompt else {
+                self.error(
+                    self.agent_line(id),
+                    format!("agent `{id}` has no `prompt`"),
+                    Some("give it a `prompt`, or `$ref: FILE` to an atomic agent".into()),
+                );
+                continue;
+            };
+            self.template_as(prompt, &format!("the prompt of agent `{id}`"), false);
             if let Some(p) = &a.provider {
                 if let Err(e) = ProviderKind::parse(&p.value) {
                     self.warnings
@@ -34,16 +53,19 @@ impl Validator {
                 }
             }
             let inf = a.inference.as_ref();
+            let temperature = a.temperature.or(inf.and_then(|i| i.temperature));
+            let top_p = a.top_p.or(inf.and_then(|i| i.top_p));
+            let max_tokens = a.max_tokens.or(inf.and_then(|i| i.max_tokens));
             agents.insert(
                 id.clone(),
                 AgentSpec {
                     id: id.clone(),
-                    prompt: a.prompt.value.clone(),
+                    prompt: prompt.value.clone(),
                     provider: a.provider.as_ref().map(|p| p.value.trim().to_string()),
                     model_id: a.model_id.clone(),
-                    temperature: inf.and_then(|i| i.temperature),
-                    top_p: inf.and_then(|i| i.top_p),
-                    max_tokens: inf.and_then(|i| i.max_tokens),
+                    temperature,
+                    top_p,
+                    max_tokens,
                     tools: self.agent_tools(id, a, tools),
                     allowed_tools: a
                         .allowed_tools
@@ -100,9 +122,25 @@ impl Validator {
 
     /// An agent's `tools` list: names or `{name, require_approval, ...}`.
     fn agent_tools(&mut self, agent: &str, a: &raw::Agent, cfg: &ToolsConfig) -> Vec<AgentTool> {
+        self.tool_list(agent, a.tools.as_deref().unwrap_or_default(), cfg)
+    }
+
+    /// A list of tool entries (an agent's `tools`, a step's
+    /// `tool_overrides`) resolved against the `tools` section; `agent`
+    /// names the owner in messages.
+    pub(super) fn tool_list(
+        &mut self,
+        agent: &str,
+        entries: &[S<Value>],
+        cfg: &ToolsConfig,
+    ) -> Vec<AgentTool> {
         let mut out: Vec<AgentTool> = Vec::new();
-        for entry in a.tools.iter().flatten() {
+        for entry in entries {
             let loc = at(entry);
+            if entry.value.as_str().map(str::trim) == Some("http_executors") {
+                self.all_http_executors(agent, loc, cfg, &mut out);
+                continue;
+            }
             let (name, fields) = match &entry.value {
                 Value::String(s) => (s.trim().to_string(), PolicyFields::default()),
                 Value::Object(_) => {
@@ -213,5 +251,39 @@ impl Validator {
             });
         }
         out
+    }
+}
+
+impl Validator {
+    /// strands-cli's category name `http_executors` in a tool list: every
+    /// executor of the `tools` section (none defined is a warning: the
+    /// agent gets no HTTP tool, as in strands-cli).
+    fn all_http_executors(
+        &mut self,
+        agent: &str,
+        loc: (u32, u32),
+        cfg: &ToolsConfig,
+        out: &mut Vec<AgentTool>,
+    ) {
+        if cfg.http_executors.is_empty() {
+            self.warnings.push(format!(
+                "{}:{}: {agent} lists `http_executors`, but the spec defines none under tools.http_executors: it gets no HTTP tool",
+                self.file, loc.0
+            ));
+        }
+        for h in &cfg.http_executors {
+            if out.iter().any(|t| t.name == h.id) {
+                continue;
+            }
+            let base = self.policy(
+                loc,
+                &format!("tool `{}` of agent `{agent}`", h.id),
+                PolicyFields::default(),
+            );
+            out.push(AgentTool {
+                name: h.id.clone(),
+                policy: merge_policy(base, &h.policy),
+            });
+        }
     }
 }

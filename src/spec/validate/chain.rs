@@ -97,10 +97,12 @@ impl Validator {
                 if let Some(input) = &s.input {
                     self.template(input, &format!("the input of {label}"));
                 }
+                let tools = self.step_tools(label, s.tool_overrides.as_ref());
                 Some(Body::Agent(AgentStep {
                     agent: name,
                     input: s.input.as_ref().map(|i| i.value.clone()),
                     vars: s.vars.clone().unwrap_or_default(),
+                    tools,
                 }))
             }
             Some(k @ ("hitl" | "manual_gate")) => self.gate(s, k, label, loc, default_id),

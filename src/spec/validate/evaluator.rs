@@ -138,6 +138,7 @@ impl Validator {
                     agent: name.trim().to_string(),
                     input: None,
                     vars: Map::new(),
+                    tools: None,
                 }
             }
             Producer::Step { agent, input, vars } => {
@@ -149,6 +150,7 @@ impl Validator {
                     agent: agent.value.trim().to_string(),
                     input: input.as_ref().map(|i| i.value.clone()),
                     vars: vars.clone().unwrap_or_default(),
+                    tools: None,
                 }
             }
         };
@@ -168,6 +170,7 @@ impl Validator {
             agent: e.agent.value.trim().to_string(),
             input: e.input.as_ref().map(|i| i.value.clone()),
             vars: e.vars.clone().unwrap_or_default(),
+            tools: None,
         };
 
         let a = &cfg.accept.value;
@@ -309,6 +312,7 @@ impl Validator {
                 agent: None,
                 input: None,
                 vars: None,
+                tool_overrides: None,
                 deps: None,
                 description: None,
                 prompt: c.prompt.clone(),

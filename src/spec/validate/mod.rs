@@ -25,6 +25,7 @@ use crate::template::Templates;
 
 mod agents;
 mod artifacts;
+mod atomic;
 mod chain;
 mod evaluator;
 mod gates;
@@ -33,6 +34,7 @@ mod hitl;
 mod inputs;
 mod orchestrator;
 mod parallel;
+mod reach;
 mod routing;
 mod security;
 mod tools;
@@ -43,6 +45,7 @@ use security::approval_defaults;
 
 pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
     let file = path.display().to_string();
+    let text = &*super::refs::inline(text, path).map_err(Error::Spec)?;
     let head: Document<IgnoredAny> = from_yaml(text, &file)?;
     let kind = head.pattern.kind.value.trim().to_string();
     if !KNOWN_PATTERNS.contains(&kind.as_str()) {
@@ -65,6 +68,8 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
         warnings: Vec::new(),
         templates: Templates::new(),
         limits: *limits,
+        uses: Vec::new(),
+        tools_cfg: None,
     };
     let spec = match kind.as_str() {
         "chain" => {
@@ -113,6 +118,8 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
     };
     if v.diags.is_empty() {
         let mut spec = spec;
+        let values: Vec<String> = spec.input_values.keys().cloned().collect();
+        spec.needs = v.needs(text, &spec.inputs, &values);
         spec.warnings = v.warnings;
         Ok(spec)
     } else {
@@ -161,6 +168,10 @@ struct Validator {
     warnings: Vec<String>,
     templates: Templates,
     limits: Limits,
+    /// What each template reads, for `reach`.
+    uses: Vec<reach::Use>,
+    /// The resolved `tools` section, for steps' `tool_overrides`.
+    tools_cfg: Option<ToolsConfig>,
 }
 
 /// Everything but the pattern, validated.
@@ -195,6 +206,7 @@ impl Common {
             approval: self.approval,
             hitl: self.hitl,
             warnings: Vec::new(),
+            needs: Vec::new(),
         }
     }
 }
@@ -225,6 +237,13 @@ impl Validator {
 
     /// Checks a template's syntax, locating errors inside multi-line values.
     fn template(&mut self, s: &Spanned<String>, what: &str) {
+        self.template_as(s, what, true);
+    }
+
+    /// [`Validator::template`]; `strict: false` for text strands-cli sends
+    /// as written when a name in it is unknown (agent prompts).
+    fn template_as(&mut self, s: &Spanned<String>, what: &str, strict: bool) {
+        self.record_use(s, what, strict);
         if let Err(e) = self.templates.check(&s.value) {
             let loc = self.template_line(s, e.line);
             self.error(
@@ -279,16 +298,18 @@ impl Validator {
     }
 
     fn common<C>(&mut self, doc: &Document<C>) -> Common {
+        // strands-cli's schema takes any integer or string (`0`, `1`,
+        // `"1.0.0"`); the format read is the same v0 whatever it says.
         let version_ok = match &doc.version.value {
-            Value::Number(n) => n.as_u64() == Some(0),
-            Value::String(s) => s.trim() == "0",
+            Value::Number(n) => n.is_u64() || n.is_i64(),
+            Value::String(s) => !s.trim().is_empty(),
             _ => false,
         };
         if !version_ok {
             self.error(
                 at(&doc.version),
                 format!("unsupported version {}", doc.version.value),
-                Some("this is the strands-cli v0 format: `version: 0`".into()),
+                Some("`version` is an integer or a string, e.g. `version: 0`".into()),
             );
         }
         if doc.name.value.trim().is_empty() {
@@ -344,6 +365,7 @@ impl Validator {
             );
         }
         let tools = self.tools_section(doc.tools.as_ref());
+        self.tools_cfg = Some(tools.clone());
         let agents = self.agents(&doc.agents.value, &tools);
         let (inputs, input_values) = self.inputs(doc.inputs.as_ref());
         let artifacts = self.artifacts(doc.outputs.as_ref());
@@ -362,5 +384,18 @@ impl Validator {
             input_values,
             artifacts,
         }
+    }
+}
+
+impl Validator {
+    /// A step's `tool_overrides`, resolved like an agent's `tools`.
+    fn step_tools(
+        &mut self,
+        label: &str,
+        entries: Option<&Vec<raw::S<Value>>>,
+    ) -> Option<Vec<AgentTool>> {
+        let entries = entries?;
+        let cfg = self.tools_cfg.clone()?;
+        Some(self.tool_list(label, entries, &cfg))
     }
 }

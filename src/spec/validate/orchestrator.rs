@@ -7,14 +7,12 @@
 //! `limits.max_workers` unset means no cap on the subtasks taken from a plan
 //! (concurrency is still `runtime.max_parallel`); `limits.max_rounds` unset
 //! means [`DEFAULT_MAX_ROUNDS`] plans (the first and re-plans after review
-//! feedback). `worker_template.tools` must name exactly the worker agent's
-//! own tools: this build cannot give workers a different tool set, and
-//! silently running them with more tools than the spec asked for is worse
-//! than refusing the spec.
+//! feedback). `worker_template.tools` replaces the worker agent's tools for
+//! the workers, as in strands-cli.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::raw::{Step, S};
 use super::{at, Body, Validator};
@@ -126,21 +124,16 @@ impl Validator {
                 ));
             }
         }
-        if let (Some(tools), Some(agent)) = (&w.tools, agents.get(worker.agent.as_str())) {
-            let wanted: BTreeSet<&str> = tools.value.iter().map(|t| t.trim()).collect();
-            let has: BTreeSet<&str> = agent.tools.iter().map(|t| t.name.as_str()).collect();
-            if wanted != has {
-                self.error(
-                    at(tools),
-                    format!(
-                        "worker_template.tools [{}] differs from the tools of agent `{}` [{}]; this build runs workers with their agent's own tools",
-                        wanted.iter().copied().collect::<Vec<_>>().join(", "),
-                        worker.agent,
-                        has.iter().copied().collect::<Vec<_>>().join(", ")
-                    ),
-                    Some("define an agent for the workers with exactly these tools, name it in worker_template.agent, and remove worker_template.tools".into()),
-                );
-            }
+        // strands-cli's `worker_template.tools`: the workers' tools instead
+        // of the worker agent's own (resolved like any tool list).
+        let mut worker = worker;
+        if let Some(tools) = &w.tools {
+            let entries: Vec<S<Value>> = tools
+                .value
+                .iter()
+                .map(|t| S::new(Value::String(t.clone()), tools.referenced, tools.defined))
+                .collect();
+            worker.tools = self.step_tools("worker_template", Some(&entries));
         }
 
         let decomposition_review = cfg
@@ -209,6 +202,7 @@ impl Validator {
             agent: name,
             input: input.map(|i| i.value.clone()),
             vars: vars.cloned().unwrap_or_default(),
+            tools: None,
         }
     }
 

@@ -162,6 +162,7 @@ impl Validator {
                 agent,
                 input: r.input.as_ref().map(|i| i.value.clone()),
                 vars: r.vars.clone().unwrap_or_default(),
+                tools: None,
             },
             max_retries,
             review,

@@ -99,7 +99,10 @@ impl Validator {
                 id,
                 base_url: url.trim_end_matches('/').to_string(),
                 headers: h.value.headers.clone().unwrap_or_default(),
-                timeout_secs: h.value.timeout,
+                timeout_secs: h
+                    .value
+                    .timeout
+                    .or(h.value.timeout_ms.map(|ms| ms.div_ceil(1000).max(1))),
                 description: h.value.description.clone(),
                 policy,
             });

@@ -3,7 +3,10 @@
 //! auto-escaping, a fuel limit against runaway loops, and strict undefined
 //! variables — a typo in `{{ steps[0].respone }}` is an error, not "".
 
-use minijinja::{Environment, UndefinedBehavior, Value};
+use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value};
+use std::collections::BTreeSet;
+
+mod filters;
 
 /// Instructions a single render may spend; generous for prompts, finite for loops.
 const FUEL: u64 = 2_000_000;
@@ -37,6 +40,11 @@ impl Templates {
         // strands-cli specs are Jinja2 templates written against Python
         // values: `.lower()`, `.items()`, `.startswith()` ... work as there.
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_filter("truncate", filters::truncate);
+        env.add_filter("tojson", filters::tojson);
+        env.add_filter("regex_search", filters::regex_search);
+        env.add_filter("wordcount", filters::wordcount);
+        env.add_filter("striptags", filters::striptags);
         Templates { env }
     }
 
@@ -82,11 +90,76 @@ impl Templates {
     }
 
     /// Renders `source` against `ctx`. `what` names the template in errors
-    /// ("input of step 2").
+    /// ("input of step 2"); an undefined value is named
+    /// (`'topic' is undefined in the input of steps[0]`).
     pub fn render(&self, what: &str, source: &str, ctx: &Value) -> crate::Result<String> {
+        self.env.render_str(source, ctx).map_err(|e| {
+            crate::Error::Runtime(match self.undefined(&e, source, ctx) {
+                Some(name) => format!("{name} is undefined in {what}"),
+                None => format!("template error in {what}: {}", detail(&e)),
+            })
+        })
+    }
+
+    /// `source` rendered, or as written when it reads a variable `ctx`
+    /// lacks: strands-cli sends agent prompts unrendered, so a prompt that
+    /// mentions `{{ something }}` no input defines reaches the model as is.
+    pub fn render_or_verbatim(
+        &self,
+        what: &str,
+        source: &str,
+        ctx: &Value,
+    ) -> crate::Result<String> {
+        match self.env.render_str(source, ctx) {
+            Ok(text) => Ok(text),
+            Err(e) if e.kind() == ErrorKind::UndefinedError => Ok(source.to_string()),
+            Err(_) => self.render(what, source, ctx),
+        }
+    }
+
+    /// The top-level variables template `source` reads and does not set
+    /// itself; none when it does not compile.
+    pub fn variables(&self, source: &str) -> BTreeSet<String> {
+        if !is_template(source) {
+            return BTreeSet::new();
+        }
+        let globals: BTreeSet<&str> = self.env.globals().map(|(n, _)| n).collect();
         self.env
-            .render_str(source, ctx)
-            .map_err(|e| crate::Error::Runtime(format!("template error in {what}: {}", detail(&e))))
+            .template_from_str(source)
+            .map(|t| {
+                t.undeclared_variables(false)
+                    .into_iter()
+                    .filter(|n| !globals.contains(n.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// What is undefined, when `e` is an undefined-value error: the
+    /// variables missing from `ctx`, else the expression that failed.
+    fn undefined(&self, e: &minijinja::Error, source: &str, ctx: &Value) -> Option<String> {
+        if e.kind() != ErrorKind::UndefinedError {
+            return None;
+        }
+        let missing: Vec<String> = self
+            .variables(source)
+            .into_iter()
+            .filter(|n| ctx.get_attr(n).map_or(true, |v| v.is_undefined()))
+            .map(|n| format!("'{n}'"))
+            .collect();
+        if !missing.is_empty() {
+            return Some(missing.join(", "));
+        }
+        // The `{{ ... }}` (or `{% ... %}`) around the failing span.
+        let at = e.range()?.start;
+        let open = source.get(..at)?.rfind(['{'])?.saturating_sub(1);
+        let close = source
+            .get(at..)?
+            .find("}}")
+            .or_else(|| source.get(at..)?.find("%}"))
+            .map_or(source.len(), |i| at + i + 2);
+        let expr = source.get(open..close)?;
+        Some(format!("`{}`", expr.trim()))
     }
 
     /// Evaluates a condition to a boolean. Rendered templates count as true
@@ -137,9 +210,53 @@ mod tests {
             "about rust"
         );
         let err = t
-            .render("input of step 1", "{{ topik }}", &ctx)
+            .render("the input of steps[0]", "{{ topik }}", &ctx)
             .unwrap_err();
-        assert!(err.to_string().contains("input of step 1"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("'topik' is undefined in the input of steps[0]"),
+            "{err}"
+        );
+        let ctx =
+            minijinja::Value::from_serialize(serde_json::json!({"steps": [{"response": "r"}]}));
+        let err = t
+            .render("the artifact", "a\n{{ steps[0].respone | upper }}", &ctx)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`{{ steps[0].respone | upper }}` is undefined in the artifact"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn variables_are_the_names_a_template_reads_and_does_not_set() {
+        let t = Templates::new();
+        let v = t.variables("{% set x = 1 %}{{ x }} {{ topic }} {% for s in steps %}{{ s.response }}{% endfor %} {{ range(3)|list }}");
+        assert_eq!(v.into_iter().collect::<Vec<_>>(), vec!["steps", "topic"]);
+        assert!(t.variables("plain text").is_empty());
+    }
+
+    #[test]
+    fn strands_cli_filters_render_as_there() {
+        let t = Templates::new();
+        let ctx = minijinja::Value::from_serialize(
+            serde_json::json!({"s": "abcdefghij", "o": {"k": [1, 2]}}),
+        );
+        assert_eq!(
+            t.render("x", "{{ s | truncate(6) }}", &ctx).unwrap(),
+            "abc..."
+        );
+        assert_eq!(
+            t.render("x", "{{ o | tojson }}", &ctx).unwrap(),
+            r#"{"k": [1, 2]}"#
+        );
+        assert_eq!(
+            t.render("x", "{{ 'Score: 9' | regex_search('score: (\\d)') }}", &ctx)
+                .unwrap(),
+            "9"
+        );
+        assert_eq!(t.render("x", "{{ 'a b' | title }}", &ctx).unwrap(), "A B");
     }
 
     #[test]
