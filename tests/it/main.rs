@@ -23,6 +23,7 @@ mod cli_orchestrator;
 mod cli_parallel;
 mod cli_routing;
 mod cli_runtime;
+mod cli_strands_cli;
 mod cli_sweep;
 mod cli_tools;
 mod cli_validate;
