@@ -24,7 +24,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                 ),
             };
             if json {
-                println!("{obj}");
+                outln!("{obj}")?;
             }
             if code == exit::OK {
                 eprintln!("{text}");
@@ -114,7 +114,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                         let line = serde_json::to_string(&entry)
                             .map_err(|e| Error::Internal(e.to_string()))?;
                         writeln!(out, "{line}")
-                            .map_err(|e| Error::io("cannot write to stdout", e))?;
+                            .map_err(|e| Error::io(STDOUT, e))?;
                     }
                 }
             }
@@ -124,7 +124,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                     .into_inner()
                     .map_err(|e| Error::Internal(format!("csv: {e}")))?;
                 out.write_all(&bytes)
-                    .map_err(|e| Error::io("cannot write to stdout", e))?;
+                    .map_err(|e| Error::io(STDOUT, e))?;
             }
             Ok(exit::OK)
         }
