@@ -111,7 +111,9 @@ fn artifact_exists(path: &std::path::Path, session: Option<&str>, resume: Option
                 " (session {id} kept its work and is not finished: `{resume}` writes the artifacts)"
             ))
         }
-        None => text.push_str(" (nothing was run: add --force, choose another --out, or move the file away)"),
+        None => text.push_str(
+            " (nothing was run: add --force, choose another --out, or move the file away)",
+        ),
     }
     text
 }

@@ -107,11 +107,21 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
             }
         })
         .unwrap_or_else(|| "http://localhost:11434".into());
-    checks.push(match answers(&format!("{}/api/tags", ollama.trim_end_matches('/'))).await {
-        Ok(s) if s < 400 => check("ollama", "ok", format!("Ollama answers at {ollama}")),
-        Ok(s) => check("ollama", "warn", format!("{ollama} answered HTTP {s}; only needed for `provider: ollama`")),
-        Err(e) => check("ollama", "warn", format!("no Ollama at {ollama} ({e}); only needed for `provider: ollama`")),
-    });
+    checks.push(
+        match answers(&format!("{}/api/tags", ollama.trim_end_matches('/'))).await {
+            Ok(s) if s < 400 => check("ollama", "ok", format!("Ollama answers at {ollama}")),
+            Ok(s) => check(
+                "ollama",
+                "warn",
+                format!("{ollama} answered HTTP {s}; only needed for `provider: ollama`"),
+            ),
+            Err(e) => check(
+                "ollama",
+                "warn",
+                format!("no Ollama at {ollama} ({e}); only needed for `provider: ollama`"),
+            ),
+        },
+    );
     if let Ok(server) = std::env::var("STRANDS_SERVER") {
         let server = server.trim().trim_end_matches('/').to_string();
         if !server.is_empty() {
@@ -122,20 +132,52 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
             };
             checks.push(match answers(&format!("{server}/healthz")).await {
                 Ok(s) if s < 400 => {
-                    let status = if env_set("STRANDS_TOKEN") { "ok" } else { "fail" };
-                    check("server", status, format!("STRANDS_SERVER {server} answers; {token}"))
+                    let status = if env_set("STRANDS_TOKEN") {
+                        "ok"
+                    } else {
+                        "fail"
+                    };
+                    check(
+                        "server",
+                        status,
+                        format!("STRANDS_SERVER {server} answers; {token}"),
+                    )
                 }
-                Ok(s) => check("server", "fail", format!("STRANDS_SERVER {server} answered HTTP {s}")),
-                Err(e) => check("server", "fail", format!("STRANDS_SERVER {server} does not answer: {e}")),
+                Ok(s) => check(
+                    "server",
+                    "fail",
+                    format!("STRANDS_SERVER {server} answered HTTP {s}"),
+                ),
+                Err(e) => check(
+                    "server",
+                    "fail",
+                    format!("STRANDS_SERVER {server} does not answer: {e}"),
+                ),
             });
         }
     }
     checks.push(
         match (env_set("SLACK_BOT_TOKEN"), env_set("SLACK_SIGNING_SECRET")) {
-            (true, true) => check("slack", "ok", "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET are set"),
-            (false, false) => check("slack", "ok", "not configured (only `strands serve` with Slack needs it)"),
-            (true, false) => check("slack", "warn", "SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not"),
-            (false, true) => check("slack", "warn", "SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not"),
+            (true, true) => check(
+                "slack",
+                "ok",
+                "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET are set",
+            ),
+            (false, false) => check(
+                "slack",
+                "ok",
+                "not configured (only `strands serve` with Slack needs it)",
+            ),
+            (true, false) => check(
+                "slack",
+                "warn",
+                "SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not",
+            ),
+            (false, true) => check(
+                "slack",
+                "warn",
+                "SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not",
+            ),
         },
     );
     let failed = checks.iter().filter(|c| c.status == "fail").count();

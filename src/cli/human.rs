@@ -123,11 +123,23 @@ mod tests {
     #[test]
     fn spans_read_as_words() {
         let now = Utc::now();
-        assert_eq!(relative(now + TimeDelta::seconds(25 * 60 + 5), now), "in 25 min");
-        assert_eq!(relative(now - TimeDelta::seconds(190 * 60), now), "3 h 10 min ago");
+        assert_eq!(
+            relative(now + TimeDelta::seconds(25 * 60 + 5), now),
+            "in 25 min"
+        );
+        assert_eq!(
+            relative(now - TimeDelta::seconds(190 * 60), now),
+            "3 h 10 min ago"
+        );
         assert_eq!(relative(now + TimeDelta::seconds(2 * 3600), now), "in 2 h");
-        assert_eq!(relative(now + TimeDelta::seconds(3 * 86400 + 60), now), "in 3 days");
-        assert_eq!(relative(now + TimeDelta::seconds(20), now), "in less than a minute");
+        assert_eq!(
+            relative(now + TimeDelta::seconds(3 * 86400 + 60), now),
+            "in 3 days"
+        );
+        assert_eq!(
+            relative(now + TimeDelta::seconds(20), now),
+            "in less than a minute"
+        );
     }
 
     #[test]

@@ -233,7 +233,9 @@ fn trigger_text(t: &crate::spec::Trigger) -> String {
     match t {
         T::FinalResponse => "approve the final response".into(),
         T::Budget { tokens } => format!("once the run passes {tokens} tokens"),
-        T::Confidence { threshold, field } => format!("after a step whose `{field}` is below {threshold}"),
+        T::Confidence { threshold, field } => {
+            format!("after a step whose `{field}` is below {threshold}")
+        }
         T::Custom { condition } => format!("after a step when {condition}"),
         T::PlanApproval => "approve the orchestrator's plan".into(),
     }
@@ -338,7 +340,11 @@ fn outline(spec: &Spec) -> Vec<String> {
             for route in &r.routes {
                 out.push(format!("route {}:", route.name));
                 for (i, s) in route.steps.iter().enumerate() {
-                    out.push(format!("  routes.{}.then[{i}]  {}", route.name, step_line(s)));
+                    out.push(format!(
+                        "  routes.{}.then[{i}]  {}",
+                        route.name,
+                        step_line(s)
+                    ));
                 }
             }
         }
@@ -402,11 +408,7 @@ fn outline(spec: &Spec) -> Vec<String> {
                         .collect::<Vec<_>>()
                         .join(" | "),
                 };
-                out.push(format!(
-                    "  nodes.{}  {} → {next}",
-                    n.id,
-                    task_line(&n.body)
-                ));
+                out.push(format!("  nodes.{}  {} → {next}", n.id, task_line(&n.body)));
             }
         }
     }
@@ -439,7 +441,10 @@ pub(super) fn list_supported(json: bool) -> Result<u8> {
             .iter()
             .map(|(f, s)| json!({ "feature": f, "support": s }))
             .collect();
-        outln!("{}", json!({ "version": env!("CARGO_PKG_VERSION"), "features": list }))?;
+        outln!(
+            "{}",
+            json!({ "version": env!("CARGO_PKG_VERSION"), "features": list })
+        )?;
         return Ok(exit::OK);
     }
     let rows: Vec<Vec<String>> = features

@@ -326,6 +326,12 @@ pub(super) async fn resume(
             remote.origin
         )));
     }
+    if args.force {
+        eprintln!(
+            "note: --force is not sent through {}: the server writes artifacts as the run was started",
+            remote.origin
+        );
+    }
     let Some(answer) = answer else {
         let view = remote.session(&args.id).await?;
         let id = view.session_id.clone();

@@ -327,11 +327,7 @@ pub(super) async fn continue_session(
                     );
                     interactive = true;
                 } else {
-                    return Err(Error::Usage(format!(
-                        "session {id} is paused at gate `{}` and nobody can be asked here (stdin is not a terminal): answer with `{}`, --reject [--reason R], --modify --feedback F or --response TEXT (strands-cli: `strands run --resume {id} --hitl-response TEXT`)",
-                        g.id,
-                        ctx.resume_cmd(&id, "--approve")
-                    )));
+                    return Err(Error::Usage(needs_answer(ctx, &s)));
                 }
             }
         }
@@ -389,6 +385,30 @@ pub(super) async fn continue_session(
     }
     let notes = store.notifications(&session.id).await?;
     report(ctx, &session, args.json, notes.last())
+}
+
+/// What a paused session needs when nobody can be asked here: its open
+/// gates and the commands that answer them.
+fn needs_answer(ctx: &Ctx, s: &Session) -> String {
+    let open: Vec<&crate::model::OpenGate> = s.open_gates().collect();
+    let id = &s.id;
+    if let [g] = open.as_slice() {
+        return format!(
+            "session {id} is paused at gate `{}` and nobody can be asked here (stdin is not a terminal): answer with `{}`, --reject [--reason R], --modify --feedback F or --response TEXT (strands-cli: `strands run --resume {id} --hitl-response TEXT`)",
+            g.id,
+            ctx.resume_cmd(id, "--approve")
+        );
+    }
+    let handles: Vec<String> = open.iter().map(|g| format!("`{}`", g.handle())).collect();
+    format!(
+        "session {id} is paused at {} gates ({}) and nobody can be asked here (stdin is not a terminal): answer each with --gate, e.g. `{}` (or --reject [--reason R], --modify --feedback F, --response TEXT)",
+        open.len(),
+        handles.join(", "),
+        ctx.resume_cmd(
+            id,
+            &format!("--gate {} --approve", open.first().map(|g| g.handle()).unwrap_or_default())
+        )
+    )
 }
 
 /// A refused answer as the CLI reports it (message and exit code).

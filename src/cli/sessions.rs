@@ -166,7 +166,10 @@ fn confirm_delete(s: &crate::model::Session) -> Result<bool> {
         .lock()
         .read_line(&mut line)
         .map_err(|e| Error::io("cannot read the answer", e))?;
-    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
@@ -261,7 +264,9 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
     let u = v.usage_total();
     outln!(
         "Tokens:    {} in, {} out, {} calls",
-        u.input_tokens, u.output_tokens, u.calls
+        u.input_tokens,
+        u.output_tokens,
+        u.calls
     )?;
     if let Some(f) = &v.error {
         outln!("Failure:   {} (exit {})", f.message, f.code)?;
@@ -345,13 +350,11 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
                         e.waited_ms.unwrap_or_default() as f64 / 1000.0
                     )?;
                 }
-                (None, condition) => {
-                    outln!(
-                        "  {} skipped (condition `{}` was false)",
-                        e.gate,
-                        condition.unwrap_or_default()
-                    )?
-                }
+                (None, condition) => outln!(
+                    "  {} skipped (condition `{}` was false)",
+                    e.gate,
+                    condition.unwrap_or_default()
+                )?,
             }
         }
     }

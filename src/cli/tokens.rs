@@ -80,7 +80,10 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
             } else {
                 outln!(
                     "{:<24}  {:<9}  {:<8}  {:<20}  EXPIRES",
-                    "NAME", "ROLE", "STATE", "CREATED"
+                    "NAME",
+                    "ROLE",
+                    "STATE",
+                    "CREATED"
                 )?;
                 for t in &list {
                     let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();

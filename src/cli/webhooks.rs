@@ -45,7 +45,12 @@ pub(super) async fn webhooks(ctx: &Ctx, cmd: WebhooksCommand) -> Result<u8> {
     };
     outln!(
         "{:<19}  {:<19}  {:<14}  {:<36}  {:>8}  {:<24}  ENDPOINT",
-        "FIRST ATTEMPT", "LAST ATTEMPT", "EVENT", "SESSION", "ATTEMPTS", "MESSAGE ID"
+        "FIRST ATTEMPT",
+        "LAST ATTEMPT",
+        "EVENT",
+        "SESSION",
+        "ATTEMPTS",
+        "MESSAGE ID"
     )?;
     for d in &failed {
         outln!(

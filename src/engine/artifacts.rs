@@ -138,12 +138,25 @@ mod tests {
             Err(Error::ArtifactExists { path, .. }) => assert_eq!(path, dir.path().join("b.md")),
             other => panic!("expected a refusal, got {other:?}"),
         }
-        assert!(!dir.path().join("a.md").exists(), "a refusal writes nothing");
-        assert_eq!(std::fs::read_to_string(dir.path().join("b.md")).ok().as_deref(), Some("old"));
+        assert!(
+            !dir.path().join("a.md").exists(),
+            "a refusal writes nothing"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("b.md"))
+                .ok()
+                .as_deref(),
+            Some("old")
+        );
 
         let written = write(&t, &arts, &ctx, dir.path(), true).expect("overwrite");
         assert_eq!(written.len(), 2);
-        assert_eq!(std::fs::read_to_string(dir.path().join("b.md")).ok().as_deref(), Some("new"));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("b.md"))
+                .ok()
+                .as_deref(),
+            Some("new")
+        );
     }
 
     #[test]

@@ -363,7 +363,11 @@ impl Session {
             .iter()
             .filter(|e| e.gate == id)
             .map(|e| e.instance);
-        let open = self.gates.values().filter(|g| g.id == id).map(|g| g.instance);
+        let open = self
+            .gates
+            .values()
+            .filter(|g| g.id == id)
+            .map(|g| g.instance);
         asked.chain(open).max().unwrap_or(0) + 1
     }
 
