@@ -249,6 +249,7 @@ fn start_args(spec: &strands::spec::Spec, out: &Path) -> Start {
         started_by: "bench".into(),
         out_dir: out.to_path_buf(),
         origin: None,
+        overwrite_artifacts: true,
     }
 }
 

@@ -71,6 +71,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An artifact file is already there and the run may not overwrite it
+    /// (strands-cli's `--force`). `session`: the run that kept its work,
+    /// and `resume` the command that finishes it (`strands resume ID --force`).
+    #[error("{}", artifact_exists(.path, .session.as_deref(), .resume.as_deref()))]
+    ArtifactExists {
+        path: PathBuf,
+        session: Option<String>,
+        resume: Option<String>,
+    },
     /// The store could not be used (in use by another process, corrupt record).
     #[error("{0}")]
     Store(String),
@@ -86,6 +95,27 @@ pub enum Error {
     /// A bug: something that should not happen.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn artifact_exists(path: &std::path::Path, session: Option<&str>, resume: Option<&str>) -> String {
+    let mut text = format!(
+        "artifact file {} already exists; it is not overwritten without --force",
+        path.display()
+    );
+    match session {
+        Some(id) => {
+            let resume = resume
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("strands resume {id} --force"));
+            text.push_str(&format!(
+                " (session {id} kept its work and is not finished: `{resume}` writes the artifacts)"
+            ))
+        }
+        None => text.push_str(
+            " (nothing was run: add --force, choose another --out, or move the file away)",
+        ),
+    }
+    text
 }
 
 fn render_diagnostics(diags: &[Diagnostic]) -> String {
@@ -106,7 +136,7 @@ impl Error {
             Error::Usage(_) => exit::USAGE,
             Error::Spec(_) => exit::SCHEMA,
             Error::Runtime(_) => exit::RUNTIME,
-            Error::Io { .. } | Error::Store(_) => exit::IO,
+            Error::Io { .. } | Error::ArtifactExists { .. } | Error::Store(_) => exit::IO,
             Error::Session(_) => exit::SESSION,
             Error::Unsupported(_) => exit::UNSUPPORTED,
             Error::Budget(_) => exit::BUDGET,

@@ -2,7 +2,9 @@
 //!
 //! Reads lines from any `BufRead` (stdin in the CLI, a buffer in tests) and
 //! writes prompts to any `Write` (stderr). End of input defers: the session
-//! stays paused and can be resumed later, so closing the terminal loses nothing.
+//! stays paused and can be resumed later, so closing the terminal loses
+//! nothing; [`Terminal::input_ended`] tells the caller it happened (the CLI
+//! says so when stdin was not a terminal: nobody could have answered).
 
 use chrono::Utc;
 use std::io::{BufRead, Write};
@@ -17,11 +19,23 @@ pub struct Terminal<R, W> {
     input: R,
     output: W,
     who: String,
+    /// The input ended (or failed) while a question waited.
+    ended: bool,
 }
 
 impl<R: BufRead, W: Write> Terminal<R, W> {
     pub fn new(input: R, output: W, who: String) -> Self {
-        Terminal { input, output, who }
+        Terminal {
+            input,
+            output,
+            who,
+            ended: false,
+        }
+    }
+
+    /// Whether the input ended before an answer came (not a chosen defer).
+    pub fn input_ended(&self) -> bool {
+        self.ended
     }
 
     fn line(&mut self, prompt: &str) -> Option<String> {
@@ -29,7 +43,10 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
         let _ = self.output.flush();
         let mut buf = String::new();
         match self.input.read_line(&mut buf) {
-            Ok(0) | Err(_) => None,
+            Ok(0) | Err(_) => {
+                self.ended = true;
+                None
+            }
             Ok(_) => Some(buf.trim_end_matches(['\n', '\r']).to_string()),
         }
     }

@@ -24,7 +24,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                 ),
             };
             if json {
-                println!("{obj}");
+                outln!("{obj}")?;
             }
             if code == exit::OK {
                 eprintln!("{text}");
@@ -113,8 +113,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                         use std::io::Write;
                         let line = serde_json::to_string(&entry)
                             .map_err(|e| Error::Internal(e.to_string()))?;
-                        writeln!(out, "{line}")
-                            .map_err(|e| Error::io("cannot write to stdout", e))?;
+                        writeln!(out, "{line}").map_err(|e| Error::io(STDOUT, e))?;
                     }
                 }
             }
@@ -123,8 +122,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                 let bytes = w
                     .into_inner()
                     .map_err(|e| Error::Internal(format!("csv: {e}")))?;
-                out.write_all(&bytes)
-                    .map_err(|e| Error::io("cannot write to stdout", e))?;
+                out.write_all(&bytes).map_err(|e| Error::io(STDOUT, e))?;
             }
             Ok(exit::OK)
         }

@@ -1,9 +1,13 @@
-//! The command line (clap): `run`, `resume`, `validate`, `sessions ...`,
-//! `audit ...`, `webhooks failed`.
+//! The command line (clap): `run`, `resume`, `validate`, `plan`,
+//! `explain`, `sessions ...`, `audit ...`, `webhooks failed`, `doctor`,
+//! `list-tools`, `list-supported`, `version`, and strands-cli's spellings
+//! of them (`run --resume ID`, `-r`, `list-sessions`, `--verbose`, ...).
 //!
 //! Handlers parse flags into engine calls and map the result once to an
 //! exit code (SPEC.md) and to either human text or, with `--json`, exactly
-//! one JSON object on stdout (human text then goes to stderr).
+//! one JSON object on stdout (human text then goes to stderr). Everything
+//! for stdout goes through [`outln!`]: a reader that stops early
+//! (`strands audit export | head`) ends the command quietly with exit 0.
 
 use chrono::Utc;
 use clap::{Args, Parser, Subcommand};
@@ -19,7 +23,20 @@ use crate::model::{Session, Status};
 use crate::spec;
 use crate::store::{self, Store};
 
+/// `println!` for commands: a closed stdout is an error the command
+/// returns (and [`main`] ends quietly on), not a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+            .map_err(|e| $crate::error::Error::io($crate::cli::STDOUT, e))
+    }};
+}
+
 mod audit;
+mod doctor;
+mod human;
+mod info;
 mod remote;
 mod render;
 mod run;
@@ -47,9 +64,21 @@ pub struct Cli {
     /// Who you are, for the audit of answers (default: the OS user).
     #[arg(long = "as", global = true, value_name = "NAME")]
     pub identity: Option<String>,
+    /// Log what strands does to stderr (info level).
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
+    /// Log in detail to stderr (debug level: templates, providers, tools).
+    #[arg(long, global = true)]
+    pub debug: bool,
+    /// Debug logs plus every model request and response, redacted, on stderr.
+    #[arg(long, global = true)]
+    pub trace: bool,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The message of an error writing to stdout (a closed pipe ends quietly).
+pub(crate) const STDOUT: &str = "cannot write to stdout";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -63,9 +92,50 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What a spec would run: runtime, agents, pattern, gates, artifacts.
+    Plan {
+        spec: PathBuf,
+        /// `md` (text) or `json`.
+        #[arg(long, default_value = "md", value_parser = ["md", "json"])]
+        format: String,
+        /// Same as --format json.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What in a spec this build cannot run, and what to do about it.
+    Explain {
+        spec: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// List, show, delete and clean up sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// strands-cli's name for `sessions list`.
+    #[command(name = "list-sessions")]
+    ListSessions(ListArgs),
+    /// Check the set-up: the store, provider credentials, servers.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The built-in tools agents may call.
+    #[command(name = "list-tools")]
+    ListTools {
+        #[arg(long)]
+        json: bool,
+    },
+    /// What this build runs: patterns, providers, gates, tools.
+    #[command(name = "list-supported")]
+    ListSupported {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The version of strands.
+    Version {
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the approval service: the HTTP API, and Slack when SLACK_* is set.
     Serve(ServeArgs),
     /// Make, list and revoke API tokens (offline, or through the server).
@@ -154,15 +224,30 @@ pub struct RunArgs {
     /// Directory for outputs.artifacts.
     #[arg(long, default_value = "./artifacts")]
     pub out: PathBuf,
+    /// Replace artifact files that are already there (else exit 12 naming the file).
+    #[arg(long)]
+    pub force: bool,
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// strands-cli form: resume this session (with --hitl-response).
-    #[arg(long, value_name = "ID", requires = "hitl_response")]
+    /// strands-cli form: continue this session (a paused one takes
+    /// --hitl-response, or asks in a terminal), instead of a SPEC.
+    #[arg(long, short = 'r', value_name = "ID", conflicts_with_all = ["spec", "auto_resume", "no_save_session"])]
     pub resume: Option<String>,
     /// strands-cli form: the answer to the open gate (same as `resume --response`).
     #[arg(long, value_name = "TEXT", requires = "resume")]
     pub hitl_response: Option<String>,
+    /// Continue the latest paused or interrupted session of this same spec
+    /// (same SHA-256) instead of starting a new one, if there is one.
+    #[arg(long, conflicts_with = "no_save_session")]
+    pub auto_resume: bool,
+    /// Do not keep the session once the run finishes (refused for specs
+    /// with gates: a pause needs its session).
+    #[arg(long)]
+    pub no_save_session: bool,
+    /// strands-cli's default, accepted: sessions are kept.
+    #[arg(long, hide = true, conflicts_with = "no_save_session")]
+    pub save_session: bool,
 }
 
 #[derive(Args, Debug)]
@@ -208,12 +293,50 @@ pub struct ResumeArgs {
     /// Variable overrides that come with the answer.
     #[arg(long = "var", value_parser = spec::parse_var)]
     pub vars: Vec<(String, String)>,
-    /// Answer later gates in this terminal.
+    /// Answer this and later gates in this terminal.
     #[arg(long, conflicts_with = "auto_approve")]
     pub interactive: bool,
     /// Approve every later gate.
     #[arg(long)]
     pub auto_approve: bool,
+    /// Replace artifact files that are already there when the run completes.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ResumeArgs {
+    /// Continue session `id` with no decision from flags (strands-cli's
+    /// `run --resume ID`, `--auto-resume`).
+    pub(crate) fn of(id: &str) -> ResumeArgs {
+        ResumeArgs {
+            id: id.to_string(),
+            approve: false,
+            reject: false,
+            reason: None,
+            modify: false,
+            feedback: None,
+            response: None,
+            edit_args: None,
+            trust: false,
+            call: None,
+            gate: None,
+            first_open: true,
+            vars: Vec::new(),
+            interactive: false,
+            auto_approve: false,
+            force: false,
+            json: false,
+        }
+    }
+}
+
+/// `sessions list` (and strands-cli's `list-sessions`).
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[arg(long, value_parser = ["running", "paused", "completed", "failed", "rejected"])]
+    pub status: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -221,20 +344,20 @@ pub struct ResumeArgs {
 #[derive(Subcommand, Debug)]
 pub enum SessionsCommand {
     /// Sessions, newest first.
-    List {
-        #[arg(long, value_parser = ["running", "paused", "completed", "failed", "rejected"])]
-        status: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    List(ListArgs),
     /// One session in full: gate, preview, history, usage.
     Show {
         id: String,
         #[arg(long)]
         json: bool,
     },
-    /// Delete a session.
-    Delete { id: String },
+    /// Delete a session (asks first in a terminal; --force does not ask).
+    Delete {
+        id: String,
+        /// Delete without asking (needed when stdin is not a terminal).
+        #[arg(long, short = 'f')]
+        force: bool,
+    },
     /// Post a paused session's approval message to Slack again (the bot must
     /// not be running on this store; in Slack use `/strands notify ID`).
     Notify { id: String },
@@ -249,6 +372,10 @@ pub enum SessionsCommand {
     Cleanup {
         #[arg(long)]
         max_age_days: u32,
+        /// strands-cli's "do not ask": cleanup never asks (it keeps paused
+        /// and running sessions).
+        #[arg(long, short = 'f')]
+        force: bool,
         #[arg(long)]
         json: bool,
     },
@@ -268,7 +395,7 @@ pub fn main() -> u8 {
             };
         }
     };
-    init_tracing();
+    init_tracing(log_level(&cli));
     crate::provider::install_crypto();
     let json = wants_json(&cli.command);
     // The bot serves many requests at once; the CLI runs one session.
@@ -292,6 +419,12 @@ pub fn main() -> u8 {
 }
 
 fn fail(e: &Error, json: bool) -> u8 {
+    // The reader went away (`| head`): what it wanted, it has.
+    if let Error::Io { context, source } = e {
+        if context == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe {
+            return exit::OK;
+        }
+    }
     let code = e.exit_code();
     if json {
         let mut obj = json!({ "status": "error", "exit_code": code, "error": { "code": code, "message": e.to_string() } });
@@ -301,6 +434,9 @@ fn fail(e: &Error, json: bool) -> u8 {
         println!("{obj}");
     }
     eprintln!("error: {e}");
+    if code == exit::UNSUPPORTED {
+        eprintln!("{}", info::UNSUPPORTED_HINT);
+    }
     code
 }
 
@@ -308,9 +444,15 @@ fn wants_json(c: &Command) -> bool {
     match c {
         Command::Run(a) => a.json,
         Command::Resume(a) => a.json,
-        Command::Validate { json, .. } => *json,
-        Command::Sessions(SessionsCommand::List { json, .. })
-        | Command::Sessions(SessionsCommand::Show { json, .. })
+        Command::Validate { json, .. }
+        | Command::Explain { json, .. }
+        | Command::Doctor { json }
+        | Command::ListTools { json }
+        | Command::ListSupported { json }
+        | Command::Version { json } => *json,
+        Command::Plan { format, json, .. } => *json || format == "json",
+        Command::Sessions(SessionsCommand::List(a)) | Command::ListSessions(a) => a.json,
+        Command::Sessions(SessionsCommand::Show { json, .. })
         | Command::Sessions(SessionsCommand::Cleanup { json, .. })
         | Command::Sessions(SessionsCommand::Sweep { json }) => *json,
         Command::Sessions(SessionsCommand::Delete { .. })
@@ -325,9 +467,27 @@ fn wants_json(c: &Command) -> bool {
     }
 }
 
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("STRANDS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+/// The log filter `--verbose`, `--debug` and `--trace` ask for (`None`:
+/// `STRANDS_LOG`, else warnings only). strands' own modules log at the
+/// level asked; libraries stay at warnings.
+fn log_level(cli: &Cli) -> Option<&'static str> {
+    if cli.trace {
+        Some("warn,strands=debug,strands::model=trace")
+    } else if cli.debug {
+        Some("warn,strands=debug")
+    } else if cli.verbose {
+        Some("warn,strands=info")
+    } else {
+        None
+    }
+}
+
+fn init_tracing(level: Option<&str>) {
+    let filter = match level {
+        Some(l) => tracing_subscriber::EnvFilter::new(l),
+        None => tracing_subscriber::EnvFilter::try_from_env("STRANDS_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -406,6 +566,7 @@ fn through_server(c: &Command) -> bool {
         c,
         Command::Run(_)
             | Command::Resume(_)
+            | Command::ListSessions(_)
             | Command::Sessions(SessionsCommand::List { .. })
             | Command::Sessions(SessionsCommand::Show { .. })
             | Command::Audit(AuditCommand::Export { .. })
@@ -436,6 +597,13 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     }
     match cli.command {
         Command::Validate { spec, json } => validate(&ctx, &spec, json),
+        Command::Plan { spec, format, json } => info::plan(&ctx, &spec, json || format == "json"),
+        Command::Explain { spec, json } => info::explain(&ctx, &spec, json),
+        Command::ListSupported { json } => info::list_supported(json),
+        Command::ListTools { json } => info::list_tools(json),
+        Command::Version { json } => info::version(json),
+        Command::Doctor { json } => doctor::doctor(&ctx, json).await,
+        Command::ListSessions(args) => sessions(&ctx, SessionsCommand::List(args)).await,
         Command::Run(args) => run(&ctx, args).await,
         Command::Resume(args) => resume(&ctx, args).await,
         Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,

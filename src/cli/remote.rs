@@ -273,6 +273,18 @@ pub(super) async fn run(ctx: &Ctx, remote: &Remote, args: &RunArgs) -> Result<u8
             remote.origin
         )));
     }
+    if args.auto_resume || args.no_save_session {
+        return Err(Error::Usage(format!(
+            "--auto-resume and --no-save-session need the store; through {} the server keeps its sessions (`strands sessions list`, then `strands resume ID`)",
+            remote.origin
+        )));
+    }
+    if args.force {
+        eprintln!(
+            "note: --force is not sent through {}: its runs write their artifacts in the server's own directory, replacing earlier ones",
+            remote.origin
+        );
+    }
     let Some(spec) = &args.spec else {
         return Err(Error::Usage(
             "strands run needs a workflow NAME (or --resume ID --hitl-response TEXT)".into(),
@@ -297,7 +309,7 @@ pub(super) async fn run(ctx: &Ctx, remote: &Remote, args: &RunArgs) -> Result<u8
         )
         .await?;
     let view = remote.wait_stopped(&started.session_id, 0).await?;
-    Ok(report_view(ctx, &view.brief(), args.json))
+    report_view(ctx, &view.brief(), args.json)
 }
 
 /// `resume` through the server: the answer, then the run followed to its
@@ -314,6 +326,12 @@ pub(super) async fn resume(
             remote.origin
         )));
     }
+    if args.force {
+        eprintln!(
+            "note: --force is not sent through {}: the server writes artifacts as the run was started",
+            remote.origin
+        );
+    }
     let Some(answer) = answer else {
         let view = remote.session(&args.id).await?;
         let id = view.session_id.clone();
@@ -326,13 +344,15 @@ pub(super) async fn resume(
                 .any(|g| g.timeout_at.is_some_and(|t| t <= Utc::now()));
             if !passed {
                 return Err(Error::Usage(format!(
-                    "session {id} is paused at gate `{}`: answer with --approve, --reject [--reason R], --modify --feedback F or --response TEXT",
-                    g.id
+                    "session {id} is paused at gate `{}` and {} cannot ask here: answer with `{}`, --reject [--reason R], --modify --feedback F or --response TEXT (strands-cli: `strands run --resume {id} --hitl-response TEXT`)",
+                    g.id,
+                    remote.origin,
+                    ctx.resume_cmd(&id, "--approve")
                 )));
             }
         }
         let view = remote.wait_stopped(&id, 0).await?;
-        return Ok(report_view(ctx, &view.brief(), args.json));
+        return report_view(ctx, &view.brief(), args.json);
     };
     // strands-cli's `run --resume ID --hitl-response` answers the first
     // open gate; otherwise `--gate`, or the server picks the only one.
@@ -361,7 +381,7 @@ pub(super) async fn resume(
         Err(e) => return Err(e),
     };
     let view = remote.wait_stopped(&id, after).await?;
-    Ok(report_view(ctx, &view.brief(), args.json))
+    report_view(ctx, &view.brief(), args.json)
 }
 
 /// The API's form of an answer the CLI's flags made.

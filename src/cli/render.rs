@@ -11,24 +11,29 @@ use crate::model::Notification;
 pub use crate::hub::view::exit_code;
 
 /// Prints the outcome of run/resume and returns its exit code.
-pub(super) fn report(ctx: &Ctx, s: &Session, json: bool, note: Option<&Notification>) -> u8 {
+pub(super) fn report(
+    ctx: &Ctx,
+    s: &Session,
+    json: bool,
+    note: Option<&Notification>,
+) -> Result<u8> {
     report_view(ctx, &SessionView::of(s, false, note), json)
 }
 
 /// [`report`] of a view.
-pub(super) fn report_view(ctx: &Ctx, v: &SessionView, json: bool) -> u8 {
+pub(super) fn report_view(ctx: &Ctx, v: &SessionView, json: bool) -> Result<u8> {
     let code = v.exit_code;
     if json {
-        println!("{}", view_json(ctx, v));
+        outln!("{}", view_json(ctx, v))?;
         if v.status == Status::Paused {
             eprintln!("{}", paused_text(ctx, v));
         }
-        return code;
+        return Ok(code);
     }
     match v.status {
-        Status::Paused => println!("{}", paused_text(ctx, v)),
+        Status::Paused => outln!("{}", paused_text(ctx, v))?,
         Status::Completed => {
-            println!("{}", v.output.as_deref().unwrap_or_default());
+            outln!("{}", v.output.as_deref().unwrap_or_default())?;
             for a in &v.artifacts {
                 eprintln!("  wrote {a}");
             }
@@ -44,11 +49,12 @@ pub(super) fn report_view(ctx: &Ctx, v: &SessionView, json: bool) -> u8 {
                 .unwrap_or("unknown error")
         ),
         Status::Running => eprintln!(
-            "session {} stopped while running; `strands resume {}` continues it",
-            v.session_id, v.session_id
+            "session {} stopped while running; `{}` continues it",
+            v.session_id,
+            ctx.resume_cmd(&v.session_id, "").trim_end()
         ),
     }
-    code
+    Ok(code)
 }
 
 pub(super) fn paused_text(ctx: &Ctx, v: &SessionView) -> String {
@@ -82,8 +88,8 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
     };
     let mut out = String::new();
     out.push_str(&format!(
-        "⏸  Gate `{}` ({}) in workflow `{}`\n",
-        g.id, g.position, v.workflow
+        "⏸  Gate `{}` ({}, {}) in workflow `{}`\n",
+        g.id, g.position, g.kind, v.workflow
     ));
     out.push_str(&format!("   {}\n", g.prompt));
     if let Some(preview) = g.preview.as_deref().filter(|p| !p.is_empty()) {
@@ -104,9 +110,8 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
     }
     if let Some(t) = g.timeout_at {
         out.push_str(&format!(
-            "\n   Timeout: {} (then: {})\n",
-            t.to_rfc3339(),
-            g.timeout_effect.as_deref().unwrap_or("its fallback")
+            "\n   Timeout: {}\n",
+            human::timeout_sentence(t, g.timeout_effect.as_deref(), Utc::now())
         ));
     }
     if !g.approvers.is_empty() {

@@ -11,17 +11,17 @@ pub(super) fn validate(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<
         eprintln!("warning: {w}");
     }
     if json {
-        println!(
+        outln!(
             "{}",
             json!({ "valid": true, "name": spec.name, "pattern": spec.pattern.name(), "warnings": spec.warnings })
-        );
+        )?;
     } else {
-        println!(
+        outln!(
             "✓ {} is valid ({} pattern, workflow `{}`)",
             path.display(),
             spec.pattern.name(),
             spec.name
-        );
+        )?;
     }
     Ok(exit::OK)
 }
@@ -61,46 +61,156 @@ pub(crate) fn cli_channel(
     WithProgress { inner }
 }
 
+/// `--interactive` whose input ended with the session still paused, when
+/// stdin is not a terminal: nobody could be asked, which is an error, not
+/// a deferral (a person at a terminal defers with `d` or Ctrl-D).
+fn nobody_to_ask(ctx: &Ctx, channel: &WithProgress<CliChannel>, s: &Session) -> Option<Error> {
+    let CliChannel::Terminal(t) = &channel.inner else {
+        return None;
+    };
+    if !t.input_ended() || s.status != Status::Paused || std::io::stdin().is_terminal() {
+        return None;
+    }
+    let gate = s.first_gate().map(|g| g.id.clone()).unwrap_or_default();
+    Some(Error::Usage(format!(
+        "--interactive cannot ask: stdin is not a terminal and it ended before gate `{gate}` was answered. Session {} stays paused; answer it with `{}` (or --reject --reason R, --modify --feedback F, --response TEXT), or run it in a terminal",
+        s.id,
+        ctx.resume_cmd(&s.id, "--approve")
+    )))
+}
+
+/// An artifact refusal names the exact command that finishes the run.
+fn with_resume(ctx: &Ctx, e: Error) -> Error {
+    match e {
+        Error::ArtifactExists {
+            path,
+            session: Some(id),
+            ..
+        } => Error::ArtifactExists {
+            resume: Some(ctx.resume_cmd(&id, "--force")),
+            path,
+            session: Some(id),
+        },
+        other => other,
+    }
+}
+
+/// Whether a run of `spec` can pause at a gate of its own (a pause needs
+/// the session kept). Tool approvals are decided call by call and are not
+/// counted: a run that pauses for one keeps its session.
+fn has_gates(spec: &crate::spec::Spec) -> bool {
+    !spec.gates().is_empty() || !spec.hitl.triggers.is_empty()
+}
+
+/// The newest paused or interrupted (`running`) session started from
+/// this very spec text (same SHA-256): what `--auto-resume` continues.
+async fn latest_resumable(store: &Store, spec: &crate::spec::Spec) -> Result<Option<Session>> {
+    let mut best: Option<Session> = None;
+    for status in [Status::Paused, Status::Running] {
+        for summary in store.list(Some(status)).await? {
+            if summary.workflow != spec.name {
+                continue;
+            }
+            let s = store.get(&summary.id).await?;
+            if s.spec_hash != spec.hash {
+                continue;
+            }
+            if best.as_ref().is_none_or(|b| s.updated_at > b.updated_at) {
+                best = Some(s);
+            }
+            // Listed newest first: the first match of a status is its newest.
+            break;
+        }
+    }
+    Ok(best)
+}
+
 pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
-    if let (Some(id), Some(text)) = (&args.resume, &args.hitl_response) {
-        let answer = answer_now(
-            &ctx.who,
-            Decision::Respond { text: text.clone() },
-            &args.vars,
-        )?;
+    if let Some(id) = &args.resume {
+        // strands-cli's `run --resume ID [--hitl-response TEXT]`.
+        let answer = match &args.hitl_response {
+            Some(text) => Some(answer_now(
+                &ctx.who,
+                Decision::Respond { text: text.clone() },
+                &args.vars,
+            )?),
+            None if !args.vars.is_empty() => {
+                return Err(Error::Usage(
+                    "--var with --resume comes with an answer (--hitl-response TEXT); a resumed run keeps the variables it started with".into(),
+                ))
+            }
+            None => None,
+        };
         let resume = ResumeArgs {
-            id: id.clone(),
-            approve: false,
-            reject: false,
-            reason: None,
-            modify: false,
-            feedback: None,
-            response: None,
-            edit_args: None,
-            trust: false,
-            call: None,
-            gate: None,
-            first_open: true,
-            vars: Vec::new(),
             interactive: args.interactive,
             auto_approve: args.auto_approve,
+            force: args.force,
             json: args.json,
+            ..ResumeArgs::of(id)
         };
-        return continue_session(ctx, &resume, Some(answer)).await;
+        return continue_session(ctx, &resume, answer).await;
     }
     if let Some(remote) = &ctx.remote {
         return super::remote::run(ctx, remote, &args).await;
     }
     let Some(path) = &args.spec else {
         return Err(Error::Usage(
-            "strands run needs a SPEC (or --resume ID --hitl-response TEXT)".into(),
+            "strands run needs a SPEC (or --resume ID to continue a session)".into(),
         ));
     };
     let spec = spec::load(path, &ctx.settings.limits)?;
     for w in &spec.warnings {
         eprintln!("warning: {w}");
     }
+    tracing::info!(
+        spec = %path.display(),
+        workflow = %spec.name,
+        pattern = spec.pattern.name(),
+        provider = %spec.runtime.provider,
+        model = spec.runtime.model_id.as_deref().unwrap_or("default"),
+        "spec loaded"
+    );
+    let issues = super::info::issues(&spec);
+    if !issues.is_empty() {
+        return Err(super::info::unsupported(path, &issues));
+    }
     Engine::preflight(&spec)?;
+    if args.no_save_session && has_gates(&spec) {
+        return Err(Error::Usage(format!(
+            "--no-save-session: workflow `{}` has human gates, and a run that pauses at one needs its session to be resumed (`strands resume ID`). Drop --no-save-session (sessions can be deleted later: `strands sessions delete ID --force`, `strands sessions cleanup`)",
+            spec.name
+        )));
+    }
+    if args.auto_resume {
+        let found = {
+            let store = ctx.open()?;
+            latest_resumable(&store, &spec).await?
+        };
+        match found {
+            Some(s) => {
+                eprintln!(
+                    "auto-resume: continuing session {} ({}, updated {}) of this same spec",
+                    s.id,
+                    s.status,
+                    super::human::local_stamp(s.updated_at)
+                );
+                if !args.vars.is_empty() {
+                    eprintln!("note: --var values are not applied: the session keeps the variables it started with");
+                }
+                let resume = ResumeArgs {
+                    interactive: args.interactive,
+                    auto_approve: args.auto_approve,
+                    force: args.force,
+                    json: args.json,
+                    ..ResumeArgs::of(&s.id)
+                };
+                return continue_session(ctx, &resume, None).await;
+            }
+            None => tracing::info!(
+                "auto-resume: no paused or interrupted session of this spec; starting a new one"
+            ),
+        }
+    }
     let vars = ask_missing_inputs(&spec, &args.vars)?;
     let variables = spec.resolve_variables(&vars)?;
     let store = ctx.open()?;
@@ -113,10 +223,29 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         started_by: ctx.who.clone(),
         out_dir,
         origin: None,
+        overwrite_artifacts: args.force,
     };
     let mut channel = cli_channel(args.interactive, args.auto_approve, &ctx.who);
-    let session = engine.start(&spec, start, &mut channel).await?;
-    Ok(report(ctx, &session, args.json, None))
+    let session = engine
+        .start(&spec, start, &mut channel)
+        .await
+        .map_err(|e| with_resume(ctx, e))?;
+    if let Some(e) = nobody_to_ask(ctx, &channel, &session) {
+        return Err(e);
+    }
+    let code = report(ctx, &session, args.json, None)?;
+    if args.no_save_session {
+        if session.status.is_terminal() {
+            store.delete(&session.id).await?;
+            eprintln!("session {} not kept (--no-save-session)", session.id);
+        } else {
+            eprintln!(
+                "note: session {} is kept although --no-save-session: it is {} and needs it to go on",
+                session.id, session.status
+            );
+        }
+    }
+    Ok(code)
 }
 
 pub(super) fn answer_now(
@@ -183,21 +312,28 @@ pub(super) async fn continue_session(
         return super::remote::resume(ctx, remote, args, answer).await;
     }
     let store = ctx.open()?;
-    let mut engine = ctx.engine(&store);
+    let mut engine = ctx.engine(&store).with_overwrite(args.force);
     let id = store.resolve(&args.id).await?;
+    let mut interactive = args.interactive;
     if answer.is_none() && !args.interactive && !args.auto_approve {
-        // Without a decision, resume only continues an interrupted run or
-        // applies a timeout that has passed.
+        // Without a decision, resume continues an interrupted run, applies
+        // a timeout that has passed, or — paused — asks in a terminal.
         let s = store.get(&id).await?;
         if let (Status::Paused, Some(g)) = (s.status, s.first_gate()) {
             if !s.open_gates().any(|g| g.timed_out(Utc::now())) {
-                return Err(Error::Usage(format!(
-                    "session {id} is paused at gate `{}`: answer with --approve, --reject [--reason R], --modify --feedback F or --response TEXT (or --interactive)",
-                    g.id
-                )));
+                if std::io::stdin().is_terminal() {
+                    eprintln!(
+                        "session {id} is paused at gate `{}`; answer it here ([d] defers)",
+                        g.id
+                    );
+                    interactive = true;
+                } else {
+                    return Err(Error::Usage(needs_answer(ctx, &s)));
+                }
             }
         }
     }
+    tracing::info!(session = %id, "resuming");
     // --var values are typed by the spec's input declarations.
     let answer = match answer {
         Some(mut a) if !a.vars.is_empty() => {
@@ -213,7 +349,7 @@ pub(super) async fn continue_session(
         }
         other => other,
     };
-    let mut channel = cli_channel(args.interactive, args.auto_approve, &ctx.who);
+    let mut channel = cli_channel(interactive, args.auto_approve, &ctx.who);
     if let Some(answer) = answer {
         // strands-cli's `run --resume ID --hitl-response` answers the first
         // open gate; otherwise `--gate`, or the only open gate.
@@ -241,9 +377,39 @@ pub(super) async fn continue_session(
             }
         }
     }
-    let session = engine.resume(&id, &mut channel).await?;
+    let session = engine
+        .resume(&id, &mut channel)
+        .await
+        .map_err(|e| with_resume(ctx, e))?;
+    if let Some(e) = nobody_to_ask(ctx, &channel, &session) {
+        return Err(e);
+    }
     let notes = store.notifications(&session.id).await?;
-    Ok(report(ctx, &session, args.json, notes.last()))
+    report(ctx, &session, args.json, notes.last())
+}
+
+/// What a paused session needs when nobody can be asked here: its open
+/// gates and the commands that answer them.
+fn needs_answer(ctx: &Ctx, s: &Session) -> String {
+    let open: Vec<&crate::model::OpenGate> = s.open_gates().collect();
+    let id = &s.id;
+    if let [g] = open.as_slice() {
+        return format!(
+            "session {id} is paused at gate `{}` and nobody can be asked here (stdin is not a terminal): answer with `{}`, --reject [--reason R], --modify --feedback F or --response TEXT (strands-cli: `strands run --resume {id} --hitl-response TEXT`)",
+            g.id,
+            ctx.resume_cmd(id, "--approve")
+        );
+    }
+    let handles: Vec<String> = open.iter().map(|g| format!("`{}`", g.handle())).collect();
+    format!(
+        "session {id} is paused at {} gates ({}) and nobody can be asked here (stdin is not a terminal): answer each with --gate, e.g. `{}` (or --reject [--reason R], --modify --feedback F, --response TEXT)",
+        open.len(),
+        handles.join(", "),
+        ctx.resume_cmd(
+            id,
+            &format!("--gate {} --approve", open.first().map(|g| g.handle()).unwrap_or_default())
+        )
+    )
 }
 
 /// A refused answer as the CLI reports it (message and exit code).

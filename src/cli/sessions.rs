@@ -61,10 +61,10 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
         }
     }
     if json {
-        println!(
+        outln!(
             "{}",
             json!({ "swept": swept, "count": swept.len(), "errors": errors })
-        );
+        )?;
     } else {
         if swept.is_empty() && errors.is_empty() {
             eprintln!("no gate timeout is due in {}", store.location());
@@ -75,15 +75,15 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
                 r if r.is_empty() => String::new(),
                 r => format!(" ({r})"),
             };
-            println!(
+            outln!(
                 "{}: gate `{}` timed out → {}{reason}; the run is now {}",
                 str_of("session"),
                 str_of("gate"),
                 str_of("decision"),
                 str_of("status"),
-            );
+            )?;
             if let Some(note) = v["note"].as_str() {
-                println!("  note: {note}");
+                outln!("  note: {note}")?;
             }
         }
         for e in &errors {
@@ -112,44 +112,80 @@ pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// `sessions list` output, from the store or a server.
-fn print_list(list: &[crate::model::Summary], json: bool, location: &str) {
+/// `sessions list` output, from the store or a server: columns as wide
+/// as their widest value, times local.
+fn print_list(list: &[crate::model::Summary], json: bool, location: &str) -> Result<()> {
     if json {
-        println!("{}", json!({ "sessions": list, "count": list.len() }));
-    } else if list.is_empty() {
-        eprintln!("no sessions in {location}");
-    } else {
-        println!(
-            "{:<36}  {:<9}  {:<20}  {:<24}  GATE",
-            "ID", "STATUS", "UPDATED", "WORKFLOW"
-        );
-        for s in list {
-            println!(
-                "{:<36}  {:<9}  {:<20}  {:<24}  {}",
-                s.id,
-                s.status,
-                s.updated_at.format("%Y-%m-%d %H:%M:%S"),
-                s.workflow,
-                s.gate.as_deref().unwrap_or("-")
-            );
-        }
+        outln!("{}", json!({ "sessions": list, "count": list.len() }))?;
+        return Ok(());
     }
+    if list.is_empty() {
+        eprintln!("no sessions in {location}");
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|s| {
+            vec![
+                s.id.clone(),
+                s.status.to_string(),
+                human::local_stamp(s.updated_at),
+                s.workflow.clone(),
+                s.gate.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    for line in human::table(&["ID", "STATUS", "UPDATED", "WORKFLOW", "GATE"], &rows) {
+        outln!("{line}")?;
+    }
+    Ok(())
+}
+
+/// `sessions delete` without --force: asks at a terminal; without one,
+/// nobody can say yes, so it refuses (strands-cli asks the same way).
+fn confirm_delete(s: &crate::model::Session) -> Result<bool> {
+    use std::io::{BufRead, Write};
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::Usage(format!(
+            "`sessions delete` asks before deleting, and stdin is not a terminal: add --force (-f) to delete session {} without asking",
+            s.id
+        )));
+    }
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "Delete session {} ({}, {}, updated {})? Its history goes too; the audit log keeps its entries. [y/N] ",
+        s.id,
+        s.workflow,
+        s.status,
+        human::local_stamp(s.updated_at)
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| Error::io("cannot read the answer", e))?;
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     if let Some(remote) = &ctx.remote {
         match &cmd {
-            SessionsCommand::List { status, json } => {
+            SessionsCommand::List(ListArgs { status, json }) => {
                 let list = super::remote::list(remote, status.as_deref()).await?;
-                print_list(&list, *json, "the server");
+                print_list(&list, *json, "the server")?;
                 return Ok(exit::OK);
             }
             SessionsCommand::Show { id, json } => {
                 let view = remote.session(id).await?;
                 if *json {
-                    println!("{}", render::view_json(ctx, &view));
+                    outln!("{}", render::view_json(ctx, &view))?;
                 } else {
-                    print_show(ctx, &view);
+                    print_show(ctx, &view)?;
                 }
                 return Ok(exit::OK);
             }
@@ -158,10 +194,10 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     }
     let store = ctx.open()?;
     match cmd {
-        SessionsCommand::List { status, json } => {
+        SessionsCommand::List(ListArgs { status, json }) => {
             let status = status.as_deref().and_then(Status::parse);
             let list = store.list(status).await?;
-            print_list(&list, json, &store.location());
+            print_list(&list, json, &store.location())?;
             Ok(exit::OK)
         }
         SessionsCommand::Show { id, json } => {
@@ -170,26 +206,32 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             let note = notes.last();
             let view = SessionView::of(&s, true, note);
             if json {
-                println!("{}", render::view_json(ctx, &view));
+                outln!("{}", render::view_json(ctx, &view))?;
             } else {
-                print_show(ctx, &view);
+                print_show(ctx, &view)?;
             }
             Ok(exit::OK)
         }
         SessionsCommand::Notify { .. } | SessionsCommand::Sweep { .. } => Err(Error::Internal(
             "notify and sweep are handled before".into(),
         )),
-        SessionsCommand::Delete { id } => {
-            let id = store.resolve(&id).await?;
-            store.delete(&id).await?;
-            eprintln!("deleted session {id}");
+        SessionsCommand::Delete { id, force } => {
+            let s = store.get(&id).await?;
+            if !force && !confirm_delete(&s)? {
+                eprintln!("cancelled: session {} kept", s.id);
+                return Ok(exit::OK);
+            }
+            store.delete(&s.id).await?;
+            eprintln!("deleted session {}", s.id);
             Ok(exit::OK)
         }
-        SessionsCommand::Cleanup { max_age_days, json } => {
+        SessionsCommand::Cleanup {
+            max_age_days, json, ..
+        } => {
             let cutoff = Utc::now() - chrono::Duration::days(i64::from(max_age_days));
             let removed = store.cleanup(cutoff).await?;
             if json {
-                println!("{}", json!({ "deleted": removed, "count": removed.len() }));
+                outln!("{}", json!({ "deleted": removed, "count": removed.len() }))?;
             } else {
                 eprintln!(
                     "deleted {} finished session(s) older than {max_age_days} day(s)",
@@ -201,87 +243,93 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     }
 }
 
-pub(super) fn print_show(ctx: &Ctx, v: &SessionView) {
+pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
     let id = &v.session_id;
-    println!("Session:   {id}");
-    println!("Workflow:  {} ({} pattern)", v.workflow, v.pattern);
-    println!("Status:    {}", v.status);
+    outln!("Session:   {id}")?;
+    outln!("Workflow:  {} ({} pattern)", v.workflow, v.pattern)?;
+    outln!("Status:    {}", v.status)?;
     let hash = v.spec_hash.as_deref().unwrap_or_default();
-    println!(
+    outln!(
         "Spec:      {} (sha256 {})",
         v.spec_path.as_deref().unwrap_or_default(),
         &hash[..hash.len().min(12)]
-    );
-    println!(
+    )?;
+    outln!(
         "Started:   {} by {}",
-        v.created_at.to_rfc3339(),
+        human::local_stamp(v.created_at),
         v.started_by
-    );
-    println!("Updated:   {}", v.updated_at.to_rfc3339());
-    println!("Steps:     {} finished", v.steps_finished);
+    )?;
+    outln!("Updated:   {}", human::local_stamp(v.updated_at))?;
+    outln!("Steps:     {} finished", v.steps_finished)?;
     let u = v.usage_total();
-    println!(
+    outln!(
         "Tokens:    {} in, {} out, {} calls",
-        u.input_tokens, u.output_tokens, u.calls
-    );
+        u.input_tokens,
+        u.output_tokens,
+        u.calls
+    )?;
     if let Some(f) = &v.error {
-        println!("Failure:   {} (exit {})", f.message, f.code);
+        outln!("Failure:   {} (exit {})", f.message, f.code)?;
     }
     if let Some(n) = &v.notification {
         match (&n.ts, &n.error) {
-            (_, Some(err)) => println!(
+            (_, Some(err)) => outln!(
                 "Slack:     approval message NOT posted for {} ({err}); `strands sessions notify {id}` posts it again",
                 n.gate
-            ),
-            (Some(ts), None) => println!("Slack:     approval message for {} in {} (ts {ts})", n.gate, n.channel),
+            )?,
+            (Some(ts), None) => outln!("Slack:     approval message for {} in {} (ts {ts})", n.gate, n.channel)?,
             (None, None) => {}
         }
     }
     let mut open = v.open_gates.iter();
     if let Some(g) = open.next() {
-        println!("\nOpen gate: {} ({}, {:?})", g.id, g.position, g.kind);
-        println!("Prompt:    {}", g.prompt);
+        outln!("\nOpen gate: {} ({}, {})", g.handle, g.position, g.kind)?;
+        outln!("Prompt:    {}", g.prompt)?;
         if let Some(t) = g.timeout_at {
-            let state = if Utc::now() >= t {
-                "passed; the fallback applies on the next resume"
-            } else {
-                "pending"
-            };
-            println!("Timeout:   {} ({state})", t.to_rfc3339());
+            outln!(
+                "Timeout:   {}",
+                human::timeout_sentence(t, g.timeout_effect.as_deref(), Utc::now())
+            )?;
         }
         if let Some(context) = g.context.as_deref().filter(|c| !c.is_empty()) {
-            println!("Context:\n{context}");
+            outln!("Context:\n{context}")?;
         }
         for c in g.calls.iter().filter(|c| c.waiting()) {
-            println!(
+            outln!(
                 "Answer:    {} --call {} (--approve | --reject --reason R | --edit-args JSON{})",
                 ctx.resume_cmd(id, ""),
                 c.id,
                 if c.trustable() { " | --trust" } else { "" }
-            );
+            )?;
         }
         if v.open_gates.len() == 1 {
-            println!("\nResume:    {}", ctx.resume_cmd(id, "--approve"));
+            outln!("\nResume:    {}", ctx.resume_cmd(id, "--approve"))?;
         } else {
-            println!(
+            outln!(
                 "\nResume:    {}",
                 ctx.resume_cmd(id, &format!("--gate {} --approve", g.handle))
-            );
+            )?;
         }
     }
     for g in open {
-        println!("\nAlso open: {} ({}, {:?})", g.id, g.position, g.kind);
-        println!("Prompt:    {}", g.prompt);
-        if let Some(context) = g.context.as_deref().filter(|c| !c.is_empty()) {
-            println!("Context:\n{context}");
+        outln!("\nAlso open: {} ({}, {})", g.handle, g.position, g.kind)?;
+        outln!("Prompt:    {}", g.prompt)?;
+        if let Some(t) = g.timeout_at {
+            outln!(
+                "Timeout:   {}",
+                human::timeout_sentence(t, g.timeout_effect.as_deref(), Utc::now())
+            )?;
         }
-        println!(
+        if let Some(context) = g.context.as_deref().filter(|c| !c.is_empty()) {
+            outln!("Context:\n{context}")?;
+        }
+        outln!(
             "Resume:    {}",
             ctx.resume_cmd(id, &format!("--gate {} --approve", g.handle))
-        );
+        )?;
     }
     if !v.gates.is_empty() {
-        println!("\nHistory:");
+        outln!("\nHistory:")?;
         for e in &v.gates {
             match (&e.decision, e.condition.as_deref()) {
                 (Some(decision), _) => {
@@ -291,29 +339,27 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) {
                         Decision::Respond { text } => format!(": {text}"),
                         _ => String::new(),
                     };
-                    println!(
+                    outln!(
                         "  {} {}#{} {} by {} via {} after {:.1}s{detail}",
-                        e.at.map(|a| a.format("%Y-%m-%d %H:%M:%S").to_string())
-                            .unwrap_or_default(),
+                        e.at.map(human::local_stamp).unwrap_or_default(),
                         e.gate,
                         e.instance.unwrap_or_default(),
                         decision.verb(),
                         e.by.as_deref().unwrap_or_default(),
                         e.via.as_deref().unwrap_or_default(),
                         e.waited_ms.unwrap_or_default() as f64 / 1000.0
-                    );
+                    )?;
                 }
-                (None, condition) => {
-                    println!(
-                        "  {} skipped (condition `{}` was false)",
-                        e.gate,
-                        condition.unwrap_or_default()
-                    )
-                }
+                (None, condition) => outln!(
+                    "  {} skipped (condition `{}` was false)",
+                    e.gate,
+                    condition.unwrap_or_default()
+                )?,
             }
         }
     }
     if let Some(o) = &v.output {
-        println!("\nOutput:\n{o}");
+        outln!("\nOutput:\n{o}")?;
     }
+    Ok(())
 }

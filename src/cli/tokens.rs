@@ -45,12 +45,12 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
                 }
             };
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "token": made.token, "name": made.name, "role": made.role, "id": made.id, "expires_at": made.expires_at })
-                );
+                )?;
             } else {
-                println!("{}", made.token);
+                outln!("{}", made.token)?;
                 eprintln!(
                     "token `{}` ({}) created{}; it is shown this once — keep it secret",
                     made.name,
@@ -74,14 +74,17 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
                     .collect(),
             };
             if json {
-                println!("{}", json!({ "count": list.len(), "tokens": list }));
+                outln!("{}", json!({ "count": list.len(), "tokens": list }))?;
             } else if list.is_empty() {
                 eprintln!("no tokens; make one with `strands tokens create NAME --role ROLE`");
             } else {
-                println!(
+                outln!(
                     "{:<24}  {:<9}  {:<8}  {:<20}  EXPIRES",
-                    "NAME", "ROLE", "STATE", "CREATED"
-                );
+                    "NAME",
+                    "ROLE",
+                    "STATE",
+                    "CREATED"
+                )?;
                 for t in &list {
                     let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
                     let day = |k: &str| {
@@ -90,14 +93,14 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
                             .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
                             .unwrap_or_else(|| "-".into())
                     };
-                    println!(
+                    outln!(
                         "{:<24}  {:<9}  {:<8}  {:<20}  {}",
                         s("name"),
                         s("role"),
                         s("state"),
                         day("created_at"),
                         day("expires_at")
-                    );
+                    )?;
                 }
             }
             Ok(exit::OK)

@@ -32,7 +32,7 @@ pub(super) async fn webhooks(ctx: &Ctx, cmd: WebhooksCommand) -> Result<u8> {
     let failed = store.webhook_failed(limit).await?;
     if json {
         let rows: Vec<Value> = failed.iter().map(row).collect();
-        println!("{}", json!({ "failed": rows, "count": rows.len() }));
+        outln!("{}", json!({ "failed": rows, "count": rows.len() }))?;
         return Ok(exit::OK);
     }
     if failed.is_empty() {
@@ -43,12 +43,17 @@ pub(super) async fn webhooks(ctx: &Ctx, cmd: WebhooksCommand) -> Result<u8> {
         t.map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_else(|| "-".into())
     };
-    println!(
+    outln!(
         "{:<19}  {:<19}  {:<14}  {:<36}  {:>8}  {:<24}  ENDPOINT",
-        "FIRST ATTEMPT", "LAST ATTEMPT", "EVENT", "SESSION", "ATTEMPTS", "MESSAGE ID"
-    );
+        "FIRST ATTEMPT",
+        "LAST ATTEMPT",
+        "EVENT",
+        "SESSION",
+        "ATTEMPTS",
+        "MESSAGE ID"
+    )?;
     for d in &failed {
-        println!(
+        outln!(
             "{:<19}  {:<19}  {:<14}  {:<36}  {:>8}  {:<24}  {}",
             time(d.first_attempt_at),
             time(d.last_attempt_at),
@@ -57,8 +62,8 @@ pub(super) async fn webhooks(ctx: &Ctx, cmd: WebhooksCommand) -> Result<u8> {
             d.attempts,
             d.msg_id,
             d.endpoint_shown(),
-        );
-        println!("  error: {}", d.last_error.as_deref().unwrap_or("-"));
+        )?;
+        outln!("  error: {}", d.last_error.as_deref().unwrap_or("-"))?;
     }
     Ok(exit::OK)
 }

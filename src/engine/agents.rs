@@ -172,6 +172,7 @@ impl Engine<'_> {
                 self.mark_in_flight(session, &positions, channel).await?;
             }
             for (position, provider, req) in batch {
+                trace_request(spec, &req);
                 running.spawn(async move {
                     let started = Instant::now();
                     let res = provider.complete(&req).await;
@@ -189,6 +190,7 @@ impl Engine<'_> {
             let (position, agent, millis, res) =
                 joined.map_err(|e| Error::Internal(format!("model call task failed: {e}")))?;
             let resp = res?;
+            trace_response(spec, &agent, &resp);
             session.in_flight.remove(&position.to_string());
             session
                 .usage
@@ -309,7 +311,9 @@ impl Engine<'_> {
             let at = w.position.to_string();
             self.mark_in_flight(session, std::slice::from_ref(&at), channel)
                 .await?;
+            trace_request(spec, &req);
             let resp = provider.complete(&req).await?;
+            trace_response(spec, &agent.id, &resp);
             session.in_flight.remove(&at);
             let turn = session
                 .agent_turn
@@ -394,10 +398,10 @@ impl Engine<'_> {
             return Ok(false);
         }
         let now = Utc::now();
-        session.gates_opened += 1;
         let opened = crate::model::OpenGate {
             id: "tools".into(),
-            instance: session.gates_opened,
+            instance: session.next_instance("tools"),
+            order: 0,
             kind: crate::spec::GateKind::ToolCall,
             position: position.clone(),
             prompt: format!(
@@ -539,6 +543,39 @@ fn by_policy(state: &CallState) -> bool {
 
 /// Refusal texts name addresses, not secrets; still, run them through the
 /// built-in secret patterns before they enter the log.
+/// Where `--trace` (and `STRANDS_LOG=strands::model=trace`) shows what
+/// goes to models and what comes back.
+const MODEL_TRACE: &str = "strands::model";
+
+/// A model request as sent (system prompt, messages, tools offered),
+/// through the spec's redactor: the built-in secret patterns and
+/// `security.redact`. Credentials are headers, never part of it.
+fn trace_request(spec: &Spec, req: &ChatRequest) {
+    if tracing::enabled!(target: MODEL_TRACE, tracing::Level::TRACE) {
+        let body = serde_json::to_string(req).unwrap_or_default();
+        tracing::trace!(
+            target: MODEL_TRACE,
+            agent = %req.agent,
+            model = %req.model,
+            request = %spec.redactor.redact(&body),
+            "model request"
+        );
+    }
+}
+
+/// A model's answer (text, tool calls, usage), redacted as requests are.
+fn trace_response(spec: &Spec, agent: &str, resp: &crate::provider::ChatResponse) {
+    if tracing::enabled!(target: MODEL_TRACE, tracing::Level::TRACE) {
+        let body = serde_json::to_string(resp).unwrap_or_default();
+        tracing::trace!(
+            target: MODEL_TRACE,
+            agent = %agent,
+            response = %spec.redactor.redact(&body),
+            "model response"
+        );
+    }
+}
+
 fn spec_redact(text: &str) -> String {
     crate::audit::redact::Redactor::default().redact(text)
 }

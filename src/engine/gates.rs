@@ -60,12 +60,11 @@ impl Engine<'_> {
             )?,
             None => pattern::last_response_at(&session.state, Some(&position)).unwrap_or_default(),
         };
-        session.gates_opened += 1;
         // What humans are shown is redacted (security.redact + secrets).
         let mut opened = gate::open(
             gate,
             position,
-            session.gates_opened,
+            session.next_instance(&gate.id),
             spec.redactor.redact(&prompt),
             spec.redactor.redact(&shown),
             self.clock.now(),
@@ -101,6 +100,9 @@ impl Engine<'_> {
         ) {
             opened.timeout_at = Some(opened.opened_at + d);
         }
+        // The session-wide order of openings; the handle counts per gate.
+        session.gates_opened += 1;
+        opened.order = session.gates_opened;
         audit_request(session, &opened);
         session
             .events

@@ -55,6 +55,8 @@ pub struct Start {
     pub out_dir: PathBuf,
     /// Set when a chat command started the run.
     pub origin: Option<crate::model::Origin>,
+    /// Existing artifact files may be replaced (`--force`).
+    pub overwrite_artifacts: bool,
 }
 
 pub struct Engine<'a> {
@@ -73,6 +75,9 @@ pub struct Engine<'a> {
     providers: BTreeMap<(ProviderKind, Option<String>), Provider>,
     /// Answers every agent instead of the spec's provider (tests, benches).
     model: Option<Provider>,
+    /// This invocation may replace existing artifact files (`--force`),
+    /// whatever the session says.
+    overwrite_artifacts: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -89,7 +94,15 @@ impl<'a> Engine<'a> {
             templates: Templates::new(),
             providers: BTreeMap::new(),
             model: None,
+            overwrite_artifacts: false,
         }
+    }
+
+    /// Existing artifact files may be replaced by this engine's runs
+    /// (`resume --force`), besides those started with `--force`.
+    pub fn with_overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite_artifacts = overwrite;
+        self
     }
 
     /// Every agent talks to `model` instead of its spec's provider (an
@@ -155,8 +168,18 @@ impl<'a> Engine<'a> {
 
     /// Saves a new session, `running` at its first step, without running it
     /// (the bot answers the slash command first and drives it afterwards).
+    /// An artifact file already there whose path the inputs decide is
+    /// refused here, before any model call, unless the run may overwrite.
     pub async fn create(&self, spec: &Spec, start: Start) -> Result<Session> {
         Self::preflight(spec)?;
+        if !(start.overwrite_artifacts || self.overwrite_artifacts) {
+            artifacts::precheck(
+                &self.templates,
+                &spec.artifacts,
+                &start.variables,
+                &start.out_dir,
+            )?;
+        }
         let now = Utc::now();
         let mut session = Session {
             id: uuid::Uuid::new_v4().to_string(),
@@ -182,6 +205,7 @@ impl<'a> Engine<'a> {
             output: None,
             artifacts: Vec::new(),
             out_dir: start.out_dir.display().to_string(),
+            overwrite_artifacts: start.overwrite_artifacts,
             failure: None,
             origin: start.origin,
             agent_turn: None,
@@ -196,6 +220,7 @@ impl<'a> Engine<'a> {
             rev: 0,
         };
         self.store.create(&mut session).await?;
+        tracing::info!(session = %session.id, workflow = %session.workflow, "session created");
         Ok(session)
     }
 
@@ -235,6 +260,15 @@ impl<'a> Engine<'a> {
                 Ok(true) => continue,
                 Ok(false) => return Ok(session),
                 Err(e @ (Error::Store(_) | Error::Internal(_))) => return Err(e),
+                // The run is done but may not replace a file: it stays as it
+                // is (every step checkpointed) for `resume --force`.
+                Err(Error::ArtifactExists { path, .. }) => {
+                    return Err(Error::ArtifactExists {
+                        path,
+                        session: Some(session.id.clone()),
+                        resume: None,
+                    })
+                }
                 Err(e) => {
                     session.status = Status::Failed;
                     session.events.push(crate::model::EventKind::RunFailed {
@@ -346,8 +380,13 @@ impl<'a> Engine<'a> {
                 }
                 let ctx = context::for_artifacts(spec, session, self.clock.now());
                 let out_dir = PathBuf::from(&session.out_dir);
-                session.artifacts =
-                    artifacts::write(&self.templates, &spec.artifacts, &ctx, &out_dir)?;
+                session.artifacts = artifacts::write(
+                    &self.templates,
+                    &spec.artifacts,
+                    &ctx,
+                    &out_dir,
+                    self.overwrite_artifacts || session.overwrite_artifacts,
+                )?;
                 let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
                 ev.detail = Some(format!(
                     "completed; output {} characters, sha256 {}",

@@ -81,6 +81,7 @@ impl World {
             started_by: "starter".into(),
             out_dir: self.dir.path().join("out"),
             origin: None,
+            overwrite_artifacts: false,
         };
         let s = engine
             .start(&spec, start, &mut Detached)

@@ -145,11 +145,10 @@ impl Engine<'_> {
             allow_self_approval: None,
             timers: Default::default(),
         };
-        session.gates_opened += 1;
         let mut opened = gate::open(
             &spec_gate,
             position,
-            session.gates_opened,
+            session.next_instance(&spec_gate.id),
             spec.redactor.redact(&prompt),
             spec.redactor.redact(&context),
             Utc::now(),

@@ -234,6 +234,8 @@ pub fn open(
     OpenGate {
         id: spec.id.clone(),
         instance,
+        // Set when the engine adds it to the session.
+        order: 0,
         kind: spec.kind,
         position,
         prompt,

@@ -184,6 +184,8 @@ impl Hub {
             started_by: started_by.to_string(),
             out_dir: std::env::temp_dir().join("strands-artifacts"),
             origin,
+            // The service's scratch directory: each run replaces the last.
+            overwrite_artifacts: true,
         };
         let session = self.engine().create(&spec, start).await?;
         self.drive(session.id.clone());

@@ -19,6 +19,23 @@ pub enum GateKind {
     ToolCall,
 }
 
+impl GateKind {
+    /// The word the spec and the JSON use: `hitl`, `manual_gate`, `tool_call`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GateKind::Hitl => "hitl",
+            GateKind::ManualGate => "manual_gate",
+            GateKind::ToolCall => "tool_call",
+        }
+    }
+}
+
+impl std::fmt::Display for GateKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a gate does when its timeout passes unanswered (`fallback_action`,
 /// seed 001 §2.4.1). Stored with open gates under these names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,9 +240,16 @@ impl std::fmt::Display for Position {
 pub struct OpenGate {
     /// The gate's id in the spec (`review_research`, a task id, `step2`).
     pub id: String,
-    /// Session-wide ordinal of this asking; a re-ask after modify gets a new
-    /// one, so an answer meant for an earlier asking is detected as stale.
+    /// Which asking of this gate it is (1 the first time, 2 after a
+    /// modify, ...); a re-ask gets a new one, so an answer meant for an
+    /// earlier asking is detected as stale. Sessions written before it was
+    /// counted per gate hold a session-wide ordinal here (still unique).
     pub instance: u64,
+    /// Session-wide ordinal of the opening (the order gates were opened
+    /// in); 0 in sessions written before it existed, whose `instance` is
+    /// that ordinal.
+    #[serde(default)]
+    pub order: u64,
     pub kind: GateKind,
     /// Where it stands in the pattern.
     pub position: Position,

@@ -191,6 +191,11 @@ pub struct Session {
     pub artifacts: Vec<String>,
     /// Where artifacts go (`--out`).
     pub out_dir: String,
+    /// Existing artifact files may be replaced (`run --force`; runs
+    /// started by `strands serve`). Without it a file already there stops
+    /// the run before it is written, and `resume ID --force` writes it.
+    #[serde(default)]
+    pub overwrite_artifacts: bool,
     pub failure: Option<Failure>,
     /// Where a run started from a chat channel came from (the Slack bot).
     #[serde(default)]
@@ -338,14 +343,32 @@ impl Session {
     /// Every open gate, in the order they were opened.
     pub fn open_gates(&self) -> impl Iterator<Item = &OpenGate> {
         let mut gates: Vec<&OpenGate> = self.gates.values().collect();
-        gates.sort_by_key(|g| g.instance);
+        gates.sort_by_key(|g| (g.order, g.instance));
         gates.into_iter()
     }
 
     /// The gate shown first: the earliest open one. With one gate open,
     /// the gate an answer without `--gate` is for.
     pub fn first_gate(&self) -> Option<&OpenGate> {
-        self.gates.values().min_by_key(|g| g.instance)
+        self.gates.values().min_by_key(|g| (g.order, g.instance))
+    }
+
+    /// The instance the next asking of gate `id` gets: one more than any
+    /// asking of it so far (answered, skipped or open), so handles count
+    /// per gate — `review#1`, then `review#2` after a modify — and stay
+    /// unique in sessions whose earlier gates were numbered session-wide.
+    pub fn next_instance(&self, id: &str) -> u64 {
+        let asked = self
+            .history
+            .iter()
+            .filter(|e| e.gate == id)
+            .map(|e| e.instance);
+        let open = self
+            .gates
+            .values()
+            .filter(|g| g.id == id)
+            .map(|g| g.instance);
+        asked.chain(open).max().unwrap_or(0) + 1
     }
 
     /// The open gate with this handle (`id#instance`).

@@ -595,6 +595,53 @@ impl Sandbox {
         collect(cmd, "")
     }
 
+    /// `strands --store <store> --as tester ARGS` with extra environment.
+    pub fn strands_env(&self, env: &[(&str, &str)], args: &[&str]) -> Outcome {
+        self.strands_as("tester", env, args)
+    }
+
+    /// `strands --store <store> --as tester ARGS` with its stdin a terminal
+    /// (a pseudo-terminal) that is fed `input`, as a person would type it,
+    /// then Ctrl-D (end of input), so a question nobody typed an answer
+    /// for never hangs the test.
+    pub fn strands_tty(&self, args: &[&str], input: &str) -> Outcome {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two new descriptors into the integers
+        // given; name, termios and winsize may be null.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just opened and are owned here only.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut master = std::fs::File::from(master);
+        let child = self
+            .command(self.path(), args)
+            .stdin(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn strands");
+        master
+            .write_all(format!("{input}\x04").as_bytes())
+            .expect("type into the terminal");
+        let out = child.wait_with_output().expect("wait for strands");
+        drop(master);
+        Outcome {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     fn command(&self, cwd: &Path, args: &[&str]) -> Command {
         let store = self.store.display().to_string();
         let mut all = vec!["--store", store.as_str(), "--as", "tester"];

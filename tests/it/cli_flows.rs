@@ -431,6 +431,8 @@ fn interactive_end_of_input_leaves_the_session_paused() {
     let sandbox = Sandbox::new();
     let spec = sandbox.spec("review.yaml", REVIEW_CHAIN, &fake);
 
+    // Piped input that ends unanswered: nobody could be asked, which is
+    // said (exit 2); the session waits for an answer.
     let run = sandbox.strands_stdin(
         &[
             "run",
@@ -440,8 +442,16 @@ fn interactive_end_of_input_leaves_the_session_paused() {
         ],
         "",
     );
-    run.expect_code(19);
-    let id = session_id(&run.json());
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("--interactive cannot ask"),
+        "{}",
+        run.stderr
+    );
+    let id = sandbox.list()["sessions"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
     let show = sandbox.show(&id);
     assert_eq!(show["status"], "paused", "{show:#}");
     assert_eq!(show["gate"]["handle"], "review#1");
@@ -637,7 +647,7 @@ fn sessions_are_listed_filtered_found_by_prefix_deleted_and_cleaned_up() {
     assert_eq!(sandbox.list()["count"], 1);
 
     sandbox
-        .strands(&["sessions", "delete", &paused])
+        .strands(&["sessions", "delete", &paused, "--force"])
         .expect_code(0);
     assert_eq!(sandbox.list()["count"], 0);
     sandbox

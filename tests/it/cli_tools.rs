@@ -783,11 +783,12 @@ fn interactive_approve_and_reject_on_stdin() {
         "denied by tester: no"
     );
 
-    // End of input defers: the session stays paused and nothing runs.
+    // Input that ends unanswered: nobody could be asked (exit 2); the
+    // session stays paused and nothing runs.
     let out = s
         .sandbox
         .strands_stdin(&["run", &s.spec, "--interactive", "--json"], "");
-    out.expect_code(19);
+    out.expect_code(2);
     assert_eq!(s.target.count("POST", "/pay"), 1);
 }
 

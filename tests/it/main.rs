@@ -21,6 +21,7 @@ mod cli_graph;
 mod cli_mcp;
 mod cli_orchestrator;
 mod cli_parallel;
+mod cli_parity;
 mod cli_routing;
 mod cli_runtime;
 mod cli_strands_cli;

@@ -441,6 +441,7 @@ fn gate(timeout: Option<i64>) -> OpenGate {
     OpenGate {
         id: "review".into(),
         instance: 2,
+        order: 2,
         kind: GateKind::ManualGate,
         position: Position::Step(1),
         prompt: "p".into(),

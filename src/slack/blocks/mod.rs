@@ -325,6 +325,7 @@ mod tests {
         let gate = OpenGate {
             id: nasty(500),
             instance: 7,
+            order: 7,
             kind,
             position: crate::model::Position::Task(nasty(500)),
             prompt: nasty(5_000),
