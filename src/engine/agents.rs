@@ -24,17 +24,21 @@ impl Engine<'_> {
             .model_id
             .clone()
             .or_else(|| spec.runtime.model_id.clone())
-            .unwrap_or_else(|| default_model(kind).to_string());
+            .unwrap_or_else(|| kind.default_model().to_string());
         if let Some(m) = &self.model {
             return Ok((m.clone(), model));
         }
-        let key = (kind, host.clone());
+        // runtime.region is the AWS region of every bedrock agent, as in
+        // strands-cli (it has no per-agent region).
+        let region = spec.runtime.region.clone();
+        let key = (kind, host.clone(), region.clone());
         if let Some(p) = self.providers.get(&key) {
             return Ok((p.clone(), model));
         }
         let p = Provider::new(&ProviderConfig {
             kind,
             host,
+            region,
             timeout: self.settings.llm_timeout,
             retry: self.settings.retry,
         })?;
@@ -531,14 +535,5 @@ fn spec_redact(text: &str) -> String {
 fn set_call_state(session: &mut Session, i: usize, state: CallState) {
     if let Some(pc) = session.agent_turn.as_mut().and_then(|t| t.calls.get_mut(i)) {
         pc.state = state;
-    }
-}
-
-fn default_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::OpenAi => "gpt-4o-mini",
-        ProviderKind::Ollama => "llama3.2",
-        ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Echo => "echo",
     }
 }

@@ -70,7 +70,8 @@ pub struct Engine<'a> {
     /// Wakes this process's timer loop when a gate's timers are armed.
     wake: Option<Arc<tokio::sync::Notify>>,
     templates: Templates,
-    providers: BTreeMap<(ProviderKind, Option<String>), Provider>,
+    /// Built providers by kind, `runtime.host` and `runtime.region`.
+    providers: BTreeMap<(ProviderKind, Option<String>, Option<String>), Provider>,
     /// Answers every agent instead of the spec's provider (tests, benches).
     model: Option<Provider>,
 }

@@ -1,13 +1,17 @@
-//! The OpenAI-compatible Chat Completions client, for `openai` and `ollama`.
+//! The OpenAI-compatible Chat Completions client, for `openai`, `ollama` and
+//! `azure_openai`.
 //!
-//! Both providers speak the same wire protocol (`POST {base}/chat/completions`),
-//! so one client serves them; they differ only in where the base URL comes
-//! from and in whether a key is sent. OpenAI's base is `runtime.host`, else
-//! `OPENAI_BASE_URL`, else the public API. Ollama's is `runtime.host`, else
+//! All three speak the same wire protocol, so one client serves them; they
+//! differ only in the URL and in how the key is sent. OpenAI's base is
+//! `runtime.host`, else `OPENAI_BASE_URL`, else the public API, and requests
+//! go to `{base}/chat/completions`. Ollama's is `runtime.host`, else
 //! `http://localhost:11434`, with its OpenAI-compatible `/v1` appended. The
 //! bearer key comes from `OPENAI_API_KEY` and is sent only when set, since
-//! local servers need none.
+//! local servers need none. Azure's URL names the deployment and the API
+//! version, and its key travels in `api-key`: [`super::azure`] resolves those
+//! and builds this client with [`OpenAiClient::from_parts`].
 
+use reqwest::header::HeaderValue;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -23,20 +27,47 @@ const DEFAULT_OLLAMA_HOST: &str = "http://localhost:11434";
 #[derive(Clone)]
 pub struct OpenAiClient {
     http: reqwest::Client,
-    /// No trailing slash; `/chat/completions` is appended.
-    base_url: String,
-    api_key: Option<String>,
+    route: Route,
+    auth: Auth,
     retry: RetryPolicy,
-    /// `"openai"` or `"ollama"`, for logs and errors.
+    /// `"openai"`, `"ollama"` or `"azure_openai"`, for logs and errors.
     label: &'static str,
+}
+
+/// Where the request for a model goes.
+#[derive(Debug, Clone)]
+pub(super) enum Route {
+    /// `{base}/chat/completions`; the base has no trailing slash.
+    Base(String),
+    /// Azure: `{endpoint}/openai/deployments/{model}/chat/completions?api-version=…`,
+    /// the model id being the deployment name.
+    AzureDeployment {
+        endpoint: reqwest::Url,
+        api_version: String,
+    },
+}
+
+/// How the key is sent. The values are marked sensitive, so reqwest and
+/// `http` never print them either.
+#[derive(Clone)]
+pub(super) enum Auth {
+    None,
+    /// `Authorization: Bearer …` (the value includes `Bearer `).
+    Bearer(HeaderValue),
+    /// The key alone in a header of its own (Azure's `api-key`).
+    Header(&'static str, HeaderValue),
 }
 
 impl std::fmt::Debug for OpenAiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let auth = match &self.auth {
+            Auth::None => "none",
+            Auth::Bearer(_) | Auth::Header(..) => "<redacted>",
+        };
         f.debug_struct("OpenAiClient")
             .field("provider", &self.label)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("route", &self.route)
+            .field("api_key", &auth)
             .field("retry", &self.retry)
             .finish()
     }
@@ -145,33 +176,76 @@ impl OpenAiClient {
                 )
             }
         };
-        let api_key = env("OPENAI_API_KEY").map(|k| k.trim().to_string());
-        if let Some(key) = &api_key {
-            if reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
-                return Err(Error::Usage(
-                    "OPENAI_API_KEY contains characters that cannot be sent in an HTTP header"
-                        .to_string(),
-                ));
-            }
-        }
+        let auth = match env("OPENAI_API_KEY") {
+            Some(key) => Auth::Bearer(key_header(
+                "OPENAI_API_KEY",
+                &format!("Bearer {}", key.trim()),
+            )?),
+            None => Auth::None,
+        };
+        Self::from_parts(label, Route::Base(base_url), auth, config)
+    }
+
+    /// A client for `label` sending to `route` with `auth`, with the
+    /// timeout and retry policy of `config`.
+    pub(super) fn from_parts(
+        label: &'static str,
+        route: Route,
+        auth: Auth,
+        config: &ProviderConfig,
+    ) -> Result<Self> {
         Ok(OpenAiClient {
             http: retry::http_client(label, config.timeout)?,
-            base_url,
-            api_key,
+            route,
+            auth,
             retry: config.retry,
             label,
         })
     }
 
     /// Whether a tool-only assistant turn is sent with `content: null`: yes
-    /// for OpenAI, no for Ollama, which refuses null content.
+    /// for OpenAI and Azure, no for Ollama, which refuses null content.
     fn null_content(&self) -> bool {
         self.label != "ollama"
     }
 
+    /// The URL a request for `model` is posted to.
+    fn url(&self, model: &str) -> String {
+        match &self.route {
+            Route::Base(base) => format!("{base}/chat/completions"),
+            Route::AzureDeployment {
+                endpoint,
+                api_version,
+            } => {
+                let mut url = endpoint.clone();
+                if let Ok(mut path) = url.path_segments_mut() {
+                    path.pop_if_empty().extend([
+                        "openai",
+                        "deployments",
+                        model,
+                        "chat",
+                        "completions",
+                    ]);
+                }
+                url.query_pairs_mut()
+                    .append_pair("api-version", api_version);
+                url.to_string()
+            }
+        }
+    }
+
+    /// The base URL of a [`Route::Base`] client ("" for Azure).
+    #[cfg(test)]
+    fn base_url(&self) -> &str {
+        match &self.route {
+            Route::Base(base) => base,
+            Route::AzureDeployment { .. } => "",
+        }
+    }
+
     /// One chat completion, retried per the policy.
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
-        let url = format!("{}/chat/completions", self.base_url);
+        let url = self.url(&request.model);
         let shown_url = reqwest::Url::parse(&url)
             .map(|u| retry::redact_url(&u))
             .unwrap_or_else(|_| url.clone());
@@ -185,15 +259,30 @@ impl OpenAiClient {
         );
         let response = retry::send_with_retry(&self.retry, self.label, || {
             let builder = self.http.post(&url).json(&body);
-            match &self.api_key {
-                Some(key) => builder.bearer_auth(key),
-                None => builder,
+            match &self.auth {
+                Auth::None => builder,
+                Auth::Bearer(value) => {
+                    builder.header(reqwest::header::AUTHORIZATION, value.clone())
+                }
+                Auth::Header(name, value) => builder.header(*name, value.clone()),
             }
         })
         .await?;
         let (json, raw) = retry::read_json(self.label, &shown_url, response).await?;
         parse_response(self.label, &shown_url, &json, &raw)
     }
+}
+
+/// `value` as a sensitive header value; `Error::Usage` naming `variable`
+/// when it cannot be sent in a header.
+pub(super) fn key_header(variable: &str, value: &str) -> Result<HeaderValue> {
+    let mut header = HeaderValue::from_str(value).map_err(|_| {
+        Error::Usage(format!(
+            "{variable} contains characters that cannot be sent in an HTTP header"
+        ))
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
 }
 
 /// The request body. `null_content`: whether an assistant turn that only
@@ -369,6 +458,7 @@ mod tests {
         ProviderConfig {
             kind,
             host: host.map(str::to_string),
+            region: None,
             timeout: Duration::from_secs(5),
             retry: RetryPolicy {
                 max_retries: 2,
@@ -483,7 +573,8 @@ mod tests {
         let base = |kind, host: Option<&str>, env: &dyn Fn(&str) -> Option<String>| {
             OpenAiClient::with_env(&config(kind, host), env)
                 .expect("client")
-                .base_url
+                .base_url()
+                .to_string()
         };
         assert_eq!(
             base(ProviderKind::OpenAi, None, &no_env),
