@@ -210,7 +210,7 @@ impl OpenAiClient {
     }
 
     /// The URL a request for `model` is posted to.
-    fn url(&self, model: &str) -> String {
+    pub(super) fn url(&self, model: &str) -> String {
         match &self.route {
             Route::Base(base) => format!("{base}/chat/completions"),
             Route::AzureDeployment {
