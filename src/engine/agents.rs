@@ -9,39 +9,15 @@ impl Engine<'_> {
             .agents
             .get(agent)
             .ok_or_else(|| Error::Internal(format!("agent `{agent}` vanished")))?;
-        let name = a.provider.as_deref().unwrap_or(&spec.runtime.provider);
-        let kind = ProviderKind::parse(name)?;
-        // runtime.host belongs to the runtime's provider; an agent that names
-        // another provider uses that provider's defaults.
-        let host = if a.provider.is_none()
-            || a.provider.as_deref() == Some(spec.runtime.provider.as_str())
-        {
-            spec.runtime.host.clone()
-        } else {
-            None
-        };
-        let model = a
-            .model_id
-            .clone()
-            .or_else(|| spec.runtime.model_id.clone())
-            .unwrap_or_else(|| kind.default_model().to_string());
+        let (config, model) = provider_config(spec, a, &self.settings)?;
         if let Some(m) = &self.model {
             return Ok((m.clone(), model));
         }
-        // runtime.region is the AWS region of every bedrock agent, as in
-        // strands-cli (it has no per-agent region).
-        let region = spec.runtime.region.clone();
-        let key = (kind, host.clone(), region.clone());
+        let key = (config.kind, config.host.clone(), config.region.clone());
         if let Some(p) = self.providers.get(&key) {
             return Ok((p.clone(), model));
         }
-        let p = Provider::new(&ProviderConfig {
-            kind,
-            host,
-            region,
-            timeout: self.settings.llm_timeout,
-            retry: self.settings.retry,
-        })?;
+        let p = Provider::new(&config)?;
         self.providers.insert(key, p.clone());
         Ok((p, model))
     }
@@ -536,4 +512,41 @@ fn set_call_state(session: &mut Session, i: usize, state: CallState) {
     if let Some(pc) = session.agent_turn.as_mut().and_then(|t| t.calls.get_mut(i)) {
         pc.state = state;
     }
+}
+
+/// The provider settings and the model of `agent`: its own provider and
+/// model, else the runtime's, else the provider's default model.
+/// `runtime.host` belongs to the runtime's provider (an agent naming
+/// another provider uses that provider's defaults); `runtime.region` is the
+/// AWS region of every bedrock agent, as in strands-cli, which has no
+/// per-agent region.
+pub(super) fn provider_config(
+    spec: &Spec,
+    agent: &crate::spec::AgentSpec,
+    settings: &crate::config::Settings,
+) -> Result<(ProviderConfig, String)> {
+    let name = agent.provider.as_deref().unwrap_or(&spec.runtime.provider);
+    let kind = ProviderKind::parse(name)?;
+    let host = if agent.provider.is_none()
+        || agent.provider.as_deref() == Some(spec.runtime.provider.as_str())
+    {
+        spec.runtime.host.clone()
+    } else {
+        None
+    };
+    let model = agent
+        .model_id
+        .clone()
+        .or_else(|| spec.runtime.model_id.clone())
+        .unwrap_or_else(|| kind.default_model().to_string());
+    Ok((
+        ProviderConfig {
+            kind,
+            host,
+            region: spec.runtime.region.clone(),
+            timeout: settings.llm_timeout,
+            retry: settings.retry,
+        },
+        model,
+    ))
 }

@@ -29,17 +29,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_bedrockruntime::config::http::HttpResponse;
 use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::config::timeout::TimeoutConfig;
 use aws_sdk_bedrockruntime::config::{BehaviorVersion, ProvideCredentials, Region};
-use aws_sdk_bedrockruntime::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse::ConverseError;
 use aws_sdk_bedrockruntime::Client;
 
 use super::retry::{excerpt, normalize_base_url};
 use super::{ChatRequest, ChatResponse, ProviderConfig};
-use crate::error::{Error, Result};
+use crate::error::{chain, Error, Result};
 use crate::retry::{parse_retry_after, Retry, RetryPolicy, Transient};
 
 /// The longest connect timeout, whatever the call timeout.
@@ -230,13 +231,17 @@ async fn check_credentials(shared: &aws_config::SdkConfig) -> Result<()> {
     let Some(provider) = shared.credentials_provider() else {
         return Err(Error::Usage(format!("bedrock: no AWS credentials: {HOW}")));
     };
-    provider.provide_credentials().await.map_err(|e| {
-        Error::Usage(format!(
-            "bedrock: no AWS credentials ({}): {HOW}",
-            DisplayErrorContext(e)
-        ))
-    })?;
-    Ok(())
+    match provider.provide_credentials().await {
+        Ok(_) => Ok(()),
+        Err(CredentialsError::CredentialsNotLoaded(_)) => Err(Error::Usage(format!(
+            "bedrock: no AWS credentials found (tried the environment, the profile, web \
+             identity, container and instance roles): {HOW}"
+        ))),
+        Err(e) => Err(Error::Usage(format!(
+            "bedrock: could not load AWS credentials ({}): {HOW}",
+            excerpt(&chain(&e))
+        ))),
+    }
 }
 
 /// `{endpoint}/model/{model}/converse`, for logs and messages.
@@ -292,7 +297,7 @@ impl Failure {
                 e.err().code().unwrap_or("error")
             ),
             SdkError::TimeoutError(_) => "timed out".to_string(),
-            other => DisplayErrorContext(other).to_string(),
+            other => chain(other),
         }
     }
 
@@ -324,11 +329,11 @@ impl Failure {
             SdkError::TimeoutError(_) => format!("bedrock: POST {url} timed out after {attempts}"),
             SdkError::ConstructionFailure(_) => format!(
                 "bedrock: could not build the request for {url}: {}",
-                DisplayErrorContext(&self.0)
+                excerpt(&chain(&self.0))
             ),
             other => format!(
                 "bedrock: POST {url} failed after {attempts}: {}",
-                excerpt(&DisplayErrorContext(other).to_string())
+                excerpt(&chain(other))
             ),
         })
     }

@@ -141,12 +141,10 @@ fn messages(conversation: &[Message], with_status: bool) -> Result<Vec<WireMessa
                 } else {
                     content.clone()
                 };
-                let status = with_status.then(|| {
-                    if *is_error {
-                        ToolResultStatus::Error
-                    } else {
-                        ToolResultStatus::Success
-                    }
+                let status = with_status.then_some(if *is_error {
+                    ToolResultStatus::Error
+                } else {
+                    ToolResultStatus::Success
                 });
                 let block = ContentBlock::ToolResult(
                     ToolResultBlock::builder()
