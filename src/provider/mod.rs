@@ -170,3 +170,32 @@ pub fn install_crypto() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_shipped_provider_and_refuses_others() {
+        for (name, kind) in [
+            ("openai", ProviderKind::OpenAi),
+            ("Ollama", ProviderKind::Ollama),
+            ("anthropic", ProviderKind::Anthropic),
+            (" gemini ", ProviderKind::Gemini),
+            ("azure_openai", ProviderKind::AzureOpenAi),
+            ("BEDROCK", ProviderKind::Bedrock),
+            ("echo", ProviderKind::Echo),
+        ] {
+            assert_eq!(ProviderKind::parse(name).expect(name), kind);
+            // The serialized name is the one specs use.
+            let shown = serde_json::to_value(kind).expect("json");
+            assert_eq!(shown, name.trim().to_ascii_lowercase());
+        }
+        let err = ProviderKind::parse("danskegpt").expect_err("unknown");
+        assert!(matches!(err, Error::Unsupported(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("danskegpt"), "{msg}");
+        assert!(msg.contains("azure_openai"), "{msg}");
+        assert_eq!(err.exit_code(), crate::error::exit::UNSUPPORTED);
+    }
+}
