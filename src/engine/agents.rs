@@ -9,35 +9,15 @@ impl Engine<'_> {
             .agents
             .get(agent)
             .ok_or_else(|| Error::Internal(format!("agent `{agent}` vanished")))?;
-        let name = a.provider.as_deref().unwrap_or(&spec.runtime.provider);
-        let kind = ProviderKind::parse(name)?;
-        // runtime.host belongs to the runtime's provider; an agent that names
-        // another provider uses that provider's defaults.
-        let host = if a.provider.is_none()
-            || a.provider.as_deref() == Some(spec.runtime.provider.as_str())
-        {
-            spec.runtime.host.clone()
-        } else {
-            None
-        };
-        let model = a
-            .model_id
-            .clone()
-            .or_else(|| spec.runtime.model_id.clone())
-            .unwrap_or_else(|| default_model(kind).to_string());
+        let (config, model) = provider_config(spec, a, &self.settings)?;
         if let Some(m) = &self.model {
             return Ok((m.clone(), model));
         }
-        let key = (kind, host.clone());
+        let key = (config.kind, config.host.clone(), config.region.clone());
         if let Some(p) = self.providers.get(&key) {
             return Ok((p.clone(), model));
         }
-        let p = Provider::new(&ProviderConfig {
-            kind,
-            host,
-            timeout: self.settings.llm_timeout,
-            retry: self.settings.retry,
-        })?;
+        let p = Provider::new(&config)?;
         self.providers.insert(key, p.clone());
         Ok((p, model))
     }
@@ -586,11 +566,39 @@ fn set_call_state(session: &mut Session, i: usize, state: CallState) {
     }
 }
 
-fn default_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::OpenAi => "gpt-4o-mini",
-        ProviderKind::Ollama => "llama3.2",
-        ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Echo => "echo",
-    }
+/// The provider settings and the model of `agent`: its own provider and
+/// model, else the runtime's, else the provider's default model.
+/// `runtime.host` belongs to the runtime's provider (an agent naming
+/// another provider uses that provider's defaults); `runtime.region` is the
+/// AWS region of every bedrock agent, as in strands-cli, which has no
+/// per-agent region.
+pub(super) fn provider_config(
+    spec: &Spec,
+    agent: &crate::spec::AgentSpec,
+    settings: &crate::config::Settings,
+) -> Result<(ProviderConfig, String)> {
+    let name = agent.provider.as_deref().unwrap_or(&spec.runtime.provider);
+    let kind = ProviderKind::parse(name)?;
+    let host = if agent.provider.is_none()
+        || agent.provider.as_deref() == Some(spec.runtime.provider.as_str())
+    {
+        spec.runtime.host.clone()
+    } else {
+        None
+    };
+    let model = agent
+        .model_id
+        .clone()
+        .or_else(|| spec.runtime.model_id.clone())
+        .unwrap_or_else(|| kind.default_model().to_string());
+    Ok((
+        ProviderConfig {
+            kind,
+            host,
+            region: spec.runtime.region.clone(),
+            timeout: settings.llm_timeout,
+            retry: settings.retry,
+        },
+        model,
+    ))
 }

@@ -72,7 +72,8 @@ pub struct Engine<'a> {
     /// Wakes this process's timer loop when a gate's timers are armed.
     wake: Option<Arc<tokio::sync::Notify>>,
     templates: Templates,
-    providers: BTreeMap<(ProviderKind, Option<String>), Provider>,
+    /// Built providers by kind, `runtime.host` and `runtime.region`.
+    providers: BTreeMap<(ProviderKind, Option<String>, Option<String>), Provider>,
     /// Answers every agent instead of the spec's provider (tests, benches).
     model: Option<Provider>,
     /// This invocation may replace existing artifact files (`--force`),
@@ -147,10 +148,18 @@ impl<'a> Engine<'a> {
     }
 
     /// Refuses, before anything is saved, what this build cannot run:
-    /// providers it does not ship (exit 18).
+    /// providers it does not ship (exit 18), and providers this process
+    /// cannot set up — a key or endpoint missing from the environment, a
+    /// bad base URL (exit 2, naming the variable). Credentials that need a
+    /// network round trip (bedrock's) are checked at the first call.
     pub fn preflight(spec: &Spec) -> Result<()> {
+        let settings = crate::config::Settings::default();
+        let mut checked = std::collections::BTreeSet::new();
         for agent in spec.agents.values() {
-            ProviderKind::parse(agent.provider.as_deref().unwrap_or(&spec.runtime.provider))?;
+            let (config, _) = agents::provider_config(spec, agent, &settings)?;
+            if checked.insert((config.kind, config.host.clone())) {
+                Provider::new(&config)?;
+            }
         }
         Ok(())
     }

@@ -323,6 +323,7 @@ mod tests {
         ProviderConfig {
             kind: ProviderKind::Anthropic,
             host: host.map(str::to_string),
+            region: None,
             timeout: Duration::from_secs(5),
             retry: RetryPolicy {
                 max_retries: 2,

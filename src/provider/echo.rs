@@ -206,6 +206,7 @@ mod tests {
         let provider = Provider::new(&ProviderConfig {
             kind: ProviderKind::Echo,
             host: None,
+            region: None,
             timeout: Duration::from_secs(1),
             retry: Default::default(),
         })

@@ -2,15 +2,23 @@
 //!
 //! The engine builds a [`ChatRequest`] and gets a [`ChatResponse`] back; it
 //! never knows which wire protocol was spoken. Shipped: OpenAI-compatible Chat
-//! Completions (`openai`, `ollama`), Anthropic Messages (`anthropic`) and the
-//! offline rehearsal provider `echo`. Anything else is refused with exit 18.
+//! Completions (`openai`, `ollama`, and `azure_openai` through the same wire
+//! code), Anthropic Messages (`anthropic`), Google's Generative Language API
+//! (`gemini`), Amazon Bedrock's Converse API through the AWS SDK (`bedrock`)
+//! and the offline rehearsal provider `echo`. Anything else is refused with
+//! exit 18.
 //!
-//! Every HTTP provider sends through [`retry::send_with_retry`], which sorts
-//! failures (429 honouring `Retry-After`, 5xx, timeouts and connection
-//! errors) for the policy in [`crate::retry`] that the Slack client shares.
+//! Every reqwest-based provider sends through [`retry::send_with_retry`],
+//! which sorts failures (429 honouring `Retry-After`, 5xx, timeouts and
+//! connection errors) for the policy in [`crate::retry`] that the Slack
+//! client shares; `bedrock` turns the SDK's errors into the same sorting and
+//! runs the same policy, with the SDK's own retries off.
 
 mod anthropic;
+mod azure;
+mod bedrock;
 mod echo;
+mod gemini;
 mod openai;
 pub mod retry;
 pub mod scripted;
@@ -49,27 +57,50 @@ pub struct ChatResponse {
 
 /// Which provider family a spec names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
+    #[serde(rename = "openai")]
     OpenAi,
     Ollama,
     Anthropic,
     Echo,
+    Gemini,
+    #[serde(rename = "azure_openai")]
+    AzureOpenAi,
+    Bedrock,
 }
 
+/// Every name [`ProviderKind::parse`] accepts, for messages.
+const SUPPORTED: &str = "openai, ollama, anthropic, gemini, azure_openai, bedrock, echo";
+
 impl ProviderKind {
-    /// Parses a `runtime.provider` / `agents.<id>.provider` value.
-    /// Providers strands-cli knows but this build does not ship (bedrock,
-    /// gemini) and unknown names are `Error::Unsupported` (exit 18).
+    /// Parses a `runtime.provider` / `agents.<id>.provider` value. Unknown
+    /// names are `Error::Unsupported` (exit 18).
     pub fn parse(name: &str) -> Result<Self> {
         match name.trim().to_ascii_lowercase().as_str() {
             "openai" => Ok(ProviderKind::OpenAi),
             "ollama" => Ok(ProviderKind::Ollama),
             "anthropic" => Ok(ProviderKind::Anthropic),
             "echo" => Ok(ProviderKind::Echo),
+            "gemini" => Ok(ProviderKind::Gemini),
+            "azure_openai" => Ok(ProviderKind::AzureOpenAi),
+            "bedrock" => Ok(ProviderKind::Bedrock),
             other => Err(Error::Unsupported(format!(
-                "provider `{other}` is not supported by this build (supported: openai, ollama, anthropic, echo)"
+                "provider `{other}` is not supported by this build (supported: {SUPPORTED})"
             ))),
+        }
+    }
+
+    /// The model used when neither the agent nor the runtime names one
+    /// (`azure_openai`: the deployment name).
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi | ProviderKind::AzureOpenAi => "gpt-4o-mini",
+            ProviderKind::Ollama => "llama3.2",
+            ProviderKind::Anthropic => "claude-sonnet-4-5",
+            ProviderKind::Echo => "echo",
+            ProviderKind::Gemini => "gemini-2.5-flash",
+            ProviderKind::Bedrock => "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
         }
     }
 }
@@ -80,6 +111,8 @@ pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// `runtime.host`, if the spec gives one.
     pub host: Option<String>,
+    /// `runtime.region` (the AWS region, for `bedrock`), if the spec gives one.
+    pub region: Option<String>,
     pub timeout: Duration,
     pub retry: crate::retry::RetryPolicy,
 }
@@ -89,22 +122,28 @@ pub struct ProviderConfig {
 pub enum Provider {
     OpenAi(openai::OpenAiClient),
     Anthropic(anthropic::AnthropicClient),
+    Gemini(gemini::GeminiClient),
+    Bedrock(bedrock::BedrockClient),
     Echo(echo::EchoProvider),
     /// In-process answers for tests and benches ([`scripted::Scripted`]).
     Scripted(scripted::Scripted),
 }
 
 impl Provider {
-    /// Builds the provider; reads `OPENAI_BASE_URL`, `OPENAI_API_KEY`,
-    /// `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` from the environment.
+    /// Builds the provider from `config` and the environment (each
+    /// provider's module says which variables it reads). A missing key or
+    /// endpoint is `Error::Usage` naming the variable to set.
     pub fn new(config: &ProviderConfig) -> Result<Self> {
         match config.kind {
             ProviderKind::OpenAi | ProviderKind::Ollama => {
                 Ok(Provider::OpenAi(openai::OpenAiClient::new(config)?))
             }
+            ProviderKind::AzureOpenAi => Ok(Provider::OpenAi(azure::client(config)?)),
             ProviderKind::Anthropic => Ok(Provider::Anthropic(anthropic::AnthropicClient::new(
                 config,
             )?)),
+            ProviderKind::Gemini => Ok(Provider::Gemini(gemini::GeminiClient::new(config)?)),
+            ProviderKind::Bedrock => Ok(Provider::Bedrock(bedrock::BedrockClient::new(config)?)),
             ProviderKind::Echo => Ok(Provider::Echo(echo::EchoProvider)),
         }
     }
@@ -115,6 +154,8 @@ impl Provider {
         match self {
             Provider::OpenAi(p) => p.complete(request).await,
             Provider::Anthropic(p) => p.complete(request).await,
+            Provider::Gemini(p) => p.complete(request).await,
+            Provider::Bedrock(p) => p.complete(request).await,
             Provider::Echo(p) => Ok(p.complete(request)),
             Provider::Scripted(p) => p.complete(request),
         }
@@ -128,4 +169,33 @@ pub fn install_crypto() {
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_shipped_provider_and_refuses_others() {
+        for (name, kind) in [
+            ("openai", ProviderKind::OpenAi),
+            ("Ollama", ProviderKind::Ollama),
+            ("anthropic", ProviderKind::Anthropic),
+            (" gemini ", ProviderKind::Gemini),
+            ("azure_openai", ProviderKind::AzureOpenAi),
+            ("BEDROCK", ProviderKind::Bedrock),
+            ("echo", ProviderKind::Echo),
+        ] {
+            assert_eq!(ProviderKind::parse(name).expect(name), kind);
+            // The serialized name is the one specs use.
+            let shown = serde_json::to_value(kind).expect("json");
+            assert_eq!(shown, name.trim().to_ascii_lowercase());
+        }
+        let err = ProviderKind::parse("danskegpt").expect_err("unknown");
+        assert!(matches!(err, Error::Unsupported(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("danskegpt"), "{msg}");
+        assert!(msg.contains("azure_openai"), "{msg}");
+        assert_eq!(err.exit_code(), crate::error::exit::UNSUPPORTED);
+    }
 }

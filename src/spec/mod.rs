@@ -74,6 +74,8 @@ pub struct RuntimeSpec {
     pub provider: String,
     pub model_id: Option<String>,
     pub host: Option<String>,
+    /// `runtime.region`: the AWS region `bedrock` calls.
+    pub region: Option<String>,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,

@@ -520,6 +520,31 @@ impl Outcome {
     }
 }
 
+/// Provider settings removed from every `strands` the tests run.
+const PROVIDER_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GEMINI_BASE_URL",
+    "AZURE_OPENAI_ENDPOINT",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_API_VERSION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+];
+
 /// A temporary directory with a session store, spec files, and a working
 /// directory for the binary.
 pub struct Sandbox {
@@ -662,6 +687,18 @@ impl Sandbox {
             .env_remove("STRANDS_ADMINS")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL");
+        // No provider setting of the machine reaches a test; the AWS SDK
+        // reads no profile and never asks an instance metadata service.
+        for var in PROVIDER_VARS {
+            cmd.env_remove(var);
+        }
+        let empty = self.path().join("aws-config-empty");
+        if !empty.exists() {
+            std::fs::write(&empty, "").expect("an empty AWS config file");
+        }
+        cmd.env("AWS_CONFIG_FILE", &empty)
+            .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
+            .env("AWS_EC2_METADATA_DISABLED", "true");
         cmd
     }
 
@@ -825,3 +862,4 @@ pub mod fake_slack;
 pub mod service;
 pub mod slack_story;
 pub mod target;
+pub mod wire_fakes;

@@ -291,18 +291,18 @@ fn every_strands_cli_pattern_validates_and_runs_offline() {
 }
 
 #[test]
-fn run_refuses_bedrock_before_creating_a_session() {
+fn run_refuses_an_unknown_provider_before_creating_a_session() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let (code, out, err) = run(strands()
         .arg("--store")
         .arg(&store)
         .arg("run")
-        .arg(specs("valid").join("bedrock_runtime.yaml"))
+        .arg(specs("valid").join("unknown_provider.yaml"))
         .arg("--out")
         .arg(dir.path().join("art")));
     assert_eq!(code, EXIT_UNSUPPORTED, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(err.contains("bedrock"), "{err}");
+    assert!(err.contains("danskegpt"), "{err}");
     assert!(
         !out.contains("Session:"),
         "no session may be announced: {out}"
@@ -316,7 +316,7 @@ fn run_refuses_bedrock_before_creating_a_session() {
         .arg(&store)
         .arg("run")
         .arg("--json")
-        .arg(specs("valid").join("bedrock_runtime.yaml"))
+        .arg(specs("valid").join("unknown_provider.yaml"))
         .arg("--out")
         .arg(dir.path().join("art")));
     assert_eq!(code, EXIT_UNSUPPORTED);
@@ -325,7 +325,7 @@ fn run_refuses_bedrock_before_creating_a_session() {
     assert!(
         v["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("bedrock")),
+            .is_some_and(|m| m.contains("danskegpt")),
         "{v}"
     );
     assert_eq!(sessions_count(&store), 0);

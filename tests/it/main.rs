@@ -33,6 +33,7 @@ mod compat;
 mod crash_loop;
 mod layering;
 mod props;
+mod providers;
 mod session_formats;
 mod slack_approvers;
 mod slack_bot;

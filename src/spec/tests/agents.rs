@@ -6,12 +6,12 @@ use super::*;
 
 #[test]
 fn unsupported_providers_are_warnings_at_validation() {
-    let text = HEAD.replacen("provider: echo", "provider: bedrock", 1)
+    let text = HEAD.replacen("provider: echo", "provider: danskegpt", 1)
         + "pattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n";
     let spec = valid(&text);
-    assert_eq!(spec.runtime.provider, "bedrock");
+    assert_eq!(spec.runtime.provider, "danskegpt");
     assert!(
-        spec.warnings.iter().any(|w| w.contains("bedrock")),
+        spec.warnings.iter().any(|w| w.contains("danskegpt")),
         "{:?}",
         spec.warnings
     );

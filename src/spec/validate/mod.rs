@@ -350,6 +350,7 @@ impl Validator {
             provider: rt.provider.value.trim().to_string(),
             model_id: rt.model_id.clone(),
             host: rt.host.clone(),
+            region: rt.region.clone().filter(|r| !r.trim().is_empty()),
             temperature: rt.temperature,
             top_p: rt.top_p,
             max_tokens: rt.max_tokens,
