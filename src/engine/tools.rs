@@ -136,6 +136,7 @@ impl Toolbox {
                 max_bytes: spec.tools.max_output_bytes,
                 timeout,
                 shell_enabled: spec.tools.shell,
+                search: Default::default(),
             },
         })
     }

@@ -6,13 +6,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The names of the built-in tools (their behaviour is `crate::tools::builtin`).
-pub const BUILTIN_TOOLS: [&str; 6] = [
+pub const BUILTIN_TOOLS: [&str; 15] = [
     "http_request",
     "file_read",
     "file_write",
     "list_files",
     "delete_files",
     "shell",
+    "current_time",
+    "calculator",
+    "web_fetch",
+    "grep",
+    "head",
+    "tail",
+    "search",
+    "duckduckgo_search",
+    "tavily_search",
 ];
 
 /// One message of the conversation sent to the model (after the system
