@@ -14,6 +14,8 @@
 //! | `STRANDS_MAX_TIMEOUT_DAYS` | the longest gate timeout a spec may set (7) |
 //! | `STRANDS_NETWORK_ALLOW` | installation-wide egress allow-list |
 //! | `STRANDS_DEFAULT_TIMEOUT_MINUTES` | timeout of gates without one (the bot) |
+//! | `STRANDS_DUCKDUCKGO_URL`, `STRANDS_TAVILY_URL` | where the search tools go |
+//! | `TAVILY_API_KEY` | `tavily_search`'s key (strands-cli's name) |
 
 use std::time::Duration;
 
@@ -38,6 +40,8 @@ pub struct Settings {
     pub network_allow: Vec<Rule>,
     /// The timeout of gates whose spec sets none (the bot's).
     pub default_timeout: Option<chrono::TimeDelta>,
+    /// The web search tools' endpoints and keys.
+    pub search: crate::tools::builtin::SearchSettings,
 }
 
 impl Default for Settings {
@@ -50,6 +54,7 @@ impl Default for Settings {
             limits: Limits::default(),
             network_allow: Vec::new(),
             default_timeout: None,
+            search: Default::default(),
         }
     }
 }
@@ -86,6 +91,7 @@ impl Settings {
             default_timeout: default_timeout(get("STRANDS_DEFAULT_TIMEOUT_MINUTES"), &limits),
             limits,
             network_allow,
+            search: crate::tools::builtin::SearchSettings::from_lookup(&get),
         }
     }
 }

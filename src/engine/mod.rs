@@ -21,7 +21,9 @@ mod testkit;
 
 mod agents;
 mod carry;
+mod compaction;
 mod gates;
+mod notes;
 mod triggers;
 
 pub use intake::{Accepted, Asker};

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::raw;
-use super::tools::{builtin, builtin_for_callable, merge_policy, PolicyFields};
+use super::tools::{builtin, builtin_for_callable, merge_policy, python_refusal, PolicyFields};
 use super::{at, Validator};
 use crate::provider::ProviderKind;
 use crate::spec::{AgentSpec, AgentTool, ToolsConfig};
@@ -152,21 +152,18 @@ impl Validator {
                     continue;
                 }
             };
-            let resolved = if name.contains('.') {
-                match builtin_for_callable(&name) {
-                    Some(b) => b.to_string(),
-                    None => {
-                        self.error(
-                            loc,
-                            format!("agent `{agent}` uses Python callable `{name}`; strands cannot run Python tools"),
-                            Some("use a built-in tool or an http executor".into()),
-                        );
-                        continue;
-                    }
+            let resolved = match builtin_for_callable(&name) {
+                Some(b) => b.to_string(),
+                None if name.contains('.') || name == "python_exec" => {
+                    let (message, hint) = python_refusal(&name);
+                    self.error(loc, format!("agent `{agent}` uses {message}"), Some(hint));
+                    continue;
                 }
-            } else {
-                name
+                None => name,
             };
+            if resolved == "tavily_search" {
+                self.tavily_at.get_or_insert(loc);
+            }
             let known = builtin(&resolved).is_some()
                 || cfg.http_executors.iter().any(|h| h.id == resolved)
                 || cfg.mcp.iter().any(|m| m.id == resolved);
@@ -211,6 +208,22 @@ impl Validator {
                 name: resolved,
                 policy,
             });
+        }
+        // As in strands-cli: an agent without a `tools` list gets the
+        // native tools of `tools.python`, and every agent gets
+        // `context_policy.retrieval.jit_tools`; their policy is the default.
+        let implied = if a.tools.is_none() {
+            cfg.python_tools.as_slice()
+        } else {
+            &[]
+        };
+        for name in implied.iter().chain(&cfg.jit_tools) {
+            if !out.iter().any(|t| &t.name == name) {
+                out.push(AgentTool {
+                    name: name.clone(),
+                    policy: Default::default(),
+                });
+            }
         }
         out
     }

@@ -26,6 +26,7 @@ use crate::template::Templates;
 mod agents;
 mod artifacts;
 mod chain;
+mod context;
 mod evaluator;
 mod gates;
 mod graph;
@@ -65,6 +66,7 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
         warnings: Vec::new(),
         templates: Templates::new(),
         limits: *limits,
+        tavily_at: None,
     };
     let spec = match kind.as_str() {
         "chain" => {
@@ -161,6 +163,8 @@ struct Validator {
     warnings: Vec<String>,
     templates: Templates,
     limits: Limits,
+    /// Where `tavily_search` is first used (it needs `TAVILY_API_KEY`).
+    tavily_at: Option<(u32, u32)>,
 }
 
 /// Everything but the pattern, validated.
@@ -175,10 +179,12 @@ struct Common {
     redactor: crate::audit::redact::Redactor,
     approval: ApprovalDefaults,
     hitl: HitlSpec,
+    context: crate::spec::context::ContextPolicy,
 }
 
 impl Common {
-    fn finish(self, pattern: PatternSpec, text: &str, path: &Path, _v: &mut Validator) -> Spec {
+    fn finish(mut self, pattern: PatternSpec, text: &str, path: &Path, v: &mut Validator) -> Spec {
+        self.tools.tavily_at = v.tavily_at.map(|(line, _)| format!("{}:{line}", v.file));
         Spec {
             path: path.to_path_buf(),
             text: text.to_string(),
@@ -194,6 +200,7 @@ impl Common {
             redactor: self.redactor,
             approval: self.approval,
             hitl: self.hitl,
+            context: self.context,
             warnings: Vec::new(),
         }
     }
@@ -319,8 +326,9 @@ impl Validator {
                         None,
                     ),
                     (other, _) => self.warnings.push(format!(
-                        "{}: runtime.budgets.{other} is not enforced by this build",
-                        self.file
+                        "{}:{}: runtime.budgets.{other} is not enforced by this build",
+                        self.file,
+                        at(b).0
                     )),
                 }
             }
@@ -343,7 +351,10 @@ impl Validator {
                 Some("define at least one agent with a `prompt`".into()),
             );
         }
-        let tools = self.tools_section(doc.tools.as_ref());
+        let mut tools = self.tools_section(doc.tools.as_ref());
+        let context = self.context_policy(doc.context_policy.as_ref(), tools.shell);
+        tools.jit_tools = context.jit_tools.clone();
+        self.ignored_keys(doc);
         let agents = self.agents(&doc.agents.value, &tools);
         let (inputs, input_values) = self.inputs(doc.inputs.as_ref());
         let artifacts = self.artifacts(doc.outputs.as_ref());
@@ -351,6 +362,7 @@ impl Validator {
         let approval = approval_defaults(doc.security.as_ref().map(|s| &s.value));
         let hitl = self.hitl(doc.hitl.as_ref());
         Common {
+            context,
             hitl,
             approval,
             redactor,
