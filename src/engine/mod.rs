@@ -184,6 +184,9 @@ impl<'a> Engine<'a> {
             output: None,
             artifacts: Vec::new(),
             out_dir: start.out_dir.display().to_string(),
+            work_dir: std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string()),
             failure: None,
             origin: start.origin,
             agent_turn: None,

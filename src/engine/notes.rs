@@ -1,4 +1,6 @@
-//! `context_policy.notes`: a notes file under the run's output directory.
+//! `context_policy.notes`: a notes file, relative to the directory the run
+//! started in (strands-cli's working directory; `./artifacts/notes.md`
+//! lands next to the artifacts of the default `--out`).
 //! After every agent step a note is appended — when, which agent, the
 //! step's number in the run, its input, the tools it called, its outcome —
 //! and the latest `include_last` notes go into the system prompt of the
@@ -19,7 +21,7 @@
 //!
 //! Notes help the model; they are not the run's record. Writing or reading
 //! them never fails a step: a problem is logged and the run goes on. The
-//! file is opened through a directory handle on the output directory, so a
+//! file is opened through a directory handle on that directory, so a
 //! symbolic link cannot lead a note outside it. A note is written after
 //! the step's result is saved: a process that dies in between loses that
 //! one note, and never writes one twice.
@@ -46,9 +48,10 @@ pub(super) struct StepNote<'a> {
     pub outcome: &'a str,
 }
 
-fn out_dir(session: &Session) -> std::io::Result<Dir> {
-    std::fs::create_dir_all(&session.out_dir)?;
-    Dir::open_ambient_dir(&session.out_dir, ambient_authority())
+/// The directory notes paths are relative to: where the run started.
+fn base_dir(session: &Session) -> std::io::Result<Dir> {
+    let dir = session.work_dir.as_deref().unwrap_or(".");
+    Dir::open_ambient_dir(dir, ambient_authority())
 }
 
 /// `text` on one line, at most [`NOTE_CHARS`] characters, `...` marking a cut.
@@ -123,7 +126,7 @@ fn latest(text: &str, n: usize, format: NotesFormat) -> String {
 }
 
 fn read_latest(session: &Session, notes: &Notes) -> std::io::Result<String> {
-    let dir = out_dir(session)?;
+    let dir = base_dir(session)?;
     let mut file = match dir.open(&notes.file) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
@@ -141,7 +144,7 @@ fn read_latest(session: &Session, notes: &Notes) -> std::io::Result<String> {
 }
 
 fn append(session: &Session, notes: &Notes, text: &str) -> std::io::Result<()> {
-    let dir = out_dir(session)?;
+    let dir = base_dir(session)?;
     if let Some(parent) = notes.file.parent().filter(|p| !p.as_os_str().is_empty()) {
         dir.create_dir_all(parent)?;
     }
@@ -170,16 +173,13 @@ pub(super) fn with_notes(spec: &Spec, session: &Session, system: String) -> Stri
     }
 }
 
-/// Appends the note of a finished step (the latest `step.done` event).
+/// Appends the note of a step just recorded in `session`.
 pub(super) fn note_step(spec: &Spec, session: &Session, note: StepNote<'_>) {
     let Some(notes) = &spec.context.notes else {
         return;
     };
-    let step = session
-        .events
-        .iter()
-        .filter(|e| matches!(e, crate::model::EventKind::StepDone { .. }))
-        .count();
+    // The step's number in the run: agent steps finished so far, this one included.
+    let step = pattern::agent_records(&session.state).len();
     let at = Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
     if let Err(e) = append(session, notes, &entry(notes, &at, step, &note)) {
         tracing::warn!(file = %notes.file.display(), "cannot append to the notes file: {e}");

@@ -191,6 +191,11 @@ pub struct Session {
     pub artifacts: Vec<String>,
     /// Where artifacts go (`--out`).
     pub out_dir: String,
+    /// The directory the run was started in: relative
+    /// `context_policy.notes.file` paths lead there, as in strands-cli
+    /// (which resolves them against its working directory).
+    #[serde(default)]
+    pub work_dir: Option<String>,
     pub failure: Option<Failure>,
     /// Where a run started from a chat channel came from (the Slack bot).
     #[serde(default)]

@@ -22,7 +22,7 @@ pub struct ContextPolicy {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notes {
-    /// Relative to the run's output directory (`--out`), without `..`.
+    /// Relative to the directory the run starts in, without `..`.
     pub file: PathBuf,
     /// How many of the latest notes are injected (default 12).
     pub include_last: usize,

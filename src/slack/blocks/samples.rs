@@ -320,6 +320,7 @@ pub(super) mod fixtures {
             output: None,
             artifacts: Vec::new(),
             out_dir: ".".into(),
+            work_dir: None,
             failure: None,
             origin: None,
             agent_turn: Some(crate::model::AgentTurn {

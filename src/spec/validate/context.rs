@@ -148,10 +148,10 @@ impl Validator {
                 self.error(
                     at(&n.file),
                     format!(
-                        "context_policy.notes.file `{}` is absolute, empty or leaves the output directory",
+                        "context_policy.notes.file `{}` is absolute, empty or leaves the working directory",
                         n.file.value
                     ),
-                    Some("notes are written under the run's output directory (--out): use a relative path such as `artifacts/notes.md`".into()),
+                    Some("notes are written relative to the directory the run starts in: use a relative path such as `artifacts/notes.md`".into()),
                 );
                 return None;
             }
@@ -187,12 +187,30 @@ impl Validator {
         })
     }
 
-    /// A warning for a key that is accepted and has no effect here.
-    pub(super) fn ignored(&mut self, (line, _): (u32, u32), key: &str, why: &str) {
+    /// A warning for a key that is accepted and has no effect here; `at`
+    /// is where its value is (the key's line is found from there).
+    pub(super) fn ignored(&mut self, at: (u32, u32), key: &str, why: &str) {
+        let line = self.key_line(at.0, key.rsplit('.').next().unwrap_or(key));
         self.warnings.push(format!(
             "{}:{line}: `{key}` is accepted for strands-cli compatibility and ignored by this build ({why})",
             self.file
         ));
+    }
+
+    /// The line of `key:` whose value starts at `line`: that line, or the
+    /// nearest one above it (a block value starts below its key).
+    fn key_line(&self, line: u32, key: &str) -> u32 {
+        let lines: Vec<&str> = self.text.lines().collect();
+        let wanted = format!("{key}:");
+        (1..=line)
+            .rev()
+            .find(|&n| {
+                lines
+                    .get(n as usize - 1)
+                    .map(|l| l.trim_start().trim_start_matches("- "))
+                    .is_some_and(|l| l.starts_with(&wanted))
+            })
+            .unwrap_or(line)
     }
 
     /// Warnings for every accepted-and-ignored key of the document.

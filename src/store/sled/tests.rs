@@ -67,6 +67,7 @@ fn paused_session(id: &str) -> Session {
         output: None,
         artifacts: Vec::new(),
         out_dir: ".".into(),
+        work_dir: None,
         failure: None,
         origin: None,
         agent_turn: None,
