@@ -83,9 +83,9 @@ impl Toolbox {
                 servers.push((m.clone(), t.policy.clone()));
                 continue;
             }
-            let tool = if let Some(b) = Builtin::from_name(&t.name) {
-                Tool::Builtin(b)
-            } else if let Some(h) = spec.tools.http_executors.iter().find(|h| h.id == t.name) {
+            // An executor may be named after a native tool (never after a
+            // reserved built-in): the spec's own tool wins.
+            let tool = if let Some(h) = spec.tools.http_executors.iter().find(|h| h.id == t.name) {
                 Tool::Http(HttpExecutor {
                     id: h.id.clone(),
                     base_url: h.base_url.clone(),
@@ -93,6 +93,8 @@ impl Toolbox {
                     timeout: h.timeout_secs.map(Duration::from_secs),
                     description: h.description.clone(),
                 })
+            } else if let Some(b) = Builtin::from_name(&t.name) {
+                Tool::Builtin(b)
             } else {
                 return Err(Error::Internal(format!(
                     "tool `{}` vanished after validation",

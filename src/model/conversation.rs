@@ -24,6 +24,19 @@ pub const BUILTIN_TOOLS: [&str; 15] = [
     "tavily_search",
 ];
 
+/// The built-ins no http executor or MCP server may be named after. The
+/// later ones (strands-cli's native tools from `current_time` on) may be:
+/// a spec's own tool of that name replaces the built-in, so that specs
+/// written before those tools existed keep their meaning.
+pub const RESERVED_TOOLS: [&str; 6] = [
+    "http_request",
+    "file_read",
+    "file_write",
+    "list_files",
+    "delete_files",
+    "shell",
+];
+
 /// One message of the conversation sent to the model (after the system
 /// prompt). Tool calls and their results are first-class so every provider
 /// can map them to its native tool-calling format.

@@ -226,3 +226,34 @@ fn tavily_is_located_for_the_key_warning() {
     let spec = valid(&with("tools:\n  python: [calculator]\n"));
     assert_eq!(spec.tools.tavily_at, None);
 }
+
+#[test]
+fn a_spec_s_own_tool_named_after_a_native_tool_replaces_it() {
+    let executor = "tools:\n  http_executors:\n    - id: search\n      base_url: https://search.internal\n      require_approval: true\n";
+    let text = with(executor).replacen(
+        "    prompt: You are b\n",
+        "    prompt: You are b\n    tools: [search]\n",
+        1,
+    );
+    let spec = valid(&text);
+    assert_eq!(tools_of(&spec, "b"), ["search"]);
+    // The executor's policy: it is the executor, not the native `search`.
+    assert_eq!(
+        spec.agents["b"].tools[0].policy.require_approval,
+        Some(true)
+    );
+    // Naming both is a conflict, at the line that asks for the native tool.
+    let d = only(&with(&format!("{executor}  python: [search]\n")));
+    check(
+        &d,
+        15,
+        12,
+        "tools.python names the native tool `search`",
+        Some("rename the executor"),
+    );
+    // The six original built-ins stay reserved.
+    let d = only(&with(
+        "tools:\n  http_executors:\n    - id: file_read\n      base_url: https://x.internal\n",
+    ));
+    assert!(d.message.contains("reserved built-in"), "{d:?}");
+}

@@ -161,7 +161,7 @@ impl Validator {
                 }
                 None => name,
             };
-            if resolved == "tavily_search" {
+            if resolved == "tavily_search" && !super::tools::shadowed(cfg, &resolved) {
                 self.tavily_at.get_or_insert(loc);
             }
             let known = builtin(&resolved).is_some()

@@ -12,6 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use super::raw::{self, Document};
 use super::{at, Validator};
 use crate::spec::context::{Compaction, ContextPolicy, Notes, NotesFormat};
+use crate::spec::ToolsConfig;
 
 /// strands-cli's defaults.
 const WHEN_TOKENS_OVER: u64 = 60_000;
@@ -21,12 +22,13 @@ const PRESERVE_RECENT: usize = 12;
 const INCLUDE_LAST: usize = 12;
 
 impl Validator {
-    /// `context_policy`, resolved; `shell` says whether `tools.shell` is on
-    /// (a just-in-time `shell` would need it).
+    /// `context_policy`, resolved against the `tools` section (a
+    /// just-in-time `shell` needs `tools.shell`; an executor or MCP server
+    /// named after a retrieval tool would hide it).
     pub(super) fn context_policy(
         &mut self,
         c: Option<&Spanned<raw::ContextPolicy>>,
-        shell: bool,
+        tools: &ToolsConfig,
     ) -> ContextPolicy {
         let mut out = ContextPolicy::default();
         let Some(c) = c else { return out };
@@ -40,7 +42,12 @@ impl Validator {
             for t in r.value.jit_tools.iter().flatten() {
                 let name = t.value.trim();
                 match super::tools::builtin(name) {
-                    Some("shell") if !shell => self.error(
+                    Some(b) if super::tools::shadowed(tools, b) => self.error(
+                        at(t),
+                        format!("context_policy.retrieval.jit_tools names the native tool `{b}`, and an http executor or MCP server of the spec has that id"),
+                        Some("rename the executor or server".into()),
+                    ),
+                    Some("shell") if !tools.shell => self.error(
                         at(t),
                         "context_policy.retrieval.jit_tools names `shell`, which is off",
                         Some(

@@ -352,7 +352,7 @@ impl Validator {
             );
         }
         let mut tools = self.tools_section(doc.tools.as_ref());
-        let context = self.context_policy(doc.context_policy.as_ref(), tools.shell);
+        let context = self.context_policy(doc.context_policy.as_ref(), &tools);
         tools.jit_tools = context.jit_tools.clone();
         self.ignored_keys(doc);
         let agents = self.agents(&doc.agents.value, &tools);

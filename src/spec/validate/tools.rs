@@ -58,8 +58,10 @@ impl Validator {
                 ),
             }
         }
+        let mut python_at = Vec::new();
         for p in t.python.iter().flatten() {
             let callable = python_callable(&p.value);
+            python_at.push((builtin_for_callable(&callable), at(p)));
             match builtin_for_callable(&callable) {
                 Some("shell") if !cfg.shell => self.error(
                     at(p),
@@ -83,10 +85,10 @@ impl Validator {
         let mut seen = BTreeSet::new();
         for h in t.http_executors.iter().flatten() {
             let id = h.value.id.value.trim().to_string();
-            if builtin(&id).is_some() || !seen.insert(id.clone()) {
+            if reserved(&id) || !seen.insert(id.clone()) {
                 self.error(
                     at(&h.value.id),
-                    format!("http executor id `{id}` is used twice or names a built-in tool"),
+                    format!("http executor id `{id}` is used twice or names a reserved built-in tool ({})", crate::model::RESERVED_TOOLS.join(", ")),
                     None,
                 );
             }
@@ -124,6 +126,15 @@ impl Validator {
                 cfg.mcp.push(server);
             }
         }
+        for (name, loc) in python_at {
+            if let Some(name) = name.filter(|n| shadowed(&cfg, n)) {
+                self.error(
+                    loc,
+                    format!("tools.python names the native tool `{name}`, and an http executor or MCP server of the spec has that id"),
+                    Some(format!("rename the executor or server, or remove `{name}` here")),
+                );
+            }
+        }
         cfg
     }
 
@@ -147,7 +158,7 @@ impl Validator {
                 )),
             );
             ok = false;
-        } else if builtin(&id).is_some() || !seen.insert(id.clone()) {
+        } else if reserved(&id) || !seen.insert(id.clone()) {
             self.error(
                 at(&raw.id),
                 format!("MCP server id `{id}` is used twice, or names a built-in tool or an http executor"),
@@ -469,6 +480,17 @@ pub(super) fn python_refusal(callable: &str) -> (String, String) {
             crate::model::BUILTIN_TOOLS.join(", ")
         ),
     )
+}
+
+/// Whether no executor or MCP server may be named `name`.
+fn reserved(name: &str) -> bool {
+    crate::model::RESERVED_TOOLS.contains(&name)
+}
+
+/// Whether the spec's own executor or MCP server replaces the native tool
+/// `name`.
+pub(super) fn shadowed(cfg: &ToolsConfig, name: &str) -> bool {
+    cfg.http_executors.iter().any(|h| h.id == name) || cfg.mcp.iter().any(|m| m.id == name)
 }
 
 /// The built-in tool called `name`, if there is one.

@@ -18,56 +18,15 @@
 
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
 use reqwest::{Method, Url};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
+
+pub use crate::config::SearchSettings;
 use serde_json::{json, Value};
 
 use super::http::{fetch, read_body, HttpCall};
 use super::str_arg;
 use super::text::{effective_timeout, human_duration, short, short_n};
 use crate::tools::{ToolEnv, ToolResult};
-
-/// Where the search tools send their requests, and Tavily's key: read once
-/// from the environment (`crate::config`).
-#[derive(Debug, Clone)]
-pub struct SearchSettings {
-    /// `STRANDS_DUCKDUCKGO_URL`, default `https://html.duckduckgo.com`.
-    pub duckduckgo_url: String,
-    /// `STRANDS_TAVILY_URL`, default `https://api.tavily.com`.
-    pub tavily_url: String,
-    /// `TAVILY_API_KEY`; never logged or shown.
-    pub tavily_key: Option<SecretString>,
-}
-
-impl Default for SearchSettings {
-    fn default() -> Self {
-        SearchSettings {
-            duckduckgo_url: "https://html.duckduckgo.com".into(),
-            tavily_url: "https://api.tavily.com".into(),
-            tavily_key: None,
-        }
-    }
-}
-
-impl SearchSettings {
-    /// The settings from `get` (the environment, or a map in tests).
-    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> SearchSettings {
-        let d = SearchSettings::default();
-        let url = |k: &str, default: String| {
-            get(k)
-                .map(|v| v.trim().trim_end_matches('/').to_string())
-                .filter(|v| !v.is_empty())
-                .unwrap_or(default)
-        };
-        SearchSettings {
-            duckduckgo_url: url("STRANDS_DUCKDUCKGO_URL", d.duckduckgo_url),
-            tavily_url: url("STRANDS_TAVILY_URL", d.tavily_url),
-            tavily_key: get("TAVILY_API_KEY")
-                .map(|k| k.trim().to_string())
-                .filter(|k| !k.is_empty())
-                .map(SecretString::from),
-        }
-    }
-}
 
 /// What the model reads when Tavily has no key.
 pub const TAVILY_KEY_MISSING: &str = "TAVILY_API_KEY environment variable not set. Get your free \
@@ -431,24 +390,5 @@ mod tests {
         );
         assert_eq!(ddg_results(PAGE, 1).len(), 1);
         assert!(ddg_results("<html>no results</html>", 5).is_empty());
-    }
-
-    #[test]
-    fn settings_come_from_the_environment() {
-        let s = SearchSettings::from_lookup(&|k: &str| match k {
-            "STRANDS_TAVILY_URL" => Some("http://127.0.0.1:9/".into()),
-            "TAVILY_API_KEY" => Some(" tvly-secret ".into()),
-            _ => None,
-        });
-        assert_eq!(s.tavily_url, "http://127.0.0.1:9");
-        assert_eq!(s.duckduckgo_url, "https://html.duckduckgo.com");
-        assert_eq!(
-            s.tavily_key.as_ref().map(|k| k.expose_secret()),
-            Some("tvly-secret")
-        );
-        assert!(
-            !format!("{s:?}").contains("tvly-secret"),
-            "the key is never printed"
-        );
     }
 }
