@@ -14,12 +14,15 @@
 //! | `STRANDS_MAX_TIMEOUT_DAYS` | the longest gate timeout a spec may set (7) |
 //! | `STRANDS_NETWORK_ALLOW` | installation-wide egress allow-list |
 //! | `STRANDS_DEFAULT_TIMEOUT_MINUTES` | timeout of gates without one (the bot) |
+//! | `STRANDS_DUCKDUCKGO_URL`, `STRANDS_TAVILY_URL` | where the search tools go |
+//! | `TAVILY_API_KEY` | `tavily_search`'s key (strands-cli's name) |
 
 use std::time::Duration;
 
 use crate::retry::RetryPolicy;
 use crate::spec::network::Rule;
 use crate::spec::Limits;
+use secrecy::SecretString;
 
 /// What every part of a run may be configured with.
 #[derive(Debug, Clone)]
@@ -38,6 +41,8 @@ pub struct Settings {
     pub network_allow: Vec<Rule>,
     /// The timeout of gates whose spec sets none (the bot's).
     pub default_timeout: Option<chrono::TimeDelta>,
+    /// The web search tools' endpoints and keys.
+    pub search: SearchSettings,
 }
 
 impl Default for Settings {
@@ -50,6 +55,7 @@ impl Default for Settings {
             limits: Limits::default(),
             network_allow: Vec::new(),
             default_timeout: None,
+            search: Default::default(),
         }
     }
 }
@@ -86,6 +92,50 @@ impl Settings {
             default_timeout: default_timeout(get("STRANDS_DEFAULT_TIMEOUT_MINUTES"), &limits),
             limits,
             network_allow,
+            search: SearchSettings::from_lookup(&get),
+        }
+    }
+}
+
+/// Where the search tools send their requests, and Tavily's key: read once
+/// from the environment.
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    /// `STRANDS_DUCKDUCKGO_URL`, default `https://html.duckduckgo.com`.
+    pub duckduckgo_url: String,
+    /// `STRANDS_TAVILY_URL`, default `https://api.tavily.com`.
+    pub tavily_url: String,
+    /// `TAVILY_API_KEY`; never logged or shown.
+    pub tavily_key: Option<SecretString>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            duckduckgo_url: "https://html.duckduckgo.com".into(),
+            tavily_url: "https://api.tavily.com".into(),
+            tavily_key: None,
+        }
+    }
+}
+
+impl SearchSettings {
+    /// The settings from `get` (the environment, or a map in tests).
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> SearchSettings {
+        let d = SearchSettings::default();
+        let url = |k: &str, default: String| {
+            get(k)
+                .map(|v| v.trim().trim_end_matches('/').to_string())
+                .filter(|v| !v.is_empty())
+                .unwrap_or(default)
+        };
+        SearchSettings {
+            duckduckgo_url: url("STRANDS_DUCKDUCKGO_URL", d.duckduckgo_url),
+            tavily_url: url("STRANDS_TAVILY_URL", d.tavily_url),
+            tavily_key: get("TAVILY_API_KEY")
+                .map(|k| k.trim().to_string())
+                .filter(|k| !k.is_empty())
+                .map(SecretString::from),
         }
     }
 }
@@ -143,5 +193,25 @@ mod tests {
         assert!(none.admins.is_empty() && none.network_allow.is_empty());
         assert_eq!(none.limits, Limits::default());
         assert_eq!(none.default_timeout, None);
+    }
+
+    #[test]
+    fn search_settings_come_from_the_environment() {
+        use secrecy::ExposeSecret;
+        let s = SearchSettings::from_lookup(&|k: &str| match k {
+            "STRANDS_TAVILY_URL" => Some("http://127.0.0.1:9/".into()),
+            "TAVILY_API_KEY" => Some(" tvly-secret ".into()),
+            _ => None,
+        });
+        assert_eq!(s.tavily_url, "http://127.0.0.1:9");
+        assert_eq!(s.duckduckgo_url, "https://html.duckduckgo.com");
+        assert_eq!(
+            s.tavily_key.as_ref().map(|k| k.expose_secret()),
+            Some("tvly-secret")
+        );
+        assert!(
+            !format!("{s:?}").contains("tvly-secret"),
+            "the key is never printed"
+        );
     }
 }

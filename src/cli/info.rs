@@ -12,7 +12,7 @@ use crate::spec::{AgentStep, ChainStep, Edge, GateSpec, PatternSpec, Spec, TaskB
 
 /// Printed after every exit 18.
 pub(super) const UNSUPPORTED_HINT: &str = "what to do: `strands explain SPEC` names each unsupported feature with its fix; `strands list-supported` lists what this build runs. \
-Models this build has no client for (bedrock, gemini, ...) are usually reachable through an OpenAI-compatible endpoint: `provider: openai` with `runtime.host`.";
+Models this build has no client for are usually reachable through an OpenAI-compatible endpoint: `provider: openai` with `runtime.host`.";
 
 /// Something in a spec this build cannot run, where, and what to do.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -23,13 +23,9 @@ pub(super) struct Issue {
     pub remediation: String,
 }
 
-/// What to write instead of provider `name`.
-fn provider_remediation(name: &str) -> String {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "bedrock" => "use `provider: openai` with `runtime.host` set to an OpenAI-compatible gateway in front of Bedrock (for example LiteLLM or AWS's Bedrock Access Gateway) and `OPENAI_API_KEY` set to its key; or `anthropic` for Claude models directly".into(),
-        "gemini" | "google" => "use `provider: openai` with `runtime.host: https://generativelanguage.googleapis.com/v1beta/openai` (Gemini's OpenAI-compatible endpoint) and `OPENAI_API_KEY` set to a Gemini API key".into(),
-        _ => "set the provider to `openai` (any OpenAI-compatible server, with `runtime.host`), `anthropic`, `ollama`, or `echo` (offline rehearsal)".into(),
-    }
+/// What to write instead of a provider this build lacks.
+fn provider_remediation(_name: &str) -> String {
+    "use `provider: openai` with `runtime.host` (any OpenAI-compatible server), or one of `anthropic`, `ollama`, `gemini`, `azure_openai`, `bedrock`, `echo` (offline rehearsal)".into()
 }
 
 /// Everything in `spec` this build cannot run (empty: it runs).

@@ -7,13 +7,14 @@ use crate::model::Refusal;
 
 pub(super) fn validate(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u8> {
     let spec = spec::load(path, &ctx.settings.limits)?;
-    for w in &spec.warnings {
+    let warnings = warnings(&spec, &ctx.settings);
+    for w in &warnings {
         eprintln!("warning: {w}");
     }
     if json {
         outln!(
             "{}",
-            json!({ "valid": true, "name": spec.name, "pattern": spec.pattern.name(), "warnings": spec.warnings })
+            json!({ "valid": true, "name": spec.name, "pattern": spec.pattern.name(), "warnings": warnings })
         )?;
     } else {
         outln!(
@@ -24,6 +25,18 @@ pub(super) fn validate(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<
         )?;
     }
     Ok(exit::OK)
+}
+
+/// The spec's warnings, and what this process's environment lacks for it
+/// (the validator never reads the environment).
+fn warnings(spec: &crate::spec::Spec, settings: &crate::config::Settings) -> Vec<String> {
+    let mut out = spec.warnings.clone();
+    if let (Some(at), None) = (&spec.tools.tavily_at, &settings.search.tavily_key) {
+        out.push(format!(
+            "{at}: tavily_search needs TAVILY_API_KEY, which is not set: its calls will fail with an error the model reads"
+        ));
+    }
+    out
 }
 
 /// The channel that answers gates for one CLI invocation.
@@ -159,7 +172,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         ));
     };
     let spec = spec::load(path, &ctx.settings.limits)?;
-    for w in &spec.warnings {
+    for w in warnings(&spec, &ctx.settings) {
         eprintln!("warning: {w}");
     }
     tracing::info!(

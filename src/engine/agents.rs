@@ -39,6 +39,7 @@ impl Engine<'_> {
             &agent.prompt,
             &ctx,
         )?;
+        let system = notes::with_notes(spec, session, system);
         let input = match &step.input {
             Some(t) => self
                 .templates
@@ -131,8 +132,13 @@ impl Engine<'_> {
             return self.run_tool_step(spec, session, w, channel).await;
         }
         let mut queue = Vec::new();
+        // Each step's input, for its note.
+        let mut inputs = BTreeMap::new();
         for w in &work {
             let (provider, req) = self.request(spec, session, &w.step, &w.position)?;
+            if let Some(Message::User { content }) = req.messages.first() {
+                inputs.insert(w.position.to_string(), content.clone());
+            }
             queue.push((w.position.clone(), provider, req));
         }
         queue.reverse();
@@ -171,6 +177,7 @@ impl Engine<'_> {
                 joined.map_err(|e| Error::Internal(format!("model call task failed: {e}")))?;
             let resp = res?;
             trace_response(spec, &agent, &resp);
+            let outcome = resp.text.clone();
             session.in_flight.remove(&position.to_string());
             session
                 .usage
@@ -195,6 +202,19 @@ impl Engine<'_> {
                 millis,
             });
             self.save(session).await?;
+            notes::note_step(
+                spec,
+                session,
+                notes::StepNote {
+                    agent: &agent,
+                    input: inputs
+                        .get(&position.to_string())
+                        .map(String::as_str)
+                        .unwrap_or_default(),
+                    tools: Vec::new(),
+                    outcome: &outcome,
+                },
+            );
             channel
                 .progress(
                     session,
@@ -244,7 +264,8 @@ impl Engine<'_> {
             }
             None => agent,
         };
-        let mut toolbox = tools::Toolbox::for_agent(spec, agent, &self.settings.network_allow)?;
+        let mut toolbox = tools::Toolbox::for_agent(spec, agent, &self.settings.network_allow)?
+            .with_search(self.settings.search.clone());
         toolbox.connect().await?;
         let (provider, first) = self.request(spec, session, &w.step, &w.position)?;
         if session.agent_turn.as_ref().map(|t| &t.position) != Some(&w.position) {
@@ -272,7 +293,11 @@ impl Engine<'_> {
                 }
                 self.run_approved_calls(session, &toolbox).await?;
             }
-            // 2. Ask the model.
+            // 2. Compact a conversation that grew past its budget, then ask the model.
+            if let Some(policy) = &spec.context.compaction {
+                self.compact(spec, session, &provider, &first.model, policy)
+                    .await?;
+            }
             Self::check_budget(spec, session)?;
             let turn = session
                 .agent_turn
@@ -310,6 +335,7 @@ impl Engine<'_> {
                 .as_mut()
                 .ok_or_else(|| Error::Internal("tool step lost its conversation".into()))?;
             if resp.tool_calls.is_empty() {
+                let called = notes::tools_called(&turn.messages);
                 session.agent_turn = None;
                 pattern::record(
                     spec,
@@ -317,7 +343,7 @@ impl Engine<'_> {
                     &w.position,
                     StepRecord {
                         agent: Some(agent.id.clone()),
-                        response: resp.text,
+                        response: resp.text.clone(),
                         kind: RecordKind::Agent,
                         finished_at: Utc::now(),
                     },
@@ -329,6 +355,20 @@ impl Engine<'_> {
                     millis: started.elapsed().as_millis() as u64,
                 });
                 self.save(session).await?;
+                let input = match first.messages.first() {
+                    Some(Message::User { content }) => content.as_str(),
+                    _ => "",
+                };
+                notes::note_step(
+                    spec,
+                    session,
+                    notes::StepNote {
+                        agent: &agent.id,
+                        input,
+                        tools: called,
+                        outcome: &resp.text,
+                    },
+                );
                 channel
                     .progress(
                         session,

@@ -21,7 +21,9 @@ mod testkit;
 
 mod agents;
 mod carry;
+mod compaction;
 mod gates;
+mod notes;
 mod triggers;
 
 pub use intake::{Accepted, Asker};
@@ -215,6 +217,9 @@ impl<'a> Engine<'a> {
             artifacts: Vec::new(),
             out_dir: start.out_dir.display().to_string(),
             overwrite_artifacts: start.overwrite_artifacts,
+            work_dir: std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string()),
             failure: None,
             origin: start.origin,
             agent_turn: None,

@@ -11,7 +11,8 @@
 //!
 //! Policy (first match wins; every error denies — fail closed):
 //! 1. `shell`, and tools negated in `allowed_tools` (`!name`): always ask,
-//!    never trusted;
+//!    never trusted; so does an `http_request` or `web_fetch` to a host the
+//!    spec does not name (the model chose where to go);
 //! 2. tools the human trusted in this run: run;
 //!    then `hitl.preset` strict/paranoid (every call) and standard
 //!    (external tools) ask;
@@ -82,9 +83,9 @@ impl Toolbox {
                 servers.push((m.clone(), t.policy.clone()));
                 continue;
             }
-            let tool = if let Some(b) = Builtin::from_name(&t.name) {
-                Tool::Builtin(b)
-            } else if let Some(h) = spec.tools.http_executors.iter().find(|h| h.id == t.name) {
+            // An executor may be named after a native tool (never after a
+            // reserved built-in): the spec's own tool wins.
+            let tool = if let Some(h) = spec.tools.http_executors.iter().find(|h| h.id == t.name) {
                 Tool::Http(HttpExecutor {
                     id: h.id.clone(),
                     base_url: h.base_url.clone(),
@@ -92,6 +93,8 @@ impl Toolbox {
                     timeout: h.timeout_secs.map(Duration::from_secs),
                     description: h.description.clone(),
                 })
+            } else if let Some(b) = Builtin::from_name(&t.name) {
+                Tool::Builtin(b)
             } else {
                 return Err(Error::Internal(format!(
                     "tool `{}` vanished after validation",
@@ -136,8 +139,15 @@ impl Toolbox {
                 max_bytes: spec.tools.max_output_bytes,
                 timeout,
                 shell_enabled: spec.tools.shell,
+                search: Default::default(),
             },
         })
+    }
+
+    /// The search tools' endpoints and keys (the process's settings).
+    pub fn with_search(mut self, search: tools::builtin::SearchSettings) -> Toolbox {
+        self.env.search = search;
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -258,13 +268,16 @@ impl Toolbox {
         self.enable_trust && name != Builtin::Shell.name() && !self.negated(name)
     }
 
-    /// The full URL of an `http_request` call whose host the spec does not
-    /// name (`tools.network.allow`, an executor's or MCP server's host):
-    /// the model chose where to go, so a human looks at it first. `None`
-    /// for other tools, named hosts, and URLs that do not parse (those
-    /// fail when run).
+    /// The full URL of an `http_request` or `web_fetch` call whose host the
+    /// spec does not name (`tools.network.allow`, an executor's or MCP
+    /// server's host): the model chose where to go, so a human looks at it
+    /// first. `None` for other tools, named hosts, and URLs that do not
+    /// parse (those fail when run).
     fn unnamed_destination(&self, tool: &Tool, call: &ToolCall) -> Option<String> {
-        if !matches!(tool, Tool::Builtin(Builtin::HttpRequest)) {
+        if !matches!(
+            tool,
+            Tool::Builtin(Builtin::HttpRequest | Builtin::WebFetch)
+        ) {
             return None;
         }
         let raw = call.arguments.get("url").and_then(Value::as_str)?;

@@ -6,7 +6,29 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The names of the built-in tools (their behaviour is `crate::tools::builtin`).
-pub const BUILTIN_TOOLS: [&str; 6] = [
+pub const BUILTIN_TOOLS: [&str; 15] = [
+    "http_request",
+    "file_read",
+    "file_write",
+    "list_files",
+    "delete_files",
+    "shell",
+    "current_time",
+    "calculator",
+    "web_fetch",
+    "grep",
+    "head",
+    "tail",
+    "search",
+    "duckduckgo_search",
+    "tavily_search",
+];
+
+/// The built-ins no http executor or MCP server may be named after. The
+/// later ones (strands-cli's native tools from `current_time` on) may be:
+/// a spec's own tool of that name replaces the built-in, so that specs
+/// written before those tools existed keep their meaning.
+pub const RESERVED_TOOLS: [&str; 6] = [
     "http_request",
     "file_read",
     "file_write",

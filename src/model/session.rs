@@ -196,6 +196,11 @@ pub struct Session {
     /// the run before it is written, and `resume ID --force` writes it.
     #[serde(default)]
     pub overwrite_artifacts: bool,
+    /// The directory the run was started in: relative
+    /// `context_policy.notes.file` paths lead there, as in strands-cli
+    /// (which resolves them against its working directory).
+    #[serde(default)]
+    pub work_dir: Option<String>,
     pub failure: Option<Failure>,
     /// Where a run started from a chat channel came from (the Slack bot).
     #[serde(default)]

@@ -12,6 +12,7 @@
 //! The types here are what the engine runs: already checked, no `Option`s
 //! that validation has ruled out.
 
+pub mod context;
 pub mod graph;
 pub mod network;
 mod raw;
@@ -62,6 +63,8 @@ pub struct Spec {
     pub approval: ApprovalDefaults,
     /// seed 001's preset (tool policy) and run-triggered gates.
     pub hitl: HitlSpec,
+    /// `context_policy`: notes, just-in-time retrieval tools, compaction.
+    pub context: context::ContextPolicy,
     /// Problems that do not stop a run (e.g. a provider this build lacks is only
     /// refused when a run needs it).
     pub warnings: Vec<String>,
@@ -142,6 +145,14 @@ pub struct ToolsConfig {
     /// `tools.network.allow`: destinations HTTP tools may reach although
     /// internal, and that `http_request` may call without asking.
     pub network_allow: Vec<network::Rule>,
+    /// The built-ins `tools.python` names (strands-cli's native tools):
+    /// what an agent without a `tools` list gets, as in strands-cli.
+    pub python_tools: Vec<String>,
+    /// `context_policy.retrieval.jit_tools`: what every agent gets.
+    pub jit_tools: Vec<String>,
+    /// `file:line` where the spec first uses `tavily_search`, which needs
+    /// `TAVILY_API_KEY` (checked by the CLI, which reads the environment).
+    pub tavily_at: Option<String>,
 }
 
 /// One `tools.mcp` entry: an MCP server. An agent that lists its `id` gets

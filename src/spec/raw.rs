@@ -28,10 +28,10 @@ pub struct Document<C> {
     pub agents: S<BTreeMap<String, Agent>>,
     pub pattern: Pattern<C>,
     pub inputs: Option<Inputs>,
-    pub env: Option<Value>,
-    pub telemetry: Option<Value>,
-    pub context_policy: Option<Value>,
-    pub skills: Option<Value>,
+    pub env: Option<S<Value>>,
+    pub telemetry: Option<S<Value>>,
+    pub context_policy: Option<S<ContextPolicy>>,
+    pub skills: Option<S<Value>>,
     pub tools: Option<Tools>,
     pub outputs: Option<Outputs>,
     pub security: Option<S<Value>>,
@@ -83,14 +83,14 @@ pub struct Pattern<C> {
 pub struct Runtime {
     pub provider: S<String>,
     pub model_id: Option<String>,
-    pub region: Option<String>,
+    pub region: Option<S<String>>,
     pub host: Option<String>,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
     pub max_parallel: Option<usize>,
     pub budgets: Option<S<Map<String, Value>>>,
-    pub failure_policy: Option<Value>,
+    pub failure_policy: Option<S<Value>>,
 }
 
 // Some keys are accepted for strands-cli compatibility and not used by this build.
@@ -121,8 +121,8 @@ pub struct Agent {
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
     /// Contracts of atomic agents: a schema object, or a path to one.
-    pub input_schema: Option<Value>,
-    pub output_schema: Option<Value>,
+    pub input_schema: Option<S<Value>>,
+    pub output_schema: Option<S<Value>>,
 }
 
 /// An atomic agent's definition as its file gives it (no spans: errors in it
@@ -144,6 +144,41 @@ pub struct AtomicAgent {
     pub max_tokens: Option<u32>,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
+}
+
+/// `context_policy` (strands-cli's schema: unknown keys are errors).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextPolicy {
+    pub compaction: Option<S<Compaction>>,
+    pub notes: Option<S<Notes>>,
+    pub retrieval: Option<S<Retrieval>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compaction {
+    pub enabled: Option<bool>,
+    pub when_tokens_over: Option<S<i64>>,
+    pub summary_ratio: Option<S<f64>>,
+    pub preserve_recent_messages: Option<S<i64>>,
+    pub summarization_model: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Notes {
+    pub file: S<String>,
+    pub include_last: Option<S<i64>>,
+    pub format: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retrieval {
+    pub jit_tools: Option<Vec<S<String>>>,
+    /// strands-cli's placeholder: accepted, ignored with a warning.
+    pub mcp_servers: Option<S<Vec<String>>>,
 }
 
 /// The top-level `tools` section.

@@ -431,6 +431,7 @@ mod tests {
             max_bytes: 1000,
             timeout: Duration::from_secs(5),
             shell_enabled: false,
+            search: Default::default(),
         }
     }
 

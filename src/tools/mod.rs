@@ -1,5 +1,6 @@
 //! Tools an agent may call: the built-ins (`http_request`, `file_read`,
-//! `file_write`, `list_files`, `delete_files`, `shell`), strands-cli's
+//! `file_write`, `list_files`, `delete_files`, `shell`, and strands-cli's
+//! native tools such as `calculator`, `grep` or `web_fetch`), strands-cli's
 //! `tools.http_executors`, and the tools of `tools.mcp` servers. Each tool has a JSON schema (checked before any
 //! call runs, edited arguments included), metadata for the approval request
 //! (what the call would do, whether it can be undone, a risk level), and a
@@ -37,6 +38,8 @@ pub struct ToolEnv {
     pub timeout: Duration,
     /// `shell` runs only when the spec enables it.
     pub shell_enabled: bool,
+    /// Where the web search tools send their requests, and their keys.
+    pub search: builtin::SearchSettings,
 }
 
 /// Who let a call run.

@@ -792,8 +792,8 @@ fn explain_and_exit_18_say_what_to_do_about_an_unsupported_provider() {
     let fake = FakeLlm::start();
     let sandbox = Sandbox::new();
     let bedrock = sandbox.spec(
-        "bedrock.yaml",
-        &PLAIN.replace("provider: openai", "provider: bedrock"),
+        "danskegpt.yaml",
+        &PLAIN.replace("provider: openai", "provider: danskegpt"),
         &fake,
     );
     let explain = sandbox.strands(&["explain", path(&bedrock)]);
@@ -806,7 +806,7 @@ fn explain_and_exit_18_say_what_to_do_about_an_unsupported_provider() {
     assert!(
         explain
             .stdout
-            .contains("provider `bedrock` is not supported"),
+            .contains("provider `danskegpt` is not supported"),
         "{}",
         explain.stdout
     );

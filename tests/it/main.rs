@@ -19,6 +19,7 @@ mod cli_flows;
 mod cli_gate_types;
 mod cli_graph;
 mod cli_mcp;
+mod cli_native_tools;
 mod cli_orchestrator;
 mod cli_parallel;
 mod cli_parity;

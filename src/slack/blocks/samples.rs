@@ -321,6 +321,7 @@ pub(super) mod fixtures {
             artifacts: Vec::new(),
             out_dir: ".".into(),
             overwrite_artifacts: false,
+            work_dir: None,
             failure: None,
             origin: None,
             agent_turn: Some(crate::model::AgentTurn {

@@ -17,6 +17,7 @@ use super::*;
 use crate::error::{exit, Diagnostic, Error};
 
 mod agents;
+mod context;
 mod inputs;
 mod steps;
 mod workflow;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::raw::{self, S};
-use super::tools::{builtin, builtin_for_callable, merge_policy, PolicyFields};
+use super::tools::{builtin, builtin_for_callable, merge_policy, python_refusal, PolicyFields};
 use super::{at, Validator};
 use crate::provider::ProviderKind;
 use crate::spec::{AgentSpec, AgentTool, ToolsConfig};
@@ -122,7 +122,12 @@ impl Validator {
 
     /// An agent's `tools` list: names or `{name, require_approval, ...}`.
     fn agent_tools(&mut self, agent: &str, a: &raw::Agent, cfg: &ToolsConfig) -> Vec<AgentTool> {
-        self.tool_list(agent, a.tools.as_deref().unwrap_or_default(), cfg)
+        self.tool_list(
+            agent,
+            a.tools.as_deref().unwrap_or_default(),
+            a.tools.is_none(),
+            cfg,
+        )
     }
 
     /// A list of tool entries (an agent's `tools`, a step's
@@ -132,6 +137,7 @@ impl Validator {
         &mut self,
         agent: &str,
         entries: &[S<Value>],
+        implied_python: bool,
         cfg: &ToolsConfig,
     ) -> Vec<AgentTool> {
         let mut out: Vec<AgentTool> = Vec::new();
@@ -190,21 +196,18 @@ impl Validator {
                     continue;
                 }
             };
-            let resolved = if name.contains('.') {
-                match builtin_for_callable(&name) {
-                    Some(b) => b.to_string(),
-                    None => {
-                        self.error(
-                            loc,
-                            format!("agent `{agent}` uses Python callable `{name}`; strands cannot run Python tools"),
-                            Some("use a built-in tool or an http executor".into()),
-                        );
-                        continue;
-                    }
+            let resolved = match builtin_for_callable(&name) {
+                Some(b) => b.to_string(),
+                None if name.contains('.') || name == "python_exec" => {
+                    let (message, hint) = python_refusal(&name);
+                    self.error(loc, format!("agent `{agent}` uses {message}"), Some(hint));
+                    continue;
                 }
-            } else {
-                name
+                None => name,
             };
+            if resolved == "tavily_search" && !super::tools::shadowed(cfg, &resolved) {
+                self.tavily_at.get_or_insert(loc);
+            }
             let known = builtin(&resolved).is_some()
                 || cfg.http_executors.iter().any(|h| h.id == resolved)
                 || cfg.mcp.iter().any(|m| m.id == resolved);
@@ -249,6 +252,22 @@ impl Validator {
                 name: resolved,
                 policy,
             });
+        }
+        // As in strands-cli: an agent without a `tools` list gets the
+        // native tools of `tools.python`, and every agent gets
+        // `context_policy.retrieval.jit_tools`; their policy is the default.
+        let implied = if implied_python {
+            cfg.python_tools.as_slice()
+        } else {
+            &[]
+        };
+        for name in implied.iter().chain(&cfg.jit_tools) {
+            if !out.iter().any(|t| &t.name == name) {
+                out.push(AgentTool {
+                    name: name.clone(),
+                    policy: Default::default(),
+                });
+            }
         }
         out
     }

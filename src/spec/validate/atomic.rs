@@ -87,8 +87,12 @@ impl Validator {
             temperature: None,
             top_p: None,
             max_tokens: None,
-            input_schema: def.input_schema,
-            output_schema: def.output_schema,
+            input_schema: def
+                .input_schema
+                .map(|v| Spanned::new(v, atomic.referenced, atomic.defined)),
+            output_schema: def
+                .output_schema
+                .map(|v| Spanned::new(v, atomic.referenced, atomic.defined)),
         })
     }
 }

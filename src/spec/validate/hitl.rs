@@ -24,10 +24,18 @@ impl Validator {
             match name.as_str() {
                 "minimal" => {}
                 "standard" => {
-                    out.ask_tools = ["web_search", "send_email", "api_call", "http_request"]
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect();
+                    out.ask_tools = [
+                        "web_search",
+                        "send_email",
+                        "api_call",
+                        "http_request",
+                        "web_fetch",
+                        "duckduckgo_search",
+                        "tavily_search",
+                    ]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
                 }
                 "strict" | "paranoid" => {
                     out.ask_all_tools = true;

@@ -27,6 +27,7 @@ mod agents;
 mod artifacts;
 mod atomic;
 mod chain;
+mod context;
 mod evaluator;
 mod gates;
 mod graph;
@@ -70,6 +71,7 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
         limits: *limits,
         uses: Vec::new(),
         tools_cfg: None,
+        tavily_at: None,
     };
     let spec = match kind.as_str() {
         "chain" => {
@@ -172,6 +174,8 @@ struct Validator {
     uses: Vec<reach::Use>,
     /// The resolved `tools` section, for steps' `tool_overrides`.
     tools_cfg: Option<ToolsConfig>,
+    /// Where `tavily_search` is first used (it needs `TAVILY_API_KEY`).
+    tavily_at: Option<(u32, u32)>,
 }
 
 /// Everything but the pattern, validated.
@@ -186,10 +190,12 @@ struct Common {
     redactor: crate::audit::redact::Redactor,
     approval: ApprovalDefaults,
     hitl: HitlSpec,
+    context: crate::spec::context::ContextPolicy,
 }
 
 impl Common {
-    fn finish(self, pattern: PatternSpec, text: &str, path: &Path, _v: &mut Validator) -> Spec {
+    fn finish(mut self, pattern: PatternSpec, text: &str, path: &Path, v: &mut Validator) -> Spec {
+        self.tools.tavily_at = v.tavily_at.map(|(line, _)| format!("{}:{line}", v.file));
         Spec {
             path: path.to_path_buf(),
             text: text.to_string(),
@@ -205,6 +211,7 @@ impl Common {
             redactor: self.redactor,
             approval: self.approval,
             hitl: self.hitl,
+            context: self.context,
             warnings: Vec::new(),
             needs: Vec::new(),
         }
@@ -340,8 +347,9 @@ impl Validator {
                         None,
                     ),
                     (other, _) => self.warnings.push(format!(
-                        "{}: runtime.budgets.{other} is not enforced by this build",
-                        self.file
+                        "{}:{}: runtime.budgets.{other} is not enforced by this build",
+                        self.file,
+                        at(b).0
                     )),
                 }
             }
@@ -350,7 +358,11 @@ impl Validator {
             provider: rt.provider.value.trim().to_string(),
             model_id: rt.model_id.clone(),
             host: rt.host.clone(),
-            region: rt.region.clone().filter(|r| !r.trim().is_empty()),
+            region: rt
+                .region
+                .as_ref()
+                .map(|r| r.value.trim().to_string())
+                .filter(|r| !r.is_empty()),
             temperature: rt.temperature,
             top_p: rt.top_p,
             max_tokens: rt.max_tokens,
@@ -365,7 +377,10 @@ impl Validator {
                 Some("define at least one agent with a `prompt`".into()),
             );
         }
-        let tools = self.tools_section(doc.tools.as_ref());
+        let mut tools = self.tools_section(doc.tools.as_ref());
+        let context = self.context_policy(doc.context_policy.as_ref(), &tools);
+        tools.jit_tools = context.jit_tools.clone();
+        self.ignored_keys(doc);
         self.tools_cfg = Some(tools.clone());
         let agents = self.agents(&doc.agents.value, &tools);
         let (inputs, input_values) = self.inputs(doc.inputs.as_ref());
@@ -374,6 +389,7 @@ impl Validator {
         let approval = approval_defaults(doc.security.as_ref().map(|s| &s.value));
         let hitl = self.hitl(doc.hitl.as_ref());
         Common {
+            context,
             hitl,
             approval,
             redactor,
@@ -397,6 +413,6 @@ impl Validator {
     ) -> Option<Vec<AgentTool>> {
         let entries = entries?;
         let cfg = self.tools_cfg.clone()?;
-        Some(self.tool_list(label, entries, &cfg))
+        Some(self.tool_list(label, entries, false, &cfg))
     }
 }

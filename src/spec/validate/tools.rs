@@ -1,7 +1,10 @@
 //! Validation of the top-level `tools` section: `tools.network.allow`,
-//! `tools.python` (refused, except `strands_tools.*` callables that map to
-//! a built-in), `http_executors`, `mcp` servers (a command or a URL, never
-//! both) and the approval policy every tool entry may carry.
+//! `tools.python` (strands-cli's native tools — `calculator`, `file_read`,
+//! also written `strands_cli.tools.calculator` or `strands_tools.file_read`
+//! — map to the built-ins of those names; any other Python callable,
+//! `python_exec` first, is refused at its line), `http_executors`, `mcp`
+//! servers (a command or a URL, never both) and the approval policy every
+//! tool entry may carry.
 //!
 //! Nothing here starts a server or opens a connection: ids, URLs, commands,
 //! header names and environment names are checked as text. Header and
@@ -20,8 +23,8 @@ use crate::spec::{
 
 impl Validator {
     /// The top-level `tools` section: executors, MCP servers, workspace,
-    /// shell switch; Python callables are refused here (with a mapping to
-    /// the built-in for `strands_tools.*` callables that have one).
+    /// shell switch; `tools.python` entries that name a built-in become
+    /// [`ToolsConfig::python_tools`], other Python callables are refused.
     pub(super) fn tools_section(&mut self, t: Option<&raw::Tools>) -> ToolsConfig {
         let mut cfg = ToolsConfig {
             workspace: PathBuf::from(
@@ -37,6 +40,9 @@ impl Validator {
             http_executors: Vec::new(),
             mcp: Vec::new(),
             network_allow: Vec::new(),
+            python_tools: Vec::new(),
+            jit_tools: Vec::new(),
+            tavily_at: None,
         };
         let Some(t) = t else { return cfg };
         for entry in t.network.iter().flat_map(|n| n.allow.iter().flatten()) {
@@ -52,26 +58,37 @@ impl Validator {
                 ),
             }
         }
+        let mut python_at = Vec::new();
         for p in t.python.iter().flatten() {
             let callable = python_callable(&p.value);
-            if builtin_for_callable(&callable).is_none() {
-                self.error(
+            python_at.push((builtin_for_callable(&callable), at(p)));
+            match builtin_for_callable(&callable) {
+                Some("shell") if !cfg.shell => self.error(
                     at(p),
-                    format!("tools.python entry `{callable}` is a Python callable; strands cannot run Python tools"),
-                    Some(format!(
-                        "use a built-in tool ({}) or an http executor",
-                        crate::model::BUILTIN_TOOLS.join(", ")
-                    )),
-                );
+                    format!("tools.python entry `{callable}` is the shell, which is off"),
+                    Some("enable it with top-level `tools: {shell: true}` (shell calls always need approval)".into()),
+                ),
+                Some(b) => {
+                    if b == "tavily_search" {
+                        self.tavily_at.get_or_insert(at(p));
+                    }
+                    if !cfg.python_tools.iter().any(|t| t == b) {
+                        cfg.python_tools.push(b.to_string());
+                    }
+                }
+                None => {
+                    let (message, hint) = python_refusal(&callable);
+                    self.error(at(p), format!("tools.python entry {message}"), Some(hint));
+                }
             }
         }
         let mut seen = BTreeSet::new();
         for h in t.http_executors.iter().flatten() {
             let id = h.value.id.value.trim().to_string();
-            if builtin(&id).is_some() || !seen.insert(id.clone()) {
+            if reserved(&id) || !seen.insert(id.clone()) {
                 self.error(
                     at(&h.value.id),
-                    format!("http executor id `{id}` is used twice or names a built-in tool"),
+                    format!("http executor id `{id}` is used twice or names a reserved built-in tool ({})", crate::model::RESERVED_TOOLS.join(", ")),
                     None,
                 );
             }
@@ -112,6 +129,15 @@ impl Validator {
                 cfg.mcp.push(server);
             }
         }
+        for (name, loc) in python_at {
+            if let Some(name) = name.filter(|n| shadowed(&cfg, n)) {
+                self.error(
+                    loc,
+                    format!("tools.python names the native tool `{name}`, and an http executor or MCP server of the spec has that id"),
+                    Some(format!("rename the executor or server, or remove `{name}` here")),
+                );
+            }
+        }
         cfg
     }
 
@@ -135,7 +161,7 @@ impl Validator {
                 )),
             );
             ok = false;
-        } else if builtin(&id).is_some() || !seen.insert(id.clone()) {
+        } else if reserved(&id) || !seen.insert(id.clone()) {
             self.error(
                 at(&raw.id),
                 format!("MCP server id `{id}` is used twice, or names a built-in tool or an http executor"),
@@ -430,10 +456,44 @@ fn python_callable(v: &Value) -> String {
     }
 }
 
-/// `strands_tools.file_read` and friends map to the built-in of that name.
+/// The built-in a tool reference names: `calculator`, or strands-cli's
+/// `strands_cli.tools.calculator`, or `strands_tools.file_read`.
 pub(super) fn builtin_for_callable(callable: &str) -> Option<&'static str> {
-    let name = callable.strip_prefix("strands_tools.")?;
+    let name = callable
+        .strip_prefix("strands_cli.tools.")
+        .or_else(|| callable.strip_prefix("strands_tools."))
+        .unwrap_or(callable);
     builtin(name)
+}
+
+/// Why a Python callable cannot be used (`` `X` is ... ``), with a hint.
+pub(super) fn python_refusal(callable: &str) -> (String, String) {
+    let short = callable.rsplit('.').next().unwrap_or(callable);
+    if short == "python_exec" {
+        return (
+            format!("`{callable}` runs Python code the model writes; strands runs no model-written code"),
+            "use `calculator` for arithmetic, or an http executor or MCP server for other work"
+                .into(),
+        );
+    }
+    (
+        format!("`{callable}` is a Python callable; strands cannot run Python tools"),
+        format!(
+            "use a built-in tool ({}), an http executor or an MCP server",
+            crate::model::BUILTIN_TOOLS.join(", ")
+        ),
+    )
+}
+
+/// Whether no executor or MCP server may be named `name`.
+fn reserved(name: &str) -> bool {
+    crate::model::RESERVED_TOOLS.contains(&name)
+}
+
+/// Whether the spec's own executor or MCP server replaces the native tool
+/// `name`.
+pub(super) fn shadowed(cfg: &ToolsConfig, name: &str) -> bool {
+    cfg.http_executors.iter().any(|h| h.id == name) || cfg.mcp.iter().any(|m| m.id == name)
 }
 
 /// The built-in tool called `name`, if there is one.

@@ -68,6 +68,7 @@ fn paused_session(id: &str) -> Session {
         artifacts: Vec::new(),
         out_dir: ".".into(),
         overwrite_artifacts: false,
+        work_dir: None,
         failure: None,
         origin: None,
         agent_turn: None,

@@ -240,6 +240,35 @@ pub(super) fn file_read(dir: &Dir, raw: &str, max_bytes: usize) -> ToolResult {
     ToolResult::ok(text)
 }
 
+/// Opens the regular file at `raw` (relative to the workspace) for reading,
+/// with `file_read`'s checks and messages: its path as shown to the model
+/// and the open file. The reading tools `grep`, `head`, `tail` and `search`
+/// read through this.
+pub(super) fn open_file(dir: &Dir, raw: &str) -> Result<(String, cap_std::fs::File), String> {
+    let rel = relative(raw)?;
+    let shown = rel.shown.clone();
+    let meta = match lookup(dir, &rel) {
+        Lookup::Found(m) => m,
+        Lookup::Missing => return Err(format!("File not found: `{shown}` does not exist")),
+        Lookup::Refused(why) => return Err(why),
+        Lookup::Failed(e) => return Err(format!("could not read `{shown}`: {e}")),
+    };
+    if meta.is_dir() {
+        return Err(format!(
+            "Path is not a file: `{shown}` is a directory (use list_files to see what it holds)"
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!(
+            "Path is not a file: `{shown}` is not a regular file"
+        ));
+    }
+    let file = dir
+        .open(&rel.path)
+        .map_err(|e| io_failure(&shown, "could not read", &e))?;
+    Ok((shown, file))
+}
+
 pub(super) fn file_write(dir: &Dir, raw: &str, content: &str, append: bool) -> ToolResult {
     let rel = match relative(raw) {
         Ok(r) => r,

@@ -149,10 +149,28 @@ pub(crate) fn is_web_url(url: &Url) -> bool {
 pub(crate) async fn send(env: &ToolEnv, call: HttpCall<'_>) -> ToolResult {
     let limit = effective_timeout(call.timeout);
     let what = format!("{} {}", call.method, (call.show)(&call.url));
-    match tokio::time::timeout(limit, send_following(env, &call, limit)).await {
+    let sent = async {
+        match fetch(env, &call, limit).await {
+            Ok(f) => describe_response(f, &call).await,
+            Err(refused) => refused,
+        }
+    };
+    match tokio::time::timeout(limit, sent).await {
         Ok(result) => result,
         Err(_) => ToolResult::error(format!("{what} timed out after {}", human_duration(limit))),
     }
+}
+
+/// A response a tool received, after the redirects it followed.
+pub(crate) struct Fetched {
+    pub response: reqwest::Response,
+    /// The method and URL of the last request (after redirects).
+    pub method: Method,
+    pub url: Url,
+    /// Redirects followed.
+    pub hops: usize,
+    /// Why a redirect was not followed, if one was not.
+    pub note: Option<String>,
 }
 
 enum Hop {
@@ -161,7 +179,15 @@ enum Hop {
     Done,
 }
 
-async fn send_following(env: &ToolEnv, call: &HttpCall<'_>, limit: Duration) -> ToolResult {
+/// Sends `call` and follows redirects per the rules in the module docs,
+/// within `limit` for all hops together (the caller bounds the whole
+/// exchange, body included). A refused destination, a transport failure
+/// or a URL that is not http(s) is the error result the model reads.
+pub(crate) async fn fetch(
+    env: &ToolEnv,
+    call: &HttpCall<'_>,
+    limit: Duration,
+) -> Result<Fetched, ToolResult> {
     let deadline = tokio::time::Instant::now() + limit;
     let first_origin = call.url.origin();
     let mut url = call.url.clone();
@@ -171,15 +197,15 @@ async fn send_following(env: &ToolEnv, call: &HttpCall<'_>, limit: Duration) -> 
     let mut hops = 0usize;
     loop {
         if !is_web_url(&url) {
-            return ToolResult::error(format!(
+            return Err(ToolResult::error(format!(
                 "only http and https URLs are allowed, not {}",
                 (call.show)(&url)
-            ));
+            )));
         }
         // Names are checked by the client's resolver at connect time; an IP
         // literal is connected to as it is, so it is checked here.
         if let Err(b) = env.egress.check_literal(&url) {
-            return ToolResult::blocked(b);
+            return Err(ToolResult::blocked(b));
         }
         let remaining = deadline
             .saturating_duration_since(tokio::time::Instant::now())
@@ -196,18 +222,18 @@ async fn send_following(env: &ToolEnv, call: &HttpCall<'_>, limit: Duration) -> 
             Ok(r) => r,
             Err(e) => {
                 if let Some(b) = crate::tools::egress::blocked_in(&e) {
-                    return ToolResult::blocked(b);
+                    return Err(ToolResult::blocked(b));
                 }
                 let what = if e.is_timeout() {
                     "timed out"
                 } else {
                     "failed"
                 };
-                return ToolResult::error(format!(
+                return Err(ToolResult::error(format!(
                     "{method} {} {what}: {}",
                     (call.show)(&url),
                     crate::error::transport(e)
-                ));
+                )));
             }
         };
         let note = match next_hop(call, &response, &url, &method, hops, &first_origin) {
@@ -237,7 +263,13 @@ async fn send_following(env: &ToolEnv, call: &HttpCall<'_>, limit: Duration) -> 
             Hop::Stop(note) => Some(note),
             Hop::Done => None,
         };
-        return describe_response(response, &method, &url, hops, note, call).await;
+        return Ok(Fetched {
+            response,
+            method,
+            url,
+            hops,
+            note,
+        });
     }
 }
 
@@ -312,21 +344,94 @@ fn next_hop(
     }
 }
 
+/// A response body read up to a limit.
+pub(crate) struct Body {
+    /// The first `max` bytes.
+    pub kept: Vec<u8>,
+    /// Bytes received (past `max`, reading goes on for a while to count).
+    pub total: u64,
+    /// Whether the whole body was read.
+    pub complete: bool,
+    /// The declared `Content-Length`, if any.
+    pub declared: Option<u64>,
+    /// Why reading stopped early, if it failed.
+    pub error: Option<String>,
+}
+
+impl Body {
+    pub fn was_cut(&self) -> bool {
+        self.total > self.kept.len() as u64
+    }
+
+    /// The kept bytes as text (a character split by a cut is dropped).
+    pub fn text(&self) -> String {
+        lossy_text(&self.kept, self.was_cut())
+    }
+
+    /// `[body cut: ...]` when the body was cut.
+    pub fn cut_note(&self) -> Option<String> {
+        if !self.was_cut() {
+            return None;
+        }
+        let (total, exact) = match (self.complete, self.declared) {
+            (true, _) => (self.total, true),
+            (false, Some(d)) if d >= self.total && self.error.is_none() => (d, true),
+            (false, _) => (self.total, false),
+        };
+        Some(cut_note("body", self.kept.len(), total, exact))
+    }
+}
+
+/// Reads `response`'s body, keeping the first `max` bytes.
+pub(crate) async fn read_body(response: &mut reqwest::Response, max: usize) -> Body {
+    let declared = response.content_length();
+    let mut kept: Vec<u8> = Vec::new();
+    let mut total: u64 = 0;
+    let mut complete = true;
+    let mut error = None;
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                total += chunk.len() as u64;
+                let room = max.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                if total > max as u64 + DRAIN_LIMIT {
+                    complete = false;
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                error = Some(crate::error::transport(e));
+                complete = false;
+                break;
+            }
+        }
+    }
+    Body {
+        kept,
+        total,
+        complete,
+        declared,
+        error,
+    }
+}
+
 /// Status, headers summary and (cut) body, as the model reads them.
-async fn describe_response(
-    mut response: reqwest::Response,
-    method: &Method,
-    url: &Url,
-    hops: usize,
-    note: Option<String>,
-    call: &HttpCall<'_>,
-) -> ToolResult {
+async fn describe_response(fetched: Fetched, call: &HttpCall<'_>) -> ToolResult {
+    let Fetched {
+        mut response,
+        method,
+        url,
+        hops,
+        note,
+    } = fetched;
     let status = response.status();
     let mut out = match status.canonical_reason() {
         Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
         None => format!("HTTP {}", status.as_u16()),
     };
-    out.push_str(&format!("\n{method} {}", (call.show)(url)));
+    out.push_str(&format!("\n{method} {}", (call.show)(&url)));
     if hops > 0 {
         let s = if hops == 1 { "" } else { "s" };
         out.push_str(&format!(" (after {hops} redirect{s})"));
@@ -351,53 +456,22 @@ async fn describe_response(
             headers.len() - MAX_SHOWN_HEADERS
         ));
     }
-    let declared = response.content_length();
-    if *method == Method::HEAD {
+    if method == Method::HEAD {
         out.push_str("body: (none: HEAD request)");
         return ToolResult::ok(out);
     }
-
-    let max = call.max_bytes;
-    let mut kept: Vec<u8> = Vec::new();
-    let mut total: u64 = 0;
-    let mut complete = true;
-    let mut read_error = None;
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                total += chunk.len() as u64;
-                let room = max.saturating_sub(kept.len());
-                kept.extend_from_slice(&chunk[..room.min(chunk.len())]);
-                if total > max as u64 + DRAIN_LIMIT {
-                    complete = false;
-                    break;
-                }
-            }
-            Ok(None) => break,
-            Err(e) => {
-                read_error = Some(crate::error::transport(e));
-                complete = false;
-                break;
-            }
-        }
-    }
-    let was_cut = total > kept.len() as u64;
-    if total == 0 && read_error.is_none() {
+    let body = read_body(&mut response, call.max_bytes).await;
+    if body.total == 0 && body.error.is_none() {
         out.push_str("body: (empty)");
         return ToolResult::ok(out);
     }
-    out.push_str(&format!("body ({}):\n", human_size(total)));
-    out.push_str(&lossy_text(&kept, was_cut));
-    if was_cut {
-        let (total, exact) = match (complete, declared) {
-            (true, _) => (total, true),
-            (false, Some(d)) if d >= total && read_error.is_none() => (d, true),
-            (false, _) => (total, false),
-        };
+    out.push_str(&format!("body ({}):\n", human_size(body.total)));
+    out.push_str(&body.text());
+    if let Some(note) = body.cut_note() {
         out.push('\n');
-        out.push_str(&cut_note("body", kept.len(), total, exact));
+        out.push_str(&note);
     }
-    if let Some(e) = read_error {
+    if let Some(e) = &body.error {
         out.push_str(&format!("\n[reading the body failed: {e}]"));
     }
     ToolResult::ok(out)

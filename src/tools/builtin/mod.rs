@@ -1,5 +1,7 @@
 //! The built-in tools: `http_request`, `file_read`, `file_write`,
-//! `list_files`, `delete_files` and `shell`.
+//! `list_files`, `delete_files` and `shell`, and strands-cli's native tools:
+//! `current_time`, `calculator`, `web_fetch`, `grep`, `head`, `tail`,
+//! `search`, `duckduckgo_search` and `tavily_search`.
 //!
 //! This module is the tools' face to the rest of strands: the [`Builtin`]
 //! enum, each tool's name, description and JSON schema, whether a call
@@ -7,7 +9,11 @@
 //! dispatch of a call to the code that runs it. That code lives next door:
 //! `http` (`http_request` and the redirect-following machinery it shares
 //! with [`super::http_executor`]), `fs` (the workspace and the file tools),
-//! `shell`, and `text` (the helpers that keep results short and readable).
+//! `shell`, `text` (the helpers that keep results short and readable), and
+//! for the native tools `clock`, `calc`, `lines` (`grep`, `head`, `tail`,
+//! `search`, confined to the workspace like the file tools), `web`
+//! (`web_fetch`) and `websearch` (DuckDuckGo and Tavily). The native tools
+//! describe their own schemas there, with strands-cli's argument names.
 //!
 //! It does not decide whether a call may run or who approves it: the engine
 //! does that from [`Builtin::changes_state`] and [`Builtin::meta`] and the
@@ -19,10 +25,15 @@ use serde_json::{json, Value};
 use super::{Grant, Risk, ToolEnv, ToolMeta, ToolResult};
 use crate::provider::ToolSpec;
 
+mod calc;
+mod clock;
 mod fs;
 mod http;
+mod lines;
 mod shell;
 mod text;
+mod web;
+mod websearch;
 
 #[cfg(test)]
 pub(crate) mod test_server;
@@ -32,6 +43,7 @@ mod testing;
 pub use fs::MAX_LIST_ENTRIES;
 pub use http::{HTTP_METHODS, MAX_REDIRECTS};
 pub use shell::{MAX_SHELL_TIMEOUT_SECS, SHELL_DISABLED};
+pub use websearch::{SearchSettings, TAVILY_KEY_MISSING};
 
 pub(crate) use http::{
     body_size, header_names, headers_schema, is_web_url, method_changes_state, model_headers,
@@ -56,16 +68,34 @@ pub enum Builtin {
     ListFiles,
     DeleteFiles,
     Shell,
+    CurrentTime,
+    Calculator,
+    WebFetch,
+    Grep,
+    Head,
+    Tail,
+    Search,
+    DuckduckgoSearch,
+    TavilySearch,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 6] = [
+    pub const ALL: [Builtin; 15] = [
         Builtin::HttpRequest,
         Builtin::FileRead,
         Builtin::FileWrite,
         Builtin::ListFiles,
         Builtin::DeleteFiles,
         Builtin::Shell,
+        Builtin::CurrentTime,
+        Builtin::Calculator,
+        Builtin::WebFetch,
+        Builtin::Grep,
+        Builtin::Head,
+        Builtin::Tail,
+        Builtin::Search,
+        Builtin::DuckduckgoSearch,
+        Builtin::TavilySearch,
     ];
 
     /// The built-in called `name` (`http_request`, `file_read`, …).
@@ -81,6 +111,15 @@ impl Builtin {
             Builtin::ListFiles => "list_files",
             Builtin::DeleteFiles => "delete_files",
             Builtin::Shell => "shell",
+            Builtin::CurrentTime => "current_time",
+            Builtin::Calculator => "calculator",
+            Builtin::WebFetch => "web_fetch",
+            Builtin::Grep => "grep",
+            Builtin::Head => "head",
+            Builtin::Tail => "tail",
+            Builtin::Search => "search",
+            Builtin::DuckduckgoSearch => "duckduckgo_search",
+            Builtin::TavilySearch => "tavily_search",
         }
     }
 
@@ -197,6 +236,15 @@ impl Builtin {
                     "additionalProperties": false
                 }),
             ),
+            Builtin::CurrentTime => clock::spec(),
+            Builtin::Calculator => calc::spec(),
+            Builtin::WebFetch => web::spec(),
+            Builtin::Grep => lines::grep_spec(),
+            Builtin::Head => lines::head_spec(),
+            Builtin::Tail => lines::tail_spec(),
+            Builtin::Search => lines::search_spec(),
+            Builtin::DuckduckgoSearch => websearch::duckduckgo_spec(),
+            Builtin::TavilySearch => websearch::tavily_spec(),
         };
         ToolSpec {
             name: self.name().to_string(),
@@ -207,14 +255,15 @@ impl Builtin {
 
     /// Whether this call changes state: writes, deletes, HTTP methods other
     /// than GET and HEAD (an unreadable method counts as changing), and any
-    /// shell command.
+    /// shell command. The native tools only read (a search sends its query
+    /// to the search engine, which changes nothing).
     pub fn changes_state(&self, args: &Value) -> bool {
         match self {
             Builtin::HttpRequest => {
                 method_changes_state(str_arg(args, "method").unwrap_or_default())
             }
-            Builtin::FileRead | Builtin::ListFiles => false,
             Builtin::FileWrite | Builtin::DeleteFiles | Builtin::Shell => true,
+            _ => false,
         }
     }
 
@@ -228,10 +277,10 @@ impl Builtin {
                     (true, Risk::Low)
                 }
             }
-            Builtin::FileRead | Builtin::ListFiles => (true, Risk::Low),
             Builtin::FileWrite => (false, Risk::Medium),
             Builtin::DeleteFiles => (false, Risk::High),
             Builtin::Shell => (false, Risk::Critical),
+            _ => (true, Risk::Low),
         };
         ToolMeta { reversible, risk }
     }
@@ -305,6 +354,15 @@ impl Builtin {
                     None => format!("run shell command: {cmd}"),
                 }
             }
+            Builtin::CurrentTime => clock::describe(args),
+            Builtin::Calculator => calc::describe(args),
+            Builtin::WebFetch => web::describe(args),
+            Builtin::Grep => lines::describe_grep(args),
+            Builtin::Head => lines::describe_head(args, false),
+            Builtin::Tail => lines::describe_head(args, true),
+            Builtin::Search => lines::describe_search(args),
+            Builtin::DuckduckgoSearch => websearch::describe("DuckDuckGo", args),
+            Builtin::TavilySearch => websearch::describe("Tavily", args),
         }
     }
 
@@ -350,6 +408,20 @@ impl Builtin {
                 blocking(env, move |ws, _| delete_files(ws, &paths, recursive)).await
             }
             Builtin::Shell => shell(args, env).await,
+            Builtin::CurrentTime => clock::run(args),
+            Builtin::Calculator => calc::run(args),
+            Builtin::WebFetch => web::web_fetch(args, env, grant).await,
+            Builtin::Grep | Builtin::Head | Builtin::Tail | Builtin::Search => {
+                let (tool, args) = (*self, args.clone());
+                blocking(env, move |ws, env| match tool {
+                    Builtin::Grep => lines::grep(ws, &args, env.max_bytes),
+                    Builtin::Search => lines::search(ws, &args, env.max_bytes),
+                    _ => lines::head_or_tail(ws, &args, tool == Builtin::Tail, env.max_bytes),
+                })
+                .await
+            }
+            Builtin::DuckduckgoSearch => websearch::duckduckgo(args, env, &env.search).await,
+            Builtin::TavilySearch => websearch::tavily(args, env, &env.search).await,
         }
     }
 }

@@ -48,6 +48,7 @@ pub(super) fn fixture() -> Fixture {
         max_bytes: 1000,
         timeout: Duration::from_secs(5),
         shell_enabled: false,
+        search: Default::default(),
     };
     Fixture {
         _tmp: tmp,
