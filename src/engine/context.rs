@@ -64,6 +64,24 @@ pub fn for_artifacts(
         "total_steps".into(),
         Value::from(pattern::agent_records(&session.state).len()),
     );
+    let cp = &spec.context;
+    extra.insert(
+        "context_policy".into(),
+        serde_json::json!({
+            "compaction": cp.compaction.as_ref().map(|c| serde_json::json!({
+                "enabled": true,
+                "when_tokens_over": c.when_tokens_over,
+                "summary_ratio": c.summary_ratio,
+                "preserve_recent_messages": c.preserve_recent_messages,
+                "summarization_model": c.summarization_model,
+            })),
+            "notes": cp.notes.as_ref().map(|n| serde_json::json!({
+                "file": n.file.display().to_string(),
+                "include_last": n.include_last,
+            })),
+            "retrieval": {"jit_tools": cp.jit_tools},
+        }),
+    );
     let tokens: u64 = session.usage.values().map(|u| u.total()).sum();
     extra.insert("cumulative_tokens".into(), Value::from(tokens));
     let rt = &spec.runtime;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The names of the built-in tools (their behaviour is `crate::tools::builtin`).
-pub const BUILTIN_TOOLS: [&str; 15] = [
+pub const BUILTIN_TOOLS: [&str; 16] = [
     "http_request",
     "file_read",
     "file_write",
@@ -22,6 +22,7 @@ pub const BUILTIN_TOOLS: [&str; 15] = [
     "search",
     "duckduckgo_search",
     "tavily_search",
+    "spec_verify",
 ];
 
 /// The built-ins no http executor or MCP server may be named after. The

@@ -208,7 +208,14 @@ fn check(dir: &Path, name: &str, fake: &FakeLlm) -> (bool, Result<(), String>) {
             )),
         );
     }
-    let mut args = vec!["run".to_string(), spec, "--json".into()];
+    // Each example writes its artifacts apart, as separate runs by a user would.
+    let mut args = vec![
+        "run".to_string(),
+        spec,
+        "--json".into(),
+        "--out".into(),
+        format!("out-{name}"),
+    ];
     args.extend(vars(&text));
     let mut out = strands(dir, &store, fake, &args);
     // What a user does next: give the inputs the refusal names.

@@ -53,11 +53,11 @@ fn native_tools_under_tools_python_map_to_the_built_ins() {
 #[test]
 fn python_exec_and_other_callables_are_refused_at_their_line() {
     let d = diags(&with(concat!(
-        "tools:\n",                              // 10
-        "  python:\n",                           // 11
-        "    - calculator\n",                    // 12
-        "    - python_exec\n",                   // 13
-        "    - strands_cli.tools.spec_verify\n", // 14
+        "tools:\n",                          // 10
+        "  python:\n",                       // 11
+        "    - calculator\n",                // 12
+        "    - python_exec\n",               // 13
+        "    - strands_cli.tools.my_tool\n", // 14
     )));
     assert_eq!(d.len(), 2, "{d:#?}");
     check(
@@ -71,7 +71,7 @@ fn python_exec_and_other_callables_are_refused_at_their_line() {
         &d[1],
         14,
         7,
-        "`strands_cli.tools.spec_verify` is a Python callable",
+        "`strands_cli.tools.my_tool` is a Python callable",
         Some("calculator"),
     );
     let text = with("").replacen(
@@ -83,7 +83,7 @@ fn python_exec_and_other_callables_are_refused_at_their_line() {
         &only(&text),
         10,
         13,
-        "agent `b` uses `python_exec` runs Python code",
+        "agent `b`: `python_exec` runs Python code",
         Some("calculator"),
     );
 }

@@ -200,7 +200,7 @@ impl Validator {
                 Some(b) => b.to_string(),
                 None if name.contains('.') || name == "python_exec" => {
                     let (message, hint) = python_refusal(&name);
-                    self.error(loc, format!("agent `{agent}` uses {message}"), Some(hint));
+                    self.error(loc, format!("agent `{agent}`: {message}"), Some(hint));
                     continue;
                 }
                 None => name,

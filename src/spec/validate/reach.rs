@@ -38,6 +38,7 @@ pub const CONTEXT: &[&str] = &[
     "router_agent",
     "TRACE",
     "runtime",
+    "context_policy",
     "total_steps",
     "cumulative_tokens",
     "name",

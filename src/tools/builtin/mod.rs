@@ -32,6 +32,7 @@ mod http;
 mod lines;
 mod shell;
 mod text;
+mod verify;
 mod web;
 mod websearch;
 
@@ -77,10 +78,11 @@ pub enum Builtin {
     Search,
     DuckduckgoSearch,
     TavilySearch,
+    SpecVerify,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 15] = [
+    pub const ALL: [Builtin; 16] = [
         Builtin::HttpRequest,
         Builtin::FileRead,
         Builtin::FileWrite,
@@ -96,6 +98,7 @@ impl Builtin {
         Builtin::Search,
         Builtin::DuckduckgoSearch,
         Builtin::TavilySearch,
+        Builtin::SpecVerify,
     ];
 
     /// The built-in called `name` (`http_request`, `file_read`, …).
@@ -120,6 +123,7 @@ impl Builtin {
             Builtin::Search => "search",
             Builtin::DuckduckgoSearch => "duckduckgo_search",
             Builtin::TavilySearch => "tavily_search",
+            Builtin::SpecVerify => "spec_verify",
         }
     }
 
@@ -238,6 +242,7 @@ impl Builtin {
             ),
             Builtin::CurrentTime => clock::spec(),
             Builtin::Calculator => calc::spec(),
+            Builtin::SpecVerify => verify::spec(),
             Builtin::WebFetch => web::spec(),
             Builtin::Grep => lines::grep_spec(),
             Builtin::Head => lines::head_spec(),
@@ -356,6 +361,7 @@ impl Builtin {
             }
             Builtin::CurrentTime => clock::describe(args),
             Builtin::Calculator => calc::describe(args),
+            Builtin::SpecVerify => verify::describe(args),
             Builtin::WebFetch => web::describe(args),
             Builtin::Grep => lines::describe_grep(args),
             Builtin::Head => lines::describe_head(args, false),
@@ -410,6 +416,7 @@ impl Builtin {
             Builtin::Shell => shell(args, env).await,
             Builtin::CurrentTime => clock::run(args),
             Builtin::Calculator => calc::run(args),
+            Builtin::SpecVerify => verify::run(args),
             Builtin::WebFetch => web::web_fetch(args, env, grant).await,
             Builtin::Grep | Builtin::Head | Builtin::Tail | Builtin::Search => {
                 let (tool, args) = (*self, args.clone());
