@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::retry;
-use super::{ChatRequest, ChatResponse, Message, ProviderConfig, ToolCall, Usage};
+use super::{ChatRequest, ChatResponse, Message, ProviderConfig, Usage};
 use crate::error::{Error, Result};
 use crate::retry::RetryPolicy;
 
@@ -273,22 +273,7 @@ fn parse_response(url: &str, json: &Value, raw: &str) -> Result<ChatResponse> {
         .iter()
         .filter(|b| is(b, "tool_use"))
         .enumerate()
-        .map(|(index, b)| ToolCall {
-            id: b
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|id| !id.trim().is_empty())
-                .map_or_else(|| format!("call_{index}"), str::to_string),
-            name: b
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            arguments: match b.get("input") {
-                None | Some(Value::Null) => Value::Object(Default::default()),
-                Some(input) => input.clone(),
-            },
-        })
+        .map(|(index, b)| super::read_tool_call(b, "input", || format!("call_{index}")))
         .collect();
     let count = |field: &str| {
         json.get("usage")
@@ -313,7 +298,7 @@ fn parse_response(url: &str, json: &Value, raw: &str) -> Result<ChatResponse> {
 mod tests {
     use super::*;
     use crate::provider::retry::fake_server::{start, Reply};
-    use crate::provider::{Provider, ProviderKind, ToolSpec};
+    use crate::provider::{Provider, ProviderKind, ToolCall, ToolSpec};
     use serde_json::json;
     use std::time::Duration;
 

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::openai::key_header;
 use super::retry;
-use super::{ChatRequest, ChatResponse, Message, ProviderConfig, ToolCall, Usage};
+use super::{ChatRequest, ChatResponse, Message, ProviderConfig, Usage};
 use crate::error::{Error, Result};
 use crate::retry::RetryPolicy;
 
@@ -404,22 +404,7 @@ fn parse_response(url: &str, json: &Value, raw: &str, turn: usize) -> Result<Cha
         .iter()
         .filter_map(|p| p.get("functionCall"))
         .enumerate()
-        .map(|(index, call)| ToolCall {
-            id: call
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|id| !id.trim().is_empty())
-                .map_or_else(|| format!("call_{turn}_{index}"), str::to_string),
-            name: call
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            arguments: match call.get("args") {
-                None | Some(Value::Null) => Value::Object(Default::default()),
-                Some(args) => args.clone(),
-            },
-        })
+        .map(|(index, call)| super::read_tool_call(call, "args", || format!("call_{turn}_{index}")))
         .collect();
     let count = |field: &str| {
         json.get("usageMetadata")

@@ -162,6 +162,28 @@ impl Provider {
     }
 }
 
+/// A tool call read off a provider's JSON: its `id` (else `fallback()`,
+/// for providers that may omit it), `name`, and the arguments under
+/// `args_key` (absent or null: `{}`).
+pub(crate) fn read_tool_call(
+    v: &serde_json::Value,
+    args_key: &str,
+    fallback: impl FnOnce() -> String,
+) -> ToolCall {
+    use serde_json::Value;
+    let text = |key: &str| v.get(key).and_then(Value::as_str);
+    ToolCall {
+        id: text("id")
+            .filter(|id| !id.trim().is_empty())
+            .map_or_else(fallback, str::to_string),
+        name: text("name").unwrap_or_default().to_string(),
+        arguments: match v.get(args_key) {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(args) => args.clone(),
+        },
+    }
+}
+
 /// Installs rustls' ring crypto provider once per process (reqwest is built
 /// without a default provider so that it shares ring with slack-morphism).
 pub fn install_crypto() {

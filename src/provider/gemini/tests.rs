@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::provider::retry::fake_server::{start, Reply};
-use crate::provider::{Provider, ProviderKind, ToolSpec};
+use crate::provider::{Provider, ProviderKind, ToolCall, ToolSpec};
 use serde_json::json;
 use std::time::Duration;
 
