@@ -240,3 +240,53 @@ fn chain_with_hitl_and_manual_gate() {
     );
     assert!(matches!(&steps[4], ChainStep::Agent(s) if s.agent == "b" && s.input.is_none()));
 }
+
+#[test]
+fn a_step_reading_a_result_that_cannot_exist_yet_is_refused_before_any_run() {
+    let d = only(&chain(concat!(
+        "      - agent: a\n",                                                       // 14
+        "        input: \"Go\"\n",                                                  // 15
+        "      - agent: a\n",                                                       // 16
+        "        input: \"{{ steps[0].response }} and {{ steps[2].response }}\"\n", // 17
+        "      - agent: a\n",                                                       // 18
+    )));
+    check(
+        &d,
+        17,
+        16,
+        "the input of steps[1] reads `steps[2]`, which has not run yet at that point",
+        Some("steps[0] to steps[0]"),
+    );
+    // A guarded read is left to run time.
+    valid(&chain(concat!(
+        "      - agent: a\n",
+        "        input: \"{% if steps|length > 2 %}{{ steps[2].response }}{% endif %}\"\n",
+    )));
+}
+
+#[test]
+fn a_task_reading_a_task_outside_its_deps_or_no_task_is_refused() {
+    let d = diags(&workflow(concat!(
+        "      - id: x\n",                                                    // 14
+        "        agent: a\n",                                                 // 15
+        "      - id: y\n",                                                    // 16
+        "        agent: a\n",                                                 // 17
+        "        input: \"{{ tasks.x.response }}\"\n",                        // 18
+        "      - id: z\n",                                                    // 19
+        "        agent: a\n",                                                 // 20
+        "        deps: [x]\n",                                                // 21
+        "        input: \"{{ tasks.x.response }} {{ tasks.w.response }}\"\n", // 22
+    )));
+    let got: Vec<(u32, &str)> = d.iter().map(|d| (d.line, d.message.as_str())).collect();
+    assert_eq!(got.len(), 2, "{got:#?}");
+    assert_eq!(got[0].0, 18);
+    assert!(
+        got[0]
+            .1
+            .contains("reads `tasks.x`, which is not among its deps"),
+        "{got:?}"
+    );
+    assert_eq!(d[0].hint.as_deref(), Some("add `x` to the `deps` of `y`"));
+    assert_eq!(got[1].0, 22);
+    assert!(got[1].1.contains("there is no task `w`"), "{got:?}");
+}

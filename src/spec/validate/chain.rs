@@ -30,6 +30,9 @@ impl Validator {
         let mut out = Vec::new();
         for (i, st) in cfg.steps.value.iter().enumerate() {
             let label = format!("steps[{i}]");
+            if let (Some(input), None) = (&st.value.input, &st.value.kind) {
+                self.chain_reads(i, input);
+            }
             match self.step(st, &label, false, agents, &format!("step{i}")) {
                 Some(Body::Agent(a)) => out.push(ChainStep::Agent(a)),
                 Some(Body::Gate(g)) => {

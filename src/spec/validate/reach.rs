@@ -156,6 +156,82 @@ fn vars_keys(v: &Value, out: &mut BTreeSet<String>) {
     }
 }
 
+/// Reads of results that cannot exist yet where the template renders: a
+/// chain step reading `steps[N]` at or after itself, a workflow task
+/// reading `tasks.X` that is not among its (direct or indirect) deps.
+/// Only plain templates are judged: one with `{% ... %}` or an inline
+/// `if` may guard the read, and is left to run time.
+impl Validator {
+    pub(super) fn chain_reads(&mut self, i: usize, input: &Spanned<String>) {
+        if guarded(&input.value) {
+            return;
+        }
+        let re = step_ref();
+        let late: BTreeSet<usize> = re
+            .captures_iter(&input.value)
+            .filter_map(|c| c[1].parse::<usize>().ok())
+            .filter(|&n| n >= i)
+            .collect();
+        for n in late {
+            self.error(
+                at(input),
+                format!("the input of steps[{i}] reads `steps[{n}]`, which has not run yet at that point"),
+                Some(if i == 0 {
+                    "the first step sees no step results; use the inputs".to_string()
+                } else {
+                    format!("steps[{i}] sees the results of steps[0] to steps[{}]", i - 1)
+                }),
+            );
+        }
+    }
+
+    pub(super) fn task_reads(
+        &mut self,
+        id: &str,
+        input: &Spanned<String>,
+        before: &BTreeSet<String>,
+        all: &BTreeSet<String>,
+    ) {
+        if guarded(&input.value) {
+            return;
+        }
+        let re = task_ref();
+        let read: BTreeSet<String> = re
+            .captures_iter(&input.value)
+            .map(|c| c[1].to_string())
+            .collect();
+        for other in read {
+            if !all.contains(&other) {
+                self.error(
+                    at(input),
+                    format!("the input of task `{id}` reads `tasks.{other}`, and there is no task `{other}`"),
+                    Some(format!("tasks: {}", all.iter().cloned().collect::<Vec<_>>().join(", "))),
+                );
+            } else if other == id || !before.contains(&other) {
+                self.error(
+                    at(input),
+                    format!("the input of task `{id}` reads `tasks.{other}`, which is not among its deps, so it may not have run"),
+                    Some(format!("add `{other}` to the `deps` of `{id}`")),
+                );
+            }
+        }
+    }
+}
+
+/// A template that may guard its reads (a block tag or an inline `if`).
+fn guarded(source: &str) -> bool {
+    source.contains("{%") || source.contains(" if ")
+}
+
+fn step_ref() -> regex::Regex {
+    regex::Regex::new(r"\bsteps\[(\d+)\]").unwrap_or_else(|_| unreachable!("a fixed pattern"))
+}
+
+fn task_ref() -> regex::Regex {
+    regex::Regex::new(r"\btasks\.([A-Za-z_][A-Za-z0-9_-]*)")
+        .unwrap_or_else(|_| unreachable!("a fixed pattern"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::CONTEXT;

@@ -99,6 +99,14 @@ impl Validator {
                 Vec::new()
             }
         };
+        if !layers.is_empty() {
+            for (t, st) in tasks.iter().zip(&locs) {
+                if let Some(input) = &st.value.input {
+                    let before = ancestors(&tasks, &t.id);
+                    self.task_reads(&t.id, input, &before, &ids);
+                }
+            }
+        }
         PatternSpec::Workflow { tasks, layers }
     }
 }
@@ -167,4 +175,18 @@ fn layers(tasks: &[Task]) -> std::result::Result<Vec<Vec<usize>>, Vec<usize>> {
         }
         left = keep;
     }
+}
+
+/// Every task `id` depends on, directly or not.
+fn ancestors(tasks: &[Task], id: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut todo = vec![id.to_string()];
+    while let Some(t) = todo.pop() {
+        for d in tasks.iter().filter(|x| x.id == t).flat_map(|x| &x.deps) {
+            if out.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    out
 }
