@@ -8,7 +8,7 @@
 //! makes the same check before a run starts, for the paths that depend on
 //! the inputs only, so a refusal costs no model call.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -85,24 +85,11 @@ fn refuse_existing(target: &Path) -> Result<()> {
 }
 
 fn checked(i: usize, rel: &str) -> Result<PathBuf> {
-    safe_relative(rel).ok_or_else(|| {
+    crate::spec::relative_inside(rel).ok_or_else(|| {
         Error::Runtime(format!(
             "outputs.artifacts[{i}].path renders to `{rel}`, which is absolute or leaves the output directory"
         ))
     })
-}
-
-/// `./a/b.md` → `a/b.md`; `None` for absolute paths or any `..`.
-fn safe_relative(p: &str) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in Path::new(p.trim()).components() {
-        match c {
-            Component::Normal(s) => out.push(s),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    (!out.as_os_str().is_empty()).then_some(out)
 }
 
 #[cfg(test)]
@@ -112,12 +99,14 @@ mod tests {
     #[test]
     fn paths_stay_inside_the_output_directory() {
         assert_eq!(
-            safe_relative("./output/report.md").unwrap().to_str(),
+            crate::spec::relative_inside("./output/report.md")
+                .unwrap()
+                .to_str(),
             Some("output/report.md")
         );
-        assert!(safe_relative("/etc/passwd").is_none());
-        assert!(safe_relative("a/../../x").is_none());
-        assert!(safe_relative("").is_none());
+        assert!(crate::spec::relative_inside("/etc/passwd").is_none());
+        assert!(crate::spec::relative_inside("a/../../x").is_none());
+        assert!(crate::spec::relative_inside("").is_none());
     }
 
     fn artifact(path: &str, from: &str) -> ArtifactSpec {

@@ -646,6 +646,22 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
     validate::parse(text, path, limits)
 }
 
+/// `./a/b.md` → `a/b.md`: a path a spec names inside a directory (an
+/// artifact under `--out`, a notes file); `None` for absolute paths, any
+/// `..`, or nothing.
+pub fn relative_inside(p: &str) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in Path::new(p.trim()).components() {
+        match c {
+            Component::Normal(s) => out.push(s),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
 /// Hex SHA-256 of a text.
 pub fn sha256_hex(text: &str) -> String {
     use sha2::{Digest, Sha256};

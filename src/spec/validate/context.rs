@@ -7,7 +7,6 @@
 //! line, so nothing is ignored silently.
 
 use serde_saphyr::Spanned;
-use std::path::{Component, Path, PathBuf};
 
 use super::raw::{self, Document};
 use super::{at, Validator};
@@ -149,7 +148,7 @@ impl Validator {
     }
 
     fn notes(&mut self, n: &raw::Notes) -> Option<Notes> {
-        let file = match notes_path(&n.file.value) {
+        let file = match crate::spec::relative_inside(&n.file.value) {
             Some(p) => p,
             None => {
                 self.error(
@@ -265,17 +264,4 @@ impl Validator {
             }
         }
     }
-}
-
-/// `./a/notes.md` → `a/notes.md`; `None` for absolute paths, `..` or nothing.
-fn notes_path(p: &str) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in Path::new(p.trim()).components() {
-        match c {
-            Component::Normal(s) => out.push(s),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    (!out.as_os_str().is_empty()).then_some(out)
 }
