@@ -139,6 +139,24 @@ pub(crate) struct HttpCall<'a> {
 }
 
 /// True for http and https URLs with a host.
+/// Whether a redirect to `next` is followed: anywhere a human approved
+/// the request for (the egress policy still checks every hop), only to
+/// hosts the spec names for a request nobody looked at.
+pub(crate) fn may_follow(
+    grant: Grant,
+    egress: &crate::tools::egress::Egress,
+    next: &Url,
+) -> Result<(), String> {
+    match (grant, next.host()) {
+        (Grant::Human, _) => Ok(()),
+        (Grant::Policy, Some(h)) if egress.names(&h) => Ok(()),
+        (Grant::Policy, _) => Err(
+            "the spec does not name that host (tools.network.allow), and nobody approved going there"
+                .to_string(),
+        ),
+    }
+}
+
 pub(crate) fn is_web_url(url: &Url) -> bool {
     matches!(url.scheme(), "http" | "https") && url.host().is_some()
 }
@@ -504,17 +522,7 @@ pub(super) async fn http_request(args: &Value, env: &ToolEnv, grant: Grant) -> T
     let body = str_arg(args, "body").map(|b| b.as_bytes().to_vec());
     // A human who approved this URL may be sent on (the egress policy still
     // checks every hop); a request nobody looked at stays on named hosts.
-    let egress = &env.egress;
-    let follow = |next: &Url| {
-        match (grant, next.host()) {
-        (Grant::Human, _) => Ok(()),
-        (Grant::Policy, Some(h)) if egress.names(&h) => Ok(()),
-        (Grant::Policy, _) => Err(
-            "the spec does not name that host (tools.network.allow), and nobody approved going there"
-                .to_string(),
-        ),
-    }
-    };
+    let follow = |next: &Url| may_follow(grant, &env.egress, next);
     let full = |u: &Url| u.to_string();
     send(
         env,

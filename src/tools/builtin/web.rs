@@ -20,7 +20,9 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, ACCEPT_LANGUAGE, USER_AGEN
 use reqwest::{Method, Url};
 use serde_json::{json, Map, Value};
 
-use super::http::{fetch, headers_schema, is_web_url, model_headers, read_body, HttpCall};
+use super::http::{
+    fetch, headers_schema, is_web_url, may_follow, model_headers, read_body, HttpCall,
+};
 use super::str_arg;
 use super::text::{effective_timeout, human_duration, short, short_n};
 use crate::tools::{Grant, ToolEnv, ToolResult};
@@ -104,17 +106,7 @@ pub(super) async fn web_fetch(args: &Value, env: &ToolEnv, grant: Grant) -> Tool
         }
         Err(e) => return ToolResult::error(e),
     }
-    let egress = &env.egress;
-    let follow = |next: &Url| {
-        match (grant, next.host()) {
-        (Grant::Human, _) => Ok(()),
-        (Grant::Policy, Some(h)) if egress.names(&h) => Ok(()),
-        (Grant::Policy, _) => Err(
-            "the spec does not name that host (tools.network.allow), and nobody approved going there"
-                .to_string(),
-        ),
-    }
-    };
+    let follow = |next: &Url| may_follow(grant, &env.egress, next);
     let full = |u: &Url| u.to_string();
     let call = HttpCall {
         method: Method::GET,
