@@ -24,6 +24,7 @@ pub mod spec;
 pub mod store;
 pub mod template;
 pub mod tools;
+pub mod web;
 pub mod webhook;
 
 pub use error::{Error, Result};

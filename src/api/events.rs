@@ -113,6 +113,24 @@ fn stream(follow: Follow) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     })
 }
 
+/// Every run's events after event `after`, followed until dropped: what
+/// the web inbox watches to refresh itself.
+pub fn follow_all(hub: Hub, after: u64) -> impl Stream<Item = Event> {
+    let seen = hub.store.subscribe_events();
+    let follow = Follow {
+        hub,
+        session: None,
+        cursor: after,
+        seen,
+        buf: VecDeque::new(),
+        done: false,
+    };
+    futures_util::stream::unfold(follow, |mut f| async move {
+        let e = f.next().await?;
+        Some((e, f))
+    })
+}
+
 /// One run's events: replayed from its start (or after `Last-Event-ID`),
 /// then followed; the stream ends after `run.completed`, `run.failed` or
 /// `run.rejected`.

@@ -11,6 +11,7 @@
 //! | `GET /api/v1/sessions/{id}` | approver | one session, as `sessions show --json` |
 //! | `POST /api/v1/sessions/{id}/answers` | approver | answer a gate (403/409/422) |
 //! | `POST /api/v1/sessions/{id}/cancel` | operator | reject a paused run |
+//! | `POST /api/v1/sessions/{id}/links` | operator | a one-tap link to a gate's web page |
 //! | `GET /api/v1/sessions/{id}/events` | approver | one run's events (SSE) ([`events`]) |
 //! | `GET /api/v1/events` | operator | every run's events (SSE) |
 //! | `GET /api/v1/audit` | admin | the audit trail, JSON lines ([`admin`]) |
@@ -116,6 +117,7 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(sessions::show))
         .routes(routes!(sessions::answer))
         .routes(routes!(sessions::cancel))
+        .routes(routes!(sessions::link))
         .routes(routes!(events::session_events))
         .routes(routes!(events::all_events))
         .routes(routes!(admin::audit))

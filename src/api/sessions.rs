@@ -17,25 +17,11 @@ use crate::engine::Accepted;
 use crate::hub::view::SessionView;
 use crate::hub::Hub;
 use crate::model::token::Role;
-use crate::model::{Answer, Decision, GateEventKind, Session, Status, Summary};
+use crate::model::{Answer, Decision, Session, Status, Summary};
 
-/// Who may read a session: operators and admins any; an approver the
-/// sessions it started, answered, or may answer now.
+/// Who may read a session ([`crate::hub::inbox::may_read`]).
 pub(super) fn may_read(hub: &Hub, caller: &Caller, s: &Session) -> bool {
-    if caller.role >= Role::Operator || s.started_by == caller.name {
-        return true;
-    }
-    let answered = s.history.iter().any(
-        |e| matches!(&e.what, GateEventKind::Answered { answer, .. } if answer.by == caller.name),
-    );
-    if answered {
-        return true;
-    }
-    let nobody = |_: &str| false;
-    let asker = hub.asker(&caller.name, &nobody);
-    let reject = Decision::Reject { reason: None };
-    s.open_gates()
-        .any(|g| crate::engine::intake::authorize(g, s, &reject, &asker).is_ok())
+    crate::hub::inbox::may_read(hub, &caller.name, caller.role, s)
 }
 
 /// The session `id` (or a unique prefix), when the caller may read it.
@@ -399,4 +385,102 @@ pub async fn cancel(
     };
     let outcome = take(&hub, &caller, &s.id, Some(&gate), answer).await?;
     Ok((StatusCode::OK, outcome))
+}
+
+/// A one-tap link to make.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkRequest {
+    /// Who the link signs in (a name approver lists use).
+    #[serde(rename = "for")]
+    pub person: String,
+    /// The gate (its handle `id#n` or id); the first open gate when absent.
+    #[serde(default)]
+    pub gate: Option<String>,
+    /// How long it works, 1–168 hours (default 24).
+    #[serde(default)]
+    pub hours: Option<u32>,
+}
+
+/// A one-tap link: sign-in for one gate, single use.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct LinkMade {
+    pub url: String,
+    pub person: String,
+    pub gate: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Makes a one-tap link to the web page of an open gate, for a person
+/// (to send by e-mail or chat). Opening it decides nothing; it signs its
+/// holder in as that person, for that gate only, once. Operators.
+#[utoipa::path(post, path = "/sessions/{id}/links", tag = "sessions",
+    params(("id" = String, Path, description = "a session id")),
+    request_body = LinkRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = LinkMade),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "no such open gate"),
+        (status = 422, body = ErrorBody, description = "a bad name or duration"),
+    ))]
+pub async fn link(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(req): ApiJson<LinkRequest>,
+) -> Result<Json<LinkMade>, ApiError> {
+    caller.require(Role::Operator)?;
+    if !crate::model::token::valid_name(&req.person) {
+        return Err(ApiError::unprocessable(
+            "bad_link",
+            "`for` must be a name of letters, digits, `-`, `_`, `.` or `@`",
+        ));
+    }
+    let hours = req.hours.unwrap_or(24);
+    if !(1..=168).contains(&hours) {
+        return Err(ApiError::unprocessable(
+            "bad_link",
+            "`hours` must be between 1 and 168",
+        ));
+    }
+    let s = hub.store.get(&id).await?;
+    let gate = match req.gate.as_deref() {
+        Some(g) => s.open_gate(g).map(|g| g.handle()),
+        None => s.first_gate().map(|g| g.handle()),
+    }
+    .ok_or_else(|| {
+        ApiError::conflict(
+            "not_open",
+            format!("session {} has no such open gate to link to", s.id),
+        )
+    })?;
+    let grant = crate::hub::links::grant(
+        &s.id,
+        &gate,
+        &req.person,
+        chrono::TimeDelta::hours(i64::from(hours)),
+    );
+    let token = crate::hub::links::sign(&hub.store, &grant).await?;
+    let audit = {
+        let mut ev =
+            crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, &s.id, &s.workflow);
+        ev.who = Some(caller.name.clone());
+        ev.via = Some("api".into());
+        ev.gate = Some(gate.clone());
+        ev.detail = Some(format!(
+            "made a one-tap link for `{}` (expires {})",
+            req.person,
+            grant.expires_at().to_rfc3339()
+        ));
+        ev
+    };
+    hub.store.append_audit(&[audit]).await?;
+    Ok(Json(LinkMade {
+        url: format!("{}/l/{token}", hub.public_url),
+        person: req.person,
+        gate,
+        expires_at: grant.expires_at(),
+    }))
 }

@@ -34,6 +34,11 @@ pub(super) struct Remote {
 }
 
 impl Remote {
+    /// The server's root URL (no trailing slash).
+    pub(super) fn base(&self) -> &str {
+        &self.base
+    }
+
     /// `STRANDS_SERVER` + `STRANDS_TOKEN`, when set; `as_who` is `--as`,
     /// which a server does not take from a token of its own.
     pub(super) fn from_env(as_who: Option<&str>) -> Result<Option<Remote>> {

@@ -131,6 +131,13 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
         ));
     }
     out.push_str(&format!("\n   Session: {id}\n"));
+    if let Some(remote) = &ctx.remote {
+        // Through a server: its web inbox shows the run and answers it.
+        out.push_str(&format!(
+            "   Web:     {}\n",
+            crate::web::session_link(remote.base(), id)
+        ));
+    }
     if g.kind == spec::GateKind::ToolCall {
         for c in g.calls.iter().filter(|c| c.waiting()) {
             let trust = if c.trustable() { " | --trust" } else { "" };

@@ -14,6 +14,8 @@
 //! over the hall), [`workflows`] (the named specs runs may start),
 //! [`view`] (the session as API and CLI show it), [`tokens`] (API tokens).
 
+pub mod inbox;
+pub mod links;
 pub mod metrics;
 pub mod notifier;
 pub mod tokens;
@@ -59,6 +61,9 @@ pub struct Inner {
     pub metrics: Arc<metrics::Metrics>,
     /// The largest request body any route reads.
     pub max_body_bytes: usize,
+    /// How people reach this service (links to the web inbox), no
+    /// trailing slash.
+    pub public_url: String,
     hall: OnceLock<Hall>,
     /// Sessions a background task is driving right now.
     driving: Mutex<HashSet<String>>,
@@ -88,6 +93,7 @@ impl Hub {
             wake: Arc::new(tokio::sync::Notify::new()),
             metrics: Arc::new(metrics::Metrics::new()),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            public_url: format!("http://{}", crate::serve::config::DEFAULT_BIND),
             hall: OnceLock::new(),
             driving: Mutex::new(HashSet::new()),
             tasks: tokio_util::task::TaskTracker::new(),
@@ -99,6 +105,17 @@ impl Hub {
         match Arc::try_unwrap(self.0) {
             Ok(mut inner) => {
                 inner.max_body_bytes = max;
+                Hub(Arc::new(inner))
+            }
+            Err(shared) => Hub(shared),
+        }
+    }
+
+    /// The same hub with another public URL (before it is shared).
+    pub fn with_public_url(self, url: &str) -> Hub {
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                inner.public_url = url.trim_end_matches('/').to_string();
                 Hub(Arc::new(inner))
             }
             Err(shared) => Hub(shared),

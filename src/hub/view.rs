@@ -96,6 +96,9 @@ pub struct GateView {
     pub approvals_required: u32,
     #[schema(value_type = Vec<Object>)]
     pub approvals: Vec<crate::model::Approval>,
+    /// A rejection must say why.
+    #[serde(default)]
+    pub require_reason: bool,
 }
 
 /// A tool call of the agent turn a tool-call gate asks about.
@@ -185,6 +188,7 @@ impl GateView {
             approvers: g.approvers.clone(),
             approvals_required: g.approvals_required,
             approvals: g.approvals.clone(),
+            require_reason: g.require_reason,
         }
     }
 }

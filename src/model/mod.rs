@@ -12,6 +12,7 @@ pub mod accept;
 pub mod conversation;
 pub mod event;
 pub mod gate;
+pub mod login;
 pub mod pattern;
 pub mod session;
 pub mod timer;

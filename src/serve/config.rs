@@ -6,7 +6,9 @@
 //! |---|---|
 //! | `STRANDS_BIND` | address to listen on (`127.0.0.1:3000`) |
 //! | `STRANDS_WORKFLOWS` | directory of specs runs may be started from, by name |
-//! | `STRANDS_PUBLIC_URL` | how others reach this server (links in webhooks) |
+//! | `STRANDS_PUBLIC_URL` | how others reach this server (links in webhooks, Slack, the CLI) |
+//! | `STRANDS_WEB_TEMPLATES` | directory of web inbox templates replacing the built-in ones |
+//! | `STRANDS_WEB_LOGIN_HOURS` | how long a web inbox sign-in lasts (12) |
 //! | `STRANDS_MAX_BODY_BYTES` | largest request body (256 KiB) |
 //! | `STRANDS_API_RATE_PER_SEC`, `STRANDS_API_BURST` | per-token rate limit (20/s, burst 40) |
 //! | `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, ... | Slack (`crate::slack::config`) |
@@ -30,6 +32,8 @@ pub struct Config {
     pub api: crate::api::Limits,
     /// Slack, when configured.
     pub slack: Option<crate::slack::config::Config>,
+    /// The web inbox.
+    pub web: crate::web::Config,
     /// Outbound webhooks, when `STRANDS_WEBHOOK_URL` is set.
     pub webhooks: Option<crate::webhook::Config>,
     /// What the engine, the tools and the timers are configured with.
@@ -110,7 +114,13 @@ impl Config {
             },
         )?;
         let webhooks = crate::webhook::Config::from_lookup(&get, &public_url)?;
+        let web = crate::web::Config {
+            public_url: public_url.clone(),
+            templates: set("STRANDS_WEB_TEMPLATES").map(PathBuf::from),
+            login_hours: u32::try_from(number("STRANDS_WEB_LOGIN_HOURS", 12)?).unwrap_or(u32::MAX),
+        };
         Ok(Config {
+            web,
             webhooks,
             bind,
             store,

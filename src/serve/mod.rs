@@ -36,7 +36,8 @@ pub async fn run(config: Config) -> Result<()> {
         Arc::clone(&config.settings),
         config.workflows.clone(),
     )
-    .with_max_body_bytes(config.max_body_bytes);
+    .with_max_body_bytes(config.max_body_bytes)
+    .with_public_url(&config.public_url);
     let mut rooms: Vec<Arc<dyn Room>> = Vec::new();
     let mut router = Router::new();
     if let Some(slack) = config.slack.clone() {
@@ -51,8 +52,10 @@ pub async fn run(config: Config) -> Result<()> {
     // serving fire first, before any answer is taken; then the timer loop.
     hub.start_timers().await?;
     hub.recover().await?;
+    let web = crate::web::Web::new(hub.clone(), config.web.clone())?;
     router = router
         .merge(crate::api::router(hub.clone(), config.api.clone()))
+        .merge(crate::web::router(web))
         .merge(service_routes(hub.clone()));
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
@@ -76,7 +79,7 @@ pub async fn run(config: Config) -> Result<()> {
     }
     tracing::info!(%addr, rooms = %room_names, "strands serve listening");
     eprintln!(
-        "strands serve listening on http://{addr} (API at /api/v1{})",
+        "strands serve listening on http://{addr} (web inbox at http://{addr}/, API at /api/v1{})",
         if room_names.is_empty() {
             String::new()
         } else {

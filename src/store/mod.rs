@@ -21,6 +21,7 @@ use std::future::Future;
 use std::path::PathBuf;
 
 use crate::error::Result;
+use crate::model::login::Login;
 use crate::model::token::TokenRecord;
 use crate::model::webhook::{Delivery, Settle};
 use crate::model::{Answer, Notification, OpenGate, Refusal, Session, Status, Summary};
@@ -259,6 +260,16 @@ pub trait Backend: Send + Sync {
     ) -> impl Future<Output = Result<()>> + Send;
     /// Up to `limit` deliveries given up on, latest first.
     fn webhook_failed(&self, limit: usize) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
+
+    /// Stores a web inbox sign-in (its secret's hash only).
+    fn put_login(&self, login: &Login) -> impl Future<Output = Result<()>> + Send;
+    /// The sign-in `id`, expired or not.
+    fn login(&self, id: &str) -> impl Future<Output = Result<Option<Login>>> + Send;
+    /// Ends sign-in `id` (sign-out); whether there was one.
+    fn end_login(&self, id: &str) -> impl Future<Output = Result<bool>> + Send;
+    /// The service's secret key `name` (32 bytes), made once and the same
+    /// for every process on the store (one-tap links are signed with it).
+    fn key(&self, name: &str) -> impl Future<Output = Result<Vec<u8>>> + Send;
 }
 
 /// The store a process uses: one of the backends.
@@ -326,6 +337,10 @@ forward! {
     fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>>;
     fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()>;
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
+    fn put_login(&self, login: &Login) -> Result<()>;
+    fn login(&self, id: &str) -> Result<Option<Login>>;
+    fn end_login(&self, id: &str) -> Result<bool>;
+    fn key(&self, name: &str) -> Result<Vec<u8>>;
 }
 
 impl Store {

@@ -28,7 +28,7 @@ mod config;
 mod payload;
 
 pub use config::{parse_span, Config, DEFAULT_GIVE_UP};
-pub use payload::payload;
+pub use payload::{page_link, payload};
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};

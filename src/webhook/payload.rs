@@ -10,6 +10,12 @@ use serde_json::{json, Value};
 
 use crate::model::Event;
 
+/// The web inbox page of session `id` (sign-in required), under
+/// `public_url`: the one link every message and payload carries.
+pub fn page_link(public_url: &str, id: &str) -> String {
+    format!("{}/sessions/{id}", public_url.trim_end_matches('/'))
+}
+
 /// The payload of `event`; links start with `public_url` (no trailing
 /// slash).
 pub fn payload(event: &Event, public_url: &str) -> Value {
@@ -28,6 +34,8 @@ pub fn payload(event: &Event, public_url: &str) -> Value {
             "answers": format!("{session}/answers"),
             "events": format!("{session}/events"),
             "session": session,
+            // The run's page in the web inbox (sign-in required).
+            "page": page_link(public_url, &event.session),
         }),
     );
     json!({

@@ -481,6 +481,7 @@ fn the_payload_carries_the_event_and_links_back() {
                     "session": "http://127.0.0.1:3000/api/v1/sessions/s-1",
                     "answers": "http://127.0.0.1:3000/api/v1/sessions/s-1/answers",
                     "events": "http://127.0.0.1:3000/api/v1/sessions/s-1/events",
+                    "page": "http://127.0.0.1:3000/sessions/s-1",
                 },
             },
         })

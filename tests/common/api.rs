@@ -87,13 +87,21 @@ pub struct Sse {
 impl Sse {
     /// `GET path` on the service with `token` (and `Last-Event-ID`).
     pub fn open(svc: &Service, path: &str, token: &str, last_event_id: Option<u64>) -> Sse {
+        let mut headers = vec![("Authorization".to_string(), format!("Bearer {token}"))];
+        if let Some(id) = last_event_id {
+            headers.push(("Last-Event-ID".into(), id.to_string()));
+        }
+        Sse::open_with(svc, path, &headers)
+    }
+
+    /// `GET path` on the service with `headers`.
+    pub fn open_with(svc: &Service, path: &str, headers: &[(String, String)]) -> Sse {
         let host = svc.url.trim_start_matches("http://").to_string();
         let mut stream = TcpStream::connect(&host).expect("connect for SSE");
-        let mut req = format!(
-            "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {token}\r\n"
-        );
-        if let Some(id) = last_event_id {
-            req.push_str(&format!("Last-Event-ID: {id}\r\n"));
+        let mut req =
+            format!("GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: text/event-stream\r\n");
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
         }
         req.push_str("\r\n");
         stream

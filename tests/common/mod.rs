@@ -857,6 +857,7 @@ pub fn invalid_spec(yaml: &str, expect: &[(&str, &str)]) {
 }
 
 pub mod api;
+pub mod browser;
 pub mod crash;
 pub mod fake_slack;
 pub mod service;

@@ -268,6 +268,7 @@ fn the_openapi_document_lists_every_route_the_server_answers() {
         ("post", "/api/v1/sessions/{id}/cancel"),
         ("get", "/api/v1/sessions/{id}/events"),
         ("get", "/api/v1/events"),
+        ("post", "/api/v1/sessions/{id}/links"),
         ("get", "/api/v1/audit"),
         ("post", "/api/v1/tokens"),
         ("get", "/api/v1/tokens"),

@@ -11,14 +11,14 @@
 //! `store` (the seam over sled) → `engine` (run, intake, timers) →
 //! `webhook` (events posted from the store's outbox) → `hub` (the
 //! service's core: drives, timers, starts, answers) → `api` (HTTP for
-//! code) → `slack` (a room off the channel hall) → `serve` (composes the
+//! code) → `web` (the browser inbox) → `slack` (a room off the channel hall) → `serve` (composes the
 //! service) → `cli`.
 
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
     "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
-    "channel", "store", "engine", "webhook", "hub", "api", "slack", "serve", "cli",
+    "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "serve", "cli",
 ];
 
 fn rank(module: &str) -> Option<usize> {

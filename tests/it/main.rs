@@ -45,3 +45,5 @@ mod slack_timers;
 mod slack_tools;
 mod store_scale;
 mod strands_cli_examples;
+mod web;
+mod web_browser;

@@ -189,4 +189,16 @@ impl crate::store::Backend for SledStore {
     async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
         SledStore::webhook_failed(self, limit)
     }
+    async fn put_login(&self, login: &crate::model::login::Login) -> Result<()> {
+        SledStore::put_login(self, login)
+    }
+    async fn login(&self, id: &str) -> Result<Option<crate::model::login::Login>> {
+        SledStore::login(self, id)
+    }
+    async fn end_login(&self, id: &str) -> Result<bool> {
+        SledStore::end_login(self, id)
+    }
+    async fn key(&self, name: &str) -> Result<Vec<u8>> {
+        SledStore::key(self, name)
+    }
 }

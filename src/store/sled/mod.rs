@@ -72,6 +72,9 @@ pub mod trees {
     /// seq → `model::webhook::Delivery` as JSON: deliveries strands gave
     /// up on (`strands webhooks failed`).
     pub const WEBHOOK_FAILED: &str = "webhook_failed";
+    /// login id → `model::login::Login` as JSON: web inbox sign-ins (the
+    /// cookie secret's hash, never the secret).
+    pub const WEB_LOGINS: &str = "web_logins";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -665,6 +668,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 mod audit;
 mod backend;
 mod events;
+mod logins;
 mod queued;
 mod timers;
 mod tokens;

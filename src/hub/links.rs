@@ -1,0 +1,166 @@
+//! One-tap links: a URL that signs its holder in to the web inbox for one
+//! gate of one run, as one person — for approvers who reach it from an
+//! e-mail or a phone. The token is `payload.signature`, both base64url:
+//! the payload names the session, the gate handle, the person, the expiry
+//! and a random nonce; the signature is HMAC-SHA256 under a key the store
+//! makes once (every replica on the store checks the same). A link is
+//! single-use: redeeming it records its nonce, and a second redemption is
+//! refused. Opening a link never decides anything (link previewers fetch
+//! links): the holder presses the button.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chrono::{DateTime, TimeDelta, Utc};
+use hmac::{KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::store::Store;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// The store key links are signed with.
+const KEY: &str = "links";
+
+/// What a link grants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    #[serde(rename = "s")]
+    pub session: String,
+    #[serde(rename = "g")]
+    pub gate: String,
+    #[serde(rename = "p")]
+    pub person: String,
+    /// Expiry, seconds since the epoch.
+    #[serde(rename = "e")]
+    pub expires: i64,
+    #[serde(rename = "n")]
+    pub nonce: String,
+}
+
+impl Grant {
+    pub fn expires_at(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp(self.expires, 0).unwrap_or_default()
+    }
+}
+
+/// Why a link does not sign anyone in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkRefusal {
+    #[error("this link is not one this server made (or it was cut short)")]
+    Forged,
+    #[error("this link expired at {0}; ask for a new one")]
+    Expired(DateTime<Utc>),
+    #[error("this link was used already; links sign in once")]
+    Used,
+}
+
+fn mac(key: &[u8], payload: &[u8]) -> Result<HmacSha256> {
+    let mut m = HmacSha256::new_from_slice(key)
+        .map_err(|e| crate::Error::Internal(format!("link key: {e}")))?;
+    m.update(payload);
+    Ok(m)
+}
+
+/// A token for `grant`.
+pub async fn sign(store: &Store, grant: &Grant) -> Result<String> {
+    let key = store.key(KEY).await?;
+    let payload = serde_json::to_vec(grant).map_err(|e| crate::Error::Internal(e.to_string()))?;
+    let sig = mac(&key, &payload)?.finalize().into_bytes();
+    Ok(format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(&payload),
+        URL_SAFE_NO_PAD.encode(sig)
+    ))
+}
+
+/// A grant for `person` at gate `gate` of `session`, valid for `ttl`.
+pub fn grant(session: &str, gate: &str, person: &str, ttl: TimeDelta) -> Grant {
+    Grant {
+        session: session.to_string(),
+        gate: gate.to_string(),
+        person: person.to_string(),
+        expires: (Utc::now() + ttl).timestamp(),
+        nonce: uuid::Uuid::new_v4().simple().to_string(),
+    }
+}
+
+/// What `token` grants, when this store signed it and it has not expired
+/// (the signature is checked in constant time). Nothing is consumed.
+pub async fn check(store: &Store, token: &str) -> Result<std::result::Result<Grant, LinkRefusal>> {
+    let Some((payload, sig)) = token.split_once('.') else {
+        return Ok(Err(LinkRefusal::Forged));
+    };
+    let (Ok(payload), Ok(sig)) = (URL_SAFE_NO_PAD.decode(payload), URL_SAFE_NO_PAD.decode(sig))
+    else {
+        return Ok(Err(LinkRefusal::Forged));
+    };
+    let key = store.key(KEY).await?;
+    if mac(&key, &payload)?.verify_slice(&sig).is_err() {
+        return Ok(Err(LinkRefusal::Forged));
+    }
+    let Ok(grant) = serde_json::from_slice::<Grant>(&payload) else {
+        return Ok(Err(LinkRefusal::Forged));
+    };
+    if Utc::now().timestamp() >= grant.expires {
+        return Ok(Err(LinkRefusal::Expired(grant.expires_at())));
+    }
+    Ok(Ok(grant))
+}
+
+/// Redeems `token` once: its grant, or why not (a second redemption is
+/// refused, on every process sharing the store).
+pub async fn redeem(store: &Store, token: &str) -> Result<std::result::Result<Grant, LinkRefusal>> {
+    let grant = match check(store, token).await? {
+        Ok(g) => g,
+        Err(r) => return Ok(Err(r)),
+    };
+    if !store
+        .first_sighting(&format!("link:{}", grant.nonce))
+        .await?
+    {
+        return Ok(Err(LinkRefusal::Used));
+    }
+    Ok(Ok(grant))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_link_signs_in_once_and_only_as_made() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let g = grant("s1", "review#1", "alice", TimeDelta::hours(1));
+        let token = sign(&store, &g).await.expect("signed");
+        assert_eq!(check(&store, &token).await.expect("io"), Ok(g.clone()));
+        // Tampering with the payload (another person) breaks the signature.
+        let (_, sig) = token.split_once('.').expect("two parts");
+        let mut other = g.clone();
+        other.person = "mallory".into();
+        let forged = format!(
+            "{}.{sig}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&other).expect("json"))
+        );
+        assert_eq!(
+            check(&store, &forged).await.expect("io"),
+            Err(LinkRefusal::Forged)
+        );
+        assert_eq!(
+            check(&store, "nonsense").await.expect("io"),
+            Err(LinkRefusal::Forged)
+        );
+        assert_eq!(redeem(&store, &token).await.expect("io"), Ok(g));
+        assert_eq!(
+            redeem(&store, &token).await.expect("io"),
+            Err(LinkRefusal::Used)
+        );
+        let old = grant("s1", "review#1", "alice", TimeDelta::seconds(-5));
+        let token = sign(&store, &old).await.expect("signed");
+        assert!(matches!(
+            redeem(&store, &token).await.expect("io"),
+            Err(LinkRefusal::Expired(_))
+        ));
+    }
+}

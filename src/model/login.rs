@@ -1,0 +1,147 @@
+//! Browser sign-ins to the web inbox: who a cookie stands for.
+//!
+//! A person signs in with an API token (or a one-tap link) and gets a
+//! cookie `<id>.<secret>`; the store keeps only the SHA-256 of the secret,
+//! compared in constant time. A sign-in is bound to what it came from: the
+//! API token (revoking the token ends its sign-ins) or a link's single gate
+//! (it opens that run's page and answers that gate, nothing else). Each has
+//! its own CSRF token, sent back with every form.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::token::Role;
+
+/// What a sign-in may reach.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum LoginScope {
+    /// Signed in with an API token: what that token may do.
+    Token { token_id: String },
+    /// Signed in by a one-tap link: one gate of one run.
+    Gate { session: String, gate: String },
+}
+
+/// A stored sign-in: everything but its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Login {
+    pub id: String,
+    /// SHA-256 of the cookie's secret, hex.
+    pub hash: String,
+    /// The CSRF token forms of this sign-in carry.
+    pub csrf: String,
+    /// The identity answers are recorded under.
+    pub name: String,
+    pub role: Role,
+    pub scope: LoginScope,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A sign-in just made: the record to store and the cookie to set once.
+pub struct NewLogin {
+    pub login: Login,
+    pub cookie: String,
+}
+
+impl std::fmt::Debug for NewLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewLogin")
+            .field("login", &self.login.id)
+            .field("cookie", &"[redacted]")
+            .finish()
+    }
+}
+
+fn hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+fn random() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+impl NewLogin {
+    pub fn generate(
+        name: &str,
+        role: Role,
+        scope: LoginScope,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> NewLogin {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let secret = random();
+        NewLogin {
+            cookie: format!("{id}.{secret}"),
+            login: Login {
+                id,
+                hash: hash(&secret),
+                csrf: random(),
+                name: name.to_string(),
+                role,
+                scope,
+                created_at: now,
+                expires_at,
+            },
+        }
+    }
+}
+
+/// The id and secret of a presented cookie value; `None` when it is not
+/// shaped like one.
+pub fn split(presented: &str) -> Option<(&str, &str)> {
+    let (id, secret) = presented.trim().split_once('.')?;
+    let ok = |s: &str| !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    (ok(id) && ok(secret)).then_some((id, secret))
+}
+
+impl Login {
+    /// Whether `secret` is this sign-in's and it has not expired.
+    pub fn admits(&self, secret: &str, now: DateTime<Utc>) -> bool {
+        let same: bool = hash(secret).as_bytes().ct_eq(self.hash.as_bytes()).into();
+        same && now < self.expires_at
+    }
+
+    /// Whether a form's CSRF token is this sign-in's (constant time).
+    pub fn csrf_matches(&self, presented: &str) -> bool {
+        presented.as_bytes().ct_eq(self.csrf.as_bytes()).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeDelta;
+
+    #[test]
+    fn a_cookie_proves_its_login_until_it_expires() {
+        let now = Utc::now();
+        let new = NewLogin::generate(
+            "alice",
+            Role::Approver,
+            LoginScope::Token {
+                token_id: "abc".into(),
+            },
+            now,
+            now + TimeDelta::hours(1),
+        );
+        let (id, secret) = split(&new.cookie).expect("shaped like a cookie");
+        assert_eq!(id, new.login.id);
+        assert!(new.login.admits(secret, now));
+        assert!(!new.login.admits(secret, now + TimeDelta::hours(2)));
+        assert!(!new.login.admits(&secret.replace('a', "b"), now) || !secret.contains('a'));
+        assert_ne!(new.login.hash, secret, "only the hash is kept");
+        assert!(!format!("{new:?}").contains(secret));
+        assert!(new.login.csrf_matches(&new.login.csrf.clone()));
+        assert!(!new.login.csrf_matches("nope"));
+        for bad in ["", ".", "abc", "a.b.c", "xyz.123", "ab.<script>"] {
+            assert!(split(bad).is_none(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The inbox (`/`): what waits for the signed-in person — the open gates
+//! and tool calls they may answer, newest first ([`crate::hub::inbox`]) —
+//! and the recent runs they may read; filters by workflow and status; a
+//! list that refreshes itself when anything happens (SSE pings, then a
+//! fetch of `/inbox/list`); bulk approve of routine gates, each answer
+//! taken and audited one by one by the hub's intake.
+
+use std::convert::Infallible;
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use chrono::Utc;
+use futures_util::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use super::auth::{check_post, Form, Viewer};
+use super::{html, Web, WebError};
+use crate::engine::Accepted;
+use crate::model::token::Role;
+use crate::model::{Answer, Decision, Status, Summary};
+
+/// At most this many recent runs are listed.
+const RUNS: usize = 50;
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub struct Filter {
+    /// Only runs of this workflow.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// Recent runs with this status (`paused`, `completed`, ...).
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+impl Filter {
+    fn workflow(&self) -> Option<&str> {
+        self.workflow.as_deref().filter(|w| !w.is_empty())
+    }
+    fn status(&self) -> Result<Option<Status>, WebError> {
+        match self.status.as_deref() {
+            None | Some("") => Ok(None),
+            Some(s) => Status::parse(s).map(Some).ok_or_else(|| {
+                WebError::bad_request(format!(
+                    "status `{s}` is not one of running, paused, completed, failed, rejected"
+                ))
+            }),
+        }
+    }
+}
+
+/// What a bulk approve did to one gate.
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    pub session: String,
+    pub gate: String,
+    pub ok: bool,
+    pub message: String,
+}
+
+async fn context(
+    web: &Web,
+    viewer: &Viewer,
+    filter: &Filter,
+    results: Vec<Outcome>,
+) -> Result<serde_json::Value, WebError> {
+    let hub = &web.hub;
+    let waiting =
+        crate::hub::inbox::waiting_for(hub, &viewer.caller.name, filter.workflow()).await?;
+    let status = filter.status()?;
+    let mut runs: Vec<Summary> = Vec::new();
+    let mut workflows = std::collections::BTreeSet::new();
+    for s in hub.store.list(None).await? {
+        workflows.insert(s.workflow.clone());
+        if runs.len() >= RUNS
+            || filter.workflow().is_some_and(|w| w != s.workflow)
+            || status.is_some_and(|st| st != s.status)
+        {
+            continue;
+        }
+        if viewer.caller.role < Role::Operator {
+            match hub.store.load(&s.id).await? {
+                Some(full)
+                    if crate::hub::inbox::may_read(
+                        hub,
+                        &viewer.caller.name,
+                        viewer.caller.role,
+                        &full,
+                    ) => {}
+                _ => continue,
+            }
+        }
+        runs.push(s);
+    }
+    Ok(serde_json::json!({
+        "title": "Inbox",
+        "viewer": { "name": viewer.caller.name, "role": viewer.caller.role },
+        "csrf": viewer.login.csrf,
+        "waiting": waiting,
+        "runs": runs,
+        "workflows": workflows,
+        "filter": filter,
+        "statuses": ["paused", "running", "completed", "failed", "rejected"],
+        "results": results,
+        "live_query": url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("workflow", filter.workflow().unwrap_or_default())
+            .append_pair("status", filter.status.as_deref().unwrap_or_default())
+            .finish(),
+        "now": Utc::now(),
+    }))
+}
+
+/// A link's sign-in reaches one run: its page instead of the inbox.
+fn scoped(viewer: &Viewer) -> Option<Response> {
+    match &viewer.login.scope {
+        crate::model::login::LoginScope::Gate { session, .. } => {
+            Some(Redirect::to(&format!("/sessions/{session}")).into_response())
+        }
+        crate::model::login::LoginScope::Token { .. } => None,
+    }
+}
+
+/// The inbox page.
+pub async fn page(
+    State(web): State<Web>,
+    viewer: Viewer,
+    Query(filter): Query<Filter>,
+) -> Result<Response, WebError> {
+    if let Some(r) = scoped(&viewer) {
+        return Ok(r);
+    }
+    let ctx = context(&web, &viewer, &filter, Vec::new()).await?;
+    Ok(html(web.pages.render("inbox.html", ctx)))
+}
+
+/// The inbox's list alone, for the page's live refresh.
+pub async fn list(
+    State(web): State<Web>,
+    viewer: Viewer,
+    Query(filter): Query<Filter>,
+) -> Result<Response, WebError> {
+    if let Some(r) = scoped(&viewer) {
+        return Ok(r);
+    }
+    let ctx = context(&web, &viewer, &filter, Vec::new()).await?;
+    Ok(html(web.pages.render("inbox_list.html", ctx)))
+}
+
+/// "Something changed" pings: a gate opened or was answered (here, in
+/// Slack, by the CLI or the API), or a run ended. They carry only the
+/// event's number; the page then fetches what this person may see.
+pub async fn events(
+    State(web): State<Web>,
+    viewer: Viewer,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, WebError> {
+    drop(viewer);
+    let after = web.hub.store.last_event().await?;
+    let pings = crate::api::events::follow_all(web.hub.clone(), after)
+        .filter(|e| std::future::ready(!matches!(e.what, crate::model::EventKind::StepDone { .. })))
+        .map(|e| {
+            Ok(SseEvent::default()
+                .event("change")
+                .id(e.seq.to_string())
+                .data(e.seq.to_string()))
+        });
+    Ok(Sse::new(pings).keep_alive(KeepAlive::default()))
+}
+
+/// Approves each selected gate (`pick` = `SESSION GATE`), one answer at a
+/// time through the intake: each is checked and audited on its own, and
+/// one refused does not stop the others.
+pub async fn bulk_approve(
+    State(web): State<Web>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, WebError> {
+    let form = Form::parse(&body);
+    check_post(&web, &viewer, &headers, &form)?;
+    if let Some(r) = scoped(&viewer) {
+        return Ok(r);
+    }
+    let nobody = |_: &str| false;
+    let asker = web.hub.asker(&viewer.caller.name, &nobody);
+    let mut results = Vec::new();
+    for pick in form.all("pick") {
+        let Some((session, gate)) = pick.split_once(' ') else {
+            results.push(Outcome {
+                session: String::new(),
+                gate: pick.to_string(),
+                ok: false,
+                message: "not a gate this page offered".into(),
+            });
+            continue;
+        };
+        let answer = Answer {
+            decision: Decision::Approve,
+            by: viewer.caller.name.clone(),
+            at: Utc::now(),
+            via: "web".into(),
+            vars: Default::default(),
+            call: None,
+        };
+        let (ok, message) = match web.hub.answer(session, Some(gate), answer, &asker).await {
+            Ok(Ok(Accepted::Counted(_))) => (true, "approval counted; more are needed".into()),
+            Ok(Ok(_)) => (true, "approved".into()),
+            Ok(Err(refusal)) => (false, super::session::refusal_text(&refusal)),
+            Err(e) => (false, e.to_string()),
+        };
+        results.push(Outcome {
+            session: session.to_string(),
+            gate: gate.to_string(),
+            ok,
+            message,
+        });
+    }
+    if results.is_empty() {
+        return Err(WebError::bad_request(
+            "no gate was selected; tick the gates to approve",
+        ));
+    }
+    let ctx = context(&web, &viewer, &Filter::default(), results).await?;
+    Ok(html(web.pages.render("inbox.html", ctx)))
+}

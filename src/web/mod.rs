@@ -1,0 +1,222 @@
+//! The web inbox: approve from any browser, no Slack needed. Served by
+//! `strands serve` at `/` beside the API, HTML rendered on the server from
+//! minijinja templates (overridable, `STRANDS_WEB_TEMPLATES`), one small
+//! script for live updates; every asset is in the binary.
+//!
+//! | route | who | what |
+//! |---|---|---|
+//! | `GET /login`, `POST /login`, `POST /logout` | — | sign in with an API token ([`auth`]) |
+//! | `GET /` | signed in | what waits for you, and recent runs ([`inbox`]) |
+//! | `GET /inbox/list` | signed in | the inbox's list alone (live refresh) |
+//! | `GET /inbox/events` | signed in | "something changed" pings (SSE) |
+//! | `POST /inbox/approve` | signed in | bulk approve of routine gates |
+//! | `GET /sessions/{id}` | may read it | the run's timeline and the gate's actions ([`session`]) |
+//! | `POST /sessions/{id}/answer` | may answer | one answer, through the hub's intake |
+//! | `GET /l/{token}`, `POST /l/{token}` | link holder | one-tap link: shows, then signs in on a press ([`links`]) |
+//! | `GET /audit`, `GET /audit/export` | admin | the chain's state, filters, JSONL/CSV ([`audit`]) |
+//! | `GET /assets/{file}` | — | the stylesheet and the script |
+//!
+//! Handlers parse, authorize and hand off to the [`Hub`] — the same
+//! intake, approver rules and audit as Slack, the CLI and the API. The web
+//! is not a room: it asks nobody; it reads the store and writes answers.
+
+pub mod audit;
+pub mod auth;
+pub mod inbox;
+pub mod links;
+pub mod render;
+pub mod session;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::api::error::ApiError;
+use crate::hub::Hub;
+
+/// The web inbox's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How others reach this server (links), no trailing slash.
+    pub public_url: String,
+    /// A directory whose `*.html` files replace the built-in templates.
+    pub templates: Option<PathBuf>,
+    /// How long a sign-in lasts.
+    pub login_hours: u32,
+}
+
+/// What every handler of the web inbox shares. Cheap to clone.
+#[derive(Clone)]
+pub struct Web(Arc<Inner>);
+
+pub struct Inner {
+    pub hub: Hub,
+    pub config: Config,
+    pub pages: render::Pages,
+}
+
+impl std::ops::Deref for Web {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl Web {
+    /// The inbox on `hub`; a template that does not compile is an error
+    /// naming it.
+    pub fn new(hub: Hub, config: Config) -> crate::Result<Web> {
+        let pages = render::Pages::load(config.templates.as_deref())?;
+        Ok(Web(Arc::new(Inner { hub, config, pages })))
+    }
+
+    /// Whether cookies must be `Secure`: served over HTTPS, or behind a
+    /// proxy that says the browser used HTTPS.
+    pub fn secure(&self, headers: &axum::http::HeaderMap) -> bool {
+        self.config.public_url.starts_with("https://")
+            || headers
+                .get("x-forwarded-proto")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+    }
+}
+
+pub use crate::webhook::page_link as session_link;
+
+/// A refused web request: sign in first, or a page saying what is wrong
+/// (its status mapped once, by the API's [`ApiError`]). Nothing changed.
+#[derive(Debug)]
+pub enum WebError {
+    /// Not signed in (or the sign-in ended): to the login page, then back.
+    SignIn {
+        next: String,
+    },
+    Page(ApiError),
+}
+
+impl From<ApiError> for WebError {
+    fn from(e: ApiError) -> WebError {
+        WebError::Page(e)
+    }
+}
+
+impl From<crate::Error> for WebError {
+    fn from(e: crate::Error) -> WebError {
+        WebError::Page(ApiError::from(e))
+    }
+}
+
+impl From<crate::model::Refusal> for WebError {
+    fn from(r: crate::model::Refusal) -> WebError {
+        WebError::Page(ApiError::from(r))
+    }
+}
+
+impl WebError {
+    pub fn forbidden(m: impl Into<String>) -> WebError {
+        WebError::Page(ApiError::forbidden(m))
+    }
+    pub fn bad_request(m: impl Into<String>) -> WebError {
+        WebError::Page(ApiError::bad_request(m))
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        match self {
+            WebError::SignIn { next } => {
+                let to = format!(
+                    "/login?next={}",
+                    url::form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()
+                );
+                Redirect::to(&to).into_response()
+            }
+            WebError::Page(e) => {
+                let body = render::error_page(e.status, &e.message);
+                (
+                    e.status,
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    body,
+                )
+                    .into_response()
+            }
+        }
+    }
+}
+
+/// An HTML page.
+pub fn html(body: String) -> Response {
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+const STYLE: &str = include_str!("assets/inbox.css");
+const SCRIPT: &str = include_str!("assets/inbox.js");
+
+async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Response {
+    let (body, kind) = match file.as_str() {
+        "inbox.css" => (STYLE, "text/css; charset=utf-8"),
+        "inbox.js" => (SCRIPT, "text/javascript; charset=utf-8"),
+        _ => return (StatusCode::NOT_FOUND, "no such asset").into_response(),
+    };
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// Headers every page carries: no framing (clickjacking), no sniffing,
+/// scripts and styles from this server only.
+async fn security_headers(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    let set = |h: &mut axum::http::HeaderMap, k: &'static str, v: &'static str| {
+        h.insert(k, axum::http::HeaderValue::from_static(v));
+    };
+    set(
+        h,
+        "content-security-policy",
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    );
+    set(h, "x-frame-options", "DENY");
+    set(h, "x-content-type-options", "nosniff");
+    set(h, "referrer-policy", "same-origin");
+    res
+}
+
+/// The web inbox's router.
+pub fn router(web: Web) -> Router {
+    let limit = web.hub.max_body_bytes;
+    Router::new()
+        .route("/", get(inbox::page))
+        .route("/inbox/list", get(inbox::list))
+        .route("/inbox/events", get(inbox::events))
+        .route("/inbox/approve", post(inbox::bulk_approve))
+        .route("/login", get(auth::login_page).post(auth::login))
+        .route("/logout", post(auth::logout))
+        .route("/sessions/{id}", get(session::page))
+        .route("/sessions/{id}/answer", post(session::answer))
+        .route("/l/{token}", get(links::landing).post(links::redeem))
+        .route("/audit", get(audit::page))
+        .route("/audit/export", get(audit::export))
+        .route("/assets/{file}", get(asset))
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(security_headers))
+        .with_state(web)
+}

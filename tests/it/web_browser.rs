@@ -1,0 +1,233 @@
+//! The web inbox in a real headless Chromium (Debian's, over WebDriver):
+//! a person signs in with a token, sees a gate appear live, approves it
+//! and watches the run complete; rejects with a reason; edits a tool
+//! call's arguments (a bad edit is shown inline, a good one runs); and the
+//! inbox reads on a phone-sized window without sideways scrolling.
+
+use crate::api::{World, WAIT};
+use crate::common::browser::{available, Browser};
+use crate::common::service::{write_workflows, ServeConfig, Service};
+use crate::common::target::Target;
+use crate::common::{assistant_turns, tool_call, Behaviour, FakeLlm, Sandbox, Say};
+use crate::web::wait_status;
+use serde_json::json;
+use std::time::Duration;
+
+async fn sign_in(b: &Browser, svc: &Service, token: &str) {
+    b.goto(&format!("{}/", svc.url)).await;
+    // Not signed in: the login page.
+    b.find("input#token[type=password]").await;
+    b.fill("#token", token).await;
+    b.click("#sign-in").await;
+    b.find("#inbox").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_see_the_gate_appear_live_approve_and_watch_the_run_complete() {
+    if !available("browser approve") {
+        return;
+    }
+    let w = World::start();
+    let b = Browser::start(1200, 900).await;
+    sign_in(&b, &w.svc, &w.alice).await;
+    b.wait_for_text("Nothing waits for you", None).await;
+
+    // A run started elsewhere (the API) shows up without a reload.
+    let id = w.start_run("checkout");
+    b.wait_for_text("Approve the deploy of checkout?", None)
+        .await;
+    let text = b.text().await;
+    assert!(
+        text.contains("ci-bot") && text.contains("Waiting"),
+        "{text}"
+    );
+
+    b.click(&format!("a[href='/sessions/{id}']")).await;
+    b.find("#approve").await;
+    b.click("#approve").await;
+    let text = b.wait_for_text("Recorded", None).await;
+    assert!(text.contains("approve"), "{text}");
+    // The page follows the run to its end by itself.
+    b.wait_for_text("completed", None).await;
+    let done = wait_status(&w, &id, "completed");
+    assert_eq!(done["gates"][0]["by"], "alice");
+    assert_eq!(done["gates"][0]["via"], "web");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_with_a_reason_and_read_it_back() {
+    if !available("browser reject") {
+        return;
+    }
+    let w = World::start();
+    let id = w.start_run("billing");
+    w.wait_paused(&id);
+    let b = Browser::start(1200, 900).await;
+    sign_in(&b, &w.svc, &w.alice).await;
+    b.goto(&format!("{}/sessions/{id}", w.svc.url)).await;
+    b.fill("textarea[name=reason]", "freeze week: no deploys")
+        .await;
+    b.click("#reject").await;
+    b.wait_for_text("Recorded", None).await;
+    let s = wait_status(&w, &id, "rejected");
+    assert_eq!(
+        s["gates"][0]["decision"]["reason"], "freeze week: no deploys",
+        "{s}"
+    );
+    b.goto(&format!("{}/sessions/{id}", w.svc.url)).await;
+    let text = b.wait_for_text("freeze week: no deploys", None).await;
+    assert!(text.contains("rejected"), "{text}");
+    b.close().await;
+}
+
+const OPS: &str = r#"
+version: 0
+name: ops
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+tools:
+  http_executors:
+    - id: deploy_api
+      base_url: $TARGET
+      description: The deploy API.
+agents:
+  operator:
+    prompt: You are the OPERATOR.
+    tools: [deploy_api]
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: operator
+        input: Roll out web.
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_a_tool_calls_arguments_with_errors_shown_inline() {
+    if !available("browser edit") {
+        return;
+    }
+    let llm = FakeLlm::start_with(Behaviour::scripted(|_, body| {
+        if assistant_turns(body) == 0 {
+            Say::Calls(vec![tool_call(
+                "call_web",
+                "deploy_api",
+                json!({"method": "POST", "path": "/rollout/web"}),
+            )])
+        } else {
+            Say::Text("DONE".into())
+        }
+    }));
+    let target = Target::start();
+    let sandbox = Sandbox::new();
+    let spec = OPS.replace("$TARGET", &target.url);
+    let dir = write_workflows(&sandbox, &llm, &[("ops", &spec)]);
+    let ci = crate::common::api::make_token(&sandbox, "ci-bot", "operator");
+    let alice = crate::common::api::make_token(&sandbox, "alice", "approver");
+    let svc = Service::launch(ServeConfig::api(&sandbox, &dir));
+    let r = crate::common::api::call(
+        &svc,
+        "POST",
+        "/api/v1/runs",
+        Some(&ci),
+        Some(&json!({"workflow": "ops"})),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["session_id"].as_str().expect("an id").to_string();
+
+    let b = Browser::start(1200, 900).await;
+    sign_in(&b, &svc, &alice).await;
+    b.wait_for_text("deploy_api", None).await;
+    b.goto(&format!("{}/sessions/{id}", svc.url)).await;
+    let editor = "form.json-editor textarea[name=args]";
+    // Not JSON: refused in the page, nothing sent.
+    b.fill(editor, "{\"method\": \"POST\", ").await;
+    b.click("form.json-editor button.edit").await;
+    let err = b.find("form.json-editor .error").await;
+    let shown = err.text().await.unwrap_or_default();
+    assert!(shown.contains("Not valid"), "{shown}");
+    assert_eq!(target.writes(), 0);
+    // JSON the tool's schema refuses: the server says so, nothing runs.
+    b.fill(editor, "{\"method\": \"POST\", \"path\": 42}").await;
+    b.click("form.json-editor button.edit").await;
+    let text = b.wait_for_text("path", None).await;
+    assert!(
+        b.find("#result.refused")
+            .await
+            .text()
+            .await
+            .unwrap_or_default()
+            .len()
+            > 3,
+        "{text}"
+    );
+    assert_eq!(target.writes(), 0);
+    // A good edit runs the edited call.
+    b.fill(
+        editor,
+        "{\"method\": \"POST\", \"path\": \"/rollout/canary\"}",
+    )
+    .await;
+    b.click("form.json-editor button.edit").await;
+    b.wait_for_text("Recorded", None).await;
+    target.wait_for("POST", "/rollout/canary", 1, WAIT);
+    assert_eq!(target.count("POST", "/rollout/web"), 0);
+    b.wait_for_text("completed", Some(Duration::from_secs(2)))
+        .await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_reads_on_a_phone_without_sideways_scrolling() {
+    if !available("browser phone") {
+        return;
+    }
+    let w = World::start();
+    let long =
+        "a-very-long-service-name-without-any-spaces-that-would-push-the-page-sideways-on-a-phone";
+    let id = w.start_run(long);
+    w.wait_paused(&id);
+    let b = Browser::start(390, 844).await;
+    sign_in(&b, &w.svc, &w.alice).await;
+    b.wait_for_text("Approve the deploy of", None).await;
+    for path in ["/".to_string(), format!("/sessions/{id}")] {
+        b.goto(&format!("{}{path}", w.svc.url)).await;
+        b.find("main").await;
+        let widths = b
+            .eval("return [document.documentElement.scrollWidth, window.innerWidth]")
+            .await;
+        let (scroll, inner) = (
+            widths[0].as_u64().unwrap_or(0),
+            widths[1].as_u64().unwrap_or(0),
+        );
+        assert!(inner > 0 && inner <= 400, "not a phone window: {widths}");
+        assert!(
+            scroll <= inner,
+            "{path}: the page is {scroll}px wide in a {inner}px window"
+        );
+    }
+    // Buttons are real buttons, reachable from the keyboard, and big enough.
+    let approve = b.find("button#approve").await;
+    let h = b
+        .eval("return document.getElementById('approve').getBoundingClientRect().height")
+        .await;
+    assert!(
+        h.as_f64().unwrap_or(0.0) >= 40.0,
+        "the Approve button is {h}px tall"
+    );
+    approve.click().await.expect("tap Approve");
+    b.wait_for_text("Recorded", None).await;
+    if std::env::var("STRANDS_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
+        let id2 = w.start_run("payments-api");
+        w.wait_paused(&id2);
+        b.goto(&format!("{}/", w.svc.url)).await;
+        b.wait_for_text("payments-api", None).await;
+        let png = b.client.screenshot().await.expect("a screenshot");
+        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/inbox.png"), png)
+            .expect("write docs/inbox.png");
+    }
+    b.close().await;
+}
