@@ -156,30 +156,11 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
             });
         }
     }
-    checks.push(
-        match (env_set("SLACK_BOT_TOKEN"), env_set("SLACK_SIGNING_SECRET")) {
-            (true, true) => check(
-                "slack",
-                "ok",
-                "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET are set",
-            ),
-            (false, false) => check(
-                "slack",
-                "ok",
-                "not configured (only `strands serve` with Slack needs it)",
-            ),
-            (true, false) => check(
-                "slack",
-                "warn",
-                "SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not",
-            ),
-            (false, true) => check(
-                "slack",
-                "warn",
-                "SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not",
-            ),
-        },
-    );
+    checks.push(slack_check(
+        env_set("SLACK_BOT_TOKEN"),
+        env_set("SLACK_APP_TOKEN"),
+        env_set("SLACK_SIGNING_SECRET"),
+    ));
     let failed = checks.iter().filter(|c| c.status == "fail").count();
     let code = if failed == 0 { exit::OK } else { exit::RUNTIME };
     if json {
@@ -203,4 +184,33 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
         outln!("\n{failed} check(s) failed; fix them before running workflows.")?;
     }
     Ok(code)
+}
+
+/// Whether `strands serve` can reach Slack: the bot token, and an app token
+/// (Socket Mode) or a signing secret (request URLs) or both.
+fn slack_check(bot: bool, app: bool, secret: bool) -> Check {
+    let (status, detail) = match (bot, app, secret) {
+        (false, false, false) => (
+            "ok",
+            "not configured (only `strands serve` with Slack needs it)",
+        ),
+        (true, true, true) => (
+            "ok",
+            "SLACK_BOT_TOKEN is set: Socket Mode (SLACK_APP_TOKEN) and request URLs (SLACK_SIGNING_SECRET)",
+        ),
+        (true, true, false) => ("ok", "SLACK_BOT_TOKEN and SLACK_APP_TOKEN are set: Socket Mode"),
+        (true, false, true) => (
+            "ok",
+            "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET are set: request URLs",
+        ),
+        (true, false, false) => (
+            "warn",
+            "SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (request URLs) is",
+        ),
+        (false, _, _) => (
+            "warn",
+            "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not",
+        ),
+    };
+    check("slack", status, detail)
 }

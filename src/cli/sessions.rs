@@ -100,7 +100,7 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
 pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
     let Some(config) = crate::slack::config::Config::from_env(Default::default())? else {
         return Err(Error::Usage(
-            "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET are not set: `sessions notify` posts to Slack".into(),
+            "SLACK_BOT_TOKEN is not set: `sessions notify` posts to Slack".into(),
         ));
     };
     let store = ctx.open()?;

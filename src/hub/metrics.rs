@@ -30,6 +30,8 @@ pub struct Metrics {
     slack_calls: Family<Labels, Counter>,
     slack_errors: Family<Labels, Counter>,
     refused: Family<Labels, Counter>,
+    slack_events: Family<Labels, Counter>,
+    socket_connections: Counter,
 }
 
 impl Default for Metrics {
@@ -50,6 +52,8 @@ impl Metrics {
         let slack_calls = Family::<Labels, Counter>::default();
         let slack_errors = Family::<Labels, Counter>::default();
         let refused = Family::<Labels, Counter>::default();
+        let slack_events = Family::<Labels, Counter>::default();
+        let socket_connections = Counter::default();
         let webhooks = Arc::new(WebhookCounters::default());
         let webhooks_failed = Gauge::default();
         registry.register_collector(Box::new(Arc::clone(&webhooks)));
@@ -93,6 +97,16 @@ impl Metrics {
             "Slack requests refused, by reason",
             refused.clone(),
         );
+        registry.register(
+            "slack_events",
+            "Slack events carried out (a retried event counts once), by type",
+            slack_events.clone(),
+        );
+        registry.register(
+            "slack_socket_connections",
+            "Slack Socket Mode connections opened (reconnections included)",
+            socket_connections.clone(),
+        );
         Metrics {
             registry,
             webhooks,
@@ -104,6 +118,8 @@ impl Metrics {
             slack_calls,
             slack_errors,
             refused,
+            slack_events,
+            socket_connections,
         }
     }
 
@@ -132,6 +148,20 @@ impl Metrics {
         self.refused
             .get_or_create(&vec![("reason".into(), reason.into())])
             .inc();
+    }
+
+    /// An Events API event carried out; `kind` is its type as Slack names it.
+    pub fn slack_event(&self, kind: &str) {
+        // Slack's event types are short snake_case words; anything else is
+        // counted under one label rather than growing the family.
+        let ok = kind.len() <= 64 && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        let kind = if ok { kind } else { "other" };
+        self.slack_events
+            .get_or_create(&vec![("type".into(), kind.into())])
+            .inc();
+    }
+    pub fn socket_connected(&self) {
+        self.socket_connections.inc();
     }
 
     /// Counts the deliveries of this deliverer's `stats`.

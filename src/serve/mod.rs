@@ -40,9 +40,16 @@ pub async fn run(config: Config) -> Result<()> {
     .with_public_url(&config.public_url);
     let mut rooms: Vec<Arc<dyn Room>> = Vec::new();
     let mut router = Router::new();
+    let mut socket_mode = None;
     if let Some(slack) = config.slack.clone() {
         let app = crate::slack::app::App::new(slack, hub.clone())?;
-        router = router.merge(crate::slack::server::router(app.clone()));
+        // Request URLs need the signing secret; Socket Mode, the app token.
+        if app.config.signing_secret.is_some() {
+            router = router.merge(crate::slack::server::router(app.clone()));
+        }
+        if app.config.app_token.is_some() {
+            socket_mode = Some(app.clone());
+        }
         rooms.push(Arc::new(crate::slack::room::SlackRoom { app }));
     }
     let room_names: Vec<&str> = rooms.iter().map(|r| r.name()).collect();
@@ -73,6 +80,9 @@ pub async fn run(config: Config) -> Result<()> {
             deliverer.run(&hub.store, stop.cancelled()).await;
         });
     }
+    if let Some(app) = &socket_mode {
+        crate::slack::socket::start(app, stop.clone());
+    }
     let left = discovery::leave(&hub, &config.store, addr).await;
     if let Err(e) = &left {
         tracing::warn!("the CLI will not find this server by itself: {e}");
@@ -84,8 +94,11 @@ pub async fn run(config: Config) -> Result<()> {
             String::new()
         } else {
             format!("; rooms: {room_names}")
-        }
+        },
     );
+    if socket_mode.is_some() {
+        eprintln!("strands serve: Slack over Socket Mode (no public URL needed); connecting");
+    }
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await

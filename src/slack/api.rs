@@ -280,6 +280,22 @@ impl SlackApi {
         }
     }
 
+    /// Asks Slack for a Socket Mode connection (`apps.connections.open`,
+    /// with the app-level token): the WebSocket URL to dial, good once.
+    pub async fn open_connection(&self, app_token: &secrecy::SecretString) -> Result<String> {
+        let token = SlackApiToken::new(SlackApiTokenValue(app_token.expose_secret().to_string()));
+        let req = SlackApiAppsConnectionOpenRequest::new();
+        let res = self
+            .retrying("apps.connections.open", || async {
+                self.client
+                    .open_session(&token)
+                    .apps_connections_open(&req)
+                    .await
+            })
+            .await?;
+        Ok(res.url.0.to_string())
+    }
+
     /// Answers through an interaction's or command's `response_url`.
     pub async fn respond(&self, response_url: &str, text: &str) -> Result<()> {
         let url: url::Url = response_url

@@ -13,9 +13,6 @@
 //! checks as `strands resume --edit-args` (a refused edit keeps the modal
 //! open with the error and changes nothing).
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -23,6 +20,9 @@ use slack_morphism::prelude::*;
 
 use super::app::{refusal_text, App};
 use super::blocks::{self, ModalView};
+// What a click or a submission is answered with, by request URL or over
+// Socket Mode alike (`dispatch`).
+use super::dispatch::Reply as Response;
 use crate::model::{Answer, Decision};
 use crate::model::{CallState, Session, Status};
 
@@ -64,19 +64,13 @@ pub fn split_value(value: &str) -> (&str, Option<&str>) {
 }
 
 fn ok() -> Response {
-    StatusCode::OK.into_response()
+    Response::Ack
 }
 
 pub async fn handle(app: &App, payload: &str) -> Response {
     let event: SlackInteractionEvent = match serde_json::from_str(payload) {
         Ok(e) => e,
-        Err(e) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                format!("unreadable interaction payload: {e}"),
-            )
-                .into_response()
-        }
+        Err(e) => return Response::Unreadable(format!("unreadable interaction payload: {e}")),
     };
     match event {
         SlackInteractionEvent::BlockActions(ev) => block_actions(app, ev).await,
@@ -497,7 +491,7 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
 
 /// Keeps the modal open with an error under the input.
 fn modal_error(text: &str) -> Response {
-    Json(modal_errors(text)).into_response()
+    Response::Body(modal_errors(text))
 }
 
 /// The `response_action: errors` body, the error cut to 500 characters.

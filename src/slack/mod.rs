@@ -1,5 +1,6 @@
-//! Slack, a room of `strands serve` (mounted when `SLACK_BOT_TOKEN` and
-//! `SLACK_SIGNING_SECRET` are set).
+//! Slack, a room of `strands serve` (mounted when `SLACK_BOT_TOKEN` is set,
+//! with `SLACK_APP_TOKEN` for Socket Mode and/or `SLACK_SIGNING_SECRET` for
+//! request URLs).
 //!
 //! Slack is one room off the service's hall ([`room::SlackRoom`]): when a
 //! gate trips, the bot posts a Block Kit approval message and the session
@@ -9,6 +10,7 @@
 //! ([`interactions`] is where a click becomes a resume).
 //!
 //! Modules: [`config`] (environment), [`server`] (routes, signature check),
+//! [`socket`] (Socket Mode), [`dispatch`] (the one path both of them take),
 //! [`commands`] (`/strands ...`), [`interactions`] (clicks, modals),
 //! [`app`] (state, messages), [`room`] (the hall's side), [`timers`]
 //! (reminders, escalations, timeouts in Slack), [`api`] (Web API with
@@ -19,8 +21,10 @@ pub mod app;
 pub mod blocks;
 pub mod commands;
 pub mod config;
+pub mod dispatch;
 pub mod interactions;
 pub mod room;
 pub mod server;
 pub mod signature;
+pub mod socket;
 pub mod timers;

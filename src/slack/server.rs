@@ -11,8 +11,10 @@
 //! (with a size limit), its signature checked over those bytes
 //! ([`signature`]: HMAC-SHA256, constant time, 5-minute window), and a
 //! failure is a 401 before anything is parsed or touched; a signed body that
-//! is not UTF-8 is a 400. Handlers are thin: parse, look up,
-//! hand off to [`super::app::App`].
+//! is not UTF-8 is a 400. Handlers are thin: they unwrap the body and call
+//! [`super::dispatch`], the same functions Socket Mode envelopes reach
+//! ([`super::socket`]). The routes are mounted only when a signing secret
+//! is set: without one nothing could be verified.
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -22,11 +24,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use secrecy::ExposeSecret;
-use serde_json::json;
 use std::time::Instant;
 
 use super::app::App;
-use super::{commands, interactions, signature};
+use super::dispatch::{self, Reply};
+use super::signature;
 
 /// The Slack routes, with the signature check layered once over them.
 pub fn router(app: App) -> Router {
@@ -64,7 +66,11 @@ async fn verify(State(app): State<App>, request: Request, next: Next) -> Respons
         return (StatusCode::UNAUTHORIZED, "missing Slack signature").into_response();
     };
     let now = chrono::Utc::now().timestamp();
-    let secret = app.config.signing_secret.expose_secret().as_bytes();
+    let Some(secret) = app.config.signing_secret.as_ref() else {
+        app.metrics.refused("no_signing_secret");
+        return (StatusCode::UNAUTHORIZED, "no signing secret is configured").into_response();
+    };
+    let secret = secret.expose_secret().as_bytes();
     if let Err(refused) = signature::verify(secret, &signature, &timestamp, &bytes, now) {
         // The reason names the failure kind, never the secret.
         tracing::warn!(path = %parts.uri.path(), "refused a Slack request: {}", refused.kind());
@@ -80,9 +86,22 @@ async fn verify(State(app): State<App>, request: Request, next: Next) -> Respons
         .await
 }
 
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        match self {
+            Reply::Ack => StatusCode::OK.into_response(),
+            Reply::Body(body) => Json(body).into_response(),
+            // Already handled: acknowledge, and ask Slack to stop retrying.
+            Reply::Duplicate => (StatusCode::OK, [("x-slack-no-retry", "1")], "").into_response(),
+            Reply::Unreadable(why) => (StatusCode::BAD_REQUEST, why).into_response(),
+            Reply::Failed => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+    }
+}
+
 async fn commands_route(State(app): State<App>, body: Bytes) -> Response {
     match serde_urlencoded::from_bytes::<slack_morphism::prelude::SlackCommandEvent>(&body) {
-        Ok(cmd) => Json(commands::handle(&app, cmd).await).into_response(),
+        Ok(cmd) => dispatch::command(&app, cmd).await.into_response(),
         Err(e) => (StatusCode::BAD_REQUEST, format!("not a slash command: {e}")).into_response(),
     }
 }
@@ -100,7 +119,9 @@ async fn interactions_route(State(app): State<App>, body: Bytes) -> Response {
             return (StatusCode::BAD_REQUEST, "expected a `payload` form field").into_response()
         }
     };
-    let response = interactions::handle(&app, &form.payload).await;
+    let response = dispatch::interaction(&app, &form.payload)
+        .await
+        .into_response();
     app.metrics.click_acked(started.elapsed().as_secs_f64());
     response
 }
@@ -110,26 +131,6 @@ async fn events_route(State(app): State<App>, headers: HeaderMap, body: Bytes) -
         Ok(v) => v,
         Err(_) => return (StatusCode::BAD_REQUEST, "expected JSON").into_response(),
     };
-    if event.get("type").and_then(|t| t.as_str()) == Some("url_verification") {
-        let challenge = event.get("challenge").cloned().unwrap_or_default();
-        return Json(json!({ "challenge": challenge })).into_response();
-    }
-    let retry = headers.get("x-slack-retry-num").is_some();
-    if let Some(id) = event.get("event_id").and_then(|v| v.as_str()) {
-        match app.hub.store.first_sighting(id).await {
-            Ok(true) => {}
-            Ok(false) => {
-                // Already handled: acknowledge, and ask Slack to stop retrying.
-                return (StatusCode::OK, [("x-slack-no-retry", "1")], "").into_response();
-            }
-            Err(e) => {
-                tracing::error!("event dedup failed: {e}");
-                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-            }
-        }
-    }
-    if retry {
-        tracing::info!("accepted a retried event the first time it was seen");
-    }
-    StatusCode::OK.into_response()
+    let retried = headers.get("x-slack-retry-num").is_some();
+    dispatch::event(&app, event, retried).await.into_response()
 }

@@ -26,6 +26,8 @@
 //! - `limits`: the Block Kit limits Slack enforces, which the fake enforces too.
 //! - `payloads`: what Slack sends the bot, built from its example payloads.
 //! - `signing`: Slack's request signatures, valid and broken ([`Signing`]).
+//! - `socket`: Socket Mode — the WebSocket `apps.connections.open` names
+//!   ([`FakeSocket`]), the envelopes it sends and the acks it records.
 //! - `tool_calls`: readers for tool-call approvals, and the tools' target.
 
 #![allow(dead_code)]
@@ -47,6 +49,7 @@ mod calls;
 mod limits;
 mod payloads;
 mod signing;
+mod socket;
 mod tool_calls;
 
 use calls::str_of;
@@ -69,6 +72,8 @@ pub use payloads::{
 };
 #[allow(unused_imports)]
 pub use signing::{sign, signed, unix_now, Signing};
+#[allow(unused_imports)]
+pub use socket::{FakeSocket, SocketAck, APP_TOKEN};
 #[allow(unused_imports)]
 pub use tool_calls::{
     call_button, calls_with_buttons, context_lines, split_call_value, FakeTarget, TargetHit,
@@ -143,6 +148,8 @@ pub struct SlackBehaviour {
     /// bot. The message is visible (recorded, clickable) at once, as in
     /// Slack, where people see it while the API answer is on its way.
     pub post_answer_delay: Duration,
+    /// How long `views.open` takes to answer (the modal opens at once).
+    pub views_open_delay: Duration,
 }
 
 impl Default for SlackBehaviour {
@@ -152,6 +159,7 @@ impl Default for SlackBehaviour {
             retry_after_secs: 1,
             usergroups: HashMap::new(),
             post_answer_delay: Duration::ZERO,
+            views_open_delay: Duration::ZERO,
         }
     }
 }
@@ -176,6 +184,8 @@ struct SlackShared {
     bot_log: Mutex<Option<Arc<Mutex<String>>>>,
     next_response_url: AtomicUsize,
     next_trigger: AtomicUsize,
+    /// Socket Mode, started on first use.
+    socket: std::sync::OnceLock<FakeSocket>,
 }
 
 /// A running fake Slack; it lives until the test process exits. Clones share it.
@@ -213,6 +223,7 @@ impl FakeSlack {
             bot_log: Mutex::new(None),
             next_response_url: AtomicUsize::new(0),
             next_trigger: AtomicUsize::new(0),
+            socket: std::sync::OnceLock::new(),
         });
         let app = Router::new()
             .route("/api/{method}", post(api))
@@ -243,6 +254,11 @@ impl FakeSlack {
     /// Shows this bot log in failure messages.
     pub fn attach_log(&self, log: Arc<Mutex<String>>) {
         *self.shared.bot_log.lock().expect("bot log slot") = Some(log);
+    }
+
+    /// The Socket Mode endpoint `apps.connections.open` points at.
+    pub fn socket(&self) -> FakeSocket {
+        self.shared.socket.get_or_init(FakeSocket::start).clone()
     }
 
     /// A fresh `response_url` served by the fake (`/response/<n>`).
@@ -553,13 +569,28 @@ async fn api(
     let body = parse_body(&content_type, &raw);
     let (status, response) = {
         let mut st = shared.state.lock().expect("fake Slack state");
-        let (status, response) = answer(
-            &method,
-            &body,
-            authorization.as_deref(),
-            &mut st,
-            &shared.behaviour,
-        );
+        let (status, response) = if method == "apps.connections.open" {
+            // The one method that takes the app-level token, not the bot's.
+            match authorization.as_deref() {
+                Some(a) if a == format!("Bearer {APP_TOKEN}") => {
+                    let url = shared.socket.get_or_init(FakeSocket::start).issue_url();
+                    (200, json!({"ok": true, "url": url}))
+                }
+                Some(a) if a == format!("Bearer {BOT_TOKEN}") => {
+                    slack_error("not_allowed_token_type")
+                }
+                Some(_) => slack_error("invalid_auth"),
+                None => slack_error("not_authed"),
+            }
+        } else {
+            answer(
+                &method,
+                &body,
+                authorization.as_deref(),
+                &mut st,
+                &shared.behaviour,
+            )
+        };
         let n = st.calls.len() + 1;
         st.calls.push(SlackCall {
             n,
@@ -574,8 +605,12 @@ async fn api(
         });
         (status, response)
     };
-    let delay = shared.behaviour.post_answer_delay;
-    if method == "chat.postMessage" && status == 200 && !delay.is_zero() {
+    let delay = match method.as_str() {
+        "chat.postMessage" => shared.behaviour.post_answer_delay,
+        "views.open" => shared.behaviour.views_open_delay,
+        _ => Duration::ZERO,
+    };
+    if status == 200 && !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
     if status == 429 {

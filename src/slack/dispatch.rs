@@ -1,0 +1,76 @@
+//! The one path for "a command / a click / an event arrived", whichever way
+//! it came: posted to a request URL ([`super::server`], after the signature
+//! check) or delivered over Socket Mode ([`super::socket`], where the
+//! connection is the authentication). Each transport only unwraps its
+//! format — a form body or an envelope — calls one function here, and turns
+//! the [`Reply`] into its own answer: an HTTP response, or an envelope's
+//! acknowledgement.
+//!
+//! What this module does not do: verify signatures, acknowledge envelopes,
+//! or know about deadlines (both transports acknowledge within Slack's 3 s
+//! in their own way).
+
+use serde_json::{json, Value};
+use slack_morphism::prelude::SlackCommandEvent;
+
+use super::app::App;
+use super::{commands, interactions};
+
+/// What Slack is answered, transport-neutral.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Understood; nothing to say (HTTP 200 with no body, a bare ack).
+    Ack,
+    /// Understood, with an answer for Slack: a slash command's ephemeral
+    /// message, a modal's `response_action`, a `url_verification` echo.
+    Body(Value),
+    /// An event seen before (a retry): acknowledged, not carried out again.
+    Duplicate,
+    /// Not something Slack sends (HTTP 400). Over a socket it is
+    /// acknowledged all the same: a redelivery would read no better.
+    Unreadable(String),
+    /// Could not be taken now (HTTP 500, so Slack tries again). Over a
+    /// socket it is left unacknowledged, for the same reason.
+    Failed,
+}
+
+/// A `/strands` slash command.
+pub async fn command(app: &App, cmd: SlackCommandEvent) -> Reply {
+    Reply::Body(commands::handle(app, cmd).await)
+}
+
+/// A button click or a modal submission: `payload` is the interaction's JSON.
+pub async fn interaction(app: &App, payload: &str) -> Reply {
+    interactions::handle(app, payload).await
+}
+
+/// An Events API callback. `retried` says Slack marked it as a retry
+/// (`X-Slack-Retry-Num`, an envelope's `retry_attempt`). An event is
+/// carried out once per `event_id`, across restarts (the store remembers
+/// the ids it has seen), whichever connection or request brings it.
+pub async fn event(app: &App, event: Value, retried: bool) -> Reply {
+    if event.get("type").and_then(Value::as_str) == Some("url_verification") {
+        let challenge = event.get("challenge").cloned().unwrap_or_default();
+        return Reply::Body(json!({ "challenge": challenge }));
+    }
+    if let Some(id) = event.get("event_id").and_then(Value::as_str) {
+        match app.hub.store.first_sighting(id).await {
+            Ok(true) => {}
+            Ok(false) => return Reply::Duplicate,
+            Err(e) => {
+                tracing::error!("event dedup failed: {e}");
+                return Reply::Failed;
+            }
+        }
+    }
+    if retried {
+        tracing::info!("accepted a retried event the first time it was seen");
+    }
+    let kind = event
+        .pointer("/event/type")
+        .or_else(|| event.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
+    app.metrics.slack_event(kind);
+    Reply::Ack
+}
