@@ -47,6 +47,8 @@ pub async fn run(config: Config) -> Result<()> {
         if app.config.signing_secret.is_some() {
             router = router.merge(crate::slack::server::router(app.clone()));
         }
+        // Home tabs people opened are kept up to date.
+        crate::slack::home::watch(&app);
         if app.config.app_token.is_some() {
             socket_mode = Some(app.clone());
         }

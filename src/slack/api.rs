@@ -280,6 +280,21 @@ impl SlackApi {
         }
     }
 
+    /// Publishes `user`'s App Home tab.
+    pub async fn views_publish(&self, user: &str, view: Value) -> Result<()> {
+        let view: SlackView = serde_json::from_value(view)
+            .map_err(|e| Error::Runtime(format!("rendered home tab is not a Slack view: {e}")))?;
+        let req = SlackApiViewsPublishRequest::new(SlackUserId(user.to_string()), view);
+        self.retrying("views.publish", || async {
+            self.client
+                .open_session(&self.token)
+                .views_publish(&req)
+                .await
+        })
+        .await?;
+        Ok(())
+    }
+
     /// Asks Slack for a Socket Mode connection (`apps.connections.open`,
     /// with the app-level token): the WebSocket URL to dial, good once.
     pub async fn open_connection(&self, app_token: &secrecy::SecretString) -> Result<String> {

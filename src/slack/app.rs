@@ -50,6 +50,8 @@ pub struct Inner {
     /// Tool-approval messages by (channel, ts): per-call decisions re-render
     /// the message, and a slower update must not overwrite a newer one.
     updates: Mutex<HashMap<(String, String), UpdateSlot>>,
+    /// Who opened their App Home tab lately (kept up to date).
+    pub home: super::home::Viewers,
 }
 
 impl std::ops::Deref for App {
@@ -73,6 +75,7 @@ impl App {
             posting: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
             updates: Mutex::new(HashMap::new()),
+            home: Default::default(),
         })))
     }
 

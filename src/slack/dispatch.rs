@@ -72,5 +72,8 @@ pub async fn event(app: &App, event: Value, retried: bool) -> Reply {
         .and_then(Value::as_str)
         .unwrap_or("unknown");
     app.metrics.slack_event(kind);
+    if kind == "app_home_opened" {
+        super::home::opened(app, &event);
+    }
     Reply::Ack
 }

@@ -107,8 +107,15 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     let Some(action) = ev.actions.as_ref().and_then(|a| a.first()) else {
         return ok();
     };
-    let SlackInteractionActionContainer::Message(container) = &ev.container else {
-        return ok();
+    let container = match &ev.container {
+        SlackInteractionActionContainer::Message(c) => c,
+        SlackInteractionActionContainer::View(_) => {
+            // A button on the App Home tab.
+            let trigger = ev.trigger_id.0.clone();
+            let value = action.value.clone().unwrap_or_default();
+            return super::home::action(app, &user, &action.action_id.0, &value, &trigger).await;
+        }
+        _ => return ok(),
     };
     let Some(channel) = container
         .channel_id
@@ -438,6 +445,21 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
         .as_ref()
         .map(|c| c.0.clone())
         .unwrap_or_default();
+    if matches!(
+        callback.as_str(),
+        super::home::REJECT_MODAL | super::home::MODIFY_MODAL
+    ) {
+        let text = ev
+            .view
+            .state_params
+            .state
+            .as_ref()
+            .and_then(|s| s.values.get(&SlackBlockId("text".into())))
+            .and_then(|b| b.get(&SlackActionId("text".into())))
+            .and_then(|v| v.value.clone());
+        let meta = modal.private_metadata.clone().unwrap_or_default();
+        return super::home::submission(app, &user, &callback, &meta, text).await;
+    }
     let Some(meta) = modal
         .private_metadata
         .as_deref()

@@ -22,6 +22,7 @@ pub mod blocks;
 pub mod commands;
 pub mod config;
 pub mod dispatch;
+pub mod home;
 pub mod interactions;
 pub mod room;
 pub mod server;

@@ -40,6 +40,7 @@ mod slack_approvers;
 mod slack_bot;
 mod slack_guards;
 mod slack_harness;
+mod slack_home;
 mod slack_parallel;
 mod slack_socket;
 mod slack_timers;

@@ -292,6 +292,21 @@ pub fn check_modal(view: &Value) -> Result<(), LimitError> {
     Ok(())
 }
 
+/// Checks a home tab (`views.publish`) against Block Kit limits: up to
+/// 100 blocks, each within its own limits.
+pub fn check_home(view: &Value) -> Result<(), LimitError> {
+    let Some(obj) = view.as_object() else {
+        return fail("view", Limit::Shape, "not a JSON object");
+    };
+    if obj.get("type").and_then(Value::as_str) != Some("home") {
+        return fail("view.type", Limit::Shape, "is not \"home\"");
+    }
+    let Some(blocks) = obj.get("blocks").and_then(Value::as_array) else {
+        return fail("view.blocks", Limit::Shape, "missing or not an array");
+    };
+    check_blocks(blocks, Limit::ModalBlocks, "home tab", "view ")
+}
+
 pub(super) fn chars(s: &str) -> usize {
     s.chars().count()
 }

@@ -67,7 +67,7 @@ mod views;
 
 pub use filters::escape_mrkdwn;
 pub use limits::{
-    check_message, check_modal, cut_for_section, Limit, LimitError, CODE_BLOCK_MAX,
+    check_home, check_message, check_modal, cut_for_section, Limit, LimitError, CODE_BLOCK_MAX,
     INITIAL_VALUE_MAX, SECTION_TEXT_MAX,
 };
 pub use views::{

@@ -67,8 +67,8 @@ pub use calls::{all_text, has_button, ApprovalMessage, Button, Ephemeral, SlackC
 pub use limits::check_blocks;
 #[allow(unused_imports)]
 pub use payloads::{
-    block_actions_payload, interaction_body, slash_command_body, view_submission_payload,
-    BLOCK_ACTIONS_JSON, VIEW_SUBMISSION_JSON,
+    block_actions_payload, block_actions_payload_raw, interaction_body, slash_command_body,
+    view_submission_payload, BLOCK_ACTIONS_JSON, VIEW_SUBMISSION_JSON,
 };
 #[allow(unused_imports)]
 pub use signing::{sign, signed, unix_now, Signing};
@@ -744,6 +744,31 @@ fn answer(
             open_view(st, &body["view"])
         }
         "views.update" => open_view(st, &body["view"]),
+        "views.publish" => {
+            if str_of(&body["user_id"]).is_empty() {
+                return slack_error("user_not_found");
+            }
+            let view = &body["view"];
+            if view["type"] != "home" {
+                return (
+                    200,
+                    json!({"ok": false, "error": "invalid_arguments",
+                    "response_metadata": {"messages": ["view.type must be `home`"]}}),
+                );
+            }
+            if let Err(e) = check_blocks(&view["blocks"], 100) {
+                return (
+                    200,
+                    json!({"ok": false, "error": "invalid_arguments",
+                    "response_metadata": {"messages": [e]}}),
+                );
+            }
+            st.next_view += 1;
+            (
+                200,
+                json!({"ok": true, "view": {"id": format!("V0HOME{:04}", st.next_view), "type": "home"}}),
+            )
+        }
         "usergroups.users.list" => {
             let group = str_of(&body["usergroup"]);
             match b.usergroups.get(&group) {

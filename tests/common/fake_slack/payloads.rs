@@ -140,6 +140,33 @@ pub fn block_actions_payload(
     p
 }
 
+/// `block_actions.json` patched to be a click by `user` on a button of the
+/// App Home tab (a `view` container: no message, no channel).
+pub fn block_actions_payload_raw(
+    user: &str,
+    action_id: &str,
+    value: &str,
+    trigger_id: &str,
+) -> Value {
+    let mut p: Value = serde_json::from_str(BLOCK_ACTIONS_JSON).expect("block_actions.json");
+    p["user"]["id"] = json!(user);
+    p["user"]["username"] = json!(user.to_lowercase());
+    p["user"]["name"] = json!(user.to_lowercase());
+    p["container"] = json!({ "type": "view", "view_id": "V0HOME0001" });
+    p["trigger_id"] = json!(trigger_id);
+    if let Some(o) = p.as_object_mut() {
+        o.remove("channel");
+        o.remove("message");
+        o.remove("response_url");
+    }
+    let action = &mut p["actions"][0];
+    action["action_id"] = json!(action_id);
+    action["block_id"] = json!("home");
+    action["value"] = json!(value);
+    action["action_ts"] = json!(format!("{}.123456", unix_now()));
+    p
+}
+
 /// `view_submission.json` patched to submit the modal opened by `opened`
 /// (a `views.open` call) with `text` typed into its input.
 pub fn view_submission_payload(opened: &SlackCall, user: &str, text: &str) -> Value {

@@ -1,0 +1,557 @@
+//! The App Home inbox: on `app_home_opened`, the bot publishes the user's
+//! home tab (`views.publish`) — the gates and tool calls this user may
+//! answer (the intake's approver rules, groups resolved), each with
+//! workflow, prompt, who started it, how long it has waited, its timeout in
+//! the reader's own time zone (`<!date^…>`), quorum progress, working
+//! Approve / Reject / Modify buttons and a link to its web page; and the
+//! runs the user started. At most 100 blocks (Slack's limit): what does not
+//! fit is counted ("…and 7 more"). The tab is published again when that
+//! user's list may have changed: a watcher follows the store's events and
+//! re-publishes the tabs of people who opened theirs recently.
+//!
+//! Buttons here are not on a message, so their value names the run and
+//! gate (`session|handle[|call]`); the intake still decides who may answer
+//! (a forged value only lets someone try, and be refused).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::app::{refusal_text, App};
+use super::dispatch::Reply;
+use crate::engine::Accepted;
+use crate::model::{Answer, Decision, GateKind, Session, Status};
+
+pub const APPROVE: &str = "strands_home_approve";
+pub const REJECT: &str = "strands_home_reject";
+pub const MODIFY: &str = "strands_home_modify";
+/// Modal submissions opened from the home tab.
+pub const REJECT_MODAL: &str = "strands_home_reject_modal";
+pub const MODIFY_MODAL: &str = "strands_home_modify_modal";
+
+/// Slack's limit on a home tab's blocks.
+const MAX_BLOCKS: usize = 100;
+/// How long after opening their tab a user's tab is kept up to date.
+const FOLLOW_FOR: Duration = Duration::from_secs(24 * 3600);
+/// At most this many tabs are kept up to date.
+const MAX_VIEWERS: usize = 1000;
+/// Recent runs looked at for "runs you started".
+const RECENT: usize = 200;
+
+/// Who opened their home tab, and when (the tabs to keep up to date).
+#[derive(Default)]
+pub struct Viewers(Mutex<HashMap<String, Instant>>);
+
+impl Viewers {
+    fn seen(&self, user: &str) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.retain(|_, at| at.elapsed() < FOLLOW_FOR);
+        if m.len() >= MAX_VIEWERS && !m.contains_key(user) {
+            // The longest unseen goes.
+            if let Some(old) = m.iter().min_by_key(|(_, at)| **at).map(|(u, _)| u.clone()) {
+                m.remove(&old);
+            }
+        }
+        m.insert(user.to_string(), Instant::now());
+    }
+    fn all(&self) -> Vec<String> {
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.iter()
+            .filter(|(_, at)| at.elapsed() < FOLLOW_FOR)
+            .map(|(u, _)| u.clone())
+            .collect()
+    }
+}
+
+/// What a home-tab modal carries in `private_metadata`.
+#[derive(Debug, Serialize, Deserialize)]
+struct Meta {
+    session: String,
+    gate: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    call: Option<String>,
+}
+
+fn value(session: &str, gate: &str, call: Option<&str>) -> String {
+    match call {
+        Some(c) => format!("{session}|{gate}|{c}"),
+        None => format!("{session}|{gate}"),
+    }
+}
+
+/// `session|handle[|call]`: a session id has no `|`; the call id is what
+/// follows the last `|` after `#digits`.
+fn parse_value(v: &str) -> Option<(String, String, Option<String>)> {
+    let (session, rest) = v.split_once('|')?;
+    let (gate, call) = super::interactions::split_value(rest);
+    Some((
+        session.to_string(),
+        gate.to_string(),
+        call.map(str::to_string),
+    ))
+}
+
+fn mrkdwn(text: impl Into<String>) -> Value {
+    json!({ "type": "mrkdwn", "text": text.into() })
+}
+
+/// Text for mrkdwn: Slack's three control characters escaped.
+fn esc(text: &str) -> String {
+    super::blocks::escape_mrkdwn(text)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    let (s, more) = crate::model::cut(text, max);
+    if more > 0 {
+        format!("{s}…")
+    } else {
+        s
+    }
+}
+
+fn button(text: &str, action: &str, value: String, style: Option<&str>) -> Value {
+    let mut b = json!({
+        "type": "button",
+        "text": { "type": "plain_text", "text": text },
+        "action_id": action,
+        "value": value,
+    });
+    if let Some(s) = style {
+        b["style"] = json!(s);
+    }
+    b
+}
+
+/// Who a name is in Slack text: a mention for user ids.
+fn who(name: &str) -> String {
+    if name.starts_with('U') || name.starts_with('W') {
+        format!("<@{name}>")
+    } else {
+        esc(name)
+    }
+}
+
+/// The blocks of one open gate (and its waiting calls).
+fn gate_blocks(
+    app: &App,
+    s: &Session,
+    g: &crate::model::OpenGate,
+    now: chrono::DateTime<Utc>,
+) -> Vec<Value> {
+    let handle = g.handle();
+    let mut text = format!(
+        "*{}* · `{}`\n{}",
+        esc(&s.workflow),
+        esc(&g.id),
+        esc(&cut(&g.prompt, 600))
+    );
+    if g.show_preview {
+        let (preview, _) = g.preview();
+        if !preview.trim().is_empty() {
+            text.push_str(&format!(
+                "\n>{}",
+                esc(&cut(&preview, 400)).replace('\n', "\n>")
+            ));
+        }
+    }
+    let mut facts = vec![
+        format!("started by {}", who(&s.started_by)),
+        format!(
+            "waiting {}",
+            crate::web::render::duration((now - g.opened_at).num_seconds().max(0))
+        ),
+    ];
+    if let Some(t) = g.timeout_at {
+        facts.push(format!(
+            "times out <!date^{}^{{date_short_pretty}} at {{time}}|{}>",
+            t.timestamp(),
+            t.format("%Y-%m-%d %H:%M UTC")
+        ));
+    }
+    if g.approvals_required > 1 {
+        facts.push(format!(
+            "{} of {} approvals",
+            g.approvals.len(),
+            g.approvals_required
+        ));
+    }
+    let mut blocks = vec![
+        json!({ "type": "section", "text": mrkdwn(text) }),
+        json!({ "type": "context", "elements": [mrkdwn(facts.join(" · "))] }),
+    ];
+    let link = json!({
+        "type": "button",
+        "text": { "type": "plain_text", "text": "Open in browser" },
+        "action_id": "strands_home_open",
+        "url": crate::web::session_link(&app.hub.public_url, &s.id),
+    });
+    if g.kind == GateKind::ToolCall {
+        for c in s
+            .agent_turn
+            .iter()
+            .flat_map(|t| t.calls.iter())
+            .filter(|c| c.state == crate::model::CallState::Waiting)
+        {
+            let args = cut(&c.call.arguments.to_string(), 300);
+            blocks.push(json!({ "type": "section", "text": mrkdwn(format!("`{}` {}", esc(&c.call.name), esc(&args))) }));
+            blocks.push(json!({ "type": "actions", "elements": [
+                button("Approve", APPROVE, value(&s.id, &handle, Some(&c.call.id)), Some("primary")),
+                button("Reject…", REJECT, value(&s.id, &handle, Some(&c.call.id)), Some("danger")),
+            ]}));
+        }
+        blocks.push(json!({ "type": "actions", "elements": [link] }));
+    } else {
+        let mut row = vec![
+            button(
+                "Approve",
+                APPROVE,
+                value(&s.id, &handle, None),
+                Some("primary"),
+            ),
+            button(
+                "Reject…",
+                REJECT,
+                value(&s.id, &handle, None),
+                Some("danger"),
+            ),
+        ];
+        if g.kind == GateKind::ManualGate {
+            row.push(button("Modify…", MODIFY, value(&s.id, &handle, None), None));
+        }
+        row.push(link);
+        blocks.push(json!({ "type": "actions", "elements": row }));
+    }
+    blocks.push(json!({ "type": "divider" }));
+    blocks
+}
+
+/// The user's home tab.
+pub async fn view(app: &App, user: &str, flash: Option<&str>) -> crate::Result<Value> {
+    let now = app.hub.clock.now();
+    let mut blocks = vec![
+        json!({ "type": "header", "text": { "type": "plain_text", "text": "Waiting for you" } }),
+    ];
+    if let Some(f) = flash {
+        // Written by the bot (mentions included), never by a user alone.
+        blocks.push(json!({ "type": "context", "elements": [mrkdwn(cut(f, 2000))] }));
+    }
+    // The runs this user started (newest first), for the tail.
+    let mut mine = Vec::new();
+    let mut waiting: Vec<(Session, String)> = Vec::new();
+    for s in app.hub.store.sessions_with_status(Status::Paused).await? {
+        let mut handles = Vec::new();
+        for g in s.open_gates() {
+            let h = g.handle();
+            if app
+                .may_answer(&s, &h, Decision::Reject { reason: None }, user)
+                .await
+                .is_ok()
+            {
+                handles.push(h);
+            }
+        }
+        for h in handles {
+            waiting.push((s.clone(), h));
+        }
+    }
+    waiting.sort_by(|a, b| {
+        let at = |x: &(Session, String)| x.0.open_gate(&x.1).map(|g| g.opened_at);
+        at(b).cmp(&at(a))
+    });
+    for s in app.hub.store.list(None).await?.into_iter().take(RECENT) {
+        if mine.len() >= 10 {
+            break;
+        }
+        if let Some(full) = app.hub.store.load(&s.id).await? {
+            if full.started_by == user {
+                mine.push(full);
+            }
+        }
+    }
+    // Room for the tail: header + section + "more" context.
+    let tail = if mine.is_empty() { 1 } else { 3 };
+    let mut shown = 0;
+    for (s, h) in &waiting {
+        let Some(g) = s.open_gate(h) else { continue };
+        let more = gate_blocks(app, s, g, now);
+        if blocks.len() + more.len() + tail + 1 > MAX_BLOCKS {
+            break;
+        }
+        blocks.extend(more);
+        shown += 1;
+    }
+    if waiting.is_empty() {
+        blocks.push(json!({ "type": "section", "text": mrkdwn("Nothing waits for you.") }));
+    } else if shown < waiting.len() {
+        blocks.push(json!({ "type": "context", "elements": [mrkdwn(format!(
+            "…and {} more waiting; the web inbox lists them all: {}",
+            waiting.len() - shown,
+            app.hub.public_url
+        ))] }));
+    }
+    if !mine.is_empty() {
+        blocks.push(json!({ "type": "header", "text": { "type": "plain_text", "text": "Runs you started" } }));
+        let lines: Vec<String> = mine
+            .iter()
+            .map(|s| {
+                format!(
+                    "• <{}|{}> `{}` — {}",
+                    crate::web::session_link(&app.hub.public_url, &s.id),
+                    esc(&s.workflow),
+                    &s.id[..s.id.len().min(8)],
+                    s.status
+                )
+            })
+            .collect();
+        blocks.push(json!({ "type": "section", "text": mrkdwn(lines.join("\n")) }));
+    }
+    Ok(json!({ "type": "home", "blocks": blocks }))
+}
+
+/// Publishes `user`'s home tab (and keeps it up to date for a day).
+pub async fn publish(app: &App, user: &str, flash: Option<&str>) {
+    app.home.seen(user);
+    let view = match view(app, user, flash).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!("building the home tab failed: {e}");
+            return;
+        }
+    };
+    if let Err(e) = super::blocks::check_home(&view) {
+        tracing::error!("the home tab breaks Block Kit limits: {e}");
+        return;
+    }
+    if let Err(e) = app.api.views_publish(user, view).await {
+        tracing::warn!("views.publish failed: {e}");
+    }
+}
+
+/// An `app_home_opened` event (the home tab, not the messages tab).
+pub fn opened(app: &App, event: &Value) {
+    let inner = event.get("event").unwrap_or(event);
+    if inner
+        .get("tab")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t != "home")
+    {
+        return;
+    }
+    let Some(user) = inner
+        .get("user")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return;
+    };
+    let app2 = app.clone();
+    app.tasks()
+        .spawn(async move { publish(&app2, &user, None).await });
+}
+
+/// Re-publishes the tabs of recent viewers whenever a gate opens, is
+/// answered or times out, or a run ends — anywhere (Slack, web, API, CLI).
+pub fn watch(app: &App) {
+    use futures_util::StreamExt;
+    let app = app.clone();
+    tokio::spawn(async move {
+        let after = app.hub.store.last_event().await.unwrap_or(0);
+        let events = crate::api::events::follow_all(app.hub.clone(), after);
+        futures_util::pin_mut!(events);
+        while let Some(e) = events.next().await {
+            if matches!(e.what, crate::model::EventKind::StepDone { .. }) {
+                continue;
+            }
+            // Let a burst settle, then publish once per viewer.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            for user in app.home.all() {
+                publish(&app, &user, None).await;
+            }
+        }
+    });
+}
+
+fn answer(decision: Decision, user: &str, call: Option<String>) -> Answer {
+    Answer {
+        decision,
+        by: user.to_string(),
+        at: Utc::now(),
+        via: "slack".into(),
+        vars: Default::default(),
+        call,
+    }
+}
+
+async fn decide(
+    app: &App,
+    user: &str,
+    session: &str,
+    gate: &str,
+    a: Answer,
+) -> Result<String, String> {
+    let s = match app.hub.store.load(session).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err("that run no longer exists".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let verb = a.decision.verb();
+    match app.take(&s, gate, &a).await {
+        Ok(Ok(Accepted::Counted(_))) => Ok(format!(
+            "Your answer to {} · {} is counted; more are needed.",
+            s.workflow, gate
+        )),
+        Ok(Ok(_)) => Ok(format!(
+            "✓ {} {} · {} ({verb}).",
+            who(user),
+            s.workflow,
+            gate
+        )),
+        Ok(Err(r)) => Err(refusal_text(&r)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn modal(callback: &str, meta: &Meta, title: &str, label: &str, required: bool) -> Value {
+    json!({
+        "type": "modal",
+        "callback_id": callback,
+        "private_metadata": serde_json::to_string(meta).unwrap_or_default(),
+        "title": { "type": "plain_text", "text": title },
+        "submit": { "type": "plain_text", "text": "Send" },
+        "close": { "type": "plain_text", "text": "Cancel" },
+        "blocks": [{
+            "type": "input",
+            "block_id": "text",
+            "optional": !required,
+            "label": { "type": "plain_text", "text": label },
+            "element": { "type": "plain_text_input", "action_id": "text", "multiline": true, "max_length": 3000 },
+        }],
+    })
+}
+
+/// A home-tab button: Approve decides at once; Reject and Modify open a
+/// modal (after the same authorization a decision gets).
+pub async fn action(app: &App, user: &str, action_id: &str, value: &str, trigger: &str) -> Reply {
+    let Some((session, gate, call)) = parse_value(value) else {
+        return Reply::Ack;
+    };
+    let (app2, user2) = (app.clone(), user.to_string());
+    if action_id == APPROVE {
+        app.tasks().spawn(async move {
+            let a = answer(Decision::Approve, &user2, call);
+            let flash = match decide(&app2, &user2, &session, &gate, a).await {
+                Ok(m) | Err(m) => m,
+            };
+            publish(&app2, &user2, Some(&flash)).await;
+        });
+        return Reply::Ack;
+    }
+    let decision = if action_id == MODIFY {
+        Decision::Modify {
+            feedback: String::new(),
+        }
+    } else {
+        Decision::Reject { reason: None }
+    };
+    let s = match app.hub.store.load(&session).await {
+        Ok(Some(s)) => s,
+        _ => return Reply::Ack,
+    };
+    if let Err(why) = app.may_answer(&s, &gate, decision, user).await {
+        app.tasks()
+            .spawn(async move { publish(&app2, &user2, Some(&why)).await });
+        return Reply::Ack;
+    }
+    let required = action_id == MODIFY
+        || (call.is_none() && s.open_gate(&gate).is_some_and(|g| g.require_reason));
+    let meta = Meta {
+        session,
+        gate,
+        call,
+    };
+    let view = if action_id == MODIFY {
+        modal(
+            MODIFY_MODAL,
+            &meta,
+            "Ask for changes",
+            "Feedback for the step",
+            true,
+        )
+    } else {
+        modal(
+            REJECT_MODAL,
+            &meta,
+            "Reject",
+            if required {
+                "Reason (required)"
+            } else {
+                "Reason (optional)"
+            },
+            required,
+        )
+    };
+    if let Err(e) = app.api.views_open(trigger, view).await {
+        tracing::warn!("could not open the home modal: {e}");
+    }
+    Reply::Ack
+}
+
+/// A home-tab modal's submission: decided like a click; a refusal keeps
+/// the modal open with the reason.
+pub async fn submission(
+    app: &App,
+    user: &str,
+    callback: &str,
+    metadata: &str,
+    text: Option<String>,
+) -> Reply {
+    let Ok(meta) = serde_json::from_str::<Meta>(metadata) else {
+        return Reply::Ack;
+    };
+    let text = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    let decision = if callback == MODIFY_MODAL {
+        match text {
+            Some(feedback) => Decision::Modify { feedback },
+            None => return errors("feedback is needed"),
+        }
+    } else {
+        Decision::Reject { reason: text }
+    };
+    let a = answer(decision, user, meta.call.clone());
+    match decide(app, user, &meta.session, &meta.gate, a).await {
+        Ok(m) => {
+            let (app2, user2) = (app.clone(), user.to_string());
+            app.tasks()
+                .spawn(async move { publish(&app2, &user2, Some(&m)).await });
+            Reply::Ack
+        }
+        Err(why) => errors(&why),
+    }
+}
+
+fn errors(why: &str) -> Reply {
+    Reply::Body(json!({ "response_action": "errors", "errors": { "text": cut(why, 1000) } }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_name_the_run_the_gate_and_the_call() {
+        assert_eq!(
+            parse_value("s-1|review#1"),
+            Some(("s-1".into(), "review#1".into(), None))
+        );
+        assert_eq!(
+            parse_value(&value("s-1", "tools#2", Some("call_9"))),
+            Some(("s-1".into(), "tools#2".into(), Some("call_9".into())))
+        );
+        assert_eq!(parse_value("nothing"), None);
+        assert_eq!(esc("<@U1> & <!here>"), "&lt;@U1&gt; &amp; &lt;!here&gt;");
+    }
+}
