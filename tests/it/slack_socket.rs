@@ -465,4 +465,12 @@ fn the_socket_mode_manifest_is_the_request_url_one_without_urls() {
     command["url"] = theirs["url"].clone();
     assert_eq!(&command, theirs, "the same /strands");
     assert_eq!(socket["display_information"], urls["display_information"]);
+    assert_eq!(socket["features"]["app_home"], urls["features"]["app_home"]);
+    assert_eq!(socket["features"]["app_home"]["home_tab_enabled"], true);
+    assert_eq!(
+        socket["settings"]["event_subscriptions"]["bot_events"],
+        urls["settings"]["event_subscriptions"]["bot_events"],
+        "the same events"
+    );
+    assert!(socket["settings"]["event_subscriptions"]["request_url"].is_null());
 }
