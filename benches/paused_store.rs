@@ -1,0 +1,236 @@
+//! A store full of paused runs: what `strands serve` pays at start-up and
+//! what listing costs, as the store grows (issue 17's figures).
+//!
+//! Run with `cargo bench --bench paused_store`. Knobs (environment):
+//! - `BENCH_SIZES` (default `10000,100000`): paused sessions per store;
+//!   `1000000` works too but takes long to build (the clones are written
+//!   one durable transaction at a time, as the engine writes them).
+//!
+//! For each size the bench builds its own store: one real paused run of
+//! `examples/research-review.yaml` (offline rehearsal provider) made by
+//! the real binary, cloned under fresh ids through the library. Then it
+//! starts the real `strands serve` on it and measures: spawn → first 200
+//! from `/healthz`; the server's resident memory (VmRSS) once it answers;
+//! `sessions list --json` through the real CLI (median of 5, store not
+//! held by a server; it lists every session: the CLI has no paging yet);
+//! the store's size on disk.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use strands::store::sled::SledStore;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_strands")
+}
+
+fn strands(store: &Path) -> Command {
+    let mut c = Command::new(bin());
+    for k in [
+        "STRANDS_STORE",
+        "STRANDS_LOG",
+        "STRANDS_SERVER",
+        "STRANDS_TOKEN",
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "STRANDS_WEBHOOK_URL",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("NO_COLOR", "1").arg("--store").arg(store);
+    c
+}
+
+fn sizes() -> Vec<usize> {
+    std::env::var("BENCH_SIZES")
+        .unwrap_or_else(|_| "10000,100000".into())
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("BENCH_SIZES: `{s}` is not a number"))
+        })
+        .collect()
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let m = match e.metadata() {
+            Ok(m) => m,
+            Err(_) => continue,
+        };
+        n += if m.is_dir() {
+            dir_bytes(&e.path())
+        } else {
+            m.len()
+        };
+    }
+    n
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1_000_000.0)
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn healthz(addr: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(format!("GET /healthz HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .is_err()
+    {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200")
+}
+
+/// Builds a store of `n` paused sessions under `dir`.
+fn build(dir: &Path, n: usize) -> PathBuf {
+    let store = dir.join("store");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/research-review.yaml");
+    let out = strands(&store)
+        .arg("run")
+        .arg(&example)
+        .arg("--out")
+        .arg(dir.join("art"))
+        .arg("--json")
+        .output()
+        .expect("run the example");
+    assert_eq!(
+        out.status.code(),
+        Some(19),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let id = v["session_id"].as_str().expect("an id").to_string();
+    let s = SledStore::open(&store).expect("open the store");
+    let template = s.get(&id).expect("the paused session");
+    let t = Instant::now();
+    for i in 1..n {
+        let mut c = template.clone();
+        c.id = uuid::Uuid::new_v4().to_string();
+        c.rev = 0;
+        c.created_at += chrono::TimeDelta::milliseconds(i as i64);
+        s.create(&mut c).expect("create a clone");
+        if i % 50_000 == 0 {
+            eprintln!(
+                "  … {i} of {n} written ({:.0} s)",
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    eprintln!(
+        "  built {n} paused sessions in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    store
+}
+
+struct Figures {
+    startup: Duration,
+    rss_kb: u64,
+    list: Duration,
+    bytes: u64,
+}
+
+fn measure(store: &Path) -> Figures {
+    let started = Instant::now();
+    let mut child = strands(store)
+        .arg("serve")
+        .env("STRANDS_BIND", "127.0.0.1:0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strands serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let addr = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                let _ = tx.send(addr);
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(1800))
+        .expect("strands serve never said where it listens");
+    while !healthz(&addr) {
+        assert!(started.elapsed() < Duration::from_secs(1800), "no /healthz");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let startup = started.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    let rss_kb = rss_kb(child.id());
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+    let mut lists = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let out = strands(store)
+            .args(["sessions", "list", "--json"])
+            .output()
+            .expect("sessions list");
+        lists.push(t.elapsed());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    lists.sort();
+    Figures {
+        startup,
+        rss_kb,
+        list: lists[lists.len() / 2],
+        bytes: dir_bytes(store),
+    }
+}
+
+fn main() {
+    println!("paused_store: serve start-up, memory and listing as paused runs pile up");
+    println!(
+        "{:>10} | {:>16} | {:>12} | {:>22} | {:>12}",
+        "paused", "start → /healthz", "serve RSS", "sessions list (all)", "store size"
+    );
+    for n in sizes() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = build(dir.path(), n);
+        let f = measure(&store);
+        println!(
+            "{:>10} | {:>14.2} s | {:>9} MB | {:>20.1} ms | {:>12}",
+            n,
+            f.startup.as_secs_f64(),
+            f.rss_kb / 1024,
+            f.list.as_secs_f64() * 1000.0,
+            mb(f.bytes)
+        );
+    }
+}
