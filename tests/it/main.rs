@@ -41,6 +41,7 @@ mod slack_bot;
 mod slack_guards;
 mod slack_harness;
 mod slack_parallel;
+mod slack_reasons;
 mod slack_timers;
 mod slack_tools;
 mod store_scale;
