@@ -446,6 +446,7 @@ impl Engine<'_> {
             approvals: Vec::new(),
             rejections_required: 1,
             rejections: Vec::new(),
+            notify_dm: false,
             trigger: None,
         };
         self.add_gate(session, opened, None);
@@ -482,8 +483,8 @@ impl Engine<'_> {
                     "interrupted while running (the process stopped); not run again — it may or may not have taken effect",
                 ),
                 CallState::Rejected { by, reason } => crate::tools::ToolResult::error(match reason {
-                    Some(r) if !r.trim().is_empty() => format!("denied by {by}: {r}"),
-                    _ => format!("denied by {by}"),
+                    Some(r) if !r.trim().is_empty() => format!("denied by {}: {r}", crate::model::mention(by)),
+                    _ => format!("denied by {}", crate::model::mention(by)),
                 }),
                 CallState::Approved { digest, .. } => {
                     if crate::tools::digest(&pc.call.name, &pc.call.arguments) != *digest {

@@ -143,6 +143,7 @@ impl Engine<'_> {
             approvals_required: None,
             rejections_required: None,
             allow_self_approval: None,
+            notify_dm: false,
             timers: Default::default(),
         };
         let mut opened = gate::open(

@@ -79,14 +79,8 @@ pub fn is_group(approver: &str) -> bool {
 pub fn show_approver(a: &str) -> String {
     if is_group(a) {
         format!("<!subteam^{a}>")
-    } else if a.len() > 1
-        && (a.starts_with('U') || a.starts_with('W'))
-        && a.chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-    {
-        format!("<@{a}>")
     } else {
-        a.to_string()
+        crate::model::mention(a)
     }
 }
 
@@ -252,6 +246,7 @@ pub fn open(
         rejections: Vec::new(),
         allow_self_approval: spec.allow_self_approval,
         approvals: Vec::new(),
+        notify_dm: spec.notify_dm,
         trigger: None,
         opened_at: now,
         timeout_at: spec
@@ -338,6 +333,7 @@ mod tests {
             approvals_required: None,
             rejections_required: None,
             allow_self_approval: None,
+            notify_dm: false,
             timers: Default::default(),
         };
         let now = Utc::now();

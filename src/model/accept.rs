@@ -271,8 +271,10 @@ fn accept(
         }
         Decision::Reject { reason } => {
             let why = match reason {
-                Some(r) if !r.trim().is_empty() => format!("denied by {by}: {r}"),
-                _ => format!("denied by {by}"),
+                Some(r) if !r.trim().is_empty() => {
+                    format!("denied by {}: {r}", crate::model::mention(&by))
+                }
+                _ => format!("denied by {}", crate::model::mention(&by)),
             };
             session.denied_calls.insert(pc.digest.clone(), why);
             CallState::Rejected {

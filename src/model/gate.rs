@@ -286,6 +286,10 @@ pub struct OpenGate {
     pub rejections_required: u32,
     #[serde(default)]
     pub rejections: Vec<Approval>,
+    /// `notify: dm`: each approver named by Slack user id also gets the
+    /// request as a direct message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify_dm: bool,
     /// Set for gates the run itself triggered (`hitl.gates`): the trigger's
     /// id. Such a gate reviews the step at `position` (modify re-runs it)
     /// and records nothing in the pattern's state when approved.
@@ -318,6 +322,25 @@ impl OpenGate {
     /// The preview cut to `preview_length` characters, and how many were cut.
     pub fn preview(&self) -> (String, usize) {
         cut(&self.context, self.preview_length)
+    }
+}
+
+/// Whether `who` is a Slack user id (`U…` or `W…`), not a name or a group.
+pub fn is_slack_user(who: &str) -> bool {
+    who.len() > 1
+        && (who.starts_with('U') || who.starts_with('W'))
+        && who
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+/// `<@U123>` for a Slack user id (Slack shows it as the person, and a model
+/// quoting it in Slack names them too), the name itself otherwise.
+pub fn mention(who: &str) -> String {
+    if is_slack_user(who) {
+        format!("<@{who}>")
+    } else {
+        who.to_string()
     }
 }
 

@@ -301,7 +301,8 @@ pub enum CallState {
     Waiting,
     /// May run: approved by a human or by policy. `digest` is what was approved.
     Approved { by: String, digest: String },
-    /// A human said no; the model reads `denied by WHO: REASON`.
+    /// A human said no; the model reads `denied by WHO: REASON` (a Slack
+    /// user as `<@U…>`).
     Rejected { by: String, reason: Option<String> },
     /// Started; if the process dies now the call is not run again (at most once).
     Running,
@@ -342,6 +343,10 @@ pub struct Notification {
     pub at: DateTime<Utc>,
     /// Why the last attempt to post failed, if it did.
     pub error: Option<String>,
+    /// `(channel, ts)` of the copies sent as direct messages to the gate's
+    /// approvers (`notify: dm`); indexed like the message itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<(String, String)>,
 }
 
 impl Session {

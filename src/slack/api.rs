@@ -240,6 +240,21 @@ impl SlackApi {
         .map(|_| ())
     }
 
+    /// The direct-message channel between the bot and `user`
+    /// (`conversations.open`), opened if it was not.
+    pub async fn open_dm(&self, user: &str) -> Result<String> {
+        let req = SlackApiConversationsOpenRequest::new().with_users(vec![user.into()]);
+        let res = self
+            .retrying("conversations.open", || async {
+                self.client
+                    .open_session(&self.token)
+                    .conversations_open(&req)
+                    .await
+            })
+            .await?;
+        Ok(res.channel.id.0)
+    }
+
     /// The members of a user group (`usergroups.users.list`).
     pub async fn usergroup_members(&self, group: &str) -> Result<Vec<String>> {
         let req = SlackApiUserGroupsUsersListRequest::new(group.into());

@@ -340,7 +340,18 @@ impl App {
             gate.approvals_required
         );
         let blocks = self.templates.approval(&view)?;
-        self.api.update(channel, ts, &text, blocks).await
+        // Every copy (direct, escalated) shows the progress; the clicked one first.
+        let mut result = Ok(());
+        for (c, t) in self
+            .asking_messages(&session.id, handle, Some((channel, ts)))
+            .await
+        {
+            if let Err(e) = self.api.update(&c, &t, &text, blocks.clone()).await {
+                tracing::warn!(session = %session.id, channel = %c, "could not update an approval message: {e}");
+                result = Err(e);
+            }
+        }
+        result
     }
 
     /// The session and gate a message asks about. A click can arrive before
@@ -368,6 +379,47 @@ impl App {
         self.posting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A post to `channel` is in flight: a click on it waits for the index.
+    pub(super) fn begin_posting(&self, channel: &str) {
+        *self.lock_posting().entry(channel.to_string()).or_insert(0) += 1;
+    }
+
+    /// The post [`App::begin_posting`] announced is indexed (or failed).
+    pub(super) fn end_posting(&self, channel: &str) {
+        let mut posting = self.lock_posting();
+        if let Some(count) = posting.get_mut(channel) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                posting.remove(channel);
+            }
+        }
+    }
+
+    /// Every message that asks for gate `handle` of session `id`, `first`
+    /// first: the approval message, its direct copies to approvers
+    /// (`notify: dm`) and its escalated copies, each once.
+    pub(super) async fn asking_messages(
+        &self,
+        id: &str,
+        handle: &str,
+        first: Option<(&str, &str)>,
+    ) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = first
+            .map(|(c, ts)| (c.to_string(), ts.to_string()))
+            .into_iter()
+            .collect();
+        if let Some(n) = super::timers::note_for(self, id, handle).await {
+            all.extend(n.ts.clone().map(|ts| (n.channel.clone(), ts)));
+            all.extend(n.copies);
+        }
+        if let Ok(Some(esc)) = self.hub.store.escalation(id, handle).await {
+            all.extend(esc.messages);
+        }
+        let mut seen = HashSet::new();
+        all.retain(|m| seen.insert(m.clone()));
+        all
+    }
+
     /// Replaces the approval message's buttons with who decided what.
     async fn show_decision(
         &self,
@@ -391,7 +443,18 @@ impl App {
         let blocks = self
             .templates
             .decided(&DecidedView::from_answer(view, answer))?;
-        self.api.update(channel, ts, &text, blocks).await
+        // Every copy (direct, escalated) shows the decision; the clicked one first.
+        let mut result = Ok(());
+        for (c, t) in self
+            .asking_messages(&session.id, handle, Some((channel, ts)))
+            .await
+        {
+            if let Err(e) = self.api.update(&c, &t, &text, blocks.clone()).await {
+                tracing::warn!(session = %session.id, channel = %c, "could not update an approval message: {e}");
+                result = Err(e);
+            }
+        }
+        result
     }
 
     /// Re-renders the tool-approval message from `session` (the state a
@@ -477,6 +540,7 @@ impl App {
                 thread_ts: None,
                 at: Utc::now(),
                 error: Some("no approval channel: set STRANDS_APPROVAL_CHANNEL".into()),
+                copies: Vec::new(),
             };
             self.hub.store.record_notification(&session.id, &n).await?;
             return Err(Error::Usage(
@@ -511,7 +575,7 @@ impl App {
             .rev()
             .find(|n| n.channel == channel && n.thread_ts.is_some())
             .and_then(|n| n.thread_ts.clone());
-        *self.lock_posting().entry(channel.clone()).or_insert(0) += 1;
+        self.begin_posting(&channel);
         let posted = match rendered {
             Ok((text, blocks)) => self.api.post_message(&channel, &text, blocks, None).await,
             Err(e) => Err(e),
@@ -520,25 +584,33 @@ impl App {
             Ok(ts) => (Some(ts), None),
             Err(e) => (None, Some(e.to_string())),
         };
-        let n = Notification {
+        let mut n = Notification {
             gate: gate.handle(),
             channel: channel.clone(),
             thread_ts: thread_ts.clone().or_else(|| ts.clone()),
             ts,
             at: Utc::now(),
             error: error.clone(),
+            copies: Vec::new(),
         };
         let recorded = self.hub.store.record_notification(&session.id, &n).await;
-        {
-            let mut posting = self.lock_posting();
-            if let Some(count) = posting.get_mut(&channel) {
-                *count = count.saturating_sub(1);
-                if *count == 0 {
-                    posting.remove(&channel);
-                }
-            }
-        }
+        self.end_posting(&channel);
         recorded?;
+        if error.is_none() && gate.notify_dm {
+            // `notify: dm`: each approver named by user id gets a copy,
+            // indexed like the message so a click on any copy decides.
+            let (copies, places) = super::dms::post(self, &session, &gate, &channel).await;
+            let recorded = if copies.is_empty() {
+                Ok(())
+            } else {
+                n.copies = copies;
+                self.hub.store.record_notification(&session.id, &n).await
+            };
+            for place in &places {
+                self.end_posting(place);
+            }
+            recorded?;
+        }
         match error {
             None => {
                 self.metrics.gate_opened();
@@ -738,16 +810,7 @@ fn tool_text(view: &ToolApprovalView) -> String {
 
 /// `<@U123>` for Slack user ids, the name otherwise.
 pub fn mention(who: &str) -> String {
-    let looks_like_id = who.len() > 1
-        && (who.starts_with('U') || who.starts_with('W'))
-        && who
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-    if looks_like_id {
-        format!("<@{who}>")
-    } else {
-        who.to_string()
-    }
+    crate::model::mention(who)
 }
 
 fn capitalize(s: &str) -> String {

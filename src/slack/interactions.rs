@@ -4,6 +4,10 @@
 //! atomically (compare-and-swap, exactly once), and hand the resume to a
 //! background task. Modify / Respond open a modal at once (the `trigger_id`
 //! lives 3 s); its submission comes back here and is decided the same way.
+//! So do the reason forms ([`super::forms`]): Reject on a `require_reason`
+//! gate, and "Reject with reason…" on any gate or tool call (the reason is
+//! then optional); and "View full output" opens the whole text under
+//! review, for those who may answer the gate or started the run.
 //!
 //! Tool calls: a tool-approval message has a row of buttons per call, each
 //! valued `handle|call id`; the decision names that call (`Answer.call`),
@@ -34,16 +38,21 @@ pub const RESPOND: &str = "strands_respond";
 pub const EDIT: &str = "strands_edit";
 /// Tool calls: approve, and trust the tool for the rest of the run.
 pub const TRUST: &str = "strands_trust";
+/// Reject with a reason (a gate without `require_reason`, or a tool call):
+/// opens the reason form, the reason optional.
+pub const REJECT_REASON: &str = "strands_reject_reason";
+/// Opens a modal with the full text a cut preview leaves out.
+pub const VIEW_FULL: &str = "strands_view_full";
 
 /// What the bot puts in a modal's `private_metadata`.
 #[derive(Debug, Serialize, Deserialize)]
-struct ModalMeta {
-    channel: String,
-    ts: String,
-    gate: String,
-    /// The tool call an edit modal is about.
+pub(super) struct ModalMeta {
+    pub(super) channel: String,
+    pub(super) ts: String,
+    pub(super) gate: String,
+    /// The tool call an edit or reason modal is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    call: Option<String>,
+    pub(super) call: Option<String>,
 }
 
 /// A button's value: a gate handle (`review#1`), or `handle|call id` on a
@@ -91,7 +100,7 @@ fn answer(decision: Decision, user: &str, call: Option<&str>) -> Answer {
 }
 
 /// Tells one user something only they see, without holding up the ack.
-fn tell(app: &App, channel: &str, user: &str, text: String) {
+pub(super) fn tell(app: &App, channel: &str, user: &str, text: String) {
     let (app2, channel, user) = (app.clone(), channel.to_string(), user.to_string());
     app.tasks().spawn(async move {
         if let Err(e) = app2.api.post_ephemeral(&channel, &user, &text).await {
@@ -152,7 +161,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         APPROVE => Decision::Approve,
         TRUST => Decision::Trust,
         // A tool call's rejection is recorded at once (the button has a
-        // confirm dialog); the model reads "denied by <user>".
+        // confirm dialog); the model reads "denied by <@U…>".
         REJECT if call.is_some() || !needs_reason => Decision::Reject { reason: None },
         EDIT => {
             let Some(call) = call else {
@@ -189,7 +198,38 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             open_edit_modal(app, &ev.trigger_id.0, &meta, &session, &user).await;
             return ok();
         }
-        kind @ (REJECT | MODIFY | RESPOND) => {
+        // A reason form: required for a `require_reason` gate, optional
+        // for "Reject with reason…" (a gate or a tool call).
+        REJECT | REJECT_REASON => {
+            let session = match still_open(app, &channel, &ts, &handle, call.as_deref()).await {
+                Ok(s) => s,
+                Err(why) => {
+                    tell(app, &channel, &user, why);
+                    return ok();
+                }
+            };
+            let probe = Decision::Reject { reason: None };
+            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
+                app.audit_refused_click(&channel, &ts, &handle, &user, call.clone(), &why)
+                    .await;
+                tell(app, &channel, &user, why);
+                return ok();
+            }
+            let meta = ModalMeta {
+                channel: channel.clone(),
+                ts,
+                gate: handle,
+                call,
+            };
+            super::forms::open_reject(app, &ev.trigger_id.0, &meta, &session, &user).await;
+            return ok();
+        }
+        VIEW_FULL => {
+            let (trigger, gate) = (ev.trigger_id.0.as_str(), handle.as_str());
+            super::forms::open_output(app, trigger, &channel, &ts, gate, &user).await;
+            return ok();
+        }
+        kind @ (MODIFY | RESPOND) => {
             let session = match still_open(app, &channel, &ts, &handle, None).await {
                 Ok(s) => s,
                 Err(why) => {
@@ -198,7 +238,6 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                 }
             };
             let probe = match kind {
-                REJECT => Decision::Reject { reason: None },
                 MODIFY => Decision::Modify {
                     feedback: String::new(),
                 },
@@ -249,7 +288,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
 
 /// Refuses early (before a modal opens) when the gate — or, for a tool
 /// call, the call — no longer waits; otherwise returns the session.
-async fn still_open(
+pub(super) async fn still_open(
     app: &App,
     channel: &str,
     ts: &str,
@@ -315,7 +354,6 @@ async fn open_modal(
 ) {
     let kind = match action {
         MODIFY => "modify",
-        REJECT => "reject",
         _ => "respond",
     };
     let prompt = app
@@ -488,9 +526,19 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
             feedback: text.clone(),
         },
         RESPOND => Decision::Respond { text: text.clone() },
-        REJECT => Decision::Reject {
-            reason: Some(text.clone()).filter(|t| !t.trim().is_empty()),
-        },
+        REJECT => {
+            let reason = Some(text.trim().to_string()).filter(|t| !t.is_empty());
+            let required = meta.call.is_none()
+                && app
+                    .session_of(&meta.channel, &meta.ts)
+                    .await
+                    .and_then(|s| s.open_gate(&meta.gate).map(|g| g.require_reason))
+                    .unwrap_or(false);
+            if required && reason.is_none() {
+                return modal_error("This gate needs a reason to reject: please say why.");
+            }
+            Decision::Reject { reason }
+        }
         _ => return ok(),
     };
     match app

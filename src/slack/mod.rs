@@ -12,9 +12,11 @@
 //! Modules: [`config`] (environment), [`server`] (routes, signature check),
 //! [`socket`] (Socket Mode), [`dispatch`] (the one path both of them take),
 //! [`commands`] (`/strands ...`), [`interactions`] (clicks, modals),
-//! [`app`] (state, messages), [`room`] (the hall's side), [`timers`]
-//! (reminders, escalations, timeouts in Slack), [`api`] (Web API with
-//! retries), [`blocks`] (Block Kit templates and limits).
+//! [`forms`] (the reason and "View full output" modals), [`app`] (state,
+//! messages), [`dms`] (approvers asked by direct message), [`room`] (the
+//! hall's side), [`timers`] (reminders, escalations, timeouts in Slack),
+//! [`api`] (Web API with retries), [`blocks`] (Block Kit templates and
+//! limits).
 
 pub mod api;
 pub mod app;
@@ -23,6 +25,8 @@ pub mod commands;
 pub mod config;
 pub mod dispatch;
 pub mod home;
+pub mod dms;
+pub mod forms;
 pub mod interactions;
 pub mod room;
 pub mod server;

@@ -187,12 +187,8 @@ pub async fn after_answer(app: &App, session: &Session, gate_id: &str, answer: &
         Ok(Some(e)) => e,
         _ => return,
     };
-    let mut messages = esc.messages.clone();
-    if let Some(n) = note_for(app, &session.id, &handle).await {
-        if let Some(ts) = &n.ts {
-            messages.push((n.channel.clone(), ts.clone()));
-        }
-    }
+    // The original, its direct copies (`notify: dm`) and the escalated ones.
+    let messages = app.asking_messages(&session.id, &handle, None).await;
     show_answer(app, session, &esc.gate, &messages, answer).await;
 }
 
@@ -275,12 +271,15 @@ fn human_duration(d: chrono::TimeDelta) -> String {
     }
 }
 
-/// The messages that asked for gate `handle`.
+/// The messages that asked for gate `handle`: the approval message and
+/// its direct copies (escalated copies are the engine's to add).
 pub async fn messages(app: &App, session: &Session, handle: &str) -> Vec<(String, String)> {
-    note_for(app, &session.id, handle)
-        .await
-        .and_then(|n| n.ts.map(|ts| (n.channel, ts)))
+    let Some(n) = note_for(app, &session.id, handle).await else {
+        return Vec::new();
+    };
+    n.ts.map(|ts| (n.channel, ts))
         .into_iter()
+        .chain(n.copies)
         .collect()
 }
 

@@ -543,6 +543,9 @@ pub struct GateSpec {
     pub approvals_required: Option<u32>,
     pub rejections_required: Option<u32>,
     pub allow_self_approval: Option<bool>,
+    /// `notify: dm`: each approver named by Slack user id also gets the
+    /// request as a direct message, with working buttons (the bot).
+    pub notify_dm: bool,
     /// Reminders and escalation (the bot).
     pub timers: GateTimers,
 }

@@ -372,6 +372,9 @@ pub struct Step {
     pub rejections_required: Option<u32>,
     /// Whether whoever started the run may approve it.
     pub allow_self_approval: Option<bool>,
+    /// Ours: `dm` also sends each approver named by Slack user id a direct
+    /// message with the buttons; `channel` (the default) does not.
+    pub notify: Option<S<String>>,
     /// Ours: minutes between reminders in the approval thread (fractions allowed).
     pub reminder_interval: Option<S<f64>>,
     /// Ours: how many reminders at most (default 3).

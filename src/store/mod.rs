@@ -103,7 +103,7 @@ pub trait Backend: Send + Sync {
     ) -> impl Future<Output = Result<Option<Session>>> + Send;
 
     /// Records the message that asked for a gate (or why posting failed)
-    /// and indexes it by channel + ts, atomically.
+    /// and indexes it (and its direct copies) by channel + ts, atomically.
     fn record_notification(
         &self,
         session: &str,

@@ -43,6 +43,7 @@ mod slack_harness;
 mod slack_home;
 mod slack_parallel;
 mod slack_socket;
+mod slack_reasons;
 mod slack_timers;
 mod slack_tools;
 mod store_scale;

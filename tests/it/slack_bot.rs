@@ -132,7 +132,12 @@ fn slash_run_then_approve_click_resumes_and_posts_the_output_in_the_thread() {
     assert!(msg.call.has_actions_block(), "{:#}", msg.call.body);
     assert_eq!(
         action_ids(&msg),
-        ["strands_approve", "strands_modify", "strands_reject"]
+        [
+            "strands_approve",
+            "strands_modify",
+            "strands_reject",
+            "strands_reject_reason"
+        ]
     );
     for b in msg.buttons() {
         assert_eq!(b.value, "review#1", "every button carries the gate handle");
@@ -258,7 +263,12 @@ fn modify_through_the_modal_reruns_the_step_with_the_feedback_and_asks_again() {
     assert_eq!(second.channel, APPROVAL_CHANNEL);
     assert_eq!(
         action_ids(&second),
-        ["strands_approve", "strands_modify", "strands_reject"]
+        [
+            "strands_approve",
+            "strands_modify",
+            "strands_reject",
+            "strands_reject_reason"
+        ]
     );
     assert!(
         second.text().contains(&rerun.reply_text()),

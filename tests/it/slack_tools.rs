@@ -222,7 +222,7 @@ fn a_tool_call_gate_posts_one_message_with_buttons_per_call_and_resumes_when_all
         next.body
     );
     assert!(
-        next.tool_result(API).contains("denied by U04APPROVER"),
+        next.tool_result(API).contains("denied by <@U04APPROVER>"),
         "the model is told who denied the call: {:#}",
         next.body
     );

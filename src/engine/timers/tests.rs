@@ -460,6 +460,7 @@ fn gate(timeout: Option<i64>) -> OpenGate {
         approvals: Vec::new(),
         rejections_required: 1,
         rejections: Vec::new(),
+        notify_dm: false,
         trigger: None,
     }
 }

@@ -1,10 +1,10 @@
 //! Slack messages as templates: the approval message, its decided form, the
 //! tool-call approval message (one row of buttons per call, re-rendered
-//! after each decision), the feedback / edit modal and progress replies are
-//! Block Kit JSON rendered by minijinja from `templates/*.json.j2`, so a
-//! team can restyle what the bot posts without rebuilding it
-//! (`STRANDS_TEMPLATES=DIR`: a file in DIR replaces the built-in of the same
-//! name).
+//! after each decision), the feedback / reason / edit modal, the "View full
+//! output" modal and progress replies are Block Kit JSON rendered by
+//! minijinja from `templates/*.json.j2`, so a team can restyle what the bot
+//! posts without rebuilding it (`STRANDS_TEMPLATES=DIR`: a file in DIR
+//! replaces the built-in of the same name).
 //!
 //! Templates are user code and gate text is model output, so nothing that
 //! comes out of here is trusted to be well-formed. Every render goes through
@@ -71,8 +71,9 @@ pub use limits::{
     INITIAL_VALUE_MAX, SECTION_TEXT_MAX,
 };
 pub use views::{
-    call_answer, kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, ProgressView,
-    ToolApprovalView, ToolCallView, MAX_TOOL_CALLS, TOOL_ARGS_MAX, TOOL_ARGS_MIN, TOOL_ARGS_TOTAL,
+    call_answer, kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, OutputView,
+    ProgressView, ToolApprovalView, ToolCallView, MAX_OUTPUT_CHUNKS, MAX_TOOL_CALLS, TOOL_ARGS_MAX,
+    TOOL_ARGS_MIN, TOOL_ARGS_TOTAL,
 };
 
 use filters::sandbox;
@@ -86,18 +87,21 @@ pub const TEMPLATES_ENV: &str = "STRANDS_TEMPLATES";
 pub const APPROVAL: &str = "approval.json.j2";
 /// The approval message after a decision (blocks).
 pub const DECIDED: &str = "decided.json.j2";
-/// The modify / respond / reject modal (a view).
+/// The modify / respond / reject (reason) / edit modal (a view).
 pub const MODAL: &str = "modal.json.j2";
 /// A progress reply in the run's thread (blocks).
 pub const PROGRESS: &str = "progress.json.j2";
 /// The message asking for decisions on an agent's tool calls (blocks), also
 /// re-rendered after each per-call decision.
 pub const TOOL_APPROVAL: &str = "tool_approval.json.j2";
+/// The "View full output" modal (a view): the whole text a cut preview
+/// leaves out.
+pub const OUTPUT: &str = "output.json.j2";
 
 /// Every template name; an override directory may replace any of them.
-pub const TEMPLATE_NAMES: [&str; 5] = [APPROVAL, DECIDED, MODAL, PROGRESS, TOOL_APPROVAL];
+pub const TEMPLATE_NAMES: [&str; 6] = [APPROVAL, DECIDED, MODAL, PROGRESS, TOOL_APPROVAL, OUTPUT];
 
-const BUILTINS: [(&str, &str); 5] = [
+const BUILTINS: [(&str, &str); 6] = [
     (
         APPROVAL,
         include_str!("../../../templates/approval.json.j2"),
@@ -112,6 +116,7 @@ const BUILTINS: [(&str, &str); 5] = [
         TOOL_APPROVAL,
         include_str!("../../../templates/tool_approval.json.j2"),
     ),
+    (OUTPUT, include_str!("../../../templates/output.json.j2")),
 ];
 
 /// The sandboxed templates: built-ins plus overrides, no file access after
@@ -190,8 +195,17 @@ impl Templates {
 
     /// The modal view object, for `views.open`.
     pub fn modal(&self, v: &ModalView) -> Result<Value> {
-        let origin = self.origin(MODAL);
-        let view = self.render_json(MODAL, v)?;
+        self.view(MODAL, v)
+    }
+
+    /// The "View full output" modal, for `views.open`.
+    pub fn output(&self, v: &OutputView) -> Result<Value> {
+        self.view(OUTPUT, v)
+    }
+
+    fn view<S: Serialize>(&self, name: &str, ctx: &S) -> Result<Value> {
+        let origin = self.origin(name);
+        let view = self.render_json(name, ctx)?;
         check_modal(&view).map_err(|e| Error::Runtime(format!("Slack template {origin}: {e}")))?;
         slack_view_shape(&view)
             .map_err(|e| Error::Runtime(format!("Slack template {origin}: {e}")))?;
@@ -260,6 +274,9 @@ impl Templates {
         for v in &s.tools {
             self.tool_approval(v)?;
         }
+        for v in &s.outputs {
+            self.output(v)?;
+        }
         Ok(())
     }
 }
@@ -321,8 +338,8 @@ mod tests {
     use serde_json::json;
     use slack_morphism::prelude::{SlackBlock, SlackView};
 
-    fn adversarial_approval(kind: GateKind) -> ApprovalView {
-        let gate = OpenGate {
+    fn adversarial_gate(kind: GateKind) -> OpenGate {
+        OpenGate {
             id: nasty(500),
             instance: 7,
             order: 7,
@@ -344,8 +361,13 @@ mod tests {
             approvals: Vec::new(),
             rejections_required: 1,
             rejections: Vec::new(),
+            notify_dm: false,
             trigger: None,
-        };
+        }
+    }
+
+    fn adversarial_approval(kind: GateKind) -> ApprovalView {
+        let gate = adversarial_gate(kind);
         ApprovalView::from_gate(&gate, &nasty(500), &nasty(300), &nasty(300))
     }
 
@@ -376,24 +398,41 @@ mod tests {
         assert_eq!(t.origin(APPROVAL), "built-in approval.json.j2");
     }
 
+    fn action_ids(blocks: &[Value]) -> Vec<String> {
+        block_of(blocks, "actions")["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["action_id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     #[test]
-    fn approval_has_three_buttons_carrying_the_handle() {
+    fn approval_buttons_carry_the_handle() {
         let t = builtins();
         let blocks = t.approval(&sample_approval(GateKind::ManualGate)).unwrap();
         let actions = block_of(&blocks, "actions");
         assert_eq!(actions["block_id"], "gate:review#1");
         let els = actions["elements"].as_array().unwrap();
-        let ids: Vec<&str> = els
-            .iter()
-            .map(|e| e["action_id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, ["strands_approve", "strands_reject", "strands_modify"]);
+        // The preview was cut: "View full output" is offered.
+        assert_eq!(
+            action_ids(&blocks),
+            [
+                "strands_approve",
+                "strands_reject",
+                "strands_reject_reason",
+                "strands_modify",
+                "strands_view_full"
+            ]
+        );
         assert!(els
             .iter()
             .all(|e| e["value"] == "review#1" && e["type"] == "button"));
         assert_eq!(els[0]["style"], "primary");
         assert_eq!(els[1]["style"], "danger");
-        assert!(els[2].get("style").is_none());
+        assert!(els[2].get("style").is_none() && els[2].get("confirm").is_none());
+        assert!(els[3].get("style").is_none());
+        assert_eq!(els[4]["text"]["text"], "View full output");
         let confirm = &els[1]["confirm"];
         for key in ["title", "text", "confirm", "deny"] {
             assert!(
@@ -431,15 +470,72 @@ mod tests {
             .as_array()
             .unwrap()
             .clone();
-        let ids: Vec<&str> = els
-            .iter()
-            .map(|e| e["action_id"].as_str().unwrap())
-            .collect();
         assert_eq!(
-            ids,
-            ["strands_approve", "strands_reject", "strands_respond"]
+            action_ids(&blocks),
+            [
+                "strands_approve",
+                "strands_reject",
+                "strands_reject_reason",
+                "strands_respond",
+                "strands_view_full"
+            ]
         );
-        assert_eq!(els[2]["value"], "review#1");
+        assert_eq!(els[3]["value"], "review#1");
+    }
+
+    #[test]
+    fn a_required_reason_makes_reject_open_the_form_without_a_confirm() {
+        let t = builtins();
+        let mut v = sample_approval(GateKind::ManualGate);
+        v.require_reason = true;
+        v.preview_cut = 0;
+        let blocks = t.approval(&v).unwrap();
+        assert_eq!(
+            action_ids(&blocks),
+            ["strands_approve", "strands_reject", "strands_modify"]
+        );
+        let reject = &block_of(&blocks, "actions")["elements"][1];
+        assert!(reject.get("confirm").is_none(), "{reject}");
+        assert_eq!(reject["text"]["text"], "Reject…");
+        // Uncut previews offer nothing more to read.
+        let all = serde_json::to_string(&blocks).unwrap();
+        assert!(!all.contains("Preview cut"), "{all}");
+    }
+
+    #[test]
+    fn the_full_output_modal_holds_every_piece_within_limits() {
+        let t = builtins();
+        for v in &samples().outputs {
+            let view = t.output(v).unwrap();
+            assert_eq!(view["callback_id"], "strands_view_full");
+            assert!(view.get("submit").is_none(), "read-only");
+            let text = serde_json::to_string(&view).unwrap();
+            for c in &v.chunks {
+                assert!(text.contains(&c[..20.min(c.len())]));
+            }
+            assert_eq!(v.cut > 0, text.contains("more characters not shown here"));
+        }
+        // From a gate: hostile text, cut into pieces that fit, nothing lost
+        // below the piece limit.
+        let gate = OpenGate {
+            context: nasty(20_000),
+            ..adversarial_gate(GateKind::ManualGate)
+        };
+        let v = OutputView::from_gate(&gate, "wf", "s1");
+        assert_eq!(v.cut, 0);
+        assert_eq!(v.chunks.concat(), gate.context);
+        let view = t.output(&v).unwrap();
+        assert_escaped(&view);
+        let typed: SlackView = serde_json::from_value(view).unwrap();
+        assert!(matches!(typed, SlackView::Modal(_)));
+        let huge = OpenGate {
+            context: "y".repeat(200_000),
+            ..adversarial_gate(GateKind::ManualGate)
+        };
+        let v = OutputView::from_gate(&huge, "wf", "s1");
+        assert_eq!(v.chunks.len(), MAX_OUTPUT_CHUNKS);
+        assert_eq!(v.cut + v.chunks.concat().len(), 200_000);
+        check_modal(&t.output(&v).unwrap()).unwrap();
     }
 
     #[test]
@@ -625,6 +721,7 @@ mod tests {
             approvers: vec![String::new()],
             approvals_required: 3,
             approvals: vec![String::new()],
+            require_reason: false,
         };
         t.approval(&v).unwrap();
         let d = DecidedView {

@@ -10,8 +10,8 @@
 //! built-in templates.
 
 use super::views::{
-    kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, ProgressView,
-    ToolApprovalView, ToolCallView,
+    kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, OutputView, ProgressView,
+    ToolApprovalView, ToolCallView, MAX_OUTPUT_CHUNKS,
 };
 use crate::spec::GateKind;
 
@@ -22,6 +22,7 @@ pub(super) struct Samples {
     pub(super) modals: Vec<ModalView>,
     pub(super) progress: Vec<ProgressView>,
     pub(super) tools: Vec<ToolApprovalView>,
+    pub(super) outputs: Vec<OutputView>,
 }
 
 fn sample_call(index: usize, waiting: bool, outcome: Option<(&str, Option<&str>)>) -> ToolCallView {
@@ -123,6 +124,7 @@ pub(super) fn sample_approval(kind: GateKind) -> ApprovalView {
         approvers: vec!["U04APPROVER".into(), "S0APPROVERS".into(), "dana".into()],
         approvals_required: 2,
         approvals: vec!["U04APPROVER".into()],
+        require_reason: false,
     }
 }
 
@@ -136,6 +138,8 @@ pub(super) fn samples() -> Samples {
     hitl.timeout_at = None;
     hitl.timeout_unix = None;
     hitl.started_by = "alice".into();
+    let mut reasoned = sample_approval(GateKind::ManualGate);
+    reasoned.require_reason = true;
     let mut decided = Vec::new();
     for (decision, by, detail) in [
         ("approve", "U04APPROVER", None),
@@ -201,12 +205,25 @@ pub(super) fn samples() -> Samples {
             output: (event == "completed").then(|| "All done.\nreplicas: 3".to_string()),
         })
         .collect();
+    let output = |chunks: Vec<String>, cut: usize| OutputView {
+        workflow: "deploy-service".into(),
+        gate_id: "review".into(),
+        session_id: "3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f".into(),
+        chunks,
+        cut,
+    };
+    let full = vec!["x".repeat(2990); MAX_OUTPUT_CHUNKS];
     Samples {
-        approvals: vec![manual, hitl],
+        approvals: vec![manual, hitl, reasoned],
         decided,
         modals,
         progress,
         tools: sample_tools(),
+        outputs: vec![
+            output(vec!["diff --git a/deploy.yaml\n+replicas: 3".into()], 0),
+            output(full, 12_345),
+            output(Vec::new(), 0),
+        ],
     }
 }
 

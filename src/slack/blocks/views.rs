@@ -61,6 +61,10 @@ pub struct ApprovalView {
     pub approvals_required: u32,
     #[serde(default)]
     pub approvals: Vec<String>,
+    /// A rejection must say why: Reject opens the reason form at once (no
+    /// confirm dialog, no separate "Reject with reason…").
+    #[serde(default)]
+    pub require_reason: bool,
 }
 
 fn one() -> u32 {
@@ -98,6 +102,49 @@ impl ApprovalView {
             approvers: gate.approvers.clone(),
             approvals_required: gate.approvals_required,
             approvals: gate.approvals.iter().map(|a| a.by.clone()).collect(),
+            require_reason: gate.require_reason,
+        }
+    }
+}
+
+/// Pieces of the full output a "View full output" modal shows at most
+/// (one code-block section each, about 90,000 characters in all); the
+/// rest is counted in a note.
+pub const MAX_OUTPUT_CHUNKS: usize = 30;
+
+/// The "View full output" modal: the whole text under review at a gate
+/// (already redacted when the gate opened), in pieces that each fit a
+/// code-block section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputView {
+    pub workflow: String,
+    pub gate_id: String,
+    pub session_id: String,
+    /// Each cut with [`cut_for_section`]`(…, CODE_BLOCK_MAX)`.
+    pub chunks: Vec<String>,
+    /// Characters left out after the last piece.
+    pub cut: usize,
+}
+
+impl OutputView {
+    /// The view of gate `gate`'s full context.
+    pub fn from_gate(gate: &OpenGate, workflow: &str, session_id: &str) -> Self {
+        let mut chunks = Vec::new();
+        let mut rest = gate.context.as_str();
+        while !rest.is_empty() && chunks.len() < MAX_OUTPUT_CHUNKS {
+            let (piece, _) = cut_for_section(rest, CODE_BLOCK_MAX);
+            if piece.is_empty() {
+                break;
+            }
+            rest = &rest[piece.len()..];
+            chunks.push(piece);
+        }
+        OutputView {
+            workflow: workflow.to_string(),
+            gate_id: gate.id.clone(),
+            session_id: session_id.to_string(),
+            chunks,
+            cut: rest.chars().count(),
         }
     }
 }
@@ -513,12 +560,21 @@ mod tests {
                     [
                         "strands_approve",
                         "strands_reject",
+                        "strands_reject_reason",
                         "strands_edit",
                         "strands_trust"
                     ]
                 );
             } else {
-                assert_eq!(ids, ["strands_approve", "strands_reject", "strands_edit"]);
+                assert_eq!(
+                    ids,
+                    [
+                        "strands_approve",
+                        "strands_reject",
+                        "strands_reject_reason",
+                        "strands_edit"
+                    ]
+                );
             }
             assert_eq!(els[0]["style"], "primary");
             assert_eq!(els[1]["style"], "danger");
@@ -526,7 +582,8 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("deploy_api"));
-            assert_eq!(els[2]["text"]["text"], "Edit arguments");
+            assert_eq!(els[2]["text"]["text"], "Reject with reason…");
+            assert_eq!(els[3]["text"]["text"], "Edit arguments");
         }
         let all = serde_json::to_string(&blocks).unwrap();
         assert!(all.contains("Approve `deploy_api` number 1?"), "{all}");

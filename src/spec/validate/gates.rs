@@ -90,6 +90,7 @@ impl Validator {
             }
         }
         let (fallback, timeout_secs, timers) = self.gate_timing(s, label, loc, hitl);
+        let notify_dm = self.notify(s, label);
         Some(Body::Gate(GateSpec {
             id: s
                 .id
@@ -118,8 +119,47 @@ impl Validator {
             approvals_required: s.approvals_required.filter(|n| *n >= 1),
             rejections_required: s.rejections_required.filter(|n| *n >= 1),
             allow_self_approval: s.allow_self_approval,
+            notify_dm,
             timers,
         }))
+    }
+
+    /// `notify`: `channel` (the default) or `dm` — a direct message to each
+    /// approver named by Slack user id, so `dm` needs at least one among
+    /// the gate's approvers (or `security.approvers` when it names none).
+    fn notify(&mut self, s: &raw::Step, label: &str) -> bool {
+        let Some(n) = &s.notify else {
+            return false;
+        };
+        match n.value.trim() {
+            "channel" => false,
+            "dm" => {
+                let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
+                if !approvers.iter().any(|a| crate::model::is_slack_user(a)) {
+                    self.error(
+                        at(n),
+                        format!(
+                            "{label}: notify: dm sends each approver named by Slack user id a direct message, but {} no Slack user",
+                            if s.approvers.is_some() {
+                                "its approvers name"
+                            } else {
+                                "it names no approvers and security.approvers names"
+                            }
+                        ),
+                        Some("approvers: [U0123ABCD, U0456EFGH]   # Slack user ids (U…)".into()),
+                    );
+                }
+                true
+            }
+            other => {
+                self.error(
+                    at(n),
+                    format!("{label}: unknown notify `{other}`"),
+                    Some("notify is `dm` (each approver also gets a direct message) or `channel` (the default)".into()),
+                );
+                false
+            }
+        }
     }
 
     /// A gate's timeout, `fallback_action`, reminders and escalation:
@@ -359,6 +399,9 @@ pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     if s.allow_self_approval.is_some() {
         v.push("allow_self_approval");
     }
+    if s.notify.is_some() {
+        v.push("notify");
+    }
     if s.reminder_interval.is_some() {
         v.push("reminder_interval");
     }
@@ -465,6 +508,41 @@ mod timing_tests {
         ));
         assert_eq!((d[0].line, d[0].column), (16, 28), "{d:#?}");
         assert!(d[0].message.contains("`bob`"), "{d:#?}");
+    }
+
+    #[test]
+    fn notify_dm_needs_a_slack_user_among_the_approvers() {
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        approvers: [U0ALICE1, S0LEADS1]\n        notify: dm\n",
+        ));
+        assert!(g.notify_dm);
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        notify: channel\n",
+        ));
+        assert!(!g.notify_dm);
+        // `security.approvers` count when the gate names nobody.
+        let text = spec("      - type: manual_gate\n        prompt: ok?\n        notify: dm\n")
+            .replace("agents:\n", "security:\n  approvers: [U0ALICE1]\nagents:\n");
+        assert!(gate_of(&text).notify_dm);
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        approvers: [alice, S0LEADS1]\n        notify: dm\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (16, 17), "{d:#?}");
+        assert!(d[0].message.contains("no Slack user"), "{d:#?}");
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        notify: dm\n",
+        ));
+        assert_eq!(d[0].line, 15, "{d:#?}");
+        assert!(d[0].message.contains("names no approvers"), "{d:#?}");
+        let d = errors(&spec(
+            "      - type: hitl\n        prompt: ok?\n        notify: email\n",
+        ));
+        assert_eq!((d[0].line, d[0].column), (15, 17), "{d:#?}");
+        assert!(d[0].message.contains("unknown notify `email`"), "{d:#?}");
+        assert!(d[0].hint.as_deref().unwrap_or_default().contains("`dm`"));
+        // Not on an agent step.
+        let d = errors(&spec("      - agent: a\n        notify: dm\n"));
+        assert!(d[0].message.contains("notify"), "{d:#?}");
     }
 
     #[test]

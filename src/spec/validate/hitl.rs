@@ -181,6 +181,7 @@ pub(super) fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
         approvals_required: None,
         rejections_required: None,
         allow_self_approval: None,
+        notify_dm: false,
         timers: GateTimers::default(),
     });
 }

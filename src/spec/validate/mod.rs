@@ -72,6 +72,7 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
         uses: Vec::new(),
         tools_cfg: None,
         tavily_at: None,
+        default_approvers: Vec::new(),
     };
     let spec = match kind.as_str() {
         "chain" => {
@@ -176,6 +177,9 @@ struct Validator {
     tools_cfg: Option<ToolsConfig>,
     /// Where `tavily_search` is first used (it needs `TAVILY_API_KEY`).
     tavily_at: Option<(u32, u32)>,
+    /// `security.approvers`: who answers gates that name nobody (a gate's
+    /// `notify: dm` needs a Slack user among its approvers).
+    default_approvers: Vec<String>,
 }
 
 /// Everything but the pattern, validated.
@@ -387,6 +391,7 @@ impl Validator {
         let artifacts = self.artifacts(doc.outputs.as_ref());
         let redactor = self.redactor(doc.security.as_ref());
         let approval = approval_defaults(doc.security.as_ref().map(|s| &s.value));
+        self.default_approvers = approval.approvers.clone();
         let hitl = self.hitl(doc.hitl.as_ref());
         Common {
             context,

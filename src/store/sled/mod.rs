@@ -232,32 +232,32 @@ impl SledStore {
     }
 
     /// Records the message that asked for gate `n.gate` of `session` (or
-    /// why posting it failed) and, when posted, indexes it by channel +
-    /// ts — one atomic write, so a click can always find what it answers.
+    /// why posting it failed) and, when posted, indexes it and its direct
+    /// copies by channel + ts — one atomic write, so a click can always find what it answers.
     /// The session itself is not written: a post never races the engine's
     /// checkpoints. The latest record per gate wins.
     pub fn record_notification(&self, session: &str, n: &crate::model::Notification) -> Result<()> {
         let notes = self.tree(trees::NOTIFICATIONS)?;
-        let index = match &n.ts {
-            Some(ts) => Some((
-                message_key(&n.channel, ts),
-                encode(
-                    "message target",
-                    &MessageTarget {
-                        session: session.to_string(),
-                        gate: n.gate.clone(),
-                    },
-                )?,
-            )),
-            None => None,
-        };
+        let target = encode(
+            "message target",
+            &MessageTarget {
+                session: session.to_string(),
+                gate: n.gate.clone(),
+            },
+        )?;
+        // The message, and the copies sent to approvers directly.
+        let index: Vec<Vec<u8>> =
+            n.ts.iter()
+                .map(|ts| message_key(&n.channel, ts))
+                .chain(n.copies.iter().map(|(c, ts)| message_key(c, ts)))
+                .collect();
         let key = gate_key(session, &n.gate);
         let record = encode("notification", n)?;
         let res: std::result::Result<(), TransactionError<String>> = (&notes, &self.messages)
             .transaction(|(t, msg)| {
                 t.insert(key.as_slice(), record.as_slice())?;
-                if let Some((k, v)) = &index {
-                    msg.insert(k.as_slice(), v.as_slice())?;
+                for k in &index {
+                    msg.insert(k.as_slice(), target.as_slice())?;
                 }
                 Ok(())
             });

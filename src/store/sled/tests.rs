@@ -28,6 +28,7 @@ fn paused_session(id: &str) -> Session {
         approvals_required: None,
         rejections_required: None,
         allow_self_approval: None,
+        notify_dm: false,
         timers: Default::default(),
     };
     Session {

@@ -3,8 +3,8 @@
 //!
 //! - [`FakeSlack`] answers `POST /api/<method>` like Slack's Web API does
 //!   (`chat.postMessage`, `chat.update`, `chat.postEphemeral`, `views.open`,
-//!   `usergroups.users.list`, …) and `POST /response/<n>` like a
-//!   `response_url`. It records every call, checks the things Slack itself
+//!   `conversations.open`, `usergroups.users.list`, …) and
+//!   `POST /response/<n>` like a `response_url`. It records every call, checks the things Slack itself
 //!   refuses (auth, Block Kit limits, expired or reused `trigger_id`s, updates
 //!   of unknown messages) and can rate-limit the first `chat.postMessage`s.
 //! - [`Bot`] spawns `strands --store DIR serve`, waits for its
@@ -769,6 +769,22 @@ fn answer(
                 json!({"ok": true, "view": {"id": format!("V0HOME{:04}", st.next_view), "type": "home"}}),
             )
         }
+        "conversations.open" => {
+            // One user: the bot's direct-message channel with them. Slack
+            // takes `users` as "U1,U2"; JSON clients may send a list.
+            let users: Vec<String> = match &body["users"] {
+                Value::String(s) => s.split(',').map(|u| u.trim().to_string()).collect(),
+                Value::Array(a) => a.iter().map(str_of).collect(),
+                _ => Vec::new(),
+            };
+            match users.as_slice() {
+                [u] if u.len() > 1 && (u.starts_with('U') || u.starts_with('W')) => {
+                    (200, json!({"ok": true, "channel": {"id": dm_channel(u)}}))
+                }
+                [] => slack_error("users_list_not_supplied"),
+                _ => slack_error("user_not_found"),
+            }
+        }
         "usergroups.users.list" => {
             let group = str_of(&body["usergroup"]);
             match b.usergroups.get(&group) {
@@ -784,6 +800,12 @@ fn answer(
         ),
         _ => slack_error("unknown_method"),
     }
+}
+
+/// The direct-message channel `conversations.open` gives for `user`
+/// (`U04APPROVER` → `D04APPROVER`).
+pub fn dm_channel(user: &str) -> String {
+    format!("D{}", &user[1..])
 }
 
 fn open_view(st: &mut SlackState, view: &Value) -> (u16, Value) {
