@@ -6,6 +6,9 @@
 //! and sees nothing twice. A CI job blocks on a decision with
 //! `curl -N` instead of polling.
 //!
+//! Streams end when the service begins to shut down (`Hub::stopping`), so
+//! a follower never holds a graceful shutdown up.
+//!
 //! Events are read from the store, never from memory: a follower wakes when
 //! this process writes one, and looks again every [`POLL`] for writers
 //! elsewhere (another replica on a shared store).
@@ -63,7 +66,7 @@ struct Follow {
 impl Follow {
     async fn next(&mut self) -> Option<Event> {
         loop {
-            if self.done {
+            if self.done || self.hub.stopping.is_cancelled() {
                 return None;
             }
             if let Some(e) = self.buf.pop_front() {
@@ -87,7 +90,10 @@ impl Follow {
             match page {
                 Ok(p) if !p.is_empty() => self.buf.extend(p),
                 Ok(_) => {
-                    let _ = tokio::time::timeout(POLL, self.seen.changed()).await;
+                    tokio::select! {
+                        _ = tokio::time::timeout(POLL, self.seen.changed()) => {}
+                        _ = self.hub.stopping.cancelled() => return None,
+                    }
                 }
                 Err(e) => {
                     tracing::error!("cannot read events: {e}");

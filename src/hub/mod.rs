@@ -69,6 +69,9 @@ pub struct Inner {
     driving: Mutex<HashSet<String>>,
     /// Background drives, so shutdown can wait for them.
     tasks: tokio_util::task::TaskTracker,
+    /// Cancelled when the service begins to shut down: event streams
+    /// (SSE followers) end, so open browsers do not hold shutdown up.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 impl std::ops::Deref for Hub {
@@ -97,6 +100,7 @@ impl Hub {
             hall: OnceLock::new(),
             driving: Mutex::new(HashSet::new()),
             tasks: tokio_util::task::TaskTracker::new(),
+            stopping: tokio_util::sync::CancellationToken::new(),
         }))
     }
 

@@ -101,8 +101,13 @@ pub async fn run(config: Config) -> Result<()> {
     if socket_mode.is_some() {
         eprintln!("strands serve: Slack over Socket Mode (no public URL needed); connecting");
     }
+    let stopping = hub.stopping.clone();
     let served = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            // Event streams end now; in-flight requests finish.
+            stopping.cancel();
+        })
         .await
         .map_err(|e| Error::io("the HTTP server stopped", e));
     if left.is_ok() {

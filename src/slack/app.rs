@@ -65,7 +65,8 @@ impl App {
     pub fn new(config: Config, hub: Hub) -> Result<App> {
         let metrics = Arc::clone(&hub.metrics);
         let api = SlackApi::new(&config, hub.settings.retry, Arc::clone(&metrics))?;
-        let templates = Templates::load(config.templates.as_deref())?;
+        let templates =
+            Templates::load(config.templates.as_deref())?.with_web_base(&hub.public_url);
         Ok(App(Arc::new(Inner {
             config,
             hub,

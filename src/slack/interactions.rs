@@ -38,6 +38,8 @@ pub const RESPOND: &str = "strands_respond";
 pub const EDIT: &str = "strands_edit";
 /// Tool calls: approve, and trust the tool for the rest of the run.
 pub const TRUST: &str = "strands_trust";
+/// "Open in browser": a link to the run's web page; decides nothing.
+pub const OPEN_WEB: &str = "strands_open_web";
 /// Reject with a reason (a gate without `require_reason`, or a tool call):
 /// opens the reason form, the reason optional.
 pub const REJECT_REASON: &str = "strands_reject_reason";
@@ -116,6 +118,10 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     let Some(action) = ev.actions.as_ref().and_then(|a| a.first()) else {
         return ok();
     };
+    // A link button (the web inbox): Slack opened it; nothing to decide.
+    if action.action_id.0 == OPEN_WEB || action.action_id.0 == "strands_home_open" {
+        return ok();
+    }
     let container = match &ev.container {
         SlackInteractionActionContainer::Message(c) => c,
         SlackInteractionActionContainer::View(_) => {

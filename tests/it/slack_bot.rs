@@ -135,11 +135,23 @@ fn slash_run_then_approve_click_resumes_and_posts_the_output_in_the_thread() {
         [
             "strands_approve",
             "strands_modify",
+            "strands_open_web",
             "strands_reject",
             "strands_reject_reason"
         ]
     );
-    for b in msg.buttons() {
+    // "Open in browser" links to the run's page in the web inbox.
+    let body = msg.call.body.to_string();
+    assert!(
+        body.contains("/sessions/") && body.contains("\"url\""),
+        "{:#}",
+        msg.call.body
+    );
+    for b in msg
+        .buttons()
+        .into_iter()
+        .filter(|b| b.action_id != "strands_open_web")
+    {
         assert_eq!(b.value, "review#1", "every button carries the gate handle");
     }
     assert_eq!(llm.count(), 1, "only the planner ran before the gate");
@@ -266,6 +278,7 @@ fn modify_through_the_modal_reruns_the_step_with_the_feedback_and_asks_again() {
         [
             "strands_approve",
             "strands_modify",
+            "strands_open_web",
             "strands_reject",
             "strands_reject_reason"
         ]

@@ -158,7 +158,12 @@ fn a_required_reason_opens_the_form_at_once_and_an_empty_one_is_refused() {
     // Reject is the form itself: no confirm dialog, no second reject button.
     assert_eq!(
         msg.action_ids(),
-        ["strands_approve", "strands_reject", "strands_modify"],
+        [
+            "strands_approve",
+            "strands_reject",
+            "strands_modify",
+            "strands_open_web"
+        ],
         "{:#}",
         msg.call.body
     );

@@ -628,3 +628,27 @@ fn the_event_stream_pings_when_a_gate_opens() {
     assert!(seen.iter().all(|e| e.data.is_u64()), "{seen:?}");
     w.wait_paused(&id);
 }
+
+#[test]
+fn an_open_inbox_does_not_hold_up_shutdown() {
+    let mut w = World::start();
+    let alice = Visitor::sign_in(&w.svc, &w.alice);
+    let mut sse = crate::common::api::Sse::open_with(
+        &w.svc,
+        "/inbox/events",
+        &[("Cookie".into(), format!("strands_login={}", alice.cookie))],
+    );
+    assert_eq!(sse.status(), 200, "{}", sse.head);
+    let mut api = crate::common::api::Sse::open(&w.svc, "/api/v1/events", &w.root, None);
+    assert_eq!(api.status(), 200, "{}", api.head);
+    let t = Instant::now();
+    w.svc.stop();
+    // `stop` SIGKILLs after 10 s: a clean exit is well before that.
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        t.elapsed()
+    );
+    assert!(sse.closed_within(Duration::from_secs(2)));
+    assert!(api.closed_within(Duration::from_secs(2)));
+}

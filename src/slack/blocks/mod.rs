@@ -146,6 +146,8 @@ impl Templates {
     /// startup, rather than when a gate opens.
     pub fn load(dir: Option<&Path>) -> Result<Self> {
         let mut env = sandbox();
+        // The web inbox's base URL (no trailing slash; empty: no link).
+        env.add_global("web_base", minijinja::Value::from(""));
         let mut origins = BTreeMap::new();
         if let Some(dir) = dir {
             warn_unknown_files(dir)?;
@@ -176,6 +178,16 @@ impl Templates {
         let templates = Templates { env, origins };
         templates.self_check()?;
         Ok(templates)
+    }
+
+    /// Messages link to the run's page in the web inbox under `base` (the
+    /// service's public URL): an "Open in browser" button.
+    pub fn with_web_base(mut self, base: &str) -> Self {
+        self.env.add_global(
+            "web_base",
+            minijinja::Value::from(base.trim_end_matches('/').to_string()),
+        );
+        self
     }
 
     /// Where template `name` came from: a path, or `built-in NAME`.
