@@ -61,19 +61,9 @@ pub struct SessionPage {
     pub next_cursor: Option<String>,
 }
 
-fn cursor_of(s: &Summary) -> String {
-    format!(
-        "{}_{}",
-        s.created_at.timestamp_nanos_opt().unwrap_or_default(),
-        s.id
-    )
-}
-
 fn parse_cursor(c: &str) -> Result<(DateTime<Utc>, String), ApiError> {
-    let bad = || ApiError::bad_request(format!("cursor `{c}` is not one this server gave"));
-    let (nanos, id) = c.split_once('_').ok_or_else(bad)?;
-    let nanos: i64 = nanos.parse().map_err(|_| bad())?;
-    Ok((DateTime::from_timestamp_nanos(nanos), id.to_string()))
+    crate::model::parse_cursor(c)
+        .ok_or_else(|| ApiError::bad_request(format!("cursor `{c}` is not one this server gave")))
 }
 
 /// Sessions, newest first (an approver sees those it may read).
@@ -101,32 +91,37 @@ pub async fn list(
     if !(1..=500).contains(&limit) {
         return Err(ApiError::bad_request("limit must be between 1 and 500"));
     }
-    let after = q.cursor.as_deref().map(parse_cursor).transpose()?;
+    let mut after = q.cursor.as_deref().map(parse_cursor).transpose()?;
     let mut page = Vec::new();
     let mut more = false;
-    for s in hub.store.list(status).await? {
-        if q.workflow.as_deref().is_some_and(|w| w != s.workflow) {
-            continue;
-        }
-        if let Some((at, id)) = &after {
-            // Newest first, ties by id: resume strictly after the cursor.
-            if s.created_at > *at || (s.created_at == *at && s.id <= *id) {
+    // Pages of the store's index, newest first; filters drop rows, so read
+    // on until the page is full (and one more row says there is more).
+    const BATCH: usize = 256;
+    'read: loop {
+        let batch = hub.store.list_page(status, after.clone(), BATCH).await?;
+        let last = batch.len() < BATCH;
+        for s in batch {
+            after = Some((s.created_at, s.id.clone()));
+            if q.workflow.as_deref().is_some_and(|w| w != s.workflow) {
                 continue;
             }
-        }
-        if caller.role < Role::Operator {
-            match hub.store.load(&s.id).await? {
-                Some(full) if may_read(&hub, &caller, &full) => {}
-                _ => continue,
+            if caller.role < Role::Operator {
+                match hub.store.load(&s.id).await? {
+                    Some(full) if may_read(&hub, &caller, &full) => {}
+                    _ => continue,
+                }
             }
+            if page.len() == limit {
+                more = true;
+                break 'read;
+            }
+            page.push(s);
         }
-        if page.len() == limit {
-            more = true;
+        if last {
             break;
         }
-        page.push(s);
     }
-    let next_cursor = more.then(|| page.last().map(cursor_of)).flatten();
+    let next_cursor = more.then(|| page.last().map(Summary::cursor)).flatten();
     Ok(Json(SessionPage {
         count: page.len(),
         sessions: page,

@@ -337,6 +337,13 @@ impl ResumeArgs {
 pub struct ListArgs {
     #[arg(long, value_parser = ["running", "paused", "completed", "failed", "rejected"])]
     pub status: Option<String>,
+    /// At most this many, newest first (a page; `--cursor` goes on). Without
+    /// it: every session.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Where the previous page ended (its `next_cursor`).
+    #[arg(long, requires = "limit")]
+    pub cursor: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -438,6 +438,25 @@ pub(super) async fn list(
     }
 }
 
+/// One page of sessions (`sessions list --limit N [--cursor C]`).
+pub(super) async fn list_page(
+    remote: &Remote,
+    status: Option<&str>,
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<SessionPage> {
+    let mut q: Vec<(&str, String)> = vec![("limit", limit.to_string())];
+    if let Some(s) = status {
+        q.push(("status", s.to_string()));
+    }
+    if let Some(c) = cursor {
+        q.push(("cursor", c.to_string()));
+    }
+    remote
+        .json(remote.request(Method::GET, "/sessions").query(&q), None)
+        .await
+}
+
 /// The audit entries `audit export` prints.
 pub(super) async fn audit_entries(
     remote: &Remote,

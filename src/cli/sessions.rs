@@ -114,10 +114,22 @@ pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
 
 /// `sessions list` output, from the store or a server: columns as wide
 /// as their widest value, times local.
-fn print_list(list: &[crate::model::Summary], json: bool, location: &str) -> Result<()> {
+fn print_list(
+    list: &[crate::model::Summary],
+    next_cursor: Option<&str>,
+    json: bool,
+    location: &str,
+) -> Result<()> {
     if json {
-        outln!("{}", json!({ "sessions": list, "count": list.len() }))?;
+        let mut v = json!({ "sessions": list, "count": list.len() });
+        if let Some(c) = next_cursor {
+            v["next_cursor"] = json!(c);
+        }
+        outln!("{v}")?;
         return Ok(());
+    }
+    if let Some(c) = next_cursor {
+        eprintln!("more: --cursor {c}");
     }
     if list.is_empty() {
         eprintln!("no sessions in {location}");
@@ -175,9 +187,26 @@ fn confirm_delete(s: &crate::model::Session) -> Result<bool> {
 pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     if let Some(remote) = &ctx.remote {
         match &cmd {
-            SessionsCommand::List(ListArgs { status, json }) => {
+            SessionsCommand::List(ListArgs {
+                status,
+                json,
+                limit: Some(limit),
+                cursor,
+            }) => {
+                let page =
+                    super::remote::list_page(remote, status.as_deref(), *limit, cursor.as_deref())
+                        .await?;
+                print_list(
+                    &page.sessions,
+                    page.next_cursor.as_deref(),
+                    *json,
+                    "the server",
+                )?;
+                return Ok(exit::OK);
+            }
+            SessionsCommand::List(ListArgs { status, json, .. }) => {
                 let list = super::remote::list(remote, status.as_deref()).await?;
-                print_list(&list, *json, "the server")?;
+                print_list(&list, None, *json, "the server")?;
                 return Ok(exit::OK);
             }
             SessionsCommand::Show { id, json } => {
@@ -194,10 +223,37 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     }
     let store = ctx.open()?;
     match cmd {
-        SessionsCommand::List(ListArgs { status, json }) => {
+        SessionsCommand::List(ListArgs {
+            status,
+            json,
+            limit,
+            cursor,
+        }) => {
             let status = status.as_deref().and_then(Status::parse);
-            let list = store.list(status).await?;
-            print_list(&list, json, &store.location())?;
+            let Some(limit) = limit else {
+                let list = store.list(status).await?;
+                print_list(&list, None, json, &store.location())?;
+                return Ok(exit::OK);
+            };
+            if limit == 0 {
+                return Err(Error::Usage("--limit must be at least 1".into()));
+            }
+            let after = match cursor.as_deref() {
+                Some(c) => Some(crate::model::parse_cursor(c).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--cursor `{c}` is not a `next_cursor` this command printed"
+                    ))
+                })?),
+                None => None,
+            };
+            // One row more than asked says whether there is a next page.
+            let mut page = store.list_page(status, after, limit + 1).await?;
+            let more = page.len() > limit;
+            page.truncate(limit);
+            let next = more
+                .then(|| page.last().map(crate::model::Summary::cursor))
+                .flatten();
+            print_list(&page, next.as_deref(), json, &store.location())?;
             Ok(exit::OK)
         }
         SessionsCommand::Show { id, json } => {

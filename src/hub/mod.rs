@@ -313,6 +313,11 @@ impl Hub {
             self.drive(s.id);
         }
         let hall = self.hall();
+        if hall.rooms().is_empty() {
+            // Nobody is asked in a room (no Slack): no paused run can have
+            // gone unasked, and start-up reads none of them.
+            return Ok(());
+        }
         for s in self.store.sessions_with_status(Status::Paused).await? {
             if hall.unasked(&s).await {
                 tracing::info!(session = %s.id, "asking for a gate that was never asked");

@@ -452,3 +452,22 @@ pub struct Summary {
     pub gate: Option<String>,
     pub prompt: Option<String>,
 }
+
+impl Summary {
+    /// Where a page that ends with this summary resumes: `{created nanos}_{id}`.
+    pub fn cursor(&self) -> String {
+        format!(
+            "{}_{}",
+            self.created_at.timestamp_nanos_opt().unwrap_or_default(),
+            self.id
+        )
+    }
+}
+
+/// The (created time, id) a [`Summary::cursor`] names; `None` when `c` is
+/// not one.
+pub fn parse_cursor(c: &str) -> Option<(DateTime<Utc>, String)> {
+    let (nanos, id) = c.split_once('_')?;
+    let nanos: i64 = nanos.parse().ok()?;
+    (!id.is_empty()).then(|| (DateTime::from_timestamp_nanos(nanos), id.to_string()))
+}

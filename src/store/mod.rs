@@ -261,6 +261,46 @@ pub trait Backend: Send + Sync {
     /// Up to `limit` deliveries given up on, latest first.
     fn webhook_failed(&self, limit: usize) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
 
+    /// Up to `limit` summaries of `status` (or all), newest first (ties by
+    /// id), strictly after `after` (created time, id). Backends keep an
+    /// index for it; this default (a full list) is for those that do not.
+    fn list_page(
+        &self,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Summary>>> + Send {
+        async move {
+            Ok(self
+                .list(status)
+                .await?
+                .into_iter()
+                .filter(|s| match &after {
+                    Some((at, id)) => s.created_at < *at || (s.created_at == *at && s.id > *id),
+                    None => true,
+                })
+                .take(limit)
+                .collect())
+        }
+    }
+    /// How many sessions have each status. Backends keep counters; this
+    /// default counts a full list.
+    fn status_counts(&self) -> impl Future<Output = Result<Vec<(Status, u64)>>> + Send {
+        async move {
+            let all = self.list(None).await?;
+            Ok([
+                Status::Running,
+                Status::Paused,
+                Status::Completed,
+                Status::Failed,
+                Status::Rejected,
+            ]
+            .into_iter()
+            .map(|st| (st, all.iter().filter(|s| s.status == st).count() as u64))
+            .collect())
+        }
+    }
+
     /// Stores a web inbox sign-in (its secret's hash only).
     fn put_login(&self, login: &Login) -> impl Future<Output = Result<()>> + Send;
     /// The sign-in `id`, expired or not.
@@ -337,6 +377,8 @@ forward! {
     fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>>;
     fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()>;
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
+    fn list_page(&self, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
+    fn status_counts(&self) -> Result<Vec<(Status, u64)>>;
     fn put_login(&self, login: &Login) -> Result<()>;
     fn login(&self, id: &str) -> Result<Option<Login>>;
     fn end_login(&self, id: &str) -> Result<bool>;

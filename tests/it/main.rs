@@ -21,6 +21,7 @@ mod cli_graph;
 mod cli_mcp;
 mod cli_native_tools;
 mod cli_orchestrator;
+mod cli_paging;
 mod cli_parallel;
 mod cli_parity;
 mod cli_routing;

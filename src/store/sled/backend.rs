@@ -201,4 +201,15 @@ impl crate::store::Backend for SledStore {
     async fn key(&self, name: &str) -> Result<Vec<u8>> {
         SledStore::key(self, name)
     }
+    async fn list_page(
+        &self,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        SledStore::list_page(self, status, after, limit)
+    }
+    async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
+        SledStore::status_counts(self)
+    }
 }

@@ -75,6 +75,10 @@ pub mod trees {
     /// login id → `model::login::Login` as JSON: web inbox sign-ins (the
     /// cookie secret's hash, never the secret).
     pub const WEB_LOGINS: &str = "web_logins";
+    /// `[status or 0] ++ (u64::MAX − created nanos) ++ id` → nothing: sessions
+    /// newest first, all and by status; `#` ++ status → u64 count
+    /// (`store::sled::listing`).
+    pub const SESSION_ORDER: &str = "session_order";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -136,6 +140,7 @@ impl SledStore {
             event_tx: tokio::sync::watch::channel(0).0,
         };
         store.migrate()?;
+        store.build_order()?;
         Ok(store)
     }
 
@@ -349,6 +354,8 @@ impl SledStore {
         }
         let marks = self.tree(trees::TIMER_GATES)?;
         let timers = self.tree(trees::TIMERS)?;
+        let order = self.order()?;
+        let summary_row = session.summary();
         let res = (
             &self.sessions,
             &self.summaries,
@@ -358,8 +365,9 @@ impl SledStore {
             &timers,
             &self.events,
             &self.session_events,
+            &order,
         )
-            .transaction(|(s, m, log, head, mk, tm, ev, by)| {
+            .transaction(|(s, m, log, head, mk, tm, ev, by, ix)| {
                 let current = s.get(key)?;
                 match (expected_rev, &current) {
                     (None, Some(_)) => {
@@ -386,7 +394,7 @@ impl SledStore {
                     (None, None) => {}
                 }
                 s.insert(key, bytes.as_slice())?;
-                m.insert(key, summary.as_slice())?;
+                listing::put_summary(m, ix, key, &summary_row, summary.as_slice())?;
                 append_in(log, head, events).map_err(ConflictableTransactionError::Abort)?;
                 // Once per gate asking: a mark says its timers were armed.
                 for (mark, gate, rows) in &arm {
@@ -482,10 +490,11 @@ impl SledStore {
 
     pub fn delete(&self, id: &str) -> Result<()> {
         let key = id.as_bytes();
+        let order = self.order()?;
         let res: std::result::Result<(), TransactionError<String>> =
-            (&self.sessions, &self.summaries).transaction(|(s, m)| {
+            (&self.sessions, &self.summaries, &order).transaction(|(s, m, ix)| {
                 s.remove(key)?;
-                m.remove(key)?;
+                listing::remove_summary(m, ix, key)?;
                 Ok(())
             });
         res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
@@ -518,6 +527,7 @@ impl SledStore {
         answer: &Answer,
     ) -> Result<std::result::Result<Session, Refusal>> {
         let key = id.as_bytes();
+        let order = self.order()?;
         let res = (
             &self.sessions,
             &self.summaries,
@@ -525,8 +535,9 @@ impl SledStore {
             &self.audit_head,
             &self.events,
             &self.session_events,
+            &order,
         )
-            .transaction(|(s, m, log, head, ev, by)| {
+            .transaction(|(s, m, log, head, ev, by, ix)| {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
@@ -547,12 +558,13 @@ impl SledStore {
                     Ok(b) => b,
                     Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
                 };
-                let summary = match serde_json::to_vec(&session.summary()) {
+                let row = session.summary();
+                let summary = match serde_json::to_vec(&row) {
                     Ok(b) => b,
                     Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
                 };
                 s.insert(key, bytes)?;
-                m.insert(key, summary)?;
+                listing::put_summary(m, ix, key, &row, &summary)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 let last = append_events(ev, by, head, &session, &session.events)
@@ -668,6 +680,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 mod audit;
 mod backend;
 mod events;
+mod listing;
 mod logins;
 mod queued;
 mod timers;

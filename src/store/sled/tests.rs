@@ -9,7 +9,7 @@ use crate::model::{Decision, Position};
 use crate::spec::{Fallback, GateKind, GateSpec};
 use std::sync::Arc;
 
-fn paused_session(id: &str) -> Session {
+pub(super) fn paused_session(id: &str) -> Session {
     let now = Utc::now();
     let spec = GateSpec {
         id: "review".into(),

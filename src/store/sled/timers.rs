@@ -132,6 +132,7 @@ impl SledStore {
         let tkey = timer_key(timer);
         let timer_bytes = encode("timer", &marked)?;
         let key = timer.session.as_bytes();
+        let order = self.order()?;
         let res = (
             &self.sessions,
             &self.summaries,
@@ -140,8 +141,9 @@ impl SledStore {
             &timers,
             &self.events,
             &self.session_events,
+            &order,
         )
-            .transaction(|(s, m, log, head, t, ev, by)| {
+            .transaction(|(s, m, log, head, t, ev, by, ix)| {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
@@ -160,10 +162,11 @@ impl SledStore {
                 session.updated_at = Utc::now();
                 let bytes = serde_json::to_vec(&session)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
-                let summary = serde_json::to_vec(&session.summary())
+                let row = session.summary();
+                let summary = serde_json::to_vec(&row)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
                 s.insert(key, bytes)?;
-                m.insert(key, summary)?;
+                super::listing::put_summary(m, ix, key, &row, &summary)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 let last = append_events(ev, by, head, &session, &session.events)
