@@ -79,6 +79,10 @@ pub mod trees {
     /// newest first, all and by status; `#` ++ status → u64 count
     /// (`store::sled::listing`).
     pub const SESSION_ORDER: &str = "session_order";
+    /// SHA-256 of a spec's text (hex, as `Session.spec_hash`) → the text:
+    /// each distinct spec stored once; sessions keep only its hash
+    /// (`store::sled::specs`).
+    pub const SPECS: &str = "specs";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -228,7 +232,7 @@ impl SledStore {
         let mut next = session.clone();
         next.rev = expected + 1;
         next.updated_at = Utc::now();
-        self.write(&next, Some(expected))?;
+        self.write(&mut next, Some(expected))?;
         next.audit.clear();
         next.arm.clear();
         next.events.clear();
@@ -337,9 +341,9 @@ impl SledStore {
     /// Writes `session` (compare-and-swap on `expected_rev`; `None`: it
     /// must not exist yet) with its summary, its audit outbox and the
     /// timers of gates it just opened, in one transaction, then flushes.
-    fn write(&self, session: &Session, expected_rev: Option<u64>) -> Result<()> {
-        let bytes = serde_json::to_vec(session)
-            .map_err(|e| Error::Internal(format!("encode session: {e}")))?;
+    fn write(&self, session: &mut Session, expected_rev: Option<u64>) -> Result<()> {
+        let bytes = self.encode_session(session)?;
+        let session: &Session = session;
         let summary = serde_json::to_vec(&session.summary())
             .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
         let key = session.id.as_bytes();
@@ -422,12 +426,16 @@ impl SledStore {
     pub fn load(&self, id: &str) -> Result<Option<Session>> {
         match self.sessions.get(id.as_bytes())? {
             None => Ok(None),
-            Some(bytes) => crate::model::wire::decode(&bytes).map(Some).map_err(|e| {
-                Error::Store(format!(
-                    "session {id} in {} is unreadable: {e}",
-                    self.path.display()
-                ))
-            }),
+            Some(bytes) => {
+                let mut s: Session = crate::model::wire::decode(&bytes).map_err(|e| {
+                    Error::Store(format!(
+                        "session {id} in {} is unreadable: {e}",
+                        self.path.display()
+                    ))
+                })?;
+                self.hydrate(&mut s)?;
+                Ok(Some(s))
+            }
         }
     }
 
@@ -574,9 +582,10 @@ impl SledStore {
                 Ok((session, last))
             });
         match res {
-            Ok((session, last)) => {
+            Ok((mut session, last)) => {
                 self.db.flush()?;
                 self.announce(last);
+                self.hydrate(&mut session)?;
                 Ok(Ok(session))
             }
             Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
@@ -637,7 +646,7 @@ impl SledStore {
             let expected = session.rev;
             session.rev = expected + 1;
             session.updated_at = Utc::now();
-            match self.write(&session, Some(expected)) {
+            match self.write(&mut session, Some(expected)) {
                 Ok(()) => return Ok(Some(session)),
                 // Another writer got there first: look again.
                 Err(Error::Session(_)) => continue,
@@ -683,6 +692,7 @@ mod events;
 mod listing;
 mod logins;
 mod queued;
+mod specs;
 mod timers;
 mod tokens;
 mod webhooks;

@@ -177,9 +177,10 @@ impl SledStore {
                 Ok((session, last))
             });
         match res {
-            Ok((session, last)) => {
+            Ok((mut session, last)) => {
                 self.db.flush()?;
                 self.announce(last);
+                self.hydrate(&mut session)?;
                 Ok(Ok(session))
             }
             Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
