@@ -11,9 +11,9 @@
 //! the real binary, cloned under fresh ids through the library. Then it
 //! starts the real `strands serve` on it and measures: spawn → first 200
 //! from `/healthz`; the server's resident memory (VmRSS) once it answers;
-//! `sessions list --json` through the real CLI (median of 5, store not
-//! held by a server; it lists every session: the CLI has no paging yet);
-//! the store's size on disk.
+//! `sessions list --limit 50 --json` through the real CLI (median of 5,
+//! store not held by a server: open + one page of the index); the store's
+//! size on disk.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -195,7 +195,7 @@ fn measure(store: &Path) -> Figures {
     for _ in 0..5 {
         let t = Instant::now();
         let out = strands(store)
-            .args(["sessions", "list", "--json"])
+            .args(["sessions", "list", "--limit", "50", "--json"])
             .output()
             .expect("sessions list");
         lists.push(t.elapsed());
@@ -218,7 +218,7 @@ fn main() {
     println!("paused_store: serve start-up, memory and listing as paused runs pile up");
     println!(
         "{:>10} | {:>16} | {:>12} | {:>22} | {:>12}",
-        "paused", "start → /healthz", "serve RSS", "sessions list (all)", "store size"
+        "paused", "start → /healthz", "serve RSS", "sessions list --limit 50", "store size"
     );
     for n in sizes() {
         let dir = tempfile::tempdir().expect("a temporary directory");
