@@ -87,6 +87,17 @@ pub mod trees {
 
 const HEAD_KEY: &[u8] = b"head";
 
+/// sled's cache: `STRANDS_STORE_CACHE_MB` (default 64 MB).
+fn cache_bytes() -> u64 {
+    std::env::var("STRANDS_STORE_CACHE_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|mb| *mb > 0)
+        .unwrap_or(64)
+        * 1024
+        * 1024
+}
+
 /// The layout this build writes (see `SledStore::migrate`).
 pub const STORE_FORMAT: u32 = 2;
 
@@ -120,6 +131,9 @@ impl SledStore {
         let db = sled::Config::new()
             .path(path)
             .flush_every_ms(None)
+            // sled's own page cache (default 1 GiB) is what grows with the
+            // store; the OS page cache still holds what is read often.
+            .cache_capacity(cache_bytes())
             .open()
             .map_err(|e| open_error(path, e))?;
         let sessions = db.open_tree(trees::SESSIONS)?;
