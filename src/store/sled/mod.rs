@@ -678,4 +678,4 @@ use audit::append_in;
 use events::append_events;
 pub use timers::timer_key;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
