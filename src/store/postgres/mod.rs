@@ -82,6 +82,15 @@ pub struct PgStore {
     event_tx: tokio::sync::watch::Sender<u64>,
 }
 
+/// `url` without user or password, for messages (the URL itself when it
+/// does not parse).
+pub fn shown(url: &str) -> String {
+    match url.parse::<tokio_postgres::Config>() {
+        Ok(config) => redact(url, &config),
+        Err(_) => url.split('@').next_back().unwrap_or(url).to_string(),
+    }
+}
+
 /// The URL without user or password, for messages.
 fn redact(url: &str, config: &tokio_postgres::Config) -> String {
     let host = config
