@@ -41,6 +41,7 @@ mod remote;
 mod render;
 mod run;
 mod sessions;
+mod store_cmd;
 mod tokens;
 mod webhooks;
 
@@ -49,6 +50,7 @@ pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
 use sessions::{notify, sessions, sweep};
+pub use store_cmd::StoreCommand;
 pub use webhooks::WebhooksCommand;
 
 #[derive(Parser, Debug)]
@@ -148,6 +150,9 @@ pub enum Command {
     /// Webhook deliveries strands gave up on.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Move a store between backends (sled → PostgreSQL).
+    #[command(subcommand)]
+    Store(StoreCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -465,6 +470,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Webhooks(cmd) => cmd.json(),
+        Command::Store(cmd) => cmd.json(),
     }
 }
 
@@ -633,6 +639,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
+        Command::Store(cmd) => store_cmd::store(cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(
                 ctx.store_path.clone(),

@@ -15,6 +15,7 @@
 //! that backend's module only.
 
 
+pub mod migrate;
 pub mod postgres;
 pub mod sled;
 #[cfg(test)]

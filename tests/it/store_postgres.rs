@@ -240,3 +240,77 @@ fn an_unreachable_database_is_exit_12_naming_host_and_port() {
     assert!(!out.stderr.contains("hunter2"), "no password: {}", out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
+
+const REVIEW: &str = r#"
+version: 0
+name: review
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+agents:
+  researcher:
+    prompt: You are the RESEARCHER.
+  writer:
+    prompt: You are the WRITER.
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: researcher
+        input: Research.
+      - type: manual_gate
+        id: review
+        prompt: Review it.
+      - agent: writer
+        input: "Write from: {{ steps[0].response }}"
+"#;
+
+#[test]
+fn a_sled_store_migrated_to_postgres_resumes_there() {
+    let Some(url) = database("migrate") else {
+        return;
+    };
+    let llm = FakeLlm::start();
+    let sled = Sandbox::new();
+    let spec = sled.spec("review.yaml", REVIEW, &llm);
+    let run = sled.strands(&["run", spec.to_str().expect("utf-8"), "--json"]);
+    run.expect_code(19);
+    let id = crate::common::session_id(&run.json());
+    let tok = sled.strands(&["tokens", "create", "ci", "--role", "operator"]);
+    tok.expect_code(0);
+    let from = sled.store.display().to_string();
+
+    let pg = sandbox_on(&url);
+    let migrate = |extra: &[&str]| {
+        let mut args = vec!["store", "migrate", "--from", from.as_str(), "--to", url.as_str()];
+        args.extend_from_slice(extra);
+        pg.strands_verbatim(&args)
+    };
+    let first = migrate(&[]);
+    assert_eq!(first.code, 0, "{} {}", first.stdout, first.stderr);
+    assert!(first.stdout.contains("audit chain verified"), "{}", first.stdout);
+    let again = migrate(&[]);
+    assert_eq!(again.code, 0, "idempotent: {} {}", again.stdout, again.stderr);
+    assert!(again.stdout.contains("nothing copied"), "{}", again.stdout);
+
+    // The paused session is there, and resumes on PostgreSQL.
+    let show = pg.show(&id);
+    assert_eq!(show["status"], "paused", "{show:#}");
+    let resumed = pg.strands(&["resume", &id, "--approve", "--json"]);
+    assert_eq!(resumed.code, 0, "{} {}", resumed.stdout, resumed.stderr);
+    assert_eq!(pg.show(&id)["status"], "completed");
+    assert_eq!(llm.calls_of("RESEARCHER").len(), 1);
+    assert_eq!(llm.calls_of("WRITER").len(), 1);
+    let tokens = pg.strands(&["tokens", "list", "--json"]);
+    assert!(tokens.stdout.contains("\"ci\""), "{}", tokens.stdout);
+    assert_audit_intact(&pg);
+
+    // The target now holds more than the source: refused unless --force.
+    let refused = migrate(&[]);
+    assert_eq!(refused.code, 2, "{} {}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
+    let forced = migrate(&["--force"]);
+    assert_eq!(forced.code, 0, "{} {}", forced.stdout, forced.stderr);
+    assert_eq!(pg.show(&id)["status"], "paused", "replaced by the source");
+}

@@ -23,6 +23,7 @@
 
 mod backend;
 mod chain;
+mod import;
 mod leases;
 mod messages;
 pub mod schema;

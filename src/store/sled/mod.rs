@@ -668,6 +668,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 mod audit;
 mod backend;
 mod events;
+mod export;
 mod logins;
 mod queued;
 mod timers;
