@@ -266,3 +266,5 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T>
 
 #[doc(hidden)]
 pub mod testdb;
+#[cfg(test)]
+mod tests;
