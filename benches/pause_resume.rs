@@ -536,7 +536,11 @@ fn main() {
     };
     println!(
         "pause/resume store: {}",
-        if pg_url.is_some() { "PostgreSQL" } else { "sled" }
+        if pg_url.is_some() {
+            "PostgreSQL"
+        } else {
+            "sled"
+        }
     );
     let out_dir = pause_dir.path().join("out");
     let mut start_total = Vec::with_capacity(runs);

@@ -66,7 +66,8 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
             let list: Vec<Value> = match &ctx.remote {
                 Some(remote) => super::remote::list_tokens(remote).await?,
                 None => ctx
-                    .open().await?
+                    .open()
+                    .await?
                     .tokens()
                     .await?
                     .iter()

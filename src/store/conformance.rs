@@ -105,11 +105,17 @@ async fn summaries_follow_sessions_and_prefixes_resolve(store: Arc<Store>) {
     done.status = Status::Completed;
     done.gates.clear();
     store.create(&mut done).await.expect("create");
-    assert_eq!(store.list(Some(Status::Paused)).await.expect("list").len(), 1);
+    assert_eq!(
+        store.list(Some(Status::Paused)).await.expect("list").len(),
+        1
+    );
     assert_eq!(store.list(None).await.expect("list").len(), 2);
     assert_eq!(store.count().await.expect("count"), 2);
     assert_eq!(store.resolve("p1-a").await.expect("prefix"), "p1-aaaa");
-    assert!(matches!(store.resolve("zzzz").await, Err(Error::Session(_))));
+    assert!(matches!(
+        store.resolve("zzzz").await,
+        Err(Error::Session(_))
+    ));
     let running = store
         .sessions_with_status(Status::Paused)
         .await
@@ -141,14 +147,20 @@ async fn a_message_finds_its_session_and_gate(store: Arc<Store>) {
         .await
         .expect("read")
         .expect("indexed");
-    assert_eq!((target.session.as_str(), target.gate.as_str()), ("m1", "review#1"));
+    assert_eq!(
+        (target.session.as_str(), target.gate.as_str()),
+        ("m1", "review#1")
+    );
     assert_eq!(store.message_target("C1", "9").await.expect("read"), None);
     let later = Notification {
         ts: Some("1700.02".into()),
         at: n.at + TimeDelta::seconds(1),
         ..n.clone()
     };
-    store.record_notification("m1", &later).await.expect("again");
+    store
+        .record_notification("m1", &later)
+        .await
+        .expect("again");
     assert_eq!(
         store.notifications("m1").await.expect("list"),
         vec![later],
@@ -219,9 +231,15 @@ async fn timers_arm_once_and_fire_once(store: Arc<Store>) {
     let timeout = timer("t1", TimerKind::Timeout, past, 0);
     let reminder = timer("t1", TimerKind::Reminder, past + TimeDelta::hours(1), 1);
     let both = [timeout.clone(), reminder.clone()];
-    assert!(store.arm_timers("t1", "review#1", &both).await.expect("arm"));
+    assert!(store
+        .arm_timers("t1", "review#1", &both)
+        .await
+        .expect("arm"));
     assert!(
-        !store.arm_timers("t1", "review#1", &both).await.expect("arm"),
+        !store
+            .arm_timers("t1", "review#1", &both)
+            .await
+            .expect("arm"),
         "armed once per asking"
     );
     assert_eq!(store.timers().await.expect("list").len(), 2);
@@ -267,7 +285,10 @@ async fn timers_arm_once_and_fire_once(store: Arc<Store>) {
         ..reminder.clone()
     };
     store.remove_timer(&timeout).await.expect("remove");
-    store.replace_timer(&reminder, &[moved.clone()]).await.expect("replace");
+    store
+        .replace_timer(&reminder, &[moved.clone()])
+        .await
+        .expect("replace");
     let left = store.timers().await.expect("list");
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].n, 2);
@@ -299,7 +320,14 @@ async fn the_audit_chain_never_forks(store: Arc<Store>) {
         Verdict::Intact { entries } => assert_eq!(entries, 41),
         broken => panic!("{broken:?}"),
     }
-    assert_eq!(store.audit_export(None, Some("a1")).await.expect("export").len(), 1);
+    assert_eq!(
+        store
+            .audit_export(None, Some("a1"))
+            .await
+            .expect("export")
+            .len(),
+        1
+    );
 }
 
 async fn events_have_one_gap_free_sequence(store: Arc<Store>) {
@@ -351,10 +379,16 @@ async fn a_token_name_is_in_use_once(store: Arc<Store>) {
         .expect("revoke")
         .expect("was in use");
     assert_eq!(revoked.revoked_at, Some(now));
-    assert_eq!(store.revoke_token("ci", now, &ev()).await.expect("revoke"), None);
+    assert_eq!(
+        store.revoke_token("ci", now, &ev()).await.expect("revoke"),
+        None
+    );
     assert!(store.create_token(&b.record, &ev()).await.expect("create"));
     assert_eq!(store.tokens().await.expect("list").len(), 2);
-    assert_eq!(store.audit_head().await.expect("head").map(|h| h.seq), Some(3));
+    assert_eq!(
+        store.audit_head().await.expect("head").map(|h| h.seq),
+        Some(3)
+    );
 }
 
 async fn sign_ins_and_keys(store: Arc<Store>) {
@@ -400,7 +434,12 @@ async fn the_webhook_outbox_queues_and_settles_once(store: Arc<Store>) {
     let now = Utc::now();
     assert_eq!(store.webhook_pull(&hooks, now, 100).await.expect("pull"), 0);
     reports(&store, "s1", vec![step_done(), run_failed("one")]).await;
-    reports(&store, "s2", (0..4).map(|i| run_failed(&i.to_string())).collect()).await;
+    reports(
+        &store,
+        "s2",
+        (0..4).map(|i| run_failed(&i.to_string())).collect(),
+    )
+    .await;
     assert_eq!(store.webhook_pull(&hooks, now, 3).await.expect("pull"), 3);
     assert_eq!(store.webhook_pull(&hooks, now, 3).await.expect("pull"), 2);
     assert_eq!(store.webhook_pull(&hooks, now, 3).await.expect("pull"), 0);

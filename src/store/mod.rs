@@ -14,12 +14,11 @@
 //! the CLI share). The keys, trees and tables of a backend are named in
 //! that backend's module only.
 
-
+#[cfg(test)]
+mod conformance;
 pub mod migrate;
 pub mod postgres;
 pub mod sled;
-#[cfg(test)]
-mod conformance;
 
 pub use crate::model::timer::{Fired, Timer, TimerKind};
 
@@ -290,7 +289,11 @@ pub trait Backend: Send + Sync {
         async { Ok(true) }
     }
     /// Hands the lease back (the drive stopped).
-    fn release_lease(&self, _session: &str, _owner: &str) -> impl Future<Output = Result<()>> + Send {
+    fn release_lease(
+        &self,
+        _session: &str,
+        _owner: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
         async { Ok(()) }
     }
     /// Running sessions no replica holds a live lease on (none with one

@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::common::fake_slack::{Bot, BotConfig, Click, FakeSlack};
 use crate::common::service::write_workflows;
 use crate::common::slack_story::{
-    answered, approval, assert_closed, assert_llm_stays_at, deploy_paused, wait_llm, DEPLOY,
-    OPS, REQUESTER,
+    answered, approval, assert_closed, assert_llm_stays_at, deploy_paused, wait_llm, DEPLOY, OPS,
+    REQUESTER,
 };
 use crate::common::{Behaviour, FakeLlm, Sandbox};
 
@@ -153,7 +153,11 @@ fn a_replica_killed_mid_step_leaves_its_run_to_the_other() {
         took < Duration::from_secs(20),
         "taken over within a bounded time: {took:?}"
     );
-    assert_eq!(llm.calls_of("PLANNER").len(), 1, "a recorded step is never re-run");
+    assert_eq!(
+        llm.calls_of("PLANNER").len(),
+        1,
+        "a recorded step is never re-run"
+    );
     assert_eq!(
         llm.calls_of("DEPLOYER").len(),
         2,
@@ -237,7 +241,11 @@ fn an_unreachable_database_is_exit_12_naming_host_and_port() {
         "{}",
         out.stderr
     );
-    assert!(!out.stderr.contains("hunter2"), "no password: {}", out.stderr);
+    assert!(
+        !out.stderr.contains("hunter2"),
+        "no password: {}",
+        out.stderr
+    );
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
 
@@ -283,15 +291,30 @@ fn a_sled_store_migrated_to_postgres_resumes_there() {
 
     let pg = sandbox_on(&url);
     let migrate = |extra: &[&str]| {
-        let mut args = vec!["store", "migrate", "--from", from.as_str(), "--to", url.as_str()];
+        let mut args = vec![
+            "store",
+            "migrate",
+            "--from",
+            from.as_str(),
+            "--to",
+            url.as_str(),
+        ];
         args.extend_from_slice(extra);
         pg.strands_verbatim(&args)
     };
     let first = migrate(&[]);
     assert_eq!(first.code, 0, "{} {}", first.stdout, first.stderr);
-    assert!(first.stdout.contains("audit chain verified"), "{}", first.stdout);
+    assert!(
+        first.stdout.contains("audit chain verified"),
+        "{}",
+        first.stdout
+    );
     let again = migrate(&[]);
-    assert_eq!(again.code, 0, "idempotent: {} {}", again.stdout, again.stderr);
+    assert_eq!(
+        again.code, 0,
+        "idempotent: {} {}",
+        again.stdout, again.stderr
+    );
     assert!(again.stdout.contains("nothing copied"), "{}", again.stdout);
 
     // The paused session is there, and resumes on PostgreSQL.

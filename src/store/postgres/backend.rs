@@ -205,7 +205,12 @@ impl crate::store::Backend for PgStore {
     async fn key(&self, name: &str) -> Result<Vec<u8>> {
         PgStore::key(self, name).await
     }
-    async fn take_lease(&self, session: &str, owner: &str, ttl: std::time::Duration) -> Result<bool> {
+    async fn take_lease(
+        &self,
+        session: &str,
+        owner: &str,
+        ttl: std::time::Duration,
+    ) -> Result<bool> {
         PgStore::take_lease(self, session, owner, ttl).await
     }
     async fn release_lease(&self, session: &str, owner: &str) -> Result<()> {

@@ -155,9 +155,7 @@ impl PgStore {
                 None => Refusal::BadAnswer("an answer is already waiting".into()),
             }));
         }
-        tx.commit()
-            .await
-            .map_err(|e| self.err("queue answer", e))?;
+        tx.commit().await.map_err(|e| self.err("queue answer", e))?;
         Ok(Ok(()))
     }
 

@@ -57,16 +57,22 @@ impl PgSettings {
     pub fn from_env() -> Result<PgSettings> {
         fn num(name: &str, default: u64) -> Result<u64> {
             match std::env::var(name) {
-                Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
-                    Error::Usage(format!("{name}={v:?} is not a whole number"))
-                }),
+                Ok(v) if !v.trim().is_empty() => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| Error::Usage(format!("{name}={v:?} is not a whole number"))),
                 _ => Ok(default),
             }
         }
         Ok(PgSettings {
             pool_size: num("STRANDS_PG_POOL_SIZE", 16)?.max(1) as usize,
-            statement_timeout: Duration::from_millis(num("STRANDS_PG_STATEMENT_TIMEOUT_MS", 30_000)?),
-            connect_timeout: Duration::from_secs(num("STRANDS_PG_CONNECT_TIMEOUT_SECS", 10)?.max(1)),
+            statement_timeout: Duration::from_millis(num(
+                "STRANDS_PG_STATEMENT_TIMEOUT_MS",
+                30_000,
+            )?),
+            connect_timeout: Duration::from_secs(
+                num("STRANDS_PG_CONNECT_TIMEOUT_SECS", 10)?.max(1),
+            ),
             ca_file: std::env::var_os("STRANDS_PG_CA_FILE")
                 .filter(|v| !v.is_empty())
                 .map(Into::into),
@@ -233,12 +239,11 @@ fn tls_connector(settings: &PgSettings) -> Result<tokio_postgres_rustls::MakeRus
             ))
         })?;
         for cert in certs {
-            let cert = cert.map_err(|e| {
-                Error::Store(format!("STRANDS_PG_CA_FILE {}: {e}", path.display()))
-            })?;
-            roots.add(cert).map_err(|e| {
-                Error::Store(format!("STRANDS_PG_CA_FILE {}: {e}", path.display()))
-            })?;
+            let cert = cert
+                .map_err(|e| Error::Store(format!("STRANDS_PG_CA_FILE {}: {e}", path.display())))?;
+            roots
+                .add(cert)
+                .map_err(|e| Error::Store(format!("STRANDS_PG_CA_FILE {}: {e}", path.display())))?;
         }
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());

@@ -116,10 +116,7 @@ const MIGRATION_LOCK: i64 = 0x5354_5241_4e44_5331; // "STRANDS1"
 /// Brings the database to [`VERSION`]; refuses a newer schema.
 pub async fn migrate(client: &mut tokio_postgres::Client, location: &str) -> Result<()> {
     let fail = |what: &str, e: tokio_postgres::Error| {
-        Error::Store(format!(
-            "{what} in {location}: {}",
-            super::db_message(&e)
-        ))
+        Error::Store(format!("{what} in {location}: {}", super::db_message(&e)))
     };
     let tx = client
         .transaction()

@@ -216,12 +216,14 @@ impl PgStore {
     pub async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
         let client = self.client().await?;
         let rows = match status {
-            Some(st) => client
-                .query(
-                    "SELECT summary FROM sessions WHERE status = $1",
-                    &[&st.as_str()],
-                )
-                .await,
+            Some(st) => {
+                client
+                    .query(
+                        "SELECT summary FROM sessions WHERE status = $1",
+                        &[&st.as_str()],
+                    )
+                    .await
+            }
             None => client.query("SELECT summary FROM sessions", &[]).await,
         }
         .map_err(|e| self.err("list sessions", e))?;

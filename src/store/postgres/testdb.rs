@@ -56,12 +56,7 @@ fn free_port() -> Result<u16, String> {
 fn command(server_bin: &Path, tool: &str, as_nobody: bool) -> Command {
     if as_nobody {
         let mut c = Command::new("setpriv");
-        c.args([
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            "--",
-        ]);
+        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
         c.arg(server_bin.join(tool));
         c
     } else {
@@ -92,7 +87,8 @@ extern "C" fn stop_at_exit() {
 }
 
 fn start() -> Result<Server, String> {
-    let bin = bin_dir().ok_or("no PostgreSQL under /usr/lib/postgresql/*/bin (apt-get install postgresql)")?;
+    let bin = bin_dir()
+        .ok_or("no PostgreSQL under /usr/lib/postgresql/*/bin (apt-get install postgresql)")?;
     let dir = std::env::temp_dir().join(format!(
         "strands-pg-{}-{}",
         std::process::id(),
@@ -154,7 +150,9 @@ pub async fn database(name: &str) -> Option<String> {
         Ok(s) => s.port,
         Err(e) => {
             if required() {
-                panic!("STRANDS_REQUIRE_POSTGRES=1 but the PostgreSQL test server cannot start: {e}");
+                panic!(
+                    "STRANDS_REQUIRE_POSTGRES=1 but the PostgreSQL test server cannot start: {e}"
+                );
             }
             eprintln!("SKIPPED ({name}): no PostgreSQL test server: {e}");
             return None;
@@ -173,7 +171,9 @@ pub async fn database(name: &str) -> Option<String> {
     let admin = format!("host=127.0.0.1 port={port} user=strands dbname=postgres");
     let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
         .await
-        .unwrap_or_else(|e| panic!("the PostgreSQL test server on port {port} does not answer: {e}"));
+        .unwrap_or_else(|e| {
+            panic!("the PostgreSQL test server on port {port} does not answer: {e}")
+        });
     let task = tokio::spawn(conn);
     client
         .batch_execute(&format!("CREATE DATABASE {db}"))

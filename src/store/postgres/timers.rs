@@ -90,7 +90,10 @@ pub(super) async fn arm_in(
 impl PgStore {
     pub async fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| self.err("arm timers", e))?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("arm timers", e))?;
         let armed = arm_in(&tx, session, gate, timers).await?;
         tx.commit().await.map_err(|e| self.err("arm timers", e))?;
         Ok(armed)
@@ -100,47 +103,50 @@ impl PgStore {
     /// it is claimed for this one (for [`CLAIM`]) as it is read.
     pub async fn next_timer(&self) -> Result<Option<Timer>> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| self.err("timers", e))?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("timers", e))?;
         let out = {
-                let now = Utc::now();
-                let row = tx
-                    .query_opt(
-                        "SELECT due_ms, session, gate, kind, n, body FROM timers
+            let now = Utc::now();
+            let row = tx
+                .query_opt(
+                    "SELECT due_ms, session, gate, kind, n, body FROM timers
                          WHERE claimed_until IS NULL OR claimed_until < $1
                          ORDER BY due_ms, session, gate, kind, n LIMIT 1
                          FOR UPDATE SKIP LOCKED",
-                        &[&now],
-                    )
-                    .await
-                    .map_err(|e| sql("timers", e))?;
-                let Some(row) = row else {
-                    return Ok(None);
-                };
-                let (due, session, gate, kind, n): (i64, String, String, i16, i32) =
-                    (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
-                let t: Timer = match decode("timer", row.get::<_, &[u8]>(5)) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        tracing::error!("dropping an unreadable timer: {e}");
-                        tx.execute(
+                    &[&now],
+                )
+                .await
+                .map_err(|e| sql("timers", e))?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let (due, session, gate, kind, n): (i64, String, String, i16, i32) =
+                (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+            let t: Timer = match decode("timer", row.get::<_, &[u8]>(5)) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::error!("dropping an unreadable timer: {e}");
+                    tx.execute(
                             "DELETE FROM timers WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
                             &[&due, &session, &gate, &kind, &n],
                         )
                         .await
                         .map_err(|e| sql("timers", e))?;
-                        tx.commit().await.map_err(|e| self.err("timers", e))?;
-                        return Ok(None);
-                    }
-                };
-                if t.due <= now {
-                    tx.execute(
+                    tx.commit().await.map_err(|e| self.err("timers", e))?;
+                    return Ok(None);
+                }
+            };
+            if t.due <= now {
+                tx.execute(
                         "UPDATE timers SET claimed_until = $6 WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
                         &[&due, &session, &gate, &kind, &n, &(now + CLAIM)],
                     )
                     .await
                     .map_err(|e| sql("timers", e))?;
-                }
-                Some(t)
+            }
+            Some(t)
         };
         tx.commit().await.map_err(|e| self.err("timers", e))?;
         Ok(out)
@@ -163,7 +169,10 @@ impl PgStore {
 
     pub async fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| self.err("timers", e))?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("timers", e))?;
         remove_in(&tx, done).await?;
         insert_in(&tx, next).await?;
         tx.commit().await.map_err(|e| self.err("timers", e))
@@ -180,21 +189,26 @@ impl PgStore {
         marked.fired = Some(fired.clone());
         let body = encode("timer", &marked)?;
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| self.err("record timeout", e))?;
-                    let (session, last) =
-                        match accept_in(&tx, &timer.session, Some(&timer.gate), answer).await? {
-                            Ok(v) => v,
-                            Err(refusal) => return Ok(Err(refusal)),
-                        };
-                    let (due, s, gate, kind, n) = key(timer);
-                    tx.execute(
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("record timeout", e))?;
+        let (session, last) =
+            match accept_in(&tx, &timer.session, Some(&timer.gate), answer).await? {
+                Ok(v) => v,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+        let (due, s, gate, kind, n) = key(timer);
+        tx.execute(
                         "INSERT INTO timers (due_ms, session, gate, kind, n, body) VALUES ($1, $2, $3, $4, $5, $6)
                          ON CONFLICT (due_ms, session, gate, kind, n) DO UPDATE SET body = EXCLUDED.body",
                         &[&due, &s, &gate, &kind, &n, &body],
                     )
                     .await
                     .map_err(|e| sql("timers", e))?;
-        tx.commit().await.map_err(|e| self.err("record timeout", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| self.err("record timeout", e))?;
         self.announce(last);
         Ok(Ok(session))
     }
@@ -209,20 +223,25 @@ impl PgStore {
         let handle = esc.gate.handle();
         let record = encode("escalation", esc)?;
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| self.err("record escalation", e))?;
-                for (channel, ts) in &esc.messages {
-                    super::messages::index_in(&tx, channel, ts, session, &handle).await?;
-                }
-                tx.execute(
-                    "INSERT INTO escalations (session, gate, body) VALUES ($1, $2, $3)
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("record escalation", e))?;
+        for (channel, ts) in &esc.messages {
+            super::messages::index_in(&tx, channel, ts, session, &handle).await?;
+        }
+        tx.execute(
+            "INSERT INTO escalations (session, gate, body) VALUES ($1, $2, $3)
                      ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body",
-                    &[&session, &handle, &record],
-                )
-                .await
-                .map_err(|e| sql("escalations", e))?;
-                remove_in(&tx, done).await?;
-                insert_in(&tx, next).await?;
-        tx.commit().await.map_err(|e| self.err("record escalation", e))
+            &[&session, &handle, &record],
+        )
+        .await
+        .map_err(|e| sql("escalations", e))?;
+        remove_in(&tx, done).await?;
+        insert_in(&tx, next).await?;
+        tx.commit()
+            .await
+            .map_err(|e| self.err("record escalation", e))
     }
 
     pub async fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {

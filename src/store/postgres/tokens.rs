@@ -145,7 +145,9 @@ impl PgStore {
 
     pub async fn key(&self, name: &str) -> Result<Vec<u8>> {
         // One byte per v4 uuid: its first byte is wholly random.
-        let fresh: Vec<u8> = (0..32).map(|_| uuid::Uuid::new_v4().as_bytes()[0]).collect();
+        let fresh: Vec<u8> = (0..32)
+            .map(|_| uuid::Uuid::new_v4().as_bytes()[0])
+            .collect();
         let v = self.meta_once(&format!("key/{name}"), fresh).await?;
         if v.len() == 32 {
             Ok(v)

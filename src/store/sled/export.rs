@@ -22,9 +22,10 @@ impl SledStore {
         let mut d = Dump::default();
         for kv in self.sessions.iter() {
             let (k, body) = kv?;
-            let summary = self.summaries.get(&k)?.ok_or_else(|| {
-                Error::Store(format!("session {} has no summary", text(&k)))
-            })?;
+            let summary = self
+                .summaries
+                .get(&k)?
+                .ok_or_else(|| Error::Store(format!("session {} has no summary", text(&k))))?;
             d.sessions.push((body.to_vec(), summary.to_vec()));
         }
         for kv in self.messages.iter() {
