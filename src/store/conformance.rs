@@ -286,7 +286,7 @@ async fn timers_arm_once_and_fire_once(store: Arc<Store>) {
     };
     store.remove_timer(&timeout).await.expect("remove");
     store
-        .replace_timer(&reminder, &[moved.clone()])
+        .replace_timer(&reminder, std::slice::from_ref(&moved))
         .await
         .expect("replace");
     let left = store.timers().await.expect("list");
