@@ -2,10 +2,13 @@
 //! the transaction of the change they describe, each under a row lock on
 //! its head (`heads`), so two replicas writing at once queue behind each
 //! other — the chain never forks and event numbers have no gap a reader
-//! could skip. Locks are always taken audit first, then events.
+//! could skip. Locks are always taken audit first, then events, and held
+//! for as few round trips as can be: statements are prepared once per
+//! connection, rows go in as one `unnest` each, and the event head is
+//! moved and read in one `UPDATE … RETURNING`.
 
 use chrono::Utc;
-use tokio_postgres::Transaction;
+use deadpool_postgres::Transaction;
 
 use super::{decode, encode, PgStore};
 use crate::audit::{entry_hash, AuditEntry, AuditEvent, Head};
@@ -21,21 +24,19 @@ pub(super) async fn append_audit_in(tx: &Transaction<'_>, events: &[AuditEvent])
     if events.is_empty() {
         return Ok(());
     }
+    let lock = tx
+        .prepare_cached("SELECT seq, hash FROM heads WHERE name = 'audit' FOR UPDATE")
+        .await
+        .map_err(|e| sql("audit head", e))?;
     let row = tx
-        .query_one(
-            "SELECT seq, hash FROM heads WHERE name = 'audit' FOR UPDATE",
-            &[],
-        )
+        .query_one(&lock, &[])
         .await
         .map_err(|e| sql("audit head", e))?;
     let mut last = Head {
         seq: row.get::<_, i64>(0) as u64,
         hash: row.get(1),
     };
-    let insert = tx
-        .prepare("INSERT INTO audit (seq, body) VALUES ($1, $2)")
-        .await
-        .map_err(|e| sql("audit", e))?;
+    let (mut seqs, mut bodies) = (Vec::with_capacity(events.len()), Vec::new());
     for event in events {
         let seq = last.seq + 1;
         let hash = entry_hash(seq, &last.hash, event);
@@ -45,17 +46,20 @@ pub(super) async fn append_audit_in(tx: &Transaction<'_>, events: &[AuditEvent])
             hash: hash.clone(),
             event: event.clone(),
         };
-        tx.execute(&insert, &[&(seq as i64), &encode("audit entry", &entry)?])
-            .await
-            .map_err(|e| sql("audit append", e))?;
+        seqs.push(seq as i64);
+        bodies.push(encode("audit entry", &entry)?);
         last = Head { seq, hash };
     }
-    tx.execute(
-        "UPDATE heads SET seq = $1, hash = $2 WHERE name = 'audit'",
-        &[&(last.seq as i64), &last.hash],
-    )
-    .await
-    .map_err(|e| sql("audit head", e))?;
+    let write = tx
+        .prepare_cached(
+            "WITH head AS (UPDATE heads SET seq = $1, hash = $2 WHERE name = 'audit')
+             INSERT INTO audit (seq, body) SELECT * FROM unnest($3::bigint[], $4::bytea[])",
+        )
+        .await
+        .map_err(|e| sql("audit", e))?;
+    tx.execute(&write, &[&(last.seq as i64), &last.hash, &seqs, &bodies])
+        .await
+        .map_err(|e| sql("audit append", e))?;
     Ok(())
 }
 
@@ -68,19 +72,19 @@ pub(super) async fn append_events_in(
     if kinds.is_empty() {
         return Ok(None);
     }
-    let row = tx
-        .query_one(
-            "SELECT seq FROM heads WHERE name = 'events' FOR UPDATE",
-            &[],
-        )
+    // Reserves the numbers and locks the head in one round trip.
+    let reserve = tx
+        .prepare_cached("UPDATE heads SET seq = seq + $1 WHERE name = 'events' RETURNING seq")
         .await
         .map_err(|e| sql("event head", e))?;
-    let mut seq = row.get::<_, i64>(0) as u64;
-    let insert = tx
-        .prepare("INSERT INTO events (seq, session, body) VALUES ($1, $2, $3)")
+    let row = tx
+        .query_one(&reserve, &[&(kinds.len() as i64)])
         .await
-        .map_err(|e| sql("events", e))?;
+        .map_err(|e| sql("event head", e))?;
+    let last = row.get::<_, i64>(0) as u64;
+    let mut seq = last - kinds.len() as u64;
     let at = Utc::now();
+    let (mut seqs, mut bodies) = (Vec::with_capacity(kinds.len()), Vec::new());
     for what in kinds {
         seq += 1;
         let event = Event {
@@ -90,19 +94,19 @@ pub(super) async fn append_events_in(
             workflow: session.workflow.clone(),
             what: what.clone(),
         };
-        tx.execute(
-            &insert,
-            &[&(seq as i64), &session.id, &encode("event", &event)?],
+        seqs.push(seq as i64);
+        bodies.push(encode("event", &event)?);
+    }
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO events (seq, session, body)
+             SELECT s, $2, b FROM unnest($1::bigint[], $3::bytea[]) AS t(s, b)",
         )
         .await
+        .map_err(|e| sql("events", e))?;
+    tx.execute(&insert, &[&seqs, &session.id, &bodies])
+        .await
         .map_err(|e| sql("event append", e))?;
-    }
-    tx.execute(
-        "UPDATE heads SET seq = $1 WHERE name = 'events'",
-        &[&(seq as i64)],
-    )
-    .await
-    .map_err(|e| sql("event head", e))?;
     Ok(Some(seq))
 }
 

@@ -77,11 +77,12 @@ impl PgStore {
 
     pub async fn message_target(&self, channel: &str, ts: &str) -> Result<Option<MessageTarget>> {
         let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT session, gate FROM messages WHERE channel = $1 AND ts = $2")
+            .await
+            .map_err(|e| self.err("message index", e))?;
         let row = client
-            .query_opt(
-                "SELECT session, gate FROM messages WHERE channel = $1 AND ts = $2",
-                &[&channel, &ts],
-            )
+            .query_opt(&stmt, &[&channel, &ts])
             .await
             .map_err(|e| self.err("message index", e))?;
         Ok(row.map(|r| MessageTarget {
@@ -92,11 +93,14 @@ impl PgStore {
 
     pub async fn first_sighting(&self, event_id: &str) -> Result<bool> {
         let client = self.client().await?;
-        let n = client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "INSERT INTO chat_events (event_id, seen_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&event_id, &Utc::now()],
             )
+            .await
+            .map_err(|e| self.err("chat events", e))?;
+        let n = client
+            .execute(&stmt, &[&event_id, &Utc::now()])
             .await
             .map_err(|e| self.err("chat events", e))?;
         Ok(n == 1)
@@ -161,11 +165,14 @@ impl PgStore {
 
     pub async fn queued_answers(&self, id: &str) -> Result<Vec<(String, Answer)>> {
         let client = self.client().await?;
-        let rows = client
-            .query(
+        let stmt = client
+            .prepare_cached(
                 "SELECT gate, body FROM queued_answers WHERE session = $1 ORDER BY gate",
-                &[&id],
             )
+            .await
+            .map_err(|e| self.err("queued answers", e))?;
+        let rows = client
+            .query(&stmt, &[&id])
             .await
             .map_err(|e| self.err("queued answers", e))?;
         let mut out = Vec::new();

@@ -3,7 +3,7 @@
 //! on their session, summaries and listing.
 
 use chrono::{DateTime, Utc};
-use tokio_postgres::Transaction;
+use deadpool_postgres::Transaction;
 
 use super::chain::{append_audit_in, append_events_in};
 use super::{encode, PgStore};
@@ -28,10 +28,16 @@ async fn write_in(
     let rev = session.rev as i64;
     match expected {
         None => {
-            let n = tx
-                .execute(
+            let insert = tx
+                .prepare_cached(
                     "INSERT INTO sessions (id, rev, status, created_at, updated_at, body, summary)
                      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                )
+                .await
+                .map_err(|e| sql("create session", e))?;
+            let n = tx
+                .execute(
+                    &insert,
                     &[
                         &session.id,
                         &rev,
@@ -49,10 +55,16 @@ async fn write_in(
             }
         }
         Some(old) => {
-            let n = tx
-                .execute(
+            let update = tx
+                .prepare_cached(
                     "UPDATE sessions SET rev = $2, status = $3, updated_at = $4, body = $5, summary = $6
                      WHERE id = $1 AND rev = $7",
+                )
+                .await
+                .map_err(|e| sql("checkpoint", e))?;
+            let n = tx
+                .execute(
+                    &update,
                     &[
                         &session.id,
                         &rev,
@@ -97,8 +109,12 @@ pub(super) async fn accept_in(
     gate: Option<&str>,
     answer: &Answer,
 ) -> Result<std::result::Result<(Session, Option<u64>), Refusal>> {
+    let lock = tx
+        .prepare_cached("SELECT body FROM sessions WHERE id = $1 FOR UPDATE")
+        .await
+        .map_err(|e| sql("record answer", e))?;
     let Some(row) = tx
-        .query_opt("SELECT body FROM sessions WHERE id = $1 FOR UPDATE", &[&id])
+        .query_opt(&lock, &[&id])
         .await
         .map_err(|e| sql("record answer", e))?
     else {
@@ -162,8 +178,12 @@ impl PgStore {
 
     pub async fn load(&self, id: &str) -> Result<Option<Session>> {
         let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT body FROM sessions WHERE id = $1")
+            .await
+            .map_err(|e| self.err("load session", e))?;
         let row = client
-            .query_opt("SELECT body FROM sessions WHERE id = $1", &[&id])
+            .query_opt(&stmt, &[&id])
             .await
             .map_err(|e| self.err("load session", e))?;
         match row {
