@@ -9,6 +9,10 @@
 //! - `BENCH_BRANCHES` (default 8) / `BENCH_FANOUT_RUNS` (default 100): a
 //!   parallel run whose every branch stops at its own gate, all open at once.
 //!
+//! - `BENCH_STORE=postgres`: the pause/resume rows (1.) on a PostgreSQL
+//!   database (a server started from Debian's `postgresql` in a temporary
+//!   directory) instead of sled.
+//!
 //! The model is an in-process fake OpenAI-compatible server (axum) that
 //! answers at once with a fixed ~2 KB reply and records when each request
 //! arrived, so the figures are strands' own cost: sled writes + flushes,
@@ -422,6 +426,9 @@ fn allocated_bytes(meta: &std::fs::Metadata) -> u64 {
 }
 
 fn print_store_size(label: &str, dir: &Path, sessions: usize) {
+    if !dir.exists() {
+        return; // a database URL
+    }
     let (apparent, allocated) = dir_size(dir);
     println!(
         "store size on disk {label}: {} apparent, {} allocated ({sessions} sessions, {} apparent per session)",
@@ -517,7 +524,24 @@ fn main() {
         .prefix("strands-bench-pause-")
         .tempdir()
         .expect("cannot create a temporary store directory");
-    let store_path = pause_dir.path().join("store");
+    let pg_url = std::env::var("BENCH_STORE")
+        .is_ok_and(|v| v == "postgres")
+        .then(|| {
+            rt.block_on(strands::store::postgres::testdb::database("pause_resume"))
+                .expect("BENCH_STORE=postgres needs Debian's postgresql installed")
+        });
+    let store_path = match &pg_url {
+        Some(url) => PathBuf::from(url),
+        None => pause_dir.path().join("store"),
+    };
+    println!(
+        "pause/resume store: {}",
+        if pg_url.is_some() {
+            "PostgreSQL"
+        } else {
+            "sled"
+        }
+    );
     let out_dir = pause_dir.path().join("out");
     let mut start_total = Vec::with_capacity(runs);
     let mut reply_to_paused = Vec::with_capacity(runs);
@@ -528,9 +552,11 @@ fn main() {
     let cli_ids: Vec<String>;
     let open_started = Instant::now();
     {
-        let store = Store::open(&store_path).expect("cannot open the bench store");
+        let store = rt
+            .block_on(Store::connect(&store_path))
+            .expect("cannot open the bench store");
         println!(
-            "Store::open (empty store): {}",
+            "Store::connect (empty store): {}",
             fmt_d(open_started.elapsed())
         );
         let mut engine = Engine::new(&store);

@@ -5,7 +5,11 @@
 //! - `BENCH_CLICKS` (default 400): paused sessions prepared, one approve
 //!   click each (and one duplicate click each in the second round);
 //! - `BENCH_RATE` (default 200): clicks per second, open loop;
-//! - `BENCH_CLIENTS` (default 32): client threads sending the clicks.
+//! - `BENCH_CLIENTS` (default 32): client threads sending the clicks;
+//! - `BENCH_STORE=postgres`: two `strands serve` replicas on one PostgreSQL
+//!   database (a server started from Debian's `postgresql` in a temporary
+//!   directory), the clicks alternating between them; the bot-side metrics
+//!   below are the first replica's.
 //!
 //! Set-up: the real release binary (`strands serve`) between the fake Slack
 //! Web API and the fake OpenAI-compatible model of `tests/common` (both
@@ -256,7 +260,7 @@ struct Shot {
 
 /// Sends `bodies[i]` to `url` at `t0 + i / rate`, open loop, from `clients`
 /// threads; returns the shots in index order.
-fn fire(url: &str, bodies: &[String], rate: f64, clients: usize) -> Vec<Shot> {
+fn fire(urls: &[String], bodies: &[String], rate: f64, clients: usize) -> Vec<Shot> {
     let period = Duration::from_secs_f64(1.0 / rate);
     let next = AtomicUsize::new(0);
     let shots = Mutex::new(Vec::with_capacity(bodies.len()));
@@ -279,7 +283,7 @@ fn fire(url: &str, bodies: &[String], rate: f64, clients: usize) -> Vec<Shot> {
                     "application/x-www-form-urlencoded".into(),
                 ));
                 let sent = Instant::now();
-                let res = http("POST", url, &headers, &body);
+                let res = http("POST", &urls[i % urls.len()], &headers, &body);
                 let took = sent.elapsed();
                 let (status, body, error) = match res {
                     Ok(r) => (Some(r.status), r.body, None),
@@ -374,11 +378,31 @@ fn main() {
         env!("CARGO_BIN_EXE_strands")
     );
 
+    let pg_url = std::env::var("BENCH_STORE")
+        .is_ok_and(|v| v == "postgres")
+        .then(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            rt.block_on(strands::store::postgres::testdb::database("slack_clicks"))
+                .expect("BENCH_STORE=postgres needs Debian's postgresql installed")
+        });
     let llm = FakeLlm::start();
     let slack = FakeSlack::start();
-    let sandbox = Sandbox::new();
+    let mut sandbox = Sandbox::new();
+    if let Some(url) = &pg_url {
+        sandbox.store = url.into();
+        println!("store: PostgreSQL, two replicas, clicks alternating between them");
+    }
     let mut bot = Bot::start(&sandbox, &slack, &llm, &[("bench", common::BENCH_CHAIN)]);
-    let interactions = format!("{}/slack/interactions", bot.url);
+    let mut second = pg_url
+        .as_ref()
+        .map(|_| Bot::launch(&slack, bot.cfg.clone()));
+    let interactions: Vec<String> = std::iter::once(&bot)
+        .chain(second.as_ref())
+        .map(|b| format!("{}/slack/interactions", b.url))
+        .collect();
 
     // ---- prepare N paused sessions ------------------------------------
     let prep = Instant::now();
@@ -558,5 +582,8 @@ fn main() {
     println!("percentiles are nearest-rank over the clicks answered with HTTP 200");
 
     bot.stop();
+    if let Some(b) = second.as_mut() {
+        b.stop();
+    }
     drop(sandbox);
 }

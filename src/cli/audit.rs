@@ -6,7 +6,7 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
     use crate::audit::Verdict;
     match cmd {
         AuditCommand::Verify { json } => {
-            let store = ctx.open()?;
+            let store = ctx.open().await?;
             let verdict = crate::audit::verify(
                 store.audit_entries().await?.into_iter(),
                 store.audit_head().await?,
@@ -48,7 +48,12 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
                     super::remote::audit_entries(remote, since_raw.as_deref(), session.as_deref())
                         .await?
                 }
-                None => ctx.open()?.audit_export(since, session.as_deref()).await?,
+                None => {
+                    ctx.open()
+                        .await?
+                        .audit_export(since, session.as_deref())
+                        .await?
+                }
             };
             let bytes = if format == "csv" {
                 crate::audit::export::csv(&entries)

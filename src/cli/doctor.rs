@@ -43,8 +43,8 @@ async fn answers(url: &str) -> std::result::Result<u16, String> {
 }
 
 async fn store_check(ctx: &Ctx) -> Check {
-    let path = ctx.store_path.display().to_string();
-    if !ctx.store_path.exists() {
+    let path = ctx.store_shown();
+    if !ctx.store_is_url() && !ctx.store_path.exists() {
         return check(
             "store",
             "ok",
@@ -66,7 +66,7 @@ async fn store_check(ctx: &Ctx) -> Check {
             );
         }
     }
-    match ctx.open() {
+    match ctx.open().await {
         Ok(store) => match store.count().await {
             Ok(n) => check("store", "ok", format!("{path}: {n} session(s)")),
             Err(e) => check("store", "fail", format!("{path}: {e}")),

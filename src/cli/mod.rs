@@ -41,6 +41,7 @@ mod remote;
 mod render;
 mod run;
 mod sessions;
+mod store_cmd;
 mod tokens;
 mod webhooks;
 
@@ -49,6 +50,7 @@ pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
 use sessions::{notify, sessions, sweep};
+pub use store_cmd::StoreCommand;
 pub use webhooks::WebhooksCommand;
 
 #[derive(Parser, Debug)]
@@ -58,7 +60,8 @@ pub use webhooks::WebhooksCommand;
     about = "Run agent workflows that pause at durable human-in-the-loop gates"
 )]
 pub struct Cli {
-    /// Session store directory (sled). Default: ~/.local/share/strands/store
+    /// Session store: a directory (sled) or a postgres:// URL (PostgreSQL,
+    /// shared by several servers). Default: ~/.local/share/strands/store
     #[arg(long, global = true, env = "STRANDS_STORE")]
     pub store: Option<PathBuf>,
     /// Who you are, for the audit of answers (default: the OS user).
@@ -147,6 +150,9 @@ pub enum Command {
     /// Webhook deliveries strands gave up on.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Move a store between backends (sled → PostgreSQL).
+    #[command(subcommand)]
+    Store(StoreCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -471,6 +477,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Webhooks(cmd) => cmd.json(),
+        Command::Store(cmd) => cmd.json(),
     }
 }
 
@@ -526,8 +533,22 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn open(&self) -> Result<Store> {
-        Store::open(&self.store_path)
+    async fn open(&self) -> Result<Store> {
+        Store::connect(&self.store_path).await
+    }
+    /// Whether the store is a PostgreSQL database (shared, no lock).
+    fn store_is_url(&self) -> bool {
+        self.store_path
+            .to_str()
+            .is_some_and(store::postgres::is_url)
+    }
+    /// The store for messages: a path, or a database URL without its
+    /// credentials.
+    fn store_shown(&self) -> String {
+        match self.store_path.to_str() {
+            Some(url) if store::postgres::is_url(url) => store::postgres::shown(url),
+            _ => self.store_path.display().to_string(),
+        }
     }
     /// An engine on `store` with this process's settings.
     fn engine<'s>(&self, store: &'s Store) -> Engine<'s> {
@@ -539,7 +560,7 @@ impl Ctx {
         if self.explicit_store {
             format!(
                 "{prog} --store {} resume {id} {flags}",
-                shell_quote(&self.store_path.display().to_string())
+                shell_quote(&self.store_shown())
             )
         } else {
             format!("{prog} resume {id} {flags}")
@@ -585,8 +606,12 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     let store_path = cli.store.clone().unwrap_or_else(store::default_path);
     let mut ctx = Ctx {
         explicit_store: cli.store.is_some(),
-        // Absolute, so printed resume commands work from any directory.
-        store_path: std::path::absolute(&store_path).unwrap_or(store_path),
+        // Absolute, so printed resume commands work from any directory
+        // (a database URL stays as it is).
+        store_path: match store_path.to_str() {
+            Some(url) if store::postgres::is_url(url) => store_path,
+            _ => std::path::absolute(&store_path).unwrap_or(store_path),
+        },
         who: identity(&cli.identity),
         // STRANDS_DEFAULT_TIMEOUT_MINUTES is the bot's (README); runs started
         // from the command line keep their specs' timeouts.
@@ -599,6 +624,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     if through_server(&cli.command) {
         ctx.remote = match remote::Remote::from_env(cli.identity.as_deref())? {
             Some(r) => Some(r),
+            // A shared database needs no server in between.
+            None if ctx.store_is_url() => None,
             None => remote::Remote::discover(&ctx.store_path, &ctx.who).await,
         };
     }
@@ -619,6 +646,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
+        Command::Store(cmd) => store_cmd::store(cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(
                 ctx.store_path.clone(),

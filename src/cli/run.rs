@@ -196,7 +196,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     }
     if args.auto_resume {
         let found = {
-            let store = ctx.open()?;
+            let store = ctx.open().await?;
             latest_resumable(&store, &spec).await?
         };
         match found {
@@ -226,7 +226,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     }
     let vars = ask_missing_inputs(&spec, &args.vars)?;
     let variables = spec.resolve_variables(&vars)?;
-    let store = ctx.open()?;
+    let store = ctx.open().await?;
     let mut engine = ctx.engine(&store);
     // Stored absolute, so a resume from another directory writes to the same place.
     let out_dir = std::path::absolute(&args.out)
@@ -324,7 +324,7 @@ pub(super) async fn continue_session(
     if let Some(remote) = &ctx.remote {
         return super::remote::resume(ctx, remote, args, answer).await;
     }
-    let store = ctx.open()?;
+    let store = ctx.open().await?;
     let mut engine = ctx.engine(&store).with_overwrite(args.force);
     let id = store.resolve(&args.id).await?;
     let mut interactive = args.interactive;

@@ -9,7 +9,7 @@ use run::cli_channel;
 /// next stop with nobody to ask.
 pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
     use crate::engine::timers::{Quiet, Timers, TokioClock};
-    let store = ctx.open()?;
+    let store = ctx.open().await?;
     let notifier = Quiet::default();
     let timers = Timers {
         store: &store,
@@ -103,7 +103,7 @@ pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
             "SLACK_BOT_TOKEN is not set: `sessions notify` posts to Slack".into(),
         ));
     };
-    let store = ctx.open()?;
+    let store = ctx.open().await?;
     let id = store.resolve(id).await?;
     let hub = crate::hub::Hub::new(store, std::sync::Arc::clone(&ctx.settings), None);
     let app = crate::slack::app::App::new(config, hub)?;
@@ -221,7 +221,7 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             _ => {}
         }
     }
-    let store = ctx.open()?;
+    let store = ctx.open().await?;
     match cmd {
         SessionsCommand::List(ListArgs {
             status,

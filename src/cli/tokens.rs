@@ -23,7 +23,7 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
                             "--role `{role}` is not one of approver, operator, admin"
                         ))
                     })?;
-                    let store = ctx.open()?;
+                    let store = ctx.open().await?;
                     let new = crate::hub::tokens::create(
                         &store,
                         &name,
@@ -66,7 +66,8 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
             let list: Vec<Value> = match &ctx.remote {
                 Some(remote) => super::remote::list_tokens(remote).await?,
                 None => ctx
-                    .open()?
+                    .open()
+                    .await?
                     .tokens()
                     .await?
                     .iter()
@@ -109,7 +110,7 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
             match &ctx.remote {
                 Some(remote) => super::remote::revoke_token(remote, &name).await?,
                 None => {
-                    let store = ctx.open()?;
+                    let store = ctx.open().await?;
                     if crate::hub::tokens::revoke(&store, &name, &ctx.who, "cli")
                         .await?
                         .is_none()

@@ -28,7 +28,7 @@ impl WebhooksCommand {
 
 pub(super) async fn webhooks(ctx: &Ctx, cmd: WebhooksCommand) -> Result<u8> {
     let WebhooksCommand::Failed { json, limit } = cmd;
-    let store = ctx.open()?;
+    let store = ctx.open().await?;
     let failed = store.webhook_failed(limit).await?;
     if json {
         let rows: Vec<Value> = failed.iter().map(row).collect();

@@ -72,6 +72,22 @@ pub struct Inner {
     /// Cancelled when the service begins to shut down: event streams
     /// (SSE followers) end, so open browsers do not hold shutdown up.
     pub stopping: tokio_util::sync::CancellationToken,
+    /// This process among the replicas on a shared store (lease owner).
+    pub replica: String,
+    /// How long a lease on driving a session lasts unrenewed.
+    pub lease: Duration,
+}
+
+/// A lease lasts 30 s unless `STRANDS_LEASE_SECS` says otherwise; it is
+/// renewed every third of that, and lapsed leases are looked for as often,
+/// so a run whose replica died goes on elsewhere within 4/3 of it (40 s).
+fn lease_from_env() -> Duration {
+    let secs = std::env::var("STRANDS_LEASE_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(30);
+    Duration::from_secs(secs)
 }
 
 impl std::ops::Deref for Hub {
@@ -101,6 +117,13 @@ impl Hub {
             driving: Mutex::new(HashSet::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
+            replica: format!(
+                "{}-{}-{}",
+                whoami::fallible::hostname().unwrap_or_else(|_| "host".into()),
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+            lease: lease_from_env(),
         }))
     }
 
@@ -237,7 +260,9 @@ impl Hub {
 
     /// Drives `id` in the background until its next stop. At most one task
     /// drives a session; a task finishing re-checks the store so that an
-    /// answer recorded while it was busy is never left waiting.
+    /// answer recorded while it was busy is never left waiting. On a shared
+    /// store the task first takes the session's lease (another replica
+    /// holding it drives instead) and renews it while it works.
     pub fn drive(&self, id: String) {
         {
             let mut driving = self.driving.lock().unwrap_or_else(|p| p.into_inner());
@@ -247,6 +272,37 @@ impl Hub {
         }
         let hub = self.clone();
         self.tasks.spawn(async move {
+            let leased = match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
+                Ok(held) => held,
+                Err(e) => {
+                    tracing::error!(session = %id, "cannot take the lease on the session: {e}");
+                    false
+                }
+            };
+            if !leased {
+                // Another replica drives it (and re-checks when it stops).
+                hub.driving
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                return;
+            }
+            let renew = hub.store.is_shared().then(|| {
+                let (hub, id) = (hub.clone(), id.clone());
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(hub.lease / 3).await;
+                        match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                tracing::warn!(session = %id, "lost the lease on the session to another replica");
+                                return;
+                            }
+                            Err(e) => tracing::warn!(session = %id, "cannot renew the lease: {e}"),
+                        }
+                    }
+                })
+            });
             loop {
                 let mut hall = hub.hall();
                 let failed = match hub.engine().resume(&id, &mut hall).await {
@@ -259,6 +315,12 @@ impl Hub {
                 };
                 if !failed && hub.needs_driving(&id).await {
                     continue;
+                }
+                if let Some(renew) = &renew {
+                    renew.abort();
+                }
+                if let Err(e) = hub.store.release_lease(&id, &hub.replica).await {
+                    tracing::warn!(session = %id, "cannot hand the lease back: {e}");
                 }
                 hub.driving
                     .lock()
@@ -273,6 +335,48 @@ impl Hub {
                 break;
             }
         });
+    }
+
+    /// On a shared store: every third of a lease, drives the running
+    /// sessions whose lease lapsed (their replica died mid-run); the drive
+    /// continues from the last checkpoint.
+    pub fn start_takeover(&self) {
+        let hub = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(hub.lease / 3).await;
+                let ids = match hub.store.unleased_running().await {
+                    Ok(ids) => ids,
+                    Err(e) => {
+                        tracing::warn!("cannot look for runs to take over: {e}");
+                        continue;
+                    }
+                };
+                for id in ids {
+                    if hub.needs_driving(&id).await {
+                        tracing::info!(session = %id, "taking over a run whose lease lapsed");
+                        hub.drive(id);
+                    }
+                }
+            }
+        });
+    }
+
+    /// At shutdown: hands back the leases of runs still being driven, so
+    /// another replica takes them over at its next look.
+    pub async fn hand_back(&self) {
+        let ids: Vec<String> = self
+            .driving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        for id in ids {
+            if let Err(e) = self.store.release_lease(&id, &self.replica).await {
+                tracing::warn!(session = %id, "cannot hand the lease back: {e}");
+            }
+        }
     }
 
     /// Whether session `id` has work a drive would do: running (an answer

@@ -29,7 +29,8 @@ pub use config::Config;
 
 /// Runs the service until SIGINT/SIGTERM.
 pub async fn run(config: Config) -> Result<()> {
-    let store = Store::open(&config.store)?;
+    let store = Store::connect(&config.store).await?;
+    let shared = store.is_shared();
     let hub = Hub::new(
         store,
         Arc::clone(&config.settings),
@@ -84,9 +85,18 @@ pub async fn run(config: Config) -> Result<()> {
     if let Some(app) = &socket_mode {
         crate::slack::socket::start(app, stop.clone());
     }
-    let left = discovery::leave(&hub, &config.store, addr).await;
-    if let Err(e) = &left {
+    // A shared database needs no discovery file: the CLI works on it
+    // directly, and replicas must not replace each other's local token.
+    let left = if shared {
+        Err(Error::Usage("a shared store".into()))
+    } else {
+        discovery::leave(&hub, &config.store, addr).await
+    };
+    if let (Err(e), false) = (&left, shared) {
         tracing::warn!("the CLI will not find this server by itself: {e}");
+    }
+    if shared {
+        hub.start_takeover();
     }
     tracing::info!(%addr, rooms = %room_names, "strands serve listening");
     eprintln!(
@@ -115,15 +125,32 @@ pub async fn run(config: Config) -> Result<()> {
     stop.cancel();
     hub.tasks().close();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), hub.tasks().wait()).await;
+    // Runs still being driven go back to the other replicas at once.
+    hub.hand_back().await;
     served
 }
 
 /// `/healthz` and `/metrics`: the service's, whichever rooms are open.
 fn service_routes(hub: Hub) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_route))
         .with_state(hub)
+}
+
+/// `ok`, or 503 naming the database when it does not answer.
+async fn healthz(State(hub): State<Hub>) -> Response {
+    match hub.store.ping().await {
+        Ok(()) if hub.store.is_shared() => {
+            format!("ok (database {} answers)", hub.store.location()).into_response()
+        }
+        Ok(()) => "ok".into_response(),
+        Err(e) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("database unreachable: {e}"),
+        )
+            .into_response(),
+    }
 }
 
 async fn metrics_route(State(hub): State<Hub>) -> Response {

@@ -9,9 +9,15 @@
 //! append to the audit chain, queue an answer for a busy run, keep the
 //! webhook outbox (a cursor per endpoint, pending and failed deliveries).
 //! Each backend implements [`Backend`] and keeps every guarantee:
-//! [`sled::SledStore`] (the embedded default, one process per store). The keys, trees and
-//! tables of a backend are named in that backend's module only.
+//! [`sled::SledStore`] (the embedded default, one process per store) and
+//! [`postgres::PgStore`] (a database several `strands serve` replicas and
+//! the CLI share). The keys, trees and tables of a backend are named in
+//! that backend's module only.
 
+#[cfg(test)]
+mod conformance;
+pub mod migrate;
+pub mod postgres;
 pub mod sled;
 
 pub use crate::model::timer::{Fired, Timer, TimerKind};
@@ -310,11 +316,37 @@ pub trait Backend: Send + Sync {
     /// The service's secret key `name` (32 bytes), made once and the same
     /// for every process on the store (one-tap links are signed with it).
     fn key(&self, name: &str) -> impl Future<Output = Result<Vec<u8>>> + Send;
+
+    /// Takes or renews the lease on driving running session `session` for
+    /// replica `owner`, for `ttl`; whether `owner` holds it. A store only
+    /// one process opens (sled) always says yes.
+    fn take_lease(
+        &self,
+        _session: &str,
+        _owner: &str,
+        _ttl: std::time::Duration,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        async { Ok(true) }
+    }
+    /// Hands the lease back (the drive stopped).
+    fn release_lease(
+        &self,
+        _session: &str,
+        _owner: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
+        async { Ok(()) }
+    }
+    /// Running sessions no replica holds a live lease on (none with one
+    /// process per store: start-up recovery finds those).
+    fn unleased_running(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
+        async { Ok(Vec::new()) }
+    }
 }
 
 /// The store a process uses: one of the backends.
 pub enum Store {
     Sled(sled::SledStore),
+    Postgres(postgres::PgStore),
 }
 
 /// Forwards `Store`'s methods to the backend it holds.
@@ -326,6 +358,7 @@ macro_rules! forward {
                 pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
                     match self {
                         Store::Sled(s) => Backend::$name(s $(, $arg)*).await,
+                        Store::Postgres(s) => Backend::$name(s $(, $arg)*).await,
                     }
                 }
             )*
@@ -383,25 +416,59 @@ forward! {
     fn login(&self, id: &str) -> Result<Option<Login>>;
     fn end_login(&self, id: &str) -> Result<bool>;
     fn key(&self, name: &str) -> Result<Vec<u8>>;
+    fn take_lease(&self, session: &str, owner: &str, ttl: std::time::Duration) -> Result<bool>;
+    fn release_lease(&self, session: &str, owner: &str) -> Result<()>;
+    fn unleased_running(&self) -> Result<Vec<String>>;
 }
 
 impl Store {
-    /// Opens the store at `location`: a directory (sled).
+    /// Opens the sled store in directory `location`.
     pub fn open(location: &std::path::Path) -> Result<Store> {
         Ok(Store::Sled(sled::SledStore::open(location)?))
+    }
+
+    /// Opens the store `location` names: a `postgres://` URL (PostgreSQL,
+    /// settings from the environment: see [`postgres::PgSettings`]) or a
+    /// directory (sled).
+    pub async fn connect(location: &std::path::Path) -> Result<Store> {
+        match location.to_str().filter(|l| postgres::is_url(l)) {
+            Some(url) => {
+                let settings = postgres::PgSettings::from_env()?;
+                Ok(Store::Postgres(
+                    postgres::PgStore::connect(url, &settings).await?,
+                ))
+            }
+            None => Store::open(location),
+        }
+    }
+
+    /// Whether several processes share this store at once (PostgreSQL):
+    /// runs are then driven under leases.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Store::Postgres(_))
+    }
+
+    /// Whether the database answers (`/healthz`); sled is always there.
+    pub async fn ping(&self) -> Result<()> {
+        match self {
+            Store::Sled(_) => Ok(()),
+            Store::Postgres(s) => s.ping().await,
+        }
     }
 
     /// A receiver told the number of the last event this process wrote.
     pub fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64> {
         match self {
             Store::Sled(s) => Backend::subscribe_events(s),
+            Store::Postgres(s) => Backend::subscribe_events(s),
         }
     }
 
     /// Where the store is, for messages.
     pub fn location(&self) -> String {
         match self {
-            Store::Sled(s) => s.location(),
+            Store::Sled(s) => Backend::location(s),
+            Store::Postgres(s) => Backend::location(s),
         }
     }
 

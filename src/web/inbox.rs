@@ -121,17 +121,27 @@ fn scoped(viewer: &Viewer) -> Option<Response> {
     }
 }
 
+/// `template` (the page, or its list alone) for `viewer`.
+async fn show(
+    web: &Web,
+    viewer: &Viewer,
+    filter: &Filter,
+    template: &str,
+) -> Result<Response, WebError> {
+    if let Some(r) = scoped(viewer) {
+        return Ok(r);
+    }
+    let ctx = context(web, viewer, filter, Vec::new()).await?;
+    Ok(html(web.pages.render(template, ctx)))
+}
+
 /// The inbox page.
 pub async fn page(
     State(web): State<Web>,
     viewer: Viewer,
     Query(filter): Query<Filter>,
 ) -> Result<Response, WebError> {
-    if let Some(r) = scoped(&viewer) {
-        return Ok(r);
-    }
-    let ctx = context(&web, &viewer, &filter, Vec::new()).await?;
-    Ok(html(web.pages.render("inbox.html", ctx)))
+    show(&web, &viewer, &filter, "inbox.html").await
 }
 
 /// The inbox's list alone, for the page's live refresh.
@@ -140,11 +150,7 @@ pub async fn list(
     viewer: Viewer,
     Query(filter): Query<Filter>,
 ) -> Result<Response, WebError> {
-    if let Some(r) = scoped(&viewer) {
-        return Ok(r);
-    }
-    let ctx = context(&web, &viewer, &filter, Vec::new()).await?;
-    Ok(html(web.pages.render("inbox_list.html", ctx)))
+    show(&web, &viewer, &filter, "inbox_list.html").await
 }
 
 /// "Something changed" pings: a gate opened or was answered (here, in

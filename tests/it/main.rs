@@ -47,6 +47,7 @@ mod slack_reasons;
 mod slack_socket;
 mod slack_timers;
 mod slack_tools;
+mod store_postgres;
 mod store_scale;
 mod strands_cli_examples;
 mod web;

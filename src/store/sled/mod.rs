@@ -703,6 +703,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 mod audit;
 mod backend;
 mod events;
+mod export;
 mod listing;
 mod logins;
 mod queued;
@@ -715,4 +716,4 @@ use audit::append_in;
 use events::append_events;
 pub use timers::timer_key;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

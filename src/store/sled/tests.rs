@@ -9,7 +9,7 @@ use crate::model::{Decision, Position};
 use crate::spec::{Fallback, GateKind, GateSpec};
 use std::sync::Arc;
 
-pub(super) fn paused_session(id: &str) -> Session {
+pub(crate) fn paused_session(id: &str) -> Session {
     let now = Utc::now();
     let spec = GateSpec {
         id: "review".into(),
@@ -85,7 +85,7 @@ pub(super) fn paused_session(id: &str) -> Session {
     }
 }
 
-fn approve(by: &str) -> Answer {
+pub(crate) fn approve(by: &str) -> Answer {
     Answer {
         decision: Decision::Approve,
         by: by.into(),

@@ -1,0 +1,567 @@
+//! One suite of store behaviour, run against every backend: each scenario
+//! is a generic async fn over a [`Store`]; the macro at the bottom runs it
+//! on a fresh sled directory and on a fresh database of a real PostgreSQL
+//! server (`postgres::testdb`; skipped with a notice when none can start,
+//! failing under `STRANDS_REQUIRE_POSTGRES=1`). Concurrency is real: many
+//! tasks on a multi-threaded runtime, and on PostgreSQL many connections.
+
+use std::sync::Arc;
+
+use chrono::{TimeDelta, Utc};
+
+use super::sled::tests::{approve, paused_session};
+use super::{Store, Timer, TimerKind};
+use crate::audit::{AuditEvent, AuditKind, Verdict};
+use crate::error::Error;
+use crate::model::webhook::{Delivery, Settle};
+use crate::model::{EventKind, Notification, Refusal, Status};
+
+fn run_failed(message: &str) -> EventKind {
+    EventKind::RunFailed {
+        message: message.into(),
+    }
+}
+
+fn step_done() -> EventKind {
+    EventKind::StepDone {
+        tokens: 0,
+        millis: 0,
+        position: "steps[0]".into(),
+        agent: "a".into(),
+    }
+}
+
+/// Writes a new paused session whose write reports `kinds`.
+async fn reports(store: &Store, id: &str, kinds: Vec<EventKind>) {
+    let mut s = paused_session(id);
+    s.events = kinds;
+    store.create(&mut s).await.expect("create");
+}
+
+async fn a_checkpoint_from_a_stale_copy_is_refused(store: Arc<Store>) {
+    let mut s = paused_session("s3");
+    store.create(&mut s).await.expect("create");
+    let mut a = store.get("s3").await.expect("get");
+    let mut b = a.clone();
+    store.checkpoint(&mut a).await.expect("first writer wins");
+    assert_eq!(a.rev, 2);
+    b.output = Some("lost update".into());
+    assert!(matches!(
+        store.checkpoint(&mut b).await,
+        Err(Error::Session(_))
+    ));
+    assert_eq!(store.get("s3").await.expect("get").output, None);
+    let mut again = paused_session("s3");
+    assert!(store.create(&mut again).await.is_err(), "ids are unique");
+}
+
+async fn fifty_concurrent_answers_record_exactly_one(store: Arc<Store>) {
+    let mut s = paused_session("s1");
+    store.create(&mut s).await.expect("create");
+    let tasks: Vec<_> = (0..50)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                store
+                    .record_answer("s1", Some("review#1"), &approve(&format!("u{i}")))
+                    .await
+            })
+        })
+        .collect();
+    let (mut won, mut refused) = (Vec::new(), 0);
+    for t in tasks {
+        match t.await.expect("task").expect("store ok") {
+            Ok(s) => won.push(s),
+            Err(Refusal::AlreadyAnswered(a)) => {
+                assert!(a.by.starts_with('u'), "told who decided");
+                refused += 1
+            }
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+    }
+    assert_eq!(won.len(), 1, "exactly one answer wins");
+    assert_eq!(refused, 49);
+    let stored = store.get("s1").await.expect("get");
+    assert_eq!(stored.status, Status::Running);
+    assert_eq!(
+        stored.pending.as_ref().map(|p| p.answer.by.clone()),
+        won[0].pending.as_ref().map(|p| p.answer.by.clone())
+    );
+    let stale = store
+        .record_answer("s1", Some("review#7"), &approve("late"))
+        .await
+        .expect("ok");
+    assert!(stale.is_err());
+    assert!(matches!(
+        store.record_answer("nope", None, &approve("bob")).await,
+        Ok(Err(Refusal::NotFound))
+    ));
+}
+
+async fn summaries_follow_sessions_and_prefixes_resolve(store: Arc<Store>) {
+    let mut paused = paused_session("p1-aaaa");
+    store.create(&mut paused).await.expect("create");
+    let mut done = paused_session("d1-bbbb");
+    done.status = Status::Completed;
+    done.gates.clear();
+    store.create(&mut done).await.expect("create");
+    assert_eq!(
+        store.list(Some(Status::Paused)).await.expect("list").len(),
+        1
+    );
+    assert_eq!(store.list(None).await.expect("list").len(), 2);
+    assert_eq!(store.count().await.expect("count"), 2);
+    assert_eq!(store.resolve("p1-a").await.expect("prefix"), "p1-aaaa");
+    assert!(matches!(
+        store.resolve("zzzz").await,
+        Err(Error::Session(_))
+    ));
+    let running = store
+        .sessions_with_status(Status::Paused)
+        .await
+        .expect("full");
+    assert_eq!(running.len(), 1);
+    let removed = store
+        .cleanup(Utc::now() + TimeDelta::days(1))
+        .await
+        .expect("cleanup");
+    assert_eq!(removed, vec!["d1-bbbb".to_string()]);
+    assert!(store.load("p1-aaaa").await.expect("load").is_some());
+    assert!(store.load("d1-bbbb").await.expect("load").is_none());
+}
+
+async fn a_message_finds_its_session_and_gate(store: Arc<Store>) {
+    let mut s = paused_session("m1");
+    store.create(&mut s).await.expect("create");
+    let n = Notification {
+        gate: "review#1".into(),
+        channel: "C1".into(),
+        ts: Some("1700.01".into()),
+        thread_ts: None,
+        at: Utc::now(),
+        error: None,
+        copies: vec![("D1".into(), "1700.02".into())],
+    };
+    store.record_notification("m1", &n).await.expect("record");
+    let target = store
+        .message_target("C1", "1700.01")
+        .await
+        .expect("read")
+        .expect("indexed");
+    assert_eq!(
+        (target.session.as_str(), target.gate.as_str()),
+        ("m1", "review#1")
+    );
+    assert_eq!(store.message_target("C1", "9").await.expect("read"), None);
+    // A copy sent to an approver directly finds the same gate.
+    let copy = store
+        .message_target("D1", "1700.02")
+        .await
+        .expect("read")
+        .expect("the copy is indexed");
+    assert_eq!(copy.gate, "review#1");
+    let later = Notification {
+        ts: Some("1700.02".into()),
+        at: n.at + TimeDelta::seconds(1),
+        ..n.clone()
+    };
+    store
+        .record_notification("m1", &later)
+        .await
+        .expect("again");
+    assert_eq!(
+        store.notifications("m1").await.expect("list"),
+        vec![later],
+        "the latest per gate"
+    );
+}
+
+async fn a_chat_event_is_seen_first_once(store: Arc<Store>) {
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.first_sighting("Ev1").await })
+        })
+        .collect();
+    let mut firsts = 0;
+    for t in tasks {
+        firsts += usize::from(t.await.expect("task").expect("ok"));
+    }
+    assert_eq!(firsts, 1);
+    assert!(store.first_sighting("Ev2").await.expect("ok"));
+}
+
+async fn an_answer_queued_for_a_busy_run_waits_once(store: Arc<Store>) {
+    let mut s = paused_session("q1");
+    s.status = Status::Running;
+    store.create(&mut s).await.expect("create");
+    store
+        .queue_answer("q1", "review#1", &approve("ann"))
+        .await
+        .expect("ok")
+        .expect("queued");
+    match store.queue_answer("q1", "review#1", &approve("bob")).await {
+        Ok(Err(Refusal::AlreadyAnswered(a))) => assert_eq!(a.by, "ann"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        store.queue_answer("q1", "nope#1", &approve("bob")).await,
+        Ok(Err(Refusal::Stale { .. }))
+    ));
+    let queued = store.queued_answers("q1").await.expect("list");
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].0, "review#1");
+    store.drop_queued("q1", "review#1").await.expect("drop");
+    assert!(store.queued_answers("q1").await.expect("list").is_empty());
+    let mut p = paused_session("q2");
+    store.create(&mut p).await.expect("create");
+    assert!(matches!(
+        store.queue_answer("q2", "review#1", &approve("x")).await,
+        Ok(Err(Refusal::NotOpen(Status::Paused)))
+    ));
+}
+
+fn timer(session: &str, kind: TimerKind, due: chrono::DateTime<Utc>, n: u32) -> Timer {
+    Timer {
+        session: session.into(),
+        gate: "review#1".into(),
+        kind,
+        due,
+        n,
+        fired: None,
+    }
+}
+
+async fn timers_arm_once_and_fire_once(store: Arc<Store>) {
+    let mut s = paused_session("t1");
+    store.create(&mut s).await.expect("create");
+    let past = Utc::now() - TimeDelta::seconds(5);
+    let timeout = timer("t1", TimerKind::Timeout, past, 0);
+    let reminder = timer("t1", TimerKind::Reminder, past + TimeDelta::hours(1), 1);
+    let both = [timeout.clone(), reminder.clone()];
+    assert!(store
+        .arm_timers("t1", "review#1", &both)
+        .await
+        .expect("arm"));
+    assert!(
+        !store
+            .arm_timers("t1", "review#1", &both)
+            .await
+            .expect("arm"),
+        "armed once per asking"
+    );
+    assert_eq!(store.timers().await.expect("list").len(), 2);
+    // Many loops look at once: on a shared store the due one is claimed
+    // by one of them; the reminder (not due) is never claimed.
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.next_timer().await })
+        })
+        .collect();
+    let mut got_timeout = 0;
+    for t in tasks {
+        if let Some(t) = t.await.expect("task").expect("ok") {
+            got_timeout += usize::from(t.kind == TimerKind::Timeout);
+        }
+    }
+    if store.is_shared() {
+        assert_eq!(got_timeout, 1, "a due timer goes to one loop");
+    } else {
+        assert!(got_timeout >= 1);
+    }
+    // Two replicas firing it anyway: the answer is recorded once.
+    let fired = super::Fired {
+        answer: approve("timeout"),
+        gate: s.first_gate().expect("gate").clone(),
+        messages: Vec::new(),
+    };
+    let a = store
+        .record_timeout(&timeout, &approve("timeout"), &fired)
+        .await
+        .expect("ok");
+    let b = store
+        .record_timeout(&timeout, &approve("timeout"), &fired)
+        .await
+        .expect("ok");
+    assert!(a.is_ok() && b.is_err(), "{a:?} / {b:?}");
+    let marked = store.timers().await.expect("list");
+    assert!(marked.iter().any(|t| t.fired.is_some()), "marked fired");
+    let moved = Timer {
+        due: reminder.due + TimeDelta::minutes(1),
+        n: 2,
+        ..reminder.clone()
+    };
+    store.remove_timer(&timeout).await.expect("remove");
+    store
+        .replace_timer(&reminder, std::slice::from_ref(&moved))
+        .await
+        .expect("replace");
+    let left = store.timers().await.expect("list");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].n, 2);
+    let next = store.next_timer().await.expect("next").expect("one");
+    assert_eq!(next.n, 2, "the earliest");
+}
+
+async fn the_audit_chain_never_forks(store: Arc<Store>) {
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let ev = AuditEvent::new(AuditKind::Access, &format!("s{i}"), "wf");
+                store.append_audit(&[ev.clone(), ev]).await
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("task").expect("append");
+    }
+    let mut s = paused_session("a1");
+    s.audit = vec![AuditEvent::new(AuditKind::Access, "a1", "wf")];
+    store.create(&mut s).await.expect("create with audit");
+    let entries = store.audit_entries().await.expect("entries");
+    assert_eq!(entries.len(), 41);
+    let head = store.audit_head().await.expect("head");
+    assert_eq!(head.as_ref().map(|h| h.seq), Some(41));
+    match crate::audit::verify(entries.into_iter(), head) {
+        Verdict::Intact { entries } => assert_eq!(entries, 41),
+        broken => panic!("{broken:?}"),
+    }
+    assert_eq!(
+        store
+            .audit_export(None, Some("a1"))
+            .await
+            .expect("export")
+            .len(),
+        1
+    );
+}
+
+async fn events_have_one_gap_free_sequence(store: Arc<Store>) {
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let mut s = paused_session(&format!("e{i}"));
+                s.events = vec![step_done(), run_failed("x")];
+                store.create(&mut s).await
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("task").expect("create");
+    }
+    assert_eq!(store.last_event().await.expect("last"), 24);
+    let all = store.events_after(0, 100).await.expect("events");
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=24).collect::<Vec<_>>());
+    let page = store.events_after(20, 2).await.expect("page");
+    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [21, 22]);
+    let mine = store.session_events_after("e3", 0, 10).await.expect("mine");
+    assert_eq!(mine.len(), 2);
+    assert!(mine.iter().all(|e| e.session == "e3") && mine[0].seq < mine[1].seq);
+    let after = store
+        .session_events_after("e3", mine[0].seq, 10)
+        .await
+        .expect("after");
+    assert_eq!(after.len(), 1);
+}
+
+async fn a_token_name_is_in_use_once(store: Arc<Store>) {
+    use crate::model::token::{NewToken, Role};
+    let now = Utc::now();
+    let ev = || AuditEvent::new(AuditKind::Access, "", "");
+    let a = NewToken::generate("ci", Role::Operator, now, None);
+    assert!(store.create_token(&a.record, &ev()).await.expect("create"));
+    let b = NewToken::generate("ci", Role::Admin, now, None);
+    assert!(!store.create_token(&b.record, &ev()).await.expect("create"));
+    assert_eq!(store.token(&b.record.id).await.expect("read"), None);
+    assert_eq!(
+        store.token(&a.record.id).await.expect("read"),
+        Some(a.record.clone())
+    );
+    let revoked = store
+        .revoke_token("ci", now, &ev())
+        .await
+        .expect("revoke")
+        .expect("was in use");
+    assert_eq!(revoked.revoked_at, Some(now));
+    assert_eq!(
+        store.revoke_token("ci", now, &ev()).await.expect("revoke"),
+        None
+    );
+    assert!(store.create_token(&b.record, &ev()).await.expect("create"));
+    assert_eq!(store.tokens().await.expect("list").len(), 2);
+    assert_eq!(
+        store.audit_head().await.expect("head").map(|h| h.seq),
+        Some(3)
+    );
+}
+
+async fn sign_ins_and_keys(store: Arc<Store>) {
+    use crate::model::login::{LoginScope, NewLogin};
+    use crate::model::token::Role;
+    let now = Utc::now();
+    let l = NewLogin::generate(
+        "ann",
+        Role::Approver,
+        LoginScope::Token {
+            token_id: "t1".into(),
+        },
+        now,
+        now + TimeDelta::hours(1),
+    )
+    .login;
+    store.put_login(&l).await.expect("put");
+    assert_eq!(store.login(&l.id).await.expect("read"), Some(l.clone()));
+    assert!(store.end_login(&l.id).await.expect("end"));
+    assert!(!store.end_login(&l.id).await.expect("end"));
+    assert_eq!(store.login(&l.id).await.expect("read"), None);
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.key("links").await })
+        })
+        .collect();
+    let mut keys = Vec::new();
+    for t in tasks {
+        keys.push(t.await.expect("task").expect("key"));
+    }
+    assert_eq!(keys[0].len(), 32);
+    assert!(keys.iter().all(|k| *k == keys[0]), "one key for everyone");
+    assert_ne!(store.key("other").await.expect("key"), keys[0]);
+}
+
+const HOOK: &str = "http://127.0.0.1:9/hook";
+const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+
+async fn the_webhook_outbox_queues_and_settles_once(store: Arc<Store>) {
+    reports(&store, "old", vec![run_failed("history")]).await;
+    let hooks = [HOOK.to_string()];
+    let now = Utc::now();
+    assert_eq!(store.webhook_pull(&hooks, now, 100).await.expect("pull"), 0);
+    reports(&store, "s1", vec![step_done(), run_failed("one")]).await;
+    reports(
+        &store,
+        "s2",
+        (0..4).map(|i| run_failed(&i.to_string())).collect(),
+    )
+    .await;
+    assert_eq!(store.webhook_pull(&hooks, now, 3).await.expect("pull"), 3);
+    assert_eq!(store.webhook_pull(&hooks, now, 3).await.expect("pull"), 2);
+    assert_eq!(store.webhook_pull(&hooks, now, 3).await.expect("pull"), 0);
+    // Two loops take at once: each delivery goes to one of them.
+    let (a, b) = tokio::join!(
+        store.webhook_due(now, LEASE, 3),
+        store.webhook_due(now, LEASE, 3)
+    );
+    let mut taken: Vec<Delivery> = a.expect("due");
+    taken.extend(b.expect("due"));
+    let mut seqs: Vec<u64> = taken.iter().map(Delivery::seq).collect();
+    seqs.sort();
+    assert_eq!(seqs, [3, 4, 5, 6, 7]);
+    assert!(store
+        .webhook_due(now + TimeDelta::seconds(59), LEASE, 10)
+        .await
+        .expect("due")
+        .is_empty());
+    taken.sort_by_key(Delivery::seq);
+    store
+        .webhook_settle(&taken[0], Settle::Delivered)
+        .await
+        .expect("delivered");
+    let later = now + TimeDelta::seconds(5);
+    store
+        .webhook_settle(
+            &taken[1],
+            Settle::Retry {
+                at: later,
+                error: "HTTP 503".into(),
+            },
+        )
+        .await
+        .expect("retry");
+    store
+        .webhook_settle(
+            &taken[2],
+            Settle::GaveUp {
+                error: "HTTP 400".into(),
+            },
+        )
+        .await
+        .expect("gave up");
+    let again = store.webhook_due(later, LEASE, 10).await.expect("due");
+    assert_eq!(again.iter().map(Delivery::seq).collect::<Vec<_>>(), [4]);
+    assert_eq!(again[0].attempts, 2);
+    let failed = store.webhook_failed(10).await.expect("failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].last_error.as_deref(), Some("HTTP 400"));
+    assert!(store.webhook_next_due().await.expect("next").is_some());
+}
+
+async fn leases_go_to_one_replica_at_a_time(store: Arc<Store>) {
+    let ttl = std::time::Duration::from_millis(300);
+    assert!(store.take_lease("s", "a", ttl).await.expect("take"));
+    assert!(store.take_lease("s", "a", ttl).await.expect("renew"));
+    if store.is_shared() {
+        assert!(!store.take_lease("s", "b", ttl).await.expect("held"));
+        let mut r = paused_session("s");
+        r.status = Status::Running;
+        store.create(&mut r).await.expect("create");
+        assert!(store.unleased_running().await.expect("list").is_empty());
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        assert_eq!(store.unleased_running().await.expect("list"), ["s"]);
+        assert!(store.take_lease("s", "b", ttl).await.expect("lapsed"));
+        store.release_lease("s", "a").await.expect("not a's");
+        assert!(!store.take_lease("s", "a", ttl).await.expect("b's"));
+        store.release_lease("s", "b").await.expect("release");
+        assert!(store.take_lease("s", "a", ttl).await.expect("free"));
+    }
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod on_sled {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let dir = tempfile::tempdir().expect("tempdir");
+                    let store = super::Store::open(dir.path()).expect("open");
+                    super::$name(std::sync::Arc::new(store)).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(url) = crate::store::postgres::testdb::database(stringify!($name)).await else {
+                        return;
+                    };
+                    let store = super::Store::connect(std::path::Path::new(&url))
+                        .await
+                        .expect("connect");
+                    assert!(store.ping().await.is_ok());
+                    super::$name(std::sync::Arc::new(store)).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance! {
+    a_checkpoint_from_a_stale_copy_is_refused,
+    fifty_concurrent_answers_record_exactly_one,
+    summaries_follow_sessions_and_prefixes_resolve,
+    a_message_finds_its_session_and_gate,
+    a_chat_event_is_seen_first_once,
+    an_answer_queued_for_a_busy_run_waits_once,
+    timers_arm_once_and_fire_once,
+    the_audit_chain_never_forks,
+    events_have_one_gap_free_sequence,
+    a_token_name_is_in_use_once,
+    sign_ins_and_keys,
+    the_webhook_outbox_queues_and_settles_once,
+    leases_go_to_one_replica_at_a_time,
+}

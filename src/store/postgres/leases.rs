@@ -1,0 +1,60 @@
+//! Which replica drives a running session: a lease row per session,
+//! taken when free or lapsed, renewed while the replica works, handed back
+//! when it stops. A replica that dies leaves its lease to lapse; another
+//! then takes the session over from its last checkpoint.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::PgStore;
+use crate::error::Result;
+
+impl PgStore {
+    /// Takes (or renews) the lease on `session` for `owner` for `ttl`;
+    /// whether `owner` holds it now.
+    pub async fn take_lease(&self, session: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        let now = Utc::now();
+        let until = now + chrono::TimeDelta::from_std(ttl).unwrap_or(chrono::TimeDelta::MAX / 2);
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "INSERT INTO leases (session, owner, until) VALUES ($1, $2, $3)
+                 ON CONFLICT (session) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
+                 WHERE leases.owner = EXCLUDED.owner OR leases.until < $4",
+                &[&session, &owner, &until, &now],
+            )
+            .await
+            .map_err(|e| self.err("leases", e))?;
+        Ok(n == 1)
+    }
+
+    /// Hands the lease on `session` back, if `owner` holds it.
+    pub async fn release_lease(&self, session: &str, owner: &str) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "DELETE FROM leases WHERE session = $1 AND owner = $2",
+                &[&session, &owner],
+            )
+            .await
+            .map_err(|e| self.err("leases", e))?;
+        Ok(())
+    }
+
+    /// Running sessions nobody holds a live lease on (a replica died
+    /// driving them, or none ever took them).
+    pub async fn unleased_running(&self) -> Result<Vec<String>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT s.id FROM sessions s LEFT JOIN leases l ON l.session = s.id
+                 WHERE s.status = 'running' AND (l.session IS NULL OR l.until < $1)
+                 ORDER BY s.updated_at",
+                &[&Utc::now()],
+            )
+            .await
+            .map_err(|e| self.err("leases", e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+}

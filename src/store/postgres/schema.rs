@@ -1,0 +1,160 @@
+//! The PostgreSQL tables, and the embedded, versioned migrations that make
+//! them: the only place that knows the layout.
+//!
+//! Each migration is one SQL text applied in one transaction, in order,
+//! recorded in `strands_schema` (version, when). Start-up takes an
+//! advisory lock first, so two replicas starting together apply each
+//! migration once. A database whose newest version is above
+//! [`VERSION`] was written by a newer strands: it is refused, never
+//! misread. (A hand-written runner of thirty lines instead of a migration
+//! crate: the crates that do this pull in file walkers and config parsers
+//! for what is here a constant array.)
+//!
+//! Documents (sessions, summaries, timers, audit entries, events,
+//! deliveries, tokens, sign-ins) are stored as the same JSON bytes as in
+//! sled (`bytea`), so a store moves between backends byte for byte; the
+//! columns beside them are what queries filter and order on.
+
+use crate::error::{Error, Result};
+
+/// The schema this build writes.
+pub const VERSION: i32 = 1;
+
+/// Migrations, by version (index + 1).
+const MIGRATIONS: &[&str] = &[
+    // 1: the first layout.
+    r#"
+CREATE TABLE meta (key text PRIMARY KEY, value bytea NOT NULL);
+-- session id → Session (JSON); summary → Summary (JSON).
+CREATE TABLE sessions (
+    id text PRIMARY KEY,
+    rev bigint NOT NULL,
+    status text NOT NULL,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    body bytea NOT NULL,
+    summary bytea NOT NULL
+);
+CREATE INDEX sessions_by_status ON sessions (status);
+-- Which replica drives a running session, until when.
+CREATE TABLE leases (
+    session text PRIMARY KEY,
+    owner text NOT NULL,
+    until timestamptz NOT NULL
+);
+-- The approval message index: channel + ts → session and gate.
+CREATE TABLE messages (
+    channel text NOT NULL,
+    ts text NOT NULL,
+    session text NOT NULL,
+    gate text NOT NULL,
+    PRIMARY KEY (channel, ts)
+);
+-- The latest message that asked for each gate.
+CREATE TABLE notifications (
+    session text NOT NULL,
+    gate text NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (session, gate)
+);
+-- Chat event ids already handled.
+CREATE TABLE chat_events (event_id text PRIMARY KEY, seen_at timestamptz NOT NULL);
+-- The heads of the audit chain and of the event sequence: appends lock
+-- their row, so the chain never forks and the sequence has no gap.
+CREATE TABLE heads (name text PRIMARY KEY, seq bigint NOT NULL, hash text NOT NULL);
+INSERT INTO heads VALUES ('audit', 0, '0000000000000000000000000000000000000000000000000000000000000000');
+INSERT INTO heads VALUES ('events', 0, '');
+CREATE TABLE audit (seq bigint PRIMARY KEY, body bytea NOT NULL);
+CREATE TABLE events (seq bigint PRIMARY KEY, session text NOT NULL, body bytea NOT NULL);
+CREATE INDEX events_by_session ON events (session, seq);
+-- Gate timers, earliest due first; claimed_until: a replica is firing it.
+CREATE TABLE timers (
+    due_ms bigint NOT NULL,
+    session text NOT NULL,
+    gate text NOT NULL,
+    kind smallint NOT NULL,
+    n integer NOT NULL,
+    body bytea NOT NULL,
+    claimed_until timestamptz,
+    PRIMARY KEY (due_ms, session, gate, kind, n)
+);
+-- One mark per gate asking: its timers were armed.
+CREATE TABLE timer_marks (session text NOT NULL, gate text NOT NULL, PRIMARY KEY (session, gate));
+CREATE TABLE escalations (session text NOT NULL, gate text NOT NULL, body bytea NOT NULL, PRIMARY KEY (session, gate));
+CREATE TABLE queued_answers (session text NOT NULL, gate text NOT NULL, body bytea NOT NULL, PRIMARY KEY (session, gate));
+-- API tokens (hash only); a name is in use once among tokens not revoked.
+CREATE TABLE tokens (
+    id text PRIMARY KEY,
+    name text NOT NULL,
+    revoked boolean NOT NULL,
+    body bytea NOT NULL
+);
+CREATE UNIQUE INDEX tokens_live_name ON tokens (name) WHERE NOT revoked;
+CREATE TABLE webhook_cursors (endpoint text PRIMARY KEY, seq bigint NOT NULL);
+CREATE TABLE webhook_pending (
+    endpoint text NOT NULL,
+    seq bigint NOT NULL,
+    next_ms bigint NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (endpoint, seq)
+);
+CREATE INDEX webhook_pending_due ON webhook_pending (next_ms);
+CREATE TABLE webhook_failed (
+    failed_ms bigint NOT NULL,
+    endpoint text NOT NULL,
+    seq bigint NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (failed_ms, endpoint, seq)
+);
+CREATE TABLE web_logins (id text PRIMARY KEY, body bytea NOT NULL);
+"#,
+];
+
+/// An arbitrary constant: the advisory lock migrations run under.
+const MIGRATION_LOCK: i64 = 0x5354_5241_4e44_5331; // "STRANDS1"
+
+/// Brings the database to [`VERSION`]; refuses a newer schema.
+pub async fn migrate(client: &mut tokio_postgres::Client, location: &str) -> Result<()> {
+    let fail = |what: &str, e: tokio_postgres::Error| {
+        Error::Store(format!("{what} in {location}: {}", super::db_message(&e)))
+    };
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| fail("cannot start the schema check", e))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(|e| fail("cannot lock the schema", e))?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS strands_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .await
+    .map_err(|e| fail("cannot create the schema table", e))?;
+    let row = tx
+        .query_one("SELECT coalesce(max(version), 0) FROM strands_schema", &[])
+        .await
+        .map_err(|e| fail("cannot read the schema version", e))?;
+    let current: i32 = row.get(0);
+    if current > VERSION {
+        return Err(Error::Store(format!(
+            "the PostgreSQL store at {location} has schema version {current}, written by a newer strands (this one knows {VERSION}); upgrade strands"
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = i as i32 + 1;
+        tx.batch_execute(sql)
+            .await
+            .map_err(|e| fail(&format!("migration {version} failed"), e))?;
+        tx.execute(
+            "INSERT INTO strands_schema (version) VALUES ($1)",
+            &[&version],
+        )
+        .await
+        .map_err(|e| fail("cannot record the migration", e))?;
+        tracing::info!(version, "PostgreSQL store migrated");
+    }
+    tx.commit()
+        .await
+        .map_err(|e| fail("cannot commit the migrations", e))?;
+    Ok(())
+}

@@ -1,0 +1,375 @@
+//! Sessions in PostgreSQL: the compare-and-swap checkpoint (`UPDATE …
+//! WHERE rev = $expected`), answers recorded exactly once under a row lock
+//! on their session, summaries and listing.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Transaction;
+
+use super::chain::{append_audit_in, append_events_in};
+use super::{encode, PgStore};
+use crate::error::{Error, Result};
+use crate::model::{Answer, OpenGate, Refusal, Session, Status, Summary};
+
+fn sql(what: &str, e: tokio_postgres::Error) -> Error {
+    Error::Store(format!("{what}: {}", super::db_message(&e)))
+}
+
+/// Writes the row of `session` (insert, or update at `expected` rev) with
+/// its audit outbox, its events and the timers of gates it just opened.
+/// `Ok(false)`: the compare-and-swap failed.
+async fn write_in(
+    tx: &Transaction<'_>,
+    session: &Session,
+    expected: Option<u64>,
+) -> Result<std::result::Result<Option<u64>, String>> {
+    let body = encode("session", session)?;
+    let summary = encode("summary", &session.summary())?;
+    let status = session.status.as_str();
+    let rev = session.rev as i64;
+    match expected {
+        None => {
+            let insert = tx
+                .prepare_cached(
+                    "INSERT INTO sessions (id, rev, status, created_at, updated_at, body, summary)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                )
+                .await
+                .map_err(|e| sql("create session", e))?;
+            let n = tx
+                .execute(
+                    &insert,
+                    &[
+                        &session.id,
+                        &rev,
+                        &status,
+                        &session.created_at,
+                        &session.updated_at,
+                        &body,
+                        &summary,
+                    ],
+                )
+                .await
+                .map_err(|e| sql("create session", e))?;
+            if n == 0 {
+                return Ok(Err(format!("session {} already exists", session.id)));
+            }
+        }
+        Some(old) => {
+            let update = tx
+                .prepare_cached(
+                    "UPDATE sessions SET rev = $2, status = $3, updated_at = $4, body = $5, summary = $6
+                     WHERE id = $1 AND rev = $7",
+                )
+                .await
+                .map_err(|e| sql("checkpoint", e))?;
+            let n = tx
+                .execute(
+                    &update,
+                    &[
+                        &session.id,
+                        &rev,
+                        &status,
+                        &session.updated_at,
+                        &body,
+                        &summary,
+                        &(old as i64),
+                    ],
+                )
+                .await
+                .map_err(|e| sql("checkpoint", e))?;
+            if n == 0 {
+                let cur = tx
+                    .query_opt("SELECT rev FROM sessions WHERE id = $1", &[&session.id])
+                    .await
+                    .map_err(|e| sql("checkpoint", e))?;
+                return Ok(Err(match cur {
+                    Some(r) => format!(
+                        "session {} was changed by another writer (rev {}, expected {old})",
+                        session.id,
+                        r.get::<_, i64>(0)
+                    ),
+                    None => format!("session {} was deleted while running", session.id),
+                }));
+            }
+        }
+    }
+    append_audit_in(tx, &session.audit).await?;
+    for (gate, timers) in &session.arm {
+        super::timers::arm_in(tx, &session.id, gate, timers).await?;
+    }
+    append_events_in(tx, session, &session.events).await.map(Ok)
+}
+
+/// Records `answer` inside `tx` (the session row locked first):
+/// `Session::accept`, then the write. A refusal writes nothing.
+#[allow(clippy::result_large_err)]
+pub(super) async fn accept_in(
+    tx: &Transaction<'_>,
+    id: &str,
+    gate: Option<&str>,
+    answer: &Answer,
+) -> Result<std::result::Result<(Session, Option<u64>), Refusal>> {
+    let lock = tx
+        .prepare_cached("SELECT body FROM sessions WHERE id = $1 FOR UPDATE")
+        .await
+        .map_err(|e| sql("record answer", e))?;
+    let Some(row) = tx
+        .query_opt(&lock, &[&id])
+        .await
+        .map_err(|e| sql("record answer", e))?
+    else {
+        return Ok(Err(Refusal::NotFound));
+    };
+    let mut session = crate::model::wire::decode(row.get::<_, &[u8]>(0))
+        .map_err(|e| Error::Store(format!("session {id}: unreadable session: {e}")))?;
+    if let Err(refusal) = session.accept(gate, answer) {
+        return Ok(Err(refusal));
+    }
+    let expected = session.rev;
+    session.rev += 1;
+    session.updated_at = Utc::now();
+    let last = write_in(tx, &session, Some(expected))
+        .await?
+        .map_err(Error::Session)?;
+    session.audit.clear();
+    session.events.clear();
+    Ok(Ok((session, last)))
+}
+
+impl PgStore {
+    async fn write(&self, session: &Session, expected: Option<u64>) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("write session", e))?;
+        let last = match write_in(&tx, session, expected).await? {
+            Ok(last) => last,
+            Err(conflict) => return Err(Error::Session(conflict)),
+        };
+        tx.commit()
+            .await
+            .map_err(|e| self.err("write session", e))?;
+        self.announce(last);
+        Ok(())
+    }
+
+    pub async fn create(&self, session: &mut Session) -> Result<()> {
+        session.rev = 1;
+        self.write(session, None).await?;
+        session.audit.clear();
+        session.arm.clear();
+        session.events.clear();
+        Ok(())
+    }
+
+    pub async fn checkpoint(&self, session: &mut Session) -> Result<()> {
+        let expected = session.rev;
+        let mut next = session.clone();
+        next.rev = expected + 1;
+        next.updated_at = Utc::now();
+        self.write(&next, Some(expected)).await?;
+        next.audit.clear();
+        next.arm.clear();
+        next.events.clear();
+        *session = next;
+        Ok(())
+    }
+
+    pub async fn load(&self, id: &str) -> Result<Option<Session>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT body FROM sessions WHERE id = $1")
+            .await
+            .map_err(|e| self.err("load session", e))?;
+        let row = client
+            .query_opt(&stmt, &[&id])
+            .await
+            .map_err(|e| self.err("load session", e))?;
+        match row {
+            None => Ok(None),
+            Some(r) => crate::model::wire::decode(r.get::<_, &[u8]>(0))
+                .map(Some)
+                .map_err(|e| {
+                    Error::Store(format!(
+                        "session {id} in {} is unreadable: {e}",
+                        self.location
+                    ))
+                }),
+        }
+    }
+
+    pub async fn resolve(&self, id_or_prefix: &str) -> Result<String> {
+        let want = id_or_prefix.trim();
+        let client = self.client().await?;
+        let exact = client
+            .query_opt("SELECT id FROM sessions WHERE id = $1", &[&want])
+            .await
+            .map_err(|e| self.err("resolve", e))?;
+        if exact.is_some() {
+            return Ok(want.to_string());
+        }
+        if want.chars().count() >= 4 {
+            let rows = client
+                .query(
+                    "SELECT id FROM sessions WHERE left(id, char_length($1)) = $1 ORDER BY id LIMIT 2",
+                    &[&want],
+                )
+                .await
+                .map_err(|e| self.err("resolve", e))?;
+            match rows.len() {
+                1 => return Ok(rows[0].get(0)),
+                2 => {
+                    return Err(Error::Session(format!(
+                        "session id prefix `{want}` is ambiguous; give more characters"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Err(Error::Session(format!(
+            "no session `{want}` in {} (see `strands sessions list`)",
+            self.location
+        )))
+    }
+
+    pub async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
+        let client = self.client().await?;
+        let rows = match status {
+            Some(st) => {
+                client
+                    .query(
+                        "SELECT summary FROM sessions WHERE status = $1",
+                        &[&st.as_str()],
+                    )
+                    .await
+            }
+            None => client.query("SELECT summary FROM sessions", &[]).await,
+        }
+        .map_err(|e| self.err("list sessions", e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(super::decode::<Summary>("summary", r.get::<_, &[u8]>(0))?);
+        }
+        out.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(out)
+    }
+
+    pub async fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT id, body FROM sessions WHERE status = $1 ORDER BY created_at DESC, id",
+                &[&status.as_str()],
+            )
+            .await
+            .map_err(|e| self.err("sessions", e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let id: &str = r.get(0);
+            out.push(
+                crate::model::wire::decode(r.get::<_, &[u8]>(1))
+                    .map_err(|e| Error::Store(format!("session {id} is unreadable: {e}")))?,
+            );
+        }
+        Ok(out)
+    }
+
+    pub async fn count(&self) -> Result<usize> {
+        let client = self.client().await?;
+        let row = client
+            .query_one("SELECT count(*) FROM sessions", &[])
+            .await
+            .map_err(|e| self.err("count sessions", e))?;
+        Ok(row.get::<_, i64>(0) as usize)
+    }
+
+    pub async fn delete(&self, id: &str) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("delete", e))?;
+        for q in [
+            "DELETE FROM sessions WHERE id = $1",
+            "DELETE FROM leases WHERE session = $1",
+        ] {
+            tx.execute(q, &[&id])
+                .await
+                .map_err(|e| self.err("delete", e))?;
+        }
+        tx.commit().await.map_err(|e| self.err("delete", e))
+    }
+
+    pub async fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
+        let mut removed = Vec::new();
+        for s in self.list(None).await? {
+            if s.status.is_terminal() && s.updated_at < cutoff {
+                self.delete(&s.id).await?;
+                removed.push(s.id);
+            }
+        }
+        Ok(removed)
+    }
+
+    #[allow(clippy::result_large_err)]
+    pub async fn record_answer(
+        &self,
+        id: &str,
+        gate: Option<&str>,
+        answer: &Answer,
+    ) -> Result<std::result::Result<Session, Refusal>> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("record answer", e))?;
+        match accept_in(&tx, id, gate, answer).await? {
+            Ok((session, last)) => {
+                tx.commit()
+                    .await
+                    .map_err(|e| self.err("record answer", e))?;
+                self.announce(last);
+                Ok(Ok(session))
+            }
+            Err(refusal) => Ok(Err(refusal)),
+        }
+    }
+
+    pub async fn update_open_gate(
+        &self,
+        id: &str,
+        gate: &str,
+        change: &(dyn Fn(&mut OpenGate) + Send + Sync),
+    ) -> Result<Option<Session>> {
+        for _ in 0..8 {
+            let Some(mut session) = self.load(id).await? else {
+                return Ok(None);
+            };
+            let open = session.status == Status::Paused && session.pending.is_none();
+            let Some(g) = session.open_gate_mut(gate).filter(|_| open) else {
+                return Ok(None);
+            };
+            let before = g.clone();
+            change(g);
+            if *g == before {
+                return Ok(Some(session));
+            }
+            let expected = session.rev;
+            session.rev = expected + 1;
+            session.updated_at = Utc::now();
+            match self.write(&session, Some(expected)).await {
+                Ok(()) => return Ok(Some(session)),
+                Err(Error::Session(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Store(format!(
+            "session {id} kept changing while its gate was being updated"
+        )))
+    }
+}

@@ -1,0 +1,259 @@
+//! Gate timers in PostgreSQL: one arming mark per gate asking; the earliest
+//! due timer claimed with `FOR UPDATE SKIP LOCKED` and a claim that lasts
+//! [`CLAIM`], so when several replicas look at once each due timer goes to
+//! one of them (a replica that dies while firing leaves the claim to lapse,
+//! then another fires it); a timeout's answer recorded with its timer
+//! marked fired in one transaction.
+
+use chrono::{TimeDelta, Utc};
+use tokio_postgres::Transaction;
+
+use super::sessions::accept_in;
+use super::{decode, encode, millis, PgStore};
+use crate::error::{Error, Result};
+use crate::model::Answer;
+use crate::model::{Refusal, Session};
+use crate::store::{Escalation, Fired, Timer, TimerKind};
+
+/// How long a replica has to fire a timer it claimed before another may.
+pub const CLAIM: TimeDelta = TimeDelta::seconds(60);
+
+fn sql(what: &str, e: tokio_postgres::Error) -> Error {
+    Error::Store(format!("{what}: {}", super::db_message(&e)))
+}
+
+fn kind_num(kind: TimerKind) -> i16 {
+    match kind {
+        TimerKind::Timeout => 1,
+        TimerKind::Reminder => 2,
+        TimerKind::Escalation => 3,
+    }
+}
+
+/// The primary key of a timer's row.
+fn key(t: &Timer) -> (i64, &str, &str, i16, i32) {
+    (
+        millis(t.due),
+        t.session.as_str(),
+        t.gate.as_str(),
+        kind_num(t.kind),
+        t.n as i32,
+    )
+}
+
+async fn insert_in(tx: &Transaction<'_>, timers: &[Timer]) -> Result<()> {
+    for t in timers {
+        let (due, session, gate, kind, n) = key(t);
+        tx.execute(
+            "INSERT INTO timers (due_ms, session, gate, kind, n, body) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (due_ms, session, gate, kind, n) DO UPDATE SET body = EXCLUDED.body, claimed_until = NULL",
+            &[&due, &session, &gate, &kind, &n, &encode("timer", t)?],
+        )
+        .await
+        .map_err(|e| sql("timers", e))?;
+    }
+    Ok(())
+}
+
+async fn remove_in(tx: &Transaction<'_>, t: &Timer) -> Result<()> {
+    let (due, session, gate, kind, n) = key(t);
+    tx.execute(
+        "DELETE FROM timers WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
+        &[&due, &session, &gate, &kind, &n],
+    )
+    .await
+    .map_err(|e| sql("timers", e))?;
+    Ok(())
+}
+
+/// Arms one gate asking's timers inside `tx`, once; whether it armed them.
+pub(super) async fn arm_in(
+    tx: &Transaction<'_>,
+    session: &str,
+    gate: &str,
+    timers: &[Timer],
+) -> Result<bool> {
+    let n = tx
+        .execute(
+            "INSERT INTO timer_marks (session, gate) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&session, &gate],
+        )
+        .await
+        .map_err(|e| sql("timer marks", e))?;
+    if n == 0 {
+        return Ok(false);
+    }
+    insert_in(tx, timers).await?;
+    Ok(true)
+}
+
+impl PgStore {
+    pub async fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("arm timers", e))?;
+        let armed = arm_in(&tx, session, gate, timers).await?;
+        tx.commit().await.map_err(|e| self.err("arm timers", e))?;
+        Ok(armed)
+    }
+
+    /// The earliest timer not claimed by another replica. When it is due,
+    /// it is claimed for this one (for [`CLAIM`]) as it is read.
+    pub async fn next_timer(&self) -> Result<Option<Timer>> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("timers", e))?;
+        let out = {
+            let now = Utc::now();
+            let row = tx
+                .query_opt(
+                    "SELECT due_ms, session, gate, kind, n, body FROM timers
+                         WHERE claimed_until IS NULL OR claimed_until < $1
+                         ORDER BY due_ms, session, gate, kind, n LIMIT 1
+                         FOR UPDATE SKIP LOCKED",
+                    &[&now],
+                )
+                .await
+                .map_err(|e| sql("timers", e))?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let (due, session, gate, kind, n): (i64, String, String, i16, i32) =
+                (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+            let t: Timer = match decode("timer", row.get::<_, &[u8]>(5)) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::error!("dropping an unreadable timer: {e}");
+                    tx.execute(
+                            "DELETE FROM timers WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
+                            &[&due, &session, &gate, &kind, &n],
+                        )
+                        .await
+                        .map_err(|e| sql("timers", e))?;
+                    tx.commit().await.map_err(|e| self.err("timers", e))?;
+                    return Ok(None);
+                }
+            };
+            if t.due <= now {
+                tx.execute(
+                        "UPDATE timers SET claimed_until = $6 WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
+                        &[&due, &session, &gate, &kind, &n, &(now + CLAIM)],
+                    )
+                    .await
+                    .map_err(|e| sql("timers", e))?;
+            }
+            Some(t)
+        };
+        tx.commit().await.map_err(|e| self.err("timers", e))?;
+        Ok(out)
+    }
+
+    pub async fn timers(&self) -> Result<Vec<Timer>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT body FROM timers ORDER BY due_ms, session, gate, kind, n",
+                &[],
+            )
+            .await
+            .map_err(|e| self.err("timers", e))?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| serde_json::from_slice(r.get::<_, &[u8]>(0)).ok())
+            .collect())
+    }
+
+    pub async fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("timers", e))?;
+        remove_in(&tx, done).await?;
+        insert_in(&tx, next).await?;
+        tx.commit().await.map_err(|e| self.err("timers", e))
+    }
+
+    #[allow(clippy::result_large_err)]
+    pub async fn record_timeout(
+        &self,
+        timer: &Timer,
+        answer: &Answer,
+        fired: &Fired,
+    ) -> Result<std::result::Result<Session, Refusal>> {
+        let mut marked = timer.clone();
+        marked.fired = Some(fired.clone());
+        let body = encode("timer", &marked)?;
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("record timeout", e))?;
+        let (session, last) =
+            match accept_in(&tx, &timer.session, Some(&timer.gate), answer).await? {
+                Ok(v) => v,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+        let (due, s, gate, kind, n) = key(timer);
+        tx.execute(
+                        "INSERT INTO timers (due_ms, session, gate, kind, n, body) VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT (due_ms, session, gate, kind, n) DO UPDATE SET body = EXCLUDED.body",
+                        &[&due, &s, &gate, &kind, &n, &body],
+                    )
+                    .await
+                    .map_err(|e| sql("timers", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| self.err("record timeout", e))?;
+        self.announce(last);
+        Ok(Ok(session))
+    }
+
+    pub async fn record_escalation(
+        &self,
+        session: &str,
+        esc: &Escalation,
+        done: &Timer,
+        next: &[Timer],
+    ) -> Result<()> {
+        let handle = esc.gate.handle();
+        let record = encode("escalation", esc)?;
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.err("record escalation", e))?;
+        for (channel, ts) in &esc.messages {
+            super::messages::index_in(&tx, channel, ts, session, &handle).await?;
+        }
+        tx.execute(
+            "INSERT INTO escalations (session, gate, body) VALUES ($1, $2, $3)
+                     ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body",
+            &[&session, &handle, &record],
+        )
+        .await
+        .map_err(|e| sql("escalations", e))?;
+        remove_in(&tx, done).await?;
+        insert_in(&tx, next).await?;
+        tx.commit()
+            .await
+            .map_err(|e| self.err("record escalation", e))
+    }
+
+    pub async fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT body FROM escalations WHERE session = $1 AND gate = $2",
+                &[&session, &gate],
+            )
+            .await
+            .map_err(|e| self.err("escalations", e))?;
+        row.map(|r| decode("escalation", r.get::<_, &[u8]>(0)))
+            .transpose()
+    }
+}
