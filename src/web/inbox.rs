@@ -50,6 +50,12 @@ impl Filter {
     }
 }
 
+/// `?after=N`: the event number a page was rendered at.
+#[derive(Debug, Default, Deserialize)]
+pub struct After {
+    pub after: Option<u64>,
+}
+
 /// What a bulk approve did to one gate.
 #[derive(Debug, Serialize)]
 pub struct Outcome {
@@ -66,6 +72,8 @@ async fn context(
     results: Vec<Outcome>,
 ) -> Result<serde_json::Value, WebError> {
     let hub = &web.hub;
+    // Read first: whatever happens after this number, the page hears of.
+    let after = hub.store.last_event().await?;
     let waiting =
         crate::hub::inbox::waiting_for(hub, &viewer.caller.name, filter.workflow()).await?;
     let status = filter.status()?;
@@ -103,6 +111,7 @@ async fn context(
         "filter": filter,
         "statuses": ["paused", "running", "completed", "failed", "rejected"],
         "results": results,
+        "after": after,
         "live_query": url::form_urlencoded::Serializer::new(String::new())
             .append_pair("workflow", filter.workflow().unwrap_or_default())
             .append_pair("status", filter.status.as_deref().unwrap_or_default())
@@ -159,9 +168,15 @@ pub async fn list(
 pub async fn events(
     State(web): State<Web>,
     viewer: Viewer,
+    Query(q): Query<After>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, WebError> {
     drop(viewer);
-    let after = web.hub.store.last_event().await?;
+    // From the event the page was rendered at (nothing between rendering
+    // and connecting is missed), else from now.
+    let after = match q.after {
+        Some(n) => n,
+        None => web.hub.store.last_event().await?,
+    };
     let pings = crate::api::events::follow_all(web.hub.clone(), after)
         .filter(|e| std::future::ready(!matches!(e.what, crate::model::EventKind::StepDone { .. })))
         .map(|e| {

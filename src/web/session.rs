@@ -234,6 +234,7 @@ async fn render_page(
     result: Option<Result>,
 ) -> std::result::Result<String, WebError> {
     let hub = &web.hub;
+    let after = hub.store.last_event().await?;
     let redactor = hub
         .engine()
         .spec(s)
@@ -288,6 +289,7 @@ async fn render_page(
             "timeline": entries,
             "output": output,
             "result": result,
+            "after": after,
             "now": Utc::now(),
         }),
     ))

@@ -627,6 +627,17 @@ fn the_event_stream_pings_when_a_gate_opens() {
     // Pings carry no content of the run, only its event number.
     assert!(seen.iter().all(|e| e.data.is_u64()), "{seen:?}");
     w.wait_paused(&id);
+    // A page connects with the event number it was rendered at: what
+    // happened in between comes at once.
+    let mut late = crate::common::api::Sse::open_with(
+        &w.svc,
+        "/inbox/events?after=0",
+        &[("Cookie".into(), format!("strands_login={}", alice.cookie))],
+    );
+    let replayed = late.until("change", Duration::from_secs(5));
+    assert!(!replayed.is_empty(), "nothing replayed after event 0");
+    let page = alice.get("/");
+    assert!(page.body.contains("data-after=\""), "{}", page.body);
 }
 
 #[test]

@@ -43,7 +43,10 @@ async function refresh() {
 function live() {
   if (!document.querySelector("[data-live]") || !window.EventSource) return;
   let pending = null;
-  const es = new EventSource("/inbox/events");
+  // From the event the page was rendered at: nothing in between is missed.
+  const at = document.querySelector("[data-after]");
+  const after = at ? at.getAttribute("data-after") : "";
+  const es = new EventSource("/inbox/events" + (/^[0-9]+$/.test(after) ? "?after=" + after : ""));
   es.addEventListener("change", () => {
     clearTimeout(pending);
     pending = setTimeout(refresh, 150);
