@@ -422,8 +422,13 @@ impl Hub {
             // gone unasked, and start-up reads none of them.
             return Ok(());
         }
-        for s in self.store.sessions_with_status(Status::Paused).await? {
-            if hall.unasked(&s).await {
+        // Only the paused runs with a gate never posted (an index the store
+        // keeps with each pause and each posted message), not every one.
+        for id in self.store.unposted().await? {
+            let Some(s) = self.store.load(&id).await? else {
+                continue;
+            };
+            if s.status == Status::Paused && hall.unasked(&s).await {
                 tracing::info!(session = %s.id, "asking for a gate that was never asked");
                 self.drive(s.id);
             }

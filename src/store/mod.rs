@@ -307,6 +307,20 @@ pub trait Backend: Send + Sync {
         }
     }
 
+    /// Ids of paused sessions that may have a gate never posted to a room
+    /// (start-up asks again for those). Backends keep an index; this
+    /// default lists every paused session.
+    fn unposted(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
+        async move {
+            Ok(self
+                .list(Some(Status::Paused))
+                .await?
+                .into_iter()
+                .map(|s| s.id)
+                .collect())
+        }
+    }
+
     /// Stores a web inbox sign-in (its secret's hash only).
     fn put_login(&self, login: &Login) -> impl Future<Output = Result<()>> + Send;
     /// The sign-in `id`, expired or not.
@@ -412,6 +426,7 @@ forward! {
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
     fn list_page(&self, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
     fn status_counts(&self) -> Result<Vec<(Status, u64)>>;
+    fn unposted(&self) -> Result<Vec<String>>;
     fn put_login(&self, login: &Login) -> Result<()>;
     fn login(&self, id: &str) -> Result<Option<Login>>;
     fn end_login(&self, id: &str) -> Result<bool>;

@@ -212,4 +212,7 @@ impl crate::store::Backend for SledStore {
     async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
         SledStore::status_counts(self)
     }
+    async fn unposted(&self) -> Result<Vec<String>> {
+        SledStore::unposted(self)
+    }
 }

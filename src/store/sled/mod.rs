@@ -83,6 +83,9 @@ pub mod trees {
     /// each distinct spec stored once; sessions keep only its hash
     /// (`store::sled::specs`).
     pub const SPECS: &str = "specs";
+    /// session id → JSON list of its open gate handles never posted to a
+    /// room (`store::sled::unposted`): what start-up asks again.
+    pub const UNPOSTED: &str = "unposted";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -159,6 +162,7 @@ impl SledStore {
         };
         store.migrate()?;
         store.build_order()?;
+        store.build_unposted()?;
         Ok(store)
     }
 
@@ -276,11 +280,15 @@ impl SledStore {
                 .collect();
         let key = gate_key(session, &n.gate);
         let record = encode("notification", n)?;
-        let res: std::result::Result<(), TransactionError<String>> = (&notes, &self.messages)
-            .transaction(|(t, msg)| {
+        let unposted = self.tree(trees::UNPOSTED)?;
+        let res: std::result::Result<(), TransactionError<String>> =
+            (&notes, &self.messages, &unposted).transaction(|(t, msg, up)| {
                 t.insert(key.as_slice(), record.as_slice())?;
                 for k in &index {
                     msg.insert(k.as_slice(), target.as_slice())?;
+                }
+                if n.ts.is_some() {
+                    unposted::posted_now(up, session, &n.gate)?;
                 }
                 Ok(())
             });
@@ -373,6 +381,8 @@ impl SledStore {
         let marks = self.tree(trees::TIMER_GATES)?;
         let timers = self.tree(trees::TIMERS)?;
         let order = self.order()?;
+        let unposted = self.tree(trees::UNPOSTED)?;
+        let notes = self.tree(trees::NOTIFICATIONS)?;
         let summary_row = session.summary();
         let res = (
             &self.sessions,
@@ -384,8 +394,10 @@ impl SledStore {
             &self.events,
             &self.session_events,
             &order,
+            &unposted,
+            &notes,
         )
-            .transaction(|(s, m, log, head, mk, tm, ev, by, ix)| {
+            .transaction(|(s, m, log, head, mk, tm, ev, by, ix, up, nt)| {
                 let current = s.get(key)?;
                 match (expected_rev, &current) {
                     (None, Some(_)) => {
@@ -413,6 +425,7 @@ impl SledStore {
                 }
                 s.insert(key, bytes.as_slice())?;
                 listing::put_summary(m, ix, key, &summary_row, summary.as_slice())?;
+                unposted::track(up, nt, session)?;
                 append_in(log, head, events).map_err(ConflictableTransactionError::Abort)?;
                 // Once per gate asking: a mark says its timers were armed.
                 for (mark, gate, rows) in &arm {
@@ -710,6 +723,7 @@ mod queued;
 mod specs;
 mod timers;
 mod tokens;
+mod unposted;
 mod webhooks;
 
 use audit::append_in;

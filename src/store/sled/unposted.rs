@@ -1,0 +1,153 @@
+//! Paused runs whose gates were never posted to a chat room: the only
+//! sessions start-up must look at to ask again (`Hub::recover`). The
+//! `unposted` tree holds session id → the JSON list of its open gate
+//! handles with no posted message; it is written in the same transaction
+//! as the session (a pause adds its unposted gates, any other status clears
+//! the entry) and in the same one as a posted message (which takes its gate
+//! out). A run that changed status without a write here (an answer
+//! recorded) keeps a stale entry until its next checkpoint; start-up skips
+//! it after one load.
+
+use sled::transaction::{TransactionalTree, UnabortableTransactionError};
+
+use super::*;
+
+type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
+
+fn posted(notes: &TransactionalTree, session: &str, handle: &str) -> TxResult<bool> {
+    let Some(v) = notes.get(gate_key(session, handle))? else {
+        return Ok(false);
+    };
+    Ok(serde_json::from_slice::<crate::model::Notification>(&v)
+        .map(|n| n.ts.is_some())
+        .unwrap_or(false))
+}
+
+/// Keeps `session`'s entry right, inside the caller's transaction.
+pub(super) fn track(
+    unposted: &TransactionalTree,
+    notes: &TransactionalTree,
+    session: &Session,
+) -> TxResult<()> {
+    let key = session.id.as_bytes();
+    if session.status != Status::Paused {
+        unposted.remove(key)?;
+        return Ok(());
+    }
+    let mut left = Vec::new();
+    for g in session.open_gates() {
+        let h = g.handle();
+        if !posted(notes, &session.id, &h)? {
+            left.push(h);
+        }
+    }
+    if left.is_empty() {
+        unposted.remove(key)?;
+    } else {
+        unposted.insert(key, serde_json::to_vec(&left).unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+/// Takes gate `handle` of `session` out of its entry (its message posted).
+pub(super) fn posted_now(
+    unposted: &TransactionalTree,
+    session: &str,
+    handle: &str,
+) -> TxResult<()> {
+    let key = session.as_bytes();
+    let Some(v) = unposted.get(key)? else {
+        return Ok(());
+    };
+    let mut left: Vec<String> = serde_json::from_slice(&v).unwrap_or_default();
+    left.retain(|h| h != handle);
+    if left.is_empty() {
+        unposted.remove(key)?;
+    } else {
+        unposted.insert(key, serde_json::to_vec(&left).unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+impl SledStore {
+    /// Sessions that may have a gate never posted (see the module doc).
+    pub fn unposted(&self) -> Result<Vec<String>> {
+        let t = self.tree(trees::UNPOSTED)?;
+        let mut out = Vec::new();
+        for k in t.iter().keys() {
+            out.push(String::from_utf8_lossy(&k?).into_owned());
+        }
+        Ok(out)
+    }
+
+    /// Builds the index of a store made before it (once).
+    pub(super) fn build_unposted(&self) -> Result<()> {
+        const BUILT: &[u8] = b"index/unposted";
+        let meta = self.tree(trees::META)?;
+        if meta.get(BUILT)?.is_some() {
+            return Ok(());
+        }
+        let t = self.tree(trees::UNPOSTED)?;
+        let notes = self.tree(trees::NOTIFICATIONS)?;
+        for id in self.list(Some(Status::Paused))?.into_iter().map(|s| s.id) {
+            let Some(s) = self.load(&id)? else { continue };
+            let res: std::result::Result<(), TransactionError<String>> =
+                (&t, &notes).transaction(|(u, n)| Ok(track(u, n, &s)?));
+            res.map_err(|e| Error::Store(format!("index unposted gates: {e:?}")))?;
+        }
+        meta.insert(BUILT, &[1u8])?;
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::paused_session;
+    use super::*;
+
+    #[test]
+    fn a_paused_run_is_listed_until_its_gate_is_posted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SledStore::open(dir.path()).expect("store");
+        store.create(&mut paused_session("p1")).expect("create");
+        store.create(&mut paused_session("p2")).expect("create");
+        let mut done = paused_session("d1");
+        done.status = Status::Completed;
+        done.gates.clear();
+        store.create(&mut done).expect("create");
+        assert_eq!(store.unposted().expect("read"), ["p1", "p2"]);
+        let handle = store
+            .load("p1")
+            .expect("load")
+            .expect("p1")
+            .first_gate()
+            .expect("gate")
+            .handle();
+        // A failed post leaves it listed; a posted message takes it out.
+        let mut n = crate::model::Notification {
+            gate: handle.clone(),
+            channel: "C1".into(),
+            ts: None,
+            thread_ts: None,
+            at: Utc::now(),
+            error: Some("ratelimited".into()),
+            copies: Vec::new(),
+        };
+        store.record_notification("p1", &n).expect("record");
+        assert_eq!(store.unposted().expect("read"), ["p1", "p2"]);
+        n.ts = Some("1.2".into());
+        n.error = None;
+        store.record_notification("p1", &n).expect("record");
+        assert_eq!(store.unposted().expect("read"), ["p2"]);
+        // A checkpoint of a posted gate does not bring it back; leaving the
+        // pause clears the entry.
+        let mut p1 = store.load("p1").expect("load").expect("p1");
+        store.checkpoint(&mut p1).expect("checkpoint");
+        assert_eq!(store.unposted().expect("read"), ["p2"]);
+        let mut p2 = store.load("p2").expect("load").expect("p2");
+        p2.status = Status::Completed;
+        store.checkpoint(&mut p2).expect("checkpoint");
+        assert!(store.unposted().expect("read").is_empty());
+    }
+}
