@@ -520,6 +520,44 @@ async fn leases_go_to_one_replica_at_a_time(store: Arc<Store>) {
     }
 }
 
+async fn pages_list_newest_first_and_counts_follow(store: Arc<Store>) {
+    let t0 = Utc::now();
+    for (i, id) in ["pa", "pb", "pc", "pd", "pe"].iter().enumerate() {
+        let mut s = paused_session(id);
+        s.created_at = t0 + TimeDelta::seconds(i as i64);
+        store.create(&mut s).await.expect("create");
+    }
+    let ids = |v: &[crate::model::Summary]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+    let first = store.list_page(None, None, 2).await.expect("page");
+    assert_eq!(ids(&first), ["pe", "pd"]);
+    let after = crate::model::parse_cursor(&first[1].cursor());
+    let second = store.list_page(None, after, 2).await.expect("page");
+    assert_eq!(ids(&second), ["pc", "pb"]);
+    let mut c = store.load("pc").await.expect("load").expect("pc");
+    c.status = Status::Completed;
+    store.checkpoint(&mut c).await.expect("checkpoint");
+    let paused = store
+        .list_page(Some(Status::Paused), None, 10)
+        .await
+        .expect("page");
+    assert_eq!(ids(&paused), ["pe", "pd", "pb", "pa"]);
+    let counts = store.status_counts().await.expect("counts");
+    assert_eq!(counts[1], (Status::Paused, 4));
+    assert_eq!(counts[2], (Status::Completed, 1));
+    // The pages agree with a full listing.
+    let all: Vec<String> = store
+        .list(None)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(
+        ids(&store.list_page(None, None, 100).await.expect("page")),
+        all
+    );
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod on_sled {
@@ -564,4 +602,5 @@ conformance! {
     sign_ins_and_keys,
     the_webhook_outbox_queues_and_settles_once,
     leases_go_to_one_replica_at_a_time,
+    pages_list_newest_first_and_counts_follow,
 }

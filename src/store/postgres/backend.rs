@@ -27,6 +27,17 @@ impl crate::store::Backend for PgStore {
     async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
         PgStore::list(self, status).await
     }
+    async fn list_page(
+        &self,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        PgStore::list_page(self, status, after, limit).await
+    }
+    async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
+        PgStore::status_counts(self).await
+    }
     async fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
         PgStore::sessions_with_status(self, status).await
     }

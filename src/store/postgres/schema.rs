@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -107,6 +107,12 @@ CREATE TABLE webhook_failed (
     PRIMARY KEY (failed_ms, endpoint, seq)
 );
 CREATE TABLE web_logins (id text PRIMARY KEY, body bytea NOT NULL);
+"#,
+    // 2: sessions newest first, all and by status (`list_page` reads a page
+    // of the index, never the table).
+    r#"
+CREATE INDEX sessions_newest ON sessions (created_at DESC, id);
+CREATE INDEX sessions_status_newest ON sessions (status, created_at DESC, id);
 "#,
 ];
 

@@ -233,6 +233,66 @@ impl PgStore {
         )))
     }
 
+    /// A page of summaries newest first (ties by id) after `after`, read
+    /// from the `sessions_*newest` indexes. Times compare at the column's
+    /// microsecond precision.
+    pub async fn list_page(
+        &self,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        let client = self.client().await?;
+        let status: Option<&str> = status.map(|s| s.as_str());
+        let (at, id) = match after {
+            Some((t, id)) => (DateTime::from_timestamp_micros(t.timestamp_micros()), id),
+            None => (None, String::new()),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT summary FROM sessions
+                 WHERE ($1::text IS NULL OR status = $1)
+                   AND ($2::timestamptz IS NULL OR created_at < $2 OR (created_at = $2 AND id > $3))
+                 ORDER BY created_at DESC, id ASC LIMIT $4",
+                &[&status, &at, &id, &limit],
+            )
+            .await
+            .map_err(|e| self.err("list sessions", e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(super::decode::<Summary>("summary", r.get::<_, &[u8]>(0))?);
+        }
+        Ok(out)
+    }
+
+    /// Sessions per status (an index-only count on `status`).
+    pub async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT status, count(*) FROM sessions GROUP BY status", &[])
+            .await
+            .map_err(|e| self.err("count sessions", e))?;
+        let mut out: Vec<(Status, u64)> = [
+            Status::Running,
+            Status::Paused,
+            Status::Completed,
+            Status::Failed,
+            Status::Rejected,
+        ]
+        .into_iter()
+        .map(|s| (s, 0))
+        .collect();
+        for r in &rows {
+            let st: &str = r.get(0);
+            let n: i64 = r.get(1);
+            if let Some(slot) = out.iter_mut().find(|(s, _)| s.as_str() == st) {
+                slot.1 = u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(out)
+    }
+
     pub async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
         let client = self.client().await?;
         let rows = match status {
