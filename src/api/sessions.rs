@@ -451,27 +451,14 @@ pub async fn link(
             format!("session {} has no such open gate to link to", s.id),
         )
     })?;
-    let grant = crate::hub::links::grant(
-        &s.id,
-        &gate,
+    let (token, grant) = crate::hub::links::mint(
+        &hub.store,
+        (&s.id, &s.workflow, &gate),
         &req.person,
         chrono::TimeDelta::hours(i64::from(hours)),
-    );
-    let token = crate::hub::links::sign(&hub.store, &grant).await?;
-    let audit = {
-        let mut ev =
-            crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, &s.id, &s.workflow);
-        ev.who = Some(caller.name.clone());
-        ev.via = Some("api".into());
-        ev.gate = Some(gate.clone());
-        ev.detail = Some(format!(
-            "made a one-tap link for `{}` (expires {})",
-            req.person,
-            grant.expires_at().to_rfc3339()
-        ));
-        ev
-    };
-    hub.store.append_audit(&[audit]).await?;
+        (&caller.name, "api"),
+    )
+    .await?;
     Ok(Json(LinkMade {
         url: format!("{}/l/{token}", hub.public_url),
         person: req.person,

@@ -85,6 +85,33 @@ pub fn grant(session: &str, gate: &str, person: &str, ttl: TimeDelta) -> Grant {
     }
 }
 
+/// Makes a link token for `person` at gate `gate` of session `session`
+/// (workflow `workflow`), valid for `ttl`, and audits who made it
+/// (`access`, never the token).
+pub async fn mint(
+    store: &Store,
+    (session, workflow, gate): (&str, &str, &str),
+    person: &str,
+    ttl: TimeDelta,
+    (by, via): (&str, &str),
+) -> Result<(String, Grant)> {
+    let g = grant(session, gate, person, ttl);
+    let token = sign(store, &g).await?;
+    let mut ev = super::tokens::access(
+        by,
+        via,
+        format!(
+            "made a one-tap link for `{person}` (expires {})",
+            g.expires_at().to_rfc3339()
+        ),
+    );
+    ev.session = session.to_string();
+    ev.workflow = workflow.to_string();
+    ev.gate = Some(gate.to_string());
+    store.append_audit(&[ev]).await?;
+    Ok((token, g))
+}
+
 /// What `token` grants, when this store signed it and it has not expired
 /// (the signature is checked in constant time). Nothing is consumed.
 pub async fn check(store: &Store, token: &str) -> Result<std::result::Result<Grant, LinkRefusal>> {

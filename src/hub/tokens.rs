@@ -21,7 +21,8 @@ pub enum TokenRefusal {
     BadExpiry,
 }
 
-fn access(by: &str, via: &str, detail: String) -> AuditEvent {
+/// An `access` audit entry: who did what to a credential, through what.
+pub(crate) fn access(by: &str, via: &str, detail: String) -> AuditEvent {
     let mut ev = AuditEvent::new(AuditKind::Access, "", "");
     ev.who = Some(by.to_string());
     ev.via = Some(via.to_string());

@@ -229,8 +229,34 @@ fn gate_blocks(
     blocks
 }
 
+/// What every tab is built from, read once per round of publishing: the
+/// paused runs and the most recent runs.
+pub struct Snapshot {
+    paused: Vec<Session>,
+    recent: Vec<Session>,
+}
+
+impl Snapshot {
+    pub async fn read(app: &App) -> crate::Result<Snapshot> {
+        let paused = app.hub.store.sessions_with_status(Status::Paused).await?;
+        let mut recent = Vec::new();
+        // A page of the store's index, newest first, not a scan.
+        for s in app.hub.store.list_page(None, None, RECENT).await? {
+            if let Some(full) = app.hub.store.load(&s.id).await? {
+                recent.push(full);
+            }
+        }
+        Ok(Snapshot { paused, recent })
+    }
+}
+
 /// The user's home tab.
-pub async fn view(app: &App, user: &str, flash: Option<&str>) -> crate::Result<Value> {
+pub async fn view(
+    app: &App,
+    user: &str,
+    flash: Option<&str>,
+    snap: &Snapshot,
+) -> crate::Result<Value> {
     let now = app.hub.clock.now();
     let mut blocks = vec![
         json!({ "type": "header", "text": { "type": "plain_text", "text": "Waiting for you" } }),
@@ -239,39 +265,30 @@ pub async fn view(app: &App, user: &str, flash: Option<&str>) -> crate::Result<V
         // Written by the bot (mentions included), never by a user alone.
         blocks.push(json!({ "type": "context", "elements": [mrkdwn(cut(f, 2000))] }));
     }
-    // The runs this user started (newest first), for the tail.
-    let mut mine = Vec::new();
-    let mut waiting: Vec<(Session, String)> = Vec::new();
-    for s in app.hub.store.sessions_with_status(Status::Paused).await? {
-        let mut handles = Vec::new();
+    let mut waiting: Vec<(&Session, String)> = Vec::new();
+    for s in &snap.paused {
         for g in s.open_gates() {
             let h = g.handle();
             if app
-                .may_answer(&s, &h, Decision::Reject { reason: None }, user)
+                .may_answer(s, &h, Decision::Reject { reason: None }, user)
                 .await
                 .is_ok()
             {
-                handles.push(h);
+                waiting.push((s, h));
             }
-        }
-        for h in handles {
-            waiting.push((s.clone(), h));
         }
     }
     waiting.sort_by(|a, b| {
-        let at = |x: &(Session, String)| x.0.open_gate(&x.1).map(|g| g.opened_at);
+        let at = |x: &(&Session, String)| x.0.open_gate(&x.1).map(|g| g.opened_at);
         at(b).cmp(&at(a))
     });
-    for s in app.hub.store.list(None).await?.into_iter().take(RECENT) {
-        if mine.len() >= 10 {
-            break;
-        }
-        if let Some(full) = app.hub.store.load(&s.id).await? {
-            if full.started_by == user {
-                mine.push(full);
-            }
-        }
-    }
+    // The runs this user started (newest first), for the tail.
+    let mine: Vec<&Session> = snap
+        .recent
+        .iter()
+        .filter(|s| s.started_by == user)
+        .take(10)
+        .collect();
     // Room for the tail: header + section + "more" context.
     let tail = if mine.is_empty() { 1 } else { 3 };
     let mut shown = 0;
@@ -315,7 +332,14 @@ pub async fn view(app: &App, user: &str, flash: Option<&str>) -> crate::Result<V
 /// Publishes `user`'s home tab (and keeps it up to date for a day).
 pub async fn publish(app: &App, user: &str, flash: Option<&str>) {
     app.home.seen(user);
-    let view = match view(app, user, flash).await {
+    match Snapshot::read(app).await {
+        Ok(snap) => publish_from(app, user, flash, &snap).await,
+        Err(e) => tracing::error!("reading the runs for a home tab failed: {e}"),
+    }
+}
+
+async fn publish_from(app: &App, user: &str, flash: Option<&str>, snap: &Snapshot) {
+    let view = match view(app, user, flash, snap).await {
         Ok(v) => v,
         Err(e) => {
             tracing::error!("building the home tab failed: {e}");
@@ -355,21 +379,37 @@ pub fn opened(app: &App, event: &Value) {
 
 /// Re-publishes the tabs of recent viewers whenever a gate opens, is
 /// answered or times out, or a run ends — anywhere (Slack, web, API, CLI).
+/// A burst of events makes one round: the runs are read once, then each
+/// viewer's tab is built from them.
 pub fn watch(app: &App) {
-    use futures_util::StreamExt;
+    use futures_util::{FutureExt, StreamExt};
     let app = app.clone();
     tokio::spawn(async move {
         let after = app.hub.store.last_event().await.unwrap_or(0);
         let events = crate::api::events::follow_all(app.hub.clone(), after);
         futures_util::pin_mut!(events);
+        let shows =
+            |e: &crate::model::Event| !matches!(e.what, crate::model::EventKind::StepDone { .. });
         while let Some(e) = events.next().await {
-            if matches!(e.what, crate::model::EventKind::StepDone { .. }) {
+            if !shows(&e) {
                 continue;
             }
-            // Let a burst settle, then publish once per viewer.
+            // Let the burst settle, and take in what else arrived meanwhile.
             tokio::time::sleep(Duration::from_millis(200)).await;
-            for user in app.home.all() {
-                publish(&app, &user, None).await;
+            while let Some(Some(_)) = events.next().now_or_never() {}
+            let viewers = app.home.all();
+            if viewers.is_empty() {
+                continue;
+            }
+            let snap = match Snapshot::read(&app).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!("reading the runs for home tabs failed: {e}");
+                    continue;
+                }
+            };
+            for user in viewers {
+                publish_from(&app, &user, None, &snap).await;
             }
         }
     });

@@ -23,6 +23,9 @@ use crate::model::{Answer, Decision, Status, Summary};
 
 /// At most this many recent runs are listed.
 const RUNS: usize = 50;
+/// Rows of the index read per page, and at most in all, to fill the list.
+const PAGE: usize = 256;
+const SCAN: usize = 5_000;
 
 #[derive(Debug, Default, Deserialize, Serialize)]
 pub struct Filter {
@@ -77,30 +80,52 @@ async fn context(
     let waiting =
         crate::hub::inbox::waiting_for(hub, &viewer.caller.name, filter.workflow()).await?;
     let status = filter.status()?;
+    // Recent runs from pages of the store's index (never a scan), at most
+    // `SCAN` rows read to fill the list.
     let mut runs: Vec<Summary> = Vec::new();
-    let mut workflows = std::collections::BTreeSet::new();
-    for s in hub.store.list(None).await? {
-        workflows.insert(s.workflow.clone());
-        if runs.len() >= RUNS
-            || filter.workflow().is_some_and(|w| w != s.workflow)
-            || status.is_some_and(|st| st != s.status)
-        {
-            continue;
-        }
-        if viewer.caller.role < Role::Operator {
-            match hub.store.load(&s.id).await? {
-                Some(full)
-                    if crate::hub::inbox::may_read(
-                        hub,
-                        &viewer.caller.name,
-                        viewer.caller.role,
-                        &full,
-                    ) => {}
-                _ => continue,
+    let mut cursor = None;
+    let mut read = 0;
+    'pages: while runs.len() < RUNS && read < SCAN {
+        let page = hub.store.list_page(status, cursor.clone(), PAGE).await?;
+        let last = page.len() < PAGE;
+        for s in page {
+            read += 1;
+            cursor = Some((s.created_at, s.id.clone()));
+            if filter.workflow().is_some_and(|w| w != s.workflow) {
+                continue;
+            }
+            if viewer.caller.role < Role::Operator {
+                match hub.store.load(&s.id).await? {
+                    Some(full)
+                        if crate::hub::inbox::may_read(
+                            hub,
+                            &viewer.caller.name,
+                            viewer.caller.role,
+                            &full,
+                        ) => {}
+                    _ => continue,
+                }
+            }
+            runs.push(s);
+            if runs.len() >= RUNS {
+                break 'pages;
             }
         }
-        runs.push(s);
+        if last {
+            break;
+        }
     }
+    // The workflows to filter by: those runs may start, and those seen here.
+    let mut workflows: std::collections::BTreeSet<String> = hub
+        .workflows
+        .as_deref()
+        .map(crate::hub::workflows::list)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    workflows.extend(runs.iter().map(|r| r.workflow.clone()));
+    workflows.extend(waiting.iter().map(|w| w.workflow.clone()));
     Ok(serde_json::json!({
         "title": "Inbox",
         "viewer": { "name": viewer.caller.name, "role": viewer.caller.role },
