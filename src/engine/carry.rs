@@ -160,7 +160,17 @@ impl Engine<'_> {
             }
             Outcome::StayPaused => session.status = Status::Paused,
         }
-        self.save(session).await?;
+        // The answer is on disk already (the intake recorded it): carrying
+        // it out again after a crash lands here again. A run that goes on
+        // reaches a durable write (a model request marked in flight, a gate
+        // asked, the outcome) before anything outside acts, so this write
+        // rides with it; an ending or still-paused run syncs now.
+        let durability = if session.status == Status::Running {
+            crate::store::Durability::WithNext
+        } else {
+            crate::store::Durability::Now
+        };
+        self.save_with(session, durability).await?;
         channel
             .progress(
                 session,

@@ -119,8 +119,17 @@ impl Engine<'_> {
     /// Checkpoints `session` (with its outboxes: audit events, timers to
     /// arm) and wakes this process's timer loop when timers were armed.
     pub(super) async fn save(&self, session: &mut Session) -> Result<()> {
+        self.save_with(session, crate::store::Durability::Now).await
+    }
+
+    /// [`Self::save`], synced now or with the next durable write.
+    pub(super) async fn save_with(
+        &self,
+        session: &mut Session,
+        durability: crate::store::Durability,
+    ) -> Result<()> {
         let armed = !session.arm.is_empty();
-        self.store.checkpoint(session).await?;
+        self.store.checkpoint_with(session, durability).await?;
         if let (true, Some(w)) = (armed, &self.wake) {
             w.notify_one();
         }

@@ -32,6 +32,8 @@ pub struct Metrics {
     refused: Family<Labels, Counter>,
     slack_events: Family<Labels, Counter>,
     socket_connections: Counter,
+    /// Syncs to stable storage the store made, read at scrape time.
+    store_syncs: Arc<StoreSyncs>,
 }
 
 impl Default for Metrics {
@@ -57,6 +59,8 @@ impl Metrics {
         let webhooks = Arc::new(WebhookCounters::default());
         let webhooks_failed = Gauge::default();
         registry.register_collector(Box::new(Arc::clone(&webhooks)));
+        let store_syncs = Arc::new(StoreSyncs::default());
+        registry.register_collector(Box::new(Arc::clone(&store_syncs)));
         registry.register(
             "webhooks_failed",
             "Webhook deliveries given up on (`strands webhooks failed` lists them)",
@@ -120,6 +124,19 @@ impl Metrics {
             refused,
             slack_events,
             socket_connections,
+            store_syncs,
+        }
+    }
+
+    /// The store's syncs so far (`None`: a store that does not count them).
+    pub fn set_store_syncs(&self, n: Option<u64>) {
+        if let Some(n) = n {
+            self.store_syncs
+                .0
+                .store(n, std::sync::atomic::Ordering::Relaxed);
+            self.store_syncs
+                .1
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -210,6 +227,27 @@ impl Collector for WebhookCounters {
             ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
+    }
+}
+
+/// `strands_store_syncs_total`: flushes to stable storage the embedded
+/// store made (each durable state change once), when it counts them.
+#[derive(Debug, Default)]
+struct StoreSyncs(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicBool);
+
+impl Collector for StoreSyncs {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if !self.1.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let n = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        let metric = encoder.encode_descriptor(
+            "store_syncs",
+            "Syncs of the session store to stable storage (one per durable state change)",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(n).encode(metric)
     }
 }
 

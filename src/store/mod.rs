@@ -59,6 +59,20 @@ pub struct Escalation {
     /// Who it went to, as written in the spec.
     pub targets: Vec<crate::spec::EscalationTarget>,
 }
+/// When a write has to be on stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Before the call returns: someone may be told, or something outside
+    /// the store may act on it.
+    Now,
+    /// With this process's next durable write, which the caller makes
+    /// before anything outside the store acts: for a state the run reaches
+    /// again by itself from the last durable one (carrying out an answer
+    /// already recorded). A crash in between loses only the redo. Readers
+    /// are told of its events with that next write.
+    WithNext,
+}
+
 /// What a backend must do. Every operation keeps its guarantee whatever
 /// the database: writes are atomic and durable when they return; a
 /// checkpoint fails when the session changed since it was read; an answer
@@ -76,6 +90,17 @@ pub trait Backend: Send + Sync {
     /// Writes a session read at `session.rev` (compare-and-swap), with its
     /// audit outbox; bumps `rev` and `updated_at`.
     fn checkpoint(&self, session: &mut Session) -> impl Future<Output = Result<()>> + Send;
+    /// A checkpoint whose flush may wait for this process's next durable
+    /// write ([`Durability::WithNext`]); backends whose every commit is
+    /// durable anyway just checkpoint.
+    fn checkpoint_with(
+        &self,
+        session: &mut Session,
+        durability: Durability,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = durability;
+        self.checkpoint(session)
+    }
     fn load(&self, id: &str) -> impl Future<Output = Result<Option<Session>>> + Send;
     /// A session id from an id or a unique prefix of 4+ characters (exit 17
     /// when unknown or ambiguous).
@@ -342,6 +367,11 @@ pub trait Backend: Send + Sync {
     ) -> impl Future<Output = Result<bool>> + Send {
         async { Ok(true) }
     }
+    /// How many times this process synced the store to stable storage,
+    /// for backends that sync themselves (sled); `None` elsewhere.
+    fn syncs(&self) -> impl Future<Output = Result<Option<u64>>> + Send {
+        async { Ok(None) }
+    }
     /// Hands the lease back (the drive stopped).
     fn release_lease(
         &self,
@@ -383,6 +413,7 @@ macro_rules! forward {
 forward! {
     fn create(&self, session: &mut Session) -> Result<()>;
     fn checkpoint(&self, session: &mut Session) -> Result<()>;
+    fn checkpoint_with(&self, session: &mut Session, durability: Durability) -> Result<()>;
     fn load(&self, id: &str) -> Result<Option<Session>>;
     fn resolve(&self, id_or_prefix: &str) -> Result<String>;
     fn list(&self, status: Option<Status>) -> Result<Vec<Summary>>;
@@ -427,6 +458,7 @@ forward! {
     fn list_page(&self, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
     fn status_counts(&self) -> Result<Vec<(Status, u64)>>;
     fn unposted(&self) -> Result<Vec<String>>;
+    fn syncs(&self) -> Result<Option<u64>>;
     fn put_login(&self, login: &Login) -> Result<()>;
     fn login(&self, id: &str) -> Result<Option<Login>>;
     fn end_login(&self, id: &str) -> Result<bool>;

@@ -49,6 +49,7 @@ mod slack_timers;
 mod slack_tools;
 mod store_postgres;
 mod store_scale;
+mod store_syncs;
 mod strands_cli_examples;
 mod web;
 mod web_browser;

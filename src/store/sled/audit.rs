@@ -47,7 +47,7 @@ impl SledStore {
                 append_in(log, head, events).map_err(ConflictableTransactionError::Abort)
             });
         res.map_err(|e| Error::Store(format!("audit log: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 

@@ -14,6 +14,16 @@ impl crate::store::Backend for SledStore {
     async fn checkpoint(&self, session: &mut Session) -> Result<()> {
         SledStore::checkpoint(self, session)
     }
+    async fn checkpoint_with(
+        &self,
+        session: &mut Session,
+        durability: crate::store::Durability,
+    ) -> Result<()> {
+        SledStore::checkpoint_with(self, session, durability)
+    }
+    async fn syncs(&self) -> Result<Option<u64>> {
+        Ok(Some(self.syncs.load(std::sync::atomic::Ordering::Relaxed)))
+    }
     async fn load(&self, id: &str) -> Result<Option<Session>> {
         SledStore::load(self, id)
     }

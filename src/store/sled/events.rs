@@ -125,7 +125,16 @@ impl SledStore {
         self.event_tx.subscribe()
     }
 
-    /// Tells subscribers about events a committed write added.
+    /// Keeps back the events of a write not synced yet: subscribers hear
+    /// of them with the next synced write.
+    pub(super) fn hold(&self, last: Option<u64>) {
+        if let Some(seq) = last {
+            self.held_events
+                .fetch_max(seq, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Tells subscribers about events of writes now synced.
     pub(super) fn announce(&self, last: Option<u64>) {
         if let Some(seq) = last {
             self.event_tx.send_if_modified(|cur| {

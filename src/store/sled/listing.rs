@@ -126,10 +126,10 @@ impl SledStore {
 
     /// Builds the order index and counters of a store made before them
     /// (once; later writes keep them).
-    pub(super) fn build_order(&self) -> Result<()> {
+    pub(super) fn build_order(&self) -> Result<bool> {
         let meta = self.tree(trees::META)?;
         if meta.get(BUILT)?.is_some() {
-            return Ok(());
+            return Ok(false);
         }
         let ix = self.order()?;
         ix.clear()?;
@@ -148,8 +148,7 @@ impl SledStore {
             )?;
         }
         meta.insert(BUILT, &[1u8])?;
-        self.db.flush()?;
-        Ok(())
+        Ok(true)
     }
 
     /// Up to `limit` summaries, newest first (ties by id), of `status` (or

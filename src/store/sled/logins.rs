@@ -10,7 +10,7 @@ impl SledStore {
     pub fn put_login(&self, login: &Login) -> Result<()> {
         let logins = self.tree(trees::WEB_LOGINS)?;
         logins.insert(login.id.as_bytes(), encode("login", login)?)?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 
@@ -30,7 +30,7 @@ impl SledStore {
     pub fn end_login(&self, id: &str) -> Result<bool> {
         let logins = self.tree(trees::WEB_LOGINS)?;
         let gone = logins.remove(id.as_bytes())?.is_some();
-        self.db.flush()?;
+        self.sync()?;
         Ok(gone)
     }
 
@@ -42,7 +42,7 @@ impl SledStore {
         if meta.get(&k)?.is_none() {
             let fresh: Vec<u8> = (0..32).map(|_| os_random_byte()).collect();
             let _ = meta.compare_and_swap(&k, None as Option<&[u8]>, Some(fresh))?;
-            self.db.flush()?;
+            self.sync()?;
         }
         match meta.get(&k)? {
             Some(v) if v.len() == 32 => Ok(v.to_vec()),

@@ -119,11 +119,43 @@ pub struct SledStore {
     audit: sled::Tree,
     audit_head: sled::Tree,
     path: PathBuf,
+    /// sled's log file, opened again to `fdatasync` it (see [`SledStore::sync`]).
+    log: std::sync::Arc<std::fs::File>,
+    /// The last event of writes not synced yet (0: none), announced with
+    /// the next sync.
+    held_events: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Syncs made by this process (`strands_store_syncs_total`).
+    syncs: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The number of the last event this process wrote (subscribers wait on it).
     event_tx: tokio::sync::watch::Sender<u64>,
 }
 
 impl SledStore {
+    /// Makes everything written so far durable, once per durable state
+    /// change. sled's flush writes its log buffers and asks for each with
+    /// `sync_file_range` — the data reaches the device, but neither past
+    /// a volatile disk cache nor with the file's new size (sled appends
+    /// segments), so a power loss could still take the last seconds of
+    /// answers. `fdatasync` on the log file then gets both onto stable
+    /// storage (ext4 commits the size and sends a cache flush).
+    /// Events of writes made before without a sync are announced now.
+    pub(super) fn sync(&self) -> Result<()> {
+        self.db.flush()?;
+        self.log.sync_data().map_err(|e| {
+            Error::io(
+                format!("cannot sync the session store at {}", self.path.display()),
+                e,
+            )
+        })?;
+        self.syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let held = self
+            .held_events
+            .swap(0, std::sync::atomic::Ordering::SeqCst);
+        self.announce(Some(held).filter(|h| *h > 0));
+        Ok(())
+    }
+
     pub fn open(path: &Path) -> Result<SledStore> {
         std::fs::create_dir_all(path).map_err(|e| {
             Error::io(
@@ -147,7 +179,16 @@ impl SledStore {
         let session_events = db.open_tree(trees::SESSION_EVENTS)?;
         let audit = db.open_tree(trees::AUDIT)?;
         let audit_head = db.open_tree(trees::AUDIT_HEAD)?;
+        let log = std::fs::File::open(path.join("db")).map_err(|e| {
+            Error::io(
+                format!("cannot open the session store's log in {}", path.display()),
+                e,
+            )
+        })?;
         let store = SledStore {
+            log: std::sync::Arc::new(log),
+            held_events: Default::default(),
+            syncs: Default::default(),
             audit,
             audit_head,
             db,
@@ -160,9 +201,14 @@ impl SledStore {
             path: path.to_path_buf(),
             event_tx: tokio::sync::watch::channel(0).0,
         };
-        store.migrate()?;
-        store.build_order()?;
-        store.build_unposted()?;
+        // Bringing an older (or new) store up to date: rebuilt from what
+        // the store holds if lost, so one sync at the end is enough.
+        let mut built = store.migrate()?;
+        built |= store.build_order()?;
+        built |= store.build_unposted()?;
+        if built {
+            store.sync()?;
+        }
         Ok(store)
     }
 
@@ -171,7 +217,7 @@ impl SledStore {
     /// move to the `notifications` tree and each session is rewritten in
     /// the current session format. A store written by a newer release is
     /// refused (its data could be misread).
-    fn migrate(&self) -> Result<()> {
+    fn migrate(&self) -> Result<bool> {
         let meta = self.tree(trees::META)?;
         let format = match meta.get(b"format")? {
             Some(v) => u32::from_be_bytes(
@@ -188,7 +234,7 @@ impl SledStore {
             )));
         }
         if format == STORE_FORMAT {
-            return Ok(());
+            return Ok(false);
         }
         let mut moved = 0usize;
         for kv in self.sessions.iter() {
@@ -232,11 +278,10 @@ impl SledStore {
             self.sessions.insert(key, encode("session", &session)?)?;
         }
         meta.insert(b"format", &STORE_FORMAT.to_be_bytes())?;
-        self.db.flush()?;
         if moved > 0 {
             tracing::info!(messages = moved, "store migrated to format {STORE_FORMAT}");
         }
-        Ok(())
+        Ok(true)
     }
 
     pub fn path(&self) -> &Path {
@@ -246,11 +291,24 @@ impl SledStore {
     /// Writes a session, failing if someone else wrote it since it was read
     /// (its `rev` moved). Bumps `rev` and `updated_at`, then flushes.
     pub fn checkpoint(&self, session: &mut Session) -> Result<()> {
+        self.checkpoint_with(session, crate::store::Durability::Now)
+    }
+
+    /// [`SledStore::checkpoint`], synced now or with the next durable write.
+    pub fn checkpoint_with(
+        &self,
+        session: &mut Session,
+        durability: crate::store::Durability,
+    ) -> Result<()> {
         let expected = session.rev;
         let mut next = session.clone();
         next.rev = expected + 1;
         next.updated_at = Utc::now();
-        self.write(&mut next, Some(expected))?;
+        self.write_with(
+            &mut next,
+            Some(expected),
+            durability == crate::store::Durability::Now,
+        )?;
         next.audit.clear();
         next.arm.clear();
         next.events.clear();
@@ -293,7 +351,7 @@ impl SledStore {
                 Ok(())
             });
         res.map_err(|e| Error::Store(format!("record notification: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 
@@ -334,7 +392,7 @@ impl SledStore {
             Some(&now[..]),
         )?;
         if res.is_ok() {
-            self.db.flush()?;
+            self.sync()?;
         }
         Ok(res.is_ok())
     }
@@ -360,10 +418,33 @@ impl SledStore {
         Ok(())
     }
 
+    /// Stores many new sessions, each in its own transaction, with one
+    /// flush at the end instead of one per session (bulk loads: benches
+    /// building large stores). A crash before the end may keep any prefix.
+    pub fn create_many(&self, sessions: impl IntoIterator<Item = Session>) -> Result<usize> {
+        let mut n = 0;
+        for mut s in sessions {
+            s.rev = 1;
+            self.write_with(&mut s, None, false)?;
+            n += 1;
+        }
+        self.sync()?;
+        Ok(n)
+    }
+
     /// Writes `session` (compare-and-swap on `expected_rev`; `None`: it
     /// must not exist yet) with its summary, its audit outbox and the
     /// timers of gates it just opened, in one transaction, then flushes.
     fn write(&self, session: &mut Session, expected_rev: Option<u64>) -> Result<()> {
+        self.write_with(session, expected_rev, true)
+    }
+
+    fn write_with(
+        &self,
+        session: &mut Session,
+        expected_rev: Option<u64>,
+        flush: bool,
+    ) -> Result<()> {
         let bytes = self.encode_session(session)?;
         let session: &Session = session;
         let summary = serde_json::to_vec(&session.summary())
@@ -445,8 +526,12 @@ impl SledStore {
             Err(TransactionError::Abort(msg)) => return Err(Error::Session(msg)),
             Err(TransactionError::Storage(e)) => return Err(e.into()),
         };
-        self.db.flush()?;
-        self.announce(last);
+        if flush {
+            self.sync()?;
+            self.announce(last);
+        } else {
+            self.hold(last);
+        }
         Ok(())
     }
 
@@ -533,7 +618,7 @@ impl SledStore {
                 Ok(())
             });
         res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 
@@ -610,7 +695,7 @@ impl SledStore {
             });
         match res {
             Ok((mut session, last)) => {
-                self.db.flush()?;
+                self.sync()?;
                 self.announce(last);
                 self.hydrate(&mut session)?;
                 Ok(Ok(session))

@@ -60,7 +60,7 @@ impl SledStore {
         });
         match res {
             Ok(()) => {
-                self.db.flush()?;
+                self.sync()?;
                 Ok(Ok(()))
             }
             Err(TransactionError::Abort(Ok(refusal))) => Ok(Err(refusal)),
@@ -95,7 +95,7 @@ impl SledStore {
     pub fn drop_queued(&self, id: &str, handle: &str) -> Result<()> {
         self.tree(trees::QUEUED_ANSWERS)?
             .remove(gate_key(id, handle))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 }

@@ -54,7 +54,7 @@ impl SledStore {
                 Ok(true)
             });
         let armed = res.map_err(|e| Error::Store(format!("arm timers: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(armed)
     }
 
@@ -69,7 +69,7 @@ impl SledStore {
                     // Unreadable: drop it rather than spin on it forever.
                     tracing::error!("dropping an unreadable timer: {e}");
                     tree.remove(k)?;
-                    self.db.flush()?;
+                    self.sync()?;
                     self.next_timer()
                 }
             },
@@ -105,7 +105,7 @@ impl SledStore {
             Ok(())
         });
         res.map_err(|e| Error::Store(format!("timers: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 
@@ -178,7 +178,7 @@ impl SledStore {
             });
         match res {
             Ok((mut session, last)) => {
-                self.db.flush()?;
+                self.sync()?;
                 self.announce(last);
                 self.hydrate(&mut session)?;
                 Ok(Ok(session))
@@ -237,7 +237,7 @@ impl SledStore {
                 Ok(())
             });
         res.map_err(|e| Error::Store(format!("record escalation: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 

@@ -25,7 +25,7 @@ impl SledStore {
                 Ok(true)
             });
         let created = res.map_err(|e| Error::Store(format!("tokens: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(created)
     }
 
@@ -86,7 +86,7 @@ impl SledStore {
                 Ok(Some(record))
             });
         let revoked = res.map_err(|e| Error::Store(format!("tokens: {e:?}")))?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(revoked)
     }
 }

@@ -81,11 +81,11 @@ impl SledStore {
     }
 
     /// Builds the index of a store made before it (once).
-    pub(super) fn build_unposted(&self) -> Result<()> {
+    pub(super) fn build_unposted(&self) -> Result<bool> {
         const BUILT: &[u8] = b"index/unposted";
         let meta = self.tree(trees::META)?;
         if meta.get(BUILT)?.is_some() {
-            return Ok(());
+            return Ok(false);
         }
         let t = self.tree(trees::UNPOSTED)?;
         let notes = self.tree(trees::NOTIFICATIONS)?;
@@ -96,8 +96,7 @@ impl SledStore {
             res.map_err(|e| Error::Store(format!("index unposted gates: {e:?}")))?;
         }
         meta.insert(BUILT, &[1u8])?;
-        self.db.flush()?;
-        Ok(())
+        Ok(true)
     }
 }
 

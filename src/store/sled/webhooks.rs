@@ -75,7 +75,7 @@ impl SledStore {
             // Whoever writes first wins; everyone reads the winner below.
             let _ =
                 meta.compare_and_swap(STORE_ID, None as Option<&[u8]>, Some(fresh.as_bytes()))?;
-            self.db.flush()?;
+            self.sync()?;
         }
         match meta.get(STORE_ID)? {
             Some(v) => Ok(String::from_utf8_lossy(&v).into_owned()),
@@ -156,7 +156,7 @@ impl SledStore {
             queued += for_this;
         }
         if changed {
-            self.db.flush()?;
+            self.sync()?;
         }
         Ok(queued)
     }
@@ -212,7 +212,7 @@ impl SledStore {
             }
         }
         if !out.is_empty() {
-            self.db.flush()?;
+            self.sync()?;
         }
         Ok(out)
     }
@@ -269,7 +269,7 @@ impl SledStore {
             Ok(())
         });
         res.map_err(store_error)?;
-        self.db.flush()?;
+        self.sync()?;
         Ok(())
     }
 

@@ -1,0 +1,51 @@
+//! How often the embedded store syncs to stable storage per answer →
+//! resume → complete cycle, read from the real `strands serve`'s
+//! `strands_store_syncs_total`. Each durable state change is synced once
+//! (the answer, the next model request marked in flight, the step's
+//! result, the outcome); carrying out an answer already on disk rides
+//! with the next one. A change that adds a sync to the cycle fails here.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::api::World;
+
+/// `strands_store_syncs_total` now.
+fn syncs(w: &World) -> u64 {
+    let body = w.svc.get("/metrics").body;
+    body.lines()
+        .find_map(|l| l.strip_prefix("strands_store_syncs_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no strands_store_syncs_total in /metrics:\n{body}"))
+}
+
+#[test]
+fn an_answered_gate_costs_one_sync_per_durable_state_change() {
+    let w = World::start();
+    let id = w.start_run("billing");
+    w.wait_paused(&id);
+    // Nothing else writes while the run waits.
+    let before = syncs(&w);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(syncs(&w), before, "the store synced while nothing changed");
+
+    let r = w.answer(&id, &w.alice, json!({ "decision": "approve" }));
+    assert!(r.status == 200 || r.status == 202, "{}", r.body);
+    let until = std::time::Instant::now() + super::api::WAIT;
+    loop {
+        let s = w.session(&id);
+        if s["status"] == "completed" {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "never completed: {s}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // answer recorded · deployer's request in flight · its reply · completed
+    assert_eq!(
+        syncs(&w) - before,
+        4,
+        "syncs for answer → resume → complete\n{}",
+        w.svc.log()
+    );
+}
