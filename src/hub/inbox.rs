@@ -1,8 +1,11 @@
 //! What waits for a person: the open gates and tool calls they may answer,
 //! newest first. One query for every place that lists them (the web inbox,
-//! later Slack's App Home), judged by the engine's own approver rules
+//! Slack's App Home), judged by the engine's own approver rules
 //! ([`crate::engine::intake::authorize`]) — never a second copy of who may
-//! answer.
+//! answer. The runs judged are only the candidates the store's index by
+//! approver names ([`crate::store::awaiting`]): those whose open gates list
+//! the person, one of their groups or nobody; admins, who may answer
+//! anything, get every paused run.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -75,8 +78,85 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
 }
 
 /// Every open gate `who` may answer, newest first; only runs of
-/// `workflow` when given.
+/// `workflow` when given. The web knows no groups: see [`waiting_for_in`].
 pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result<Vec<Waiting>> {
+    waiting_for_in(hub, who, &[], workflow).await
+}
+
+/// [`waiting_for`] for someone who belongs to the approver groups
+/// `groups` (resolved by the caller: Slack knows its user groups).
+pub async fn waiting_for_in(
+    hub: &Hub,
+    who: &str,
+    groups: &[String],
+    workflow: Option<&str>,
+) -> Result<Vec<Waiting>> {
+    let now = hub.clock.now();
+    let mut out = Vec::new();
+    for id in candidates(hub, who, groups, workflow).await? {
+        let Some(s) = hub.store.load(&id).await? else {
+            continue;
+        };
+        if workflow.is_some_and(|w| w != s.workflow) {
+            continue;
+        }
+        out.extend(waiting_in(hub, who, &s, now));
+    }
+    sort_newest_first(&mut out);
+    Ok(out)
+}
+
+/// Newest gate first; ties by session (a session's gates keep their order).
+pub fn sort_newest_first(waiting: &mut [Waiting]) {
+    waiting.sort_by(|a, b| {
+        b.gate
+            .opened_at
+            .cmp(&a.gate.opened_at)
+            .then(a.session.cmp(&b.session))
+    });
+}
+
+/// The paused runs that may hold a gate `who` (a member of `groups`) may
+/// answer: those whose open gates list `who`, one of `groups` or nobody,
+/// read from the store's index by approver — or, for an admin (who may
+/// answer any gate), every paused run (of `workflow`), a page at a time.
+/// Only a narrowing: each run is still judged by [`may_answer`].
+pub async fn candidates(
+    hub: &Hub,
+    who: &str,
+    groups: &[String],
+    workflow: Option<&str>,
+) -> Result<Vec<String>> {
+    if hub.settings.admins.iter().any(|a| a == who) {
+        const PAGE: usize = 512;
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let page = hub
+                .store
+                .page(Some(Status::Paused), workflow, after, PAGE)
+                .await?;
+            after = page.last().map(|s| (s.created_at, s.id.clone()));
+            let full = page.len() == PAGE;
+            out.extend(page.into_iter().map(|s| s.id));
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+    let mut keys = vec![who.to_string(), crate::store::awaiting::ANYONE.to_string()];
+    keys.extend(groups.iter().cloned());
+    hub.store.awaiting(&keys).await
+}
+
+/// What [`waiting_for`] answered before the index: every paused run read
+/// in full and judged. The index must give the same.
+#[cfg(test)]
+pub(crate) async fn waiting_for_by_scan(
+    hub: &Hub,
+    who: &str,
+    workflow: Option<&str>,
+) -> Result<Vec<Waiting>> {
     let now = hub.clock.now();
     let mut out = Vec::new();
     for s in hub.store.sessions_with_status(Status::Paused).await? {
@@ -85,11 +165,6 @@ pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result
         }
         out.extend(waiting_in(hub, who, &s, now));
     }
-    out.sort_by(|a, b| {
-        b.gate
-            .opened_at
-            .cmp(&a.gate.opened_at)
-            .then(a.session.cmp(&b.session))
-    });
+    sort_newest_first(&mut out);
     Ok(out)
 }
