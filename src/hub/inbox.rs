@@ -78,22 +78,12 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
 }
 
 /// Every open gate `who` may answer, newest first; only runs of
-/// `workflow` when given. The web knows no groups: see [`waiting_for_in`].
+/// `workflow` when given. The web knows no groups, so only the gates
+/// listing `who` or nobody are candidates (see [`candidates`]).
 pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result<Vec<Waiting>> {
-    waiting_for_in(hub, who, &[], workflow).await
-}
-
-/// [`waiting_for`] for someone who belongs to the approver groups
-/// `groups` (resolved by the caller: Slack knows its user groups).
-pub async fn waiting_for_in(
-    hub: &Hub,
-    who: &str,
-    groups: &[String],
-    workflow: Option<&str>,
-) -> Result<Vec<Waiting>> {
     let now = hub.clock.now();
     let mut out = Vec::new();
-    for id in candidates(hub, who, groups, workflow).await? {
+    for id in candidates(hub, who, &[], workflow).await? {
         let Some(s) = hub.store.load(&id).await? else {
             continue;
         };
