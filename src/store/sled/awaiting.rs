@@ -197,3 +197,59 @@ impl SledStore {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::paused_session;
+    use super::*;
+
+    #[test]
+    fn a_store_made_before_the_indexes_gets_them_once_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let u1 = vec!["U1".to_string()];
+        {
+            let store = SledStore::open(dir.path()).expect("store");
+            let mut a = paused_session("a");
+            a.workflow = "wf-x".into();
+            for g in a.gates.values_mut() {
+                g.approvers = vec!["U1".into()];
+            }
+            store.create(&mut a).expect("create");
+            let mut b = paused_session("b");
+            b.workflow = "wf-y".into();
+            store.create(&mut b).expect("create");
+            assert_eq!(store.awaiting(&u1).expect("awaiting"), ["a"]);
+            // As an older release left it: no workflow orders, no entries
+            // by approver, no marks.
+            let ix = store.order().expect("tree");
+            for k in ix.iter().keys() {
+                let k = k.expect("key");
+                if matches!(k.first(), Some(b'W' | b'A' | b'R')) {
+                    ix.remove(k).expect("remove");
+                }
+            }
+            let meta = store.tree(trees::META).expect("meta");
+            meta.remove(BUILT).expect("unmark");
+            meta.remove(listing::WORKFLOWS_BUILT).expect("unmark");
+            store.db.flush().expect("flush");
+            assert!(store.awaiting(&u1).expect("awaiting").is_empty());
+            assert!(store
+                .workflow_page("wf-x", None, None, 10)
+                .expect("page")
+                .is_empty());
+        }
+        let store = SledStore::open(dir.path()).expect("reopen");
+        assert_eq!(store.awaiting(&u1).expect("awaiting"), ["a"]);
+        assert_eq!(
+            store
+                .awaiting(&[crate::store::awaiting::ANYONE.to_string()])
+                .expect("awaiting"),
+            ["b"]
+        );
+        let page = store
+            .workflow_page("wf-y", Some(Status::Paused), None, 10)
+            .expect("page");
+        assert_eq!(page.len(), 1);
+        assert_eq!(page[0].id, "b");
+    }
+}

@@ -25,7 +25,7 @@ const WORKFLOW: u8 = b'W';
 /// `meta` key: the order index is built.
 const BUILT: &[u8] = b"index/session_order";
 /// `meta` key: the per-workflow orders are built.
-const WORKFLOWS_BUILT: &[u8] = b"index/session_order/workflow";
+pub(super) const WORKFLOWS_BUILT: &[u8] = b"index/session_order/workflow";
 
 fn status_byte(s: Status) -> u8 {
     match s {
@@ -397,6 +397,21 @@ mod tests {
         assert_eq!(
             store.status_counts().expect("counts")[1],
             (Status::Paused, 2)
+        );
+        // The other indexes of the tree were built again too.
+        assert_eq!(
+            store
+                .workflow_page("wf", None, None, 10)
+                .expect("page")
+                .len(),
+            2
+        );
+        assert_eq!(
+            store
+                .awaiting(&[crate::store::awaiting::ANYONE.to_string()])
+                .expect("awaiting")
+                .len(),
+            2
         );
     }
 }
