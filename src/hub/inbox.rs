@@ -278,10 +278,7 @@ mod tests {
             .await
             .expect("candidates");
         got.sort();
-        assert!(
-            want.iter().all(|id| got.contains(id)),
-            "{want:?} ⊆ {got:?}"
-        );
+        assert!(want.iter().all(|id| got.contains(id)), "{want:?} ⊆ {got:?}");
         assert!(want.contains(&"s2".to_string()), "{want:?}");
 
         // Answers and endings change what waits, the same both ways.

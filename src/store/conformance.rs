@@ -727,10 +727,7 @@ async fn the_workflow_and_approver_indexes_follow_every_change(store: Arc<Store>
         .await
         .expect("io")
         .expect("recorded");
-    assert_eq!(
-        sorted(store.awaiting(&u1).await.expect("awaiting")),
-        ["w5"]
-    );
+    assert_eq!(sorted(store.awaiting(&u1).await.expect("awaiting")), ["w5"]);
     // So does a timeout.
     let due = Utc::now() - TimeDelta::seconds(1);
     let t = timer("w3", TimerKind::Timeout, due, 0);
@@ -777,10 +774,7 @@ async fn the_workflow_and_approver_indexes_follow_every_change(store: Arc<Store>
     );
     // A deleted run leaves every index.
     store.delete("w2").await.expect("delete");
-    assert_eq!(
-        store.awaiting_groups().await.expect("groups"),
-        ["S0TEAM2"]
-    );
+    assert_eq!(store.awaiting_groups().await.expect("groups"), ["S0TEAM2"]);
     awaiting_agrees_with_a_scan(&store).await;
     workflow_pages_agree_with_a_scan(&store).await;
 }

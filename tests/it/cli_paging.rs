@@ -95,11 +95,23 @@ fn pages_of_one_workflow_offline_through_the_cli_and_the_api() {
 
     // Offline: every run of a workflow, then pages across the cursor.
     let all = sandbox
-        .strands(&["sessions", "list", "--workflow", "research-review", "--json"])
+        .strands(&[
+            "sessions",
+            "list",
+            "--workflow",
+            "research-review",
+            "--json",
+        ])
         .json();
     assert_eq!(ids(&all), research, "{all}");
     let first = sandbox.strands(&[
-        "sessions", "list", "--workflow", "research-review", "--limit", "2", "--json",
+        "sessions",
+        "list",
+        "--workflow",
+        "research-review",
+        "--limit",
+        "2",
+        "--json",
     ]);
     first.expect_code(0);
     let first = first.json();
@@ -107,28 +119,52 @@ fn pages_of_one_workflow_offline_through_the_cli_and_the_api() {
     let cursor = first["next_cursor"].as_str().expect("more").to_string();
     let rest = sandbox
         .strands(&[
-            "sessions", "list", "--workflow", "research-review", "--limit", "2", "--cursor",
-            &cursor, "--json",
+            "sessions",
+            "list",
+            "--workflow",
+            "research-review",
+            "--limit",
+            "2",
+            "--cursor",
+            &cursor,
+            "--json",
         ])
         .json();
     assert_eq!(ids(&rest), research[2..], "{rest}");
     assert!(rest["next_cursor"].is_null(), "{rest}");
     let paused_others = sandbox
         .strands(&[
-            "sessions", "list", "--workflow", "other-review", "--status", "paused", "--limit",
-            "5", "--json",
+            "sessions",
+            "list",
+            "--workflow",
+            "other-review",
+            "--status",
+            "paused",
+            "--limit",
+            "5",
+            "--json",
         ])
         .json();
     assert_eq!(ids(&paused_others), others, "{paused_others}");
     let none = sandbox
         .strands(&[
-            "sessions", "list", "--workflow", "other-review", "--status", "completed", "--json",
+            "sessions",
+            "list",
+            "--workflow",
+            "other-review",
+            "--status",
+            "completed",
+            "--json",
         ])
         .json();
     assert!(ids(&none).is_empty(), "{none}");
     let table = sandbox.strands(&["sessions", "list", "--workflow", "other-review"]);
     table.expect_code(0);
-    assert!(!table.stdout.contains("research-review"), "{}", table.stdout);
+    assert!(
+        !table.stdout.contains("research-review"),
+        "{}",
+        table.stdout
+    );
 
     // Through a server: the API's filter and the CLI as its client.
     let token = make_token(&sandbox, "ops", "operator");
@@ -163,7 +199,13 @@ fn pages_of_one_workflow_offline_through_the_cli_and_the_api() {
         "ops",
         &server,
         &[
-            "sessions", "list", "--workflow", "research-review", "--limit", "2", "--json",
+            "sessions",
+            "list",
+            "--workflow",
+            "research-review",
+            "--limit",
+            "2",
+            "--json",
         ],
     );
     remote.expect_code(0);
@@ -174,7 +216,13 @@ fn pages_of_one_workflow_offline_through_the_cli_and_the_api() {
         .strands_as(
             "ops",
             &server,
-            &["sessions", "list", "--workflow", "research-review", "--json"],
+            &[
+                "sessions",
+                "list",
+                "--workflow",
+                "research-review",
+                "--json",
+            ],
         )
         .json();
     assert_eq!(ids(&every), research, "{every}");

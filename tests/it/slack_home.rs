@@ -245,7 +245,9 @@ fn a_member_of_an_approver_group_finds_the_gate_on_their_tab() {
 
     // Only the group lists the gate: its member is shown it, with buttons.
     home_opened(&bot, LEAD, 1);
-    let call = published(&slack, LEAD, 0, |v| v.contains("Approve the deploy of ledger?"));
+    let call = published(&slack, LEAD, 0, |v| {
+        v.contains("Approve the deploy of ledger?")
+    });
     let view = &call.body["view"];
     assert!(
         buttons(view)

@@ -60,7 +60,12 @@ pub(super) async fn build(store: &PgStore) -> Result<()> {
     let e = |e: tokio_postgres::Error| store.err(what, e);
     let mut client = store.client().await?;
     let done = "SELECT 1 FROM meta WHERE key = $1";
-    if client.query_opt(done, &[&BUILT]).await.map_err(e)?.is_some() {
+    if client
+        .query_opt(done, &[&BUILT])
+        .await
+        .map_err(e)?
+        .is_some()
+    {
         return Ok(());
     }
     let tx = client.transaction().await.map_err(e)?;

@@ -45,11 +45,8 @@ fn keys_of(session: &Session) -> Vec<Vec<u8>> {
     let mut keys: Vec<Vec<u8>> = crate::store::awaiting::entries(session)
         .into_iter()
         .map(|(gate, approver)| {
-            let mut k = listing::scoped_key(
-                &approver_prefix(&approver),
-                session.created_at,
-                &session.id,
-            );
+            let mut k =
+                listing::scoped_key(&approver_prefix(&approver), session.created_at, &session.id);
             k.push(0);
             k.extend_from_slice(gate.as_bytes());
             k

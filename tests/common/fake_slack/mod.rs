@@ -571,7 +571,13 @@ async fn api_get(
         "content-type",
         axum::http::HeaderValue::from_static("application/x-www-form-urlencoded"),
     );
-    api(state, method, headers, Bytes::from(query.unwrap_or_default())).await
+    api(
+        state,
+        method,
+        headers,
+        Bytes::from(query.unwrap_or_default()),
+    )
+    .await
 }
 
 async fn api(
