@@ -98,7 +98,11 @@ pub async fn list(
     // on until the page is full (and one more row says there is more).
     const BATCH: usize = 256;
     'read: loop {
-        let batch = hub.store.list_page(status, after.clone(), BATCH).await?;
+        // With a workflow, its own index: no reading past other workflows' runs.
+        let batch = hub
+            .store
+            .page(status, q.workflow.as_deref(), after.clone(), BATCH)
+            .await?;
         let last = batch.len() < BATCH;
         for s in batch {
             after = Some((s.created_at, s.id.clone()));

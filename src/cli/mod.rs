@@ -343,6 +343,10 @@ impl ResumeArgs {
 pub struct ListArgs {
     #[arg(long, value_parser = ["running", "paused", "completed", "failed", "rejected"])]
     pub status: Option<String>,
+    /// Only runs of this workflow (its `name`), read from the store's
+    /// index by workflow.
+    #[arg(long)]
+    pub workflow: Option<String>,
     /// At most this many, newest first (a page; `--cursor` goes on). Without
     /// it: every session.
     #[arg(long)]

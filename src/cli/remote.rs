@@ -416,6 +416,7 @@ fn answer_request(a: &Answer, gate: Option<String>) -> AnswerRequest {
 pub(super) async fn list(
     remote: &Remote,
     status: Option<&str>,
+    workflow: Option<&str>,
 ) -> Result<Vec<crate::model::Summary>> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
@@ -423,6 +424,9 @@ pub(super) async fn list(
         let mut q: Vec<(&str, String)> = vec![("limit", "500".into())];
         if let Some(s) = status {
             q.push(("status", s.to_string()));
+        }
+        if let Some(w) = workflow {
+            q.push(("workflow", w.to_string()));
         }
         if let Some(c) = &cursor {
             q.push(("cursor", c.clone()));
@@ -442,12 +446,16 @@ pub(super) async fn list(
 pub(super) async fn list_page(
     remote: &Remote,
     status: Option<&str>,
+    workflow: Option<&str>,
     limit: usize,
     cursor: Option<&str>,
 ) -> Result<SessionPage> {
     let mut q: Vec<(&str, String)> = vec![("limit", limit.to_string())];
     if let Some(s) = status {
         q.push(("status", s.to_string()));
+    }
+    if let Some(w) = workflow {
+        q.push(("workflow", w.to_string()));
     }
     if let Some(c) = cursor {
         q.push(("cursor", c.to_string()));

@@ -189,13 +189,19 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
         match &cmd {
             SessionsCommand::List(ListArgs {
                 status,
+                workflow,
                 json,
                 limit: Some(limit),
                 cursor,
             }) => {
-                let page =
-                    super::remote::list_page(remote, status.as_deref(), *limit, cursor.as_deref())
-                        .await?;
+                let page = super::remote::list_page(
+                    remote,
+                    status.as_deref(),
+                    workflow.as_deref(),
+                    *limit,
+                    cursor.as_deref(),
+                )
+                .await?;
                 print_list(
                     &page.sessions,
                     page.next_cursor.as_deref(),
@@ -204,8 +210,14 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
                 )?;
                 return Ok(exit::OK);
             }
-            SessionsCommand::List(ListArgs { status, json, .. }) => {
-                let list = super::remote::list(remote, status.as_deref()).await?;
+            SessionsCommand::List(ListArgs {
+                status,
+                workflow,
+                json,
+                ..
+            }) => {
+                let list =
+                    super::remote::list(remote, status.as_deref(), workflow.as_deref()).await?;
                 print_list(&list, None, *json, "the server")?;
                 return Ok(exit::OK);
             }
@@ -225,13 +237,31 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
     match cmd {
         SessionsCommand::List(ListArgs {
             status,
+            workflow,
             json,
             limit,
             cursor,
         }) => {
             let status = status.as_deref().and_then(Status::parse);
             let Some(limit) = limit else {
-                let list = store.list(status).await?;
+                let list = match workflow.as_deref() {
+                    // Every run of one workflow: its index, page by page.
+                    Some(w) => {
+                        const PAGE: usize = 1024;
+                        let mut out = Vec::new();
+                        let mut after = None;
+                        loop {
+                            let page = store.workflow_page(w, status, after, PAGE).await?;
+                            after = page.last().map(|s| (s.created_at, s.id.clone()));
+                            let full = page.len() == PAGE;
+                            out.extend(page);
+                            if !full {
+                                break out;
+                            }
+                        }
+                    }
+                    None => store.list(status).await?,
+                };
                 print_list(&list, None, json, &store.location())?;
                 return Ok(exit::OK);
             };
@@ -247,7 +277,9 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
                 None => None,
             };
             // One row more than asked says whether there is a next page.
-            let mut page = store.list_page(status, after, limit + 1).await?;
+            let mut page = store
+                .page(status, workflow.as_deref(), after, limit + 1)
+                .await?;
             let more = page.len() > limit;
             page.truncate(limit);
             let next = more

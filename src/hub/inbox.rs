@@ -1,8 +1,11 @@
 //! What waits for a person: the open gates and tool calls they may answer,
 //! newest first. One query for every place that lists them (the web inbox,
-//! later Slack's App Home), judged by the engine's own approver rules
+//! Slack's App Home), judged by the engine's own approver rules
 //! ([`crate::engine::intake::authorize`]) — never a second copy of who may
-//! answer.
+//! answer. The runs judged are only the candidates the store's index by
+//! approver names ([`crate::store::awaiting`]): those whose open gates list
+//! the person, one of their groups or nobody; admins, who may answer
+//! anything, get every paused run.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -75,8 +78,75 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
 }
 
 /// Every open gate `who` may answer, newest first; only runs of
-/// `workflow` when given.
+/// `workflow` when given. The web knows no groups, so only the gates
+/// listing `who` or nobody are candidates (see [`candidates`]).
 pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result<Vec<Waiting>> {
+    let now = hub.clock.now();
+    let mut out = Vec::new();
+    for id in candidates(hub, who, &[], workflow).await? {
+        let Some(s) = hub.store.load(&id).await? else {
+            continue;
+        };
+        if workflow.is_some_and(|w| w != s.workflow) {
+            continue;
+        }
+        out.extend(waiting_in(hub, who, &s, now));
+    }
+    sort_newest_first(&mut out);
+    Ok(out)
+}
+
+/// Newest gate first; ties by session (a session's gates keep their order).
+pub fn sort_newest_first(waiting: &mut [Waiting]) {
+    waiting.sort_by(|a, b| {
+        b.gate
+            .opened_at
+            .cmp(&a.gate.opened_at)
+            .then(a.session.cmp(&b.session))
+    });
+}
+
+/// The paused runs that may hold a gate `who` (a member of `groups`) may
+/// answer: those whose open gates list `who`, one of `groups` or nobody,
+/// read from the store's index by approver — or, for an admin (who may
+/// answer any gate), every paused run (of `workflow`), a page at a time.
+/// Only a narrowing: each run is still judged by [`may_answer`].
+pub async fn candidates(
+    hub: &Hub,
+    who: &str,
+    groups: &[String],
+    workflow: Option<&str>,
+) -> Result<Vec<String>> {
+    if hub.settings.admins.iter().any(|a| a == who) {
+        const PAGE: usize = 512;
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let page = hub
+                .store
+                .page(Some(Status::Paused), workflow, after, PAGE)
+                .await?;
+            after = page.last().map(|s| (s.created_at, s.id.clone()));
+            let full = page.len() == PAGE;
+            out.extend(page.into_iter().map(|s| s.id));
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+    let mut keys = vec![who.to_string(), crate::store::awaiting::ANYONE.to_string()];
+    keys.extend(groups.iter().cloned());
+    hub.store.awaiting(&keys).await
+}
+
+/// What [`waiting_for`] answered before the index: every paused run read
+/// in full and judged. The index must give the same.
+#[cfg(test)]
+pub(crate) async fn waiting_for_by_scan(
+    hub: &Hub,
+    who: &str,
+    workflow: Option<&str>,
+) -> Result<Vec<Waiting>> {
     let now = hub.clock.now();
     let mut out = Vec::new();
     for s in hub.store.sessions_with_status(Status::Paused).await? {
@@ -85,11 +155,165 @@ pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result
         }
         out.extend(waiting_in(hub, who, &s, now));
     }
-    out.sort_by(|a, b| {
-        b.gate
-            .opened_at
-            .cmp(&a.gate.opened_at)
-            .then(a.session.cmp(&b.session))
-    });
+    sort_newest_first(&mut out);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::Settings;
+    use crate::store::sled::tests::{approve, paused_session};
+    use crate::store::Store;
+
+    /// A run of `workflow` started by `by`, paused at one gate per entry of
+    /// `gates` (each listing those approvers).
+    fn run(id: &str, workflow: &str, by: &str, gates: &[&[&str]]) -> Session {
+        let mut s = paused_session(id);
+        s.workflow = workflow.into();
+        s.started_by = by.into();
+        let first = s.first_gate().cloned().expect("a gate");
+        s.gates.clear();
+        for (i, approvers) in gates.iter().enumerate() {
+            let mut g = first.clone();
+            g.id = format!("gate{i}");
+            g.order = i as u64 + 1;
+            g.opened_at = first.opened_at + chrono::TimeDelta::seconds(i as i64);
+            g.approvers = approvers.iter().map(|a| a.to_string()).collect();
+            s.gates.insert(g.handle(), g);
+        }
+        s
+    }
+
+    /// What a person is shown, without the seconds that move with the clock.
+    fn shown(w: &[Waiting]) -> Vec<serde_json::Value> {
+        w.iter()
+            .map(|x| {
+                let mut v = serde_json::to_value(x).expect("json");
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("waited_secs");
+                    o.remove("timeout_in_secs");
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// For several people and both workflow filters, the index gives what
+    /// reading every paused run gave; with groups, every run a member may
+    /// answer is a candidate.
+    async fn the_index_gives_what_a_full_read_gave(store: Store, defaults: &[&str]) {
+        let settings = Settings {
+            admins: vec!["root".into()],
+            default_approvers: defaults.iter().map(|a| a.to_string()).collect(),
+            ..Settings::default()
+        };
+        let hub = Hub::new(store, Arc::new(settings), None);
+        let mut quiet_self = run("s4", "wf-a", "U2", &[&["U2"]]);
+        for g in quiet_self.gates.values_mut() {
+            g.allow_self_approval = Some(false);
+        }
+        let mut done = run("s6", "wf-a", "alice", &[&["U1"]]);
+        done.status = Status::Completed;
+        let mut running = run("s8", "wf-b", "alice", &[&["U1"]]);
+        running.status = Status::Running;
+        for mut s in [
+            run("s1", "wf-a", "alice", &[&["U1"]]),
+            run("s2", "wf-a", "alice", &[&["S0TEAM1"]]),
+            run("s3", "wf-b", "alice", &[&[]]),
+            quiet_self,
+            run("s5", "wf-b", "alice", &[&["U1", "U3"], &["U4"]]),
+            done,
+            run("s7", "wf-a", "U1", &[&[]]),
+            running,
+        ] {
+            hub.store.create(&mut s).await.expect("create");
+        }
+        let people = ["U1", "U2", "U3", "U4", "U5", "root", "alice", "nobody"];
+        let check = |round: &'static str| {
+            let hub = hub.clone();
+            async move {
+                for who in people {
+                    for wf in [None, Some("wf-a"), Some("wf-b")] {
+                        let got = waiting_for(&hub, who, wf).await.expect("index");
+                        let want = waiting_for_by_scan(&hub, who, wf).await.expect("scan");
+                        assert_eq!(shown(&got), shown(&want), "{round}: {who} {wf:?}");
+                    }
+                }
+            }
+        };
+        check("created").await;
+        let some = waiting_for(&hub, "U1", None).await.expect("index");
+        assert!(some.len() >= 2, "U1 has gates waiting: {some:?}");
+        let root = waiting_for(&hub, "root", None).await.expect("index");
+        assert_eq!(root.len(), 7, "an admin sees every open gate");
+
+        // A member of a group: every run they may answer is a candidate.
+        let groups = vec!["S0TEAM1".to_string()];
+        let member_of = |g: &str| groups.iter().any(|x| x == g);
+        let asker = hub.asker("U5", &member_of);
+        let mut want: Vec<String> = hub
+            .store
+            .sessions_with_status(Status::Paused)
+            .await
+            .expect("paused")
+            .into_iter()
+            .filter(|s| {
+                s.open_gates().any(|g| {
+                    crate::engine::intake::authorize(
+                        g,
+                        s,
+                        &crate::model::Decision::Reject { reason: None },
+                        &asker,
+                    )
+                    .is_ok()
+                })
+            })
+            .map(|s| s.id)
+            .collect();
+        want.sort();
+        let mut got = candidates(&hub, "U5", &groups, None)
+            .await
+            .expect("candidates");
+        got.sort();
+        assert!(want.iter().all(|id| got.contains(id)), "{want:?} ⊆ {got:?}");
+        assert!(want.contains(&"s2".to_string()), "{want:?}");
+
+        // Answers and endings change what waits, the same both ways.
+        hub.store
+            .record_answer("s1", None, &approve("U1"))
+            .await
+            .expect("io")
+            .expect("recorded");
+        let mut s5 = hub.store.load("s5").await.expect("load").expect("s5");
+        s5.gates.retain(|h, _| h != "gate0#1");
+        hub.store.checkpoint(&mut s5).await.expect("checkpoint");
+        hub.store.delete("s3").await.expect("delete");
+        check("changed").await;
+    }
+
+    #[tokio::test]
+    async fn on_sled() {
+        for defaults in [&[][..], &["U3", "S0TEAM1"][..]] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = Store::open(dir.path()).expect("open");
+            the_index_gives_what_a_full_read_gave(store, defaults).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_postgres() {
+        for (i, defaults) in [&[][..], &["U3", "S0TEAM1"][..]].into_iter().enumerate() {
+            let name = format!("inbox{i}");
+            let Some(url) = crate::store::postgres::testdb::database(&name).await else {
+                return;
+            };
+            let store = Store::connect(std::path::Path::new(&url))
+                .await
+                .expect("connect");
+            the_index_gives_what_a_full_read_gave(store, defaults).await;
+        }
+    }
 }

@@ -218,6 +218,20 @@ impl App {
         self.hub.store.load(&target.session).await.ok().flatten()
     }
 
+    /// The groups among `groups` that `user` belongs to (resolved like
+    /// [`App::groups_of`], cached; an unresolvable group admits nobody).
+    pub(crate) async fn member_groups(&self, groups: &[String], user: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for group in groups.iter().filter(|a| crate::gate::is_group(a)) {
+            match self.group_members(group).await {
+                Ok(m) if m.contains(user) => out.push(group.clone()),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(group, "could not resolve a user group: {e}"),
+            }
+        }
+        out
+    }
+
     /// The user groups among gate `handle`'s approvers (or the bot's
     /// default approvers) that `user` belongs to, resolved through
     /// `usergroups.users.list` (cached). An unresolvable group admits

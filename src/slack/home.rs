@@ -14,7 +14,7 @@
 //! (a forged value only lets someone try, and be refused).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -230,15 +230,17 @@ fn gate_blocks(
 }
 
 /// What every tab is built from, read once per round of publishing: the
-/// paused runs and the most recent runs.
+/// group ids open gates list, the most recent runs, and the paused runs
+/// some tab of this round looked at (each loaded once per round).
 pub struct Snapshot {
-    paused: Vec<Session>,
+    groups: Vec<String>,
     recent: Vec<Session>,
+    paused: Mutex<HashMap<String, Option<Arc<Session>>>>,
 }
 
 impl Snapshot {
     pub async fn read(app: &App) -> crate::Result<Snapshot> {
-        let paused = app.hub.store.sessions_with_status(Status::Paused).await?;
+        let groups = app.hub.store.awaiting_groups().await?;
         let mut recent = Vec::new();
         // A page of the store's index, newest first, not a scan.
         for s in app.hub.store.list_page(None, None, RECENT).await? {
@@ -246,7 +248,29 @@ impl Snapshot {
                 recent.push(full);
             }
         }
-        Ok(Snapshot { paused, recent })
+        Ok(Snapshot {
+            groups,
+            recent,
+            paused: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Paused run `id`, loaded the first time a tab of this round asks.
+    async fn session(&self, app: &App, id: &str) -> crate::Result<Option<Arc<Session>>> {
+        if let Some(s) = self
+            .paused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+        {
+            return Ok(s.clone());
+        }
+        let s = app.hub.store.load(id).await?.map(Arc::new);
+        self.paused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), s.clone());
+        Ok(s)
     }
 }
 
@@ -265,22 +289,35 @@ pub async fn view(
         // Written by the bot (mentions included), never by a user alone.
         blocks.push(json!({ "type": "context", "elements": [mrkdwn(cut(f, 2000))] }));
     }
-    let mut waiting: Vec<(&Session, String)> = Vec::new();
-    for s in &snap.paused {
+    // Only the runs whose open gates list this user, a group of theirs or
+    // nobody (the store's index by approver); the intake still judges each.
+    let groups = app.member_groups(&snap.groups, user).await;
+    let mut waiting: Vec<(Arc<Session>, String)> = Vec::new();
+    for id in crate::hub::inbox::candidates(&app.hub, user, &groups, None).await? {
+        let Some(s) = snap.session(app, &id).await? else {
+            continue;
+        };
+        if s.status != Status::Paused {
+            continue;
+        }
         for g in s.open_gates() {
             let h = g.handle();
             if app
-                .may_answer(s, &h, Decision::Reject { reason: None }, user)
+                .may_answer(&s, &h, Decision::Reject { reason: None }, user)
                 .await
                 .is_ok()
             {
-                waiting.push((s, h));
+                waiting.push((Arc::clone(&s), h));
             }
         }
     }
     waiting.sort_by(|a, b| {
-        let at = |x: &(&Session, String)| x.0.open_gate(&x.1).map(|g| g.opened_at);
-        at(b).cmp(&at(a))
+        let at = |x: &(Arc<Session>, String)| x.0.open_gate(&x.1).map(|g| g.opened_at);
+        // Ties: the newer run first, as the paused runs are listed.
+        at(b)
+            .cmp(&at(a))
+            .then_with(|| b.0.created_at.cmp(&a.0.created_at))
+            .then_with(|| a.0.id.cmp(&b.0.id))
     });
     // The runs this user started (newest first), for the tail.
     let mine: Vec<&Session> = snap

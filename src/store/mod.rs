@@ -14,6 +14,7 @@
 //! the CLI share). The keys, trees and tables of a backend are named in
 //! that backend's module only.
 
+pub mod awaiting;
 #[cfg(test)]
 mod conformance;
 pub mod migrate;
@@ -314,6 +315,66 @@ pub trait Backend: Send + Sync {
                 .collect())
         }
     }
+    /// Up to `limit` summaries of workflow `workflow` (of `status`, or
+    /// all), newest first (ties by id), strictly after `after`. Backends
+    /// keep an index by workflow; this default filters a full list.
+    fn workflow_page(
+        &self,
+        workflow: &str,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Summary>>> + Send {
+        async move {
+            Ok(self
+                .list(status)
+                .await?
+                .into_iter()
+                .filter(|s| s.workflow == workflow)
+                .filter(|s| match &after {
+                    Some((at, id)) => s.created_at < *at || (s.created_at == *at && s.id > *id),
+                    None => true,
+                })
+                .take(limit)
+                .collect())
+        }
+    }
+    /// Ids of paused sessions with an open gate listing any of `approvers`
+    /// ([`awaiting::ANYONE`]: gates listing nobody), each once, in no
+    /// particular order. Backends keep an index by approver
+    /// ([`awaiting`]); this default reads every paused session.
+    fn awaiting(&self, approvers: &[String]) -> impl Future<Output = Result<Vec<String>>> + Send {
+        async move {
+            Ok(self
+                .sessions_with_status(Status::Paused)
+                .await?
+                .into_iter()
+                .filter(|s| {
+                    awaiting::entries(s)
+                        .iter()
+                        .any(|(_, a)| approvers.contains(a))
+                })
+                .map(|s| s.id)
+                .collect())
+        }
+    }
+    /// The group ids ([`crate::gate::is_group`]) listed as approvers of
+    /// open gates, each once (whose members may have something waiting).
+    fn awaiting_groups(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
+        async move {
+            let mut out: Vec<String> = self
+                .sessions_with_status(Status::Paused)
+                .await?
+                .iter()
+                .flat_map(awaiting::entries)
+                .map(|(_, a)| a)
+                .filter(|a| crate::gate::is_group(a))
+                .collect();
+            out.sort();
+            out.dedup();
+            Ok(out)
+        }
+    }
     /// How many sessions have each status. Backends keep counters; this
     /// default counts a full list.
     fn status_counts(&self) -> impl Future<Output = Result<Vec<(Status, u64)>>> + Send {
@@ -457,6 +518,9 @@ forward! {
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
     fn list_page(&self, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
     fn status_counts(&self) -> Result<Vec<(Status, u64)>>;
+    fn workflow_page(&self, workflow: &str, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
+    fn awaiting(&self, approvers: &[String]) -> Result<Vec<String>>;
+    fn awaiting_groups(&self) -> Result<Vec<String>>;
     fn unposted(&self) -> Result<Vec<String>>;
     fn syncs(&self) -> Result<Option<u64>>;
     fn put_login(&self, login: &Login) -> Result<()>;
@@ -525,6 +589,22 @@ impl Store {
         self.load(&id).await?.ok_or_else(|| {
             crate::error::Error::Session(format!("no session `{id}` in {}", self.location()))
         })
+    }
+
+    /// A page of summaries newest first, of `status` and `workflow` when
+    /// given: read from the index by workflow when one is named, by
+    /// status otherwise.
+    pub async fn page(
+        &self,
+        status: Option<Status>,
+        workflow: Option<&str>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        match workflow {
+            Some(w) => self.workflow_page(w, status, after, limit).await,
+            None => self.list_page(status, after, limit).await,
+        }
     }
 
     /// Deletes a timer (done, or stale).

@@ -4,7 +4,7 @@
 //! buttons; Approve from the tab resumes the run; Reject… opens a modal
 //! whose reason reaches the run; the tab is published again when a gate
 //! opens elsewhere; a long list stays within 100 blocks and says how many
-//! more wait.
+//! more wait; a member of an approver group finds the group's gates there.
 
 use crate::common::fake_slack::{
     block_actions_payload_raw, check_blocks, Bot, FakeSlack, Signing, SlackCall, WAIT,
@@ -226,4 +226,43 @@ fn a_long_list_stays_within_100_blocks_and_says_how_many_more() {
         text.contains(&format!("…and {} more waiting", 30 - shown)),
         "{shown} shown: {text}"
     );
+}
+
+#[test]
+fn a_member_of_an_approver_group_finds_the_gate_on_their_tab() {
+    const LEAD: &str = "U06LEAD";
+    let llm = FakeLlm::start();
+    let mut behaviour = crate::common::fake_slack::SlackBehaviour::default();
+    behaviour
+        .usergroups
+        .insert("S0LEADS1".into(), vec![LEAD.into()]);
+    let slack = FakeSlack::start_with(behaviour);
+    let sandbox = Sandbox::new();
+    let spec = spec().replace("approvers: [U04APPROVER]", "approvers: [S0LEADS1]");
+    let bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec)]);
+    let id = start(&bot, "ledger");
+    slack.wait_for_approval_of("review#1");
+
+    // Only the group lists the gate: its member is shown it, with buttons.
+    home_opened(&bot, LEAD, 1);
+    let call = published(&slack, LEAD, 0, |v| {
+        v.contains("Approve the deploy of ledger?")
+    });
+    let view = &call.body["view"];
+    assert!(
+        buttons(view)
+            .iter()
+            .any(|b| b["value"] == format!("{id}|review#1")),
+        "{view:#}"
+    );
+    // The approver named elsewhere and an outsider are not.
+    for who in [APPROVER, OUTSIDER] {
+        home_opened(&bot, who, 1);
+        let theirs = published(&slack, who, 0, |_| true);
+        let text = theirs.body["view"].to_string();
+        assert!(
+            text.contains("Nothing waits for you") && !text.contains(&id),
+            "{who}: {text}"
+        );
+    }
 }

@@ -230,4 +230,19 @@ impl crate::store::Backend for PgStore {
     async fn unleased_running(&self) -> Result<Vec<String>> {
         PgStore::unleased_running(self).await
     }
+    async fn workflow_page(
+        &self,
+        workflow: &str,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        PgStore::workflow_page(self, workflow, status, after, limit).await
+    }
+    async fn awaiting(&self, approvers: &[String]) -> Result<Vec<String>> {
+        PgStore::awaiting(self, approvers).await
+    }
+    async fn awaiting_groups(&self) -> Result<Vec<String>> {
+        PgStore::awaiting_groups(self).await
+    }
 }

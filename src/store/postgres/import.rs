@@ -10,7 +10,7 @@ use crate::store::migrate::{Dump, Holds};
 use crate::store::Timer;
 
 /// Every table holding data (not the schema's own), cleared by `--force`.
-const TABLES: &str = "meta, sessions, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins";
+const TABLES: &str = "meta, sessions, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins";
 
 impl PgStore {
     /// Whether the database is empty, holds this dump already, or other data.
@@ -43,8 +43,8 @@ impl PgStore {
             let session = crate::model::wire::decode(body)
                 .map_err(|err| Error::Store(format!("session {}: {err}", s.id)))?;
             tx.execute(
-                "INSERT INTO sessions (id, rev, status, created_at, updated_at, body, summary)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "INSERT INTO sessions (id, rev, status, created_at, updated_at, body, summary, workflow)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 &[
                     &session.id,
                     &(session.rev as i64),
@@ -53,10 +53,12 @@ impl PgStore {
                     &session.updated_at,
                     body,
                     summary,
+                    &session.workflow,
                 ],
             )
             .await
             .map_err(e)?;
+            super::awaiting::track_in(&tx, &session).await?;
         }
         for (channel, ts, t) in &dump.messages {
             tx.execute(

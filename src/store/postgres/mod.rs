@@ -21,6 +21,7 @@
 //! trust besides the system's); TLS itself is asked for in the URL
 //! (`?sslmode=require`).
 
+mod awaiting;
 mod backend;
 mod chain;
 mod import;
@@ -155,6 +156,8 @@ impl PgStore {
         };
         let mut client = store.client().await?;
         schema::migrate(&mut client, &store.location).await?;
+        drop(client);
+        awaiting::build(&store).await?;
         Ok(store)
     }
 

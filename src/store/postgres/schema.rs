@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 2;
+pub const VERSION: i32 = 3;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -113,6 +113,25 @@ CREATE TABLE web_logins (id text PRIMARY KEY, body bytea NOT NULL);
     r#"
 CREATE INDEX sessions_newest ON sessions (created_at DESC, id);
 CREATE INDEX sessions_status_newest ON sessions (status, created_at DESC, id);
+"#,
+    // 3: sessions newest first by workflow (and status); open gates by
+    // approver (`awaiting`: written with the session; existing paused
+    // sessions are indexed once after this step, at connect).
+    r#"
+ALTER TABLE sessions ADD COLUMN workflow text NOT NULL DEFAULT '';
+UPDATE sessions SET workflow = coalesce(convert_from(summary, 'UTF8')::jsonb->>'workflow', '');
+CREATE INDEX sessions_workflow_newest ON sessions (workflow, created_at DESC, id);
+CREATE INDEX sessions_workflow_status_newest ON sessions (workflow, status, created_at DESC, id);
+-- One row per approver key of each open gate of a paused session
+-- ('*': the gate lists nobody); bytewise order, so group ids (`S…`) are a range.
+CREATE TABLE gate_approvers (
+    session text NOT NULL,
+    gate text NOT NULL,
+    approver text COLLATE "C" NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (session, gate, approver)
+);
+CREATE INDEX gate_approvers_by_approver ON gate_approvers (approver, created_at DESC, session);
 "#,
 ];
 

@@ -30,8 +30,8 @@ async fn write_in(
         None => {
             let insert = tx
                 .prepare_cached(
-                    "INSERT INTO sessions (id, rev, status, created_at, updated_at, body, summary)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO sessions (id, rev, status, created_at, updated_at, body, summary, workflow)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
                 )
                 .await
                 .map_err(|e| sql("create session", e))?;
@@ -46,6 +46,7 @@ async fn write_in(
                         &session.updated_at,
                         &body,
                         &summary,
+                        &session.workflow,
                     ],
                 )
                 .await
@@ -93,6 +94,7 @@ async fn write_in(
             }
         }
     }
+    super::awaiting::track_in(tx, session).await?;
     append_audit_in(tx, &session.audit).await?;
     for (gate, timers) in &session.arm {
         super::timers::arm_in(tx, &session.id, gate, timers).await?;
@@ -266,6 +268,40 @@ impl PgStore {
         Ok(out)
     }
 
+    /// A page of workflow `workflow`'s summaries (of `status`, or all)
+    /// newest first after `after`, read from the `sessions_workflow_*`
+    /// indexes.
+    pub async fn workflow_page(
+        &self,
+        workflow: &str,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        let client = self.client().await?;
+        let status: Option<&str> = status.map(|s| s.as_str());
+        let (at, id) = match after {
+            Some((t, id)) => (DateTime::from_timestamp_micros(t.timestamp_micros()), id),
+            None => (None, String::new()),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT summary FROM sessions
+                 WHERE workflow = $1 AND ($2::text IS NULL OR status = $2)
+                   AND ($3::timestamptz IS NULL OR created_at < $3 OR (created_at = $3 AND id > $4))
+                 ORDER BY created_at DESC, id ASC LIMIT $5",
+                &[&workflow, &status, &at, &id, &limit],
+            )
+            .await
+            .map_err(|e| self.err("list sessions", e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(super::decode::<Summary>("summary", r.get::<_, &[u8]>(0))?);
+        }
+        Ok(out)
+    }
+
     /// Sessions per status (an index-only count on `status`).
     pub async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
         let client = self.client().await?;
@@ -357,6 +393,7 @@ impl PgStore {
         for q in [
             "DELETE FROM sessions WHERE id = $1",
             "DELETE FROM leases WHERE session = $1",
+            "DELETE FROM gate_approvers WHERE session = $1",
         ] {
             tx.execute(q, &[&id])
                 .await

@@ -55,3 +55,57 @@ async fn a_wrong_database_is_named_without_its_password() {
     assert!(!text.contains("s3cret"), "{text}");
     assert_eq!(shown(&wrong), wrong.replace("strands:s3cret@", ""));
 }
+
+#[tokio::test]
+async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
+    let Some(url) = testdb::database("schema2").await else {
+        return;
+    };
+    let settings = PgSettings::from_env().expect("settings");
+    let store = PgStore::connect(&url, &settings).await.expect("connect");
+    let mut a = crate::store::sled::tests::paused_session("a");
+    a.workflow = "wf-x".into();
+    for g in a.gates.values_mut() {
+        g.approvers = vec!["U1".into()];
+    }
+    store.create(&mut a).await.expect("create");
+    let mut b = crate::store::sled::tests::paused_session("b");
+    b.workflow = "wf-y".into();
+    store.create(&mut b).await.expect("create");
+    // As schema 2 left it: no workflow column, no approver table.
+    store
+        .client()
+        .await
+        .expect("client")
+        .batch_execute(
+            "DROP TABLE gate_approvers;
+             DROP INDEX sessions_workflow_newest;
+             DROP INDEX sessions_workflow_status_newest;
+             ALTER TABLE sessions DROP COLUMN workflow;
+             DELETE FROM strands_schema WHERE version = 3;
+             DELETE FROM meta WHERE key = 'index/gate_approvers';",
+        )
+        .await
+        .expect("back to schema 2");
+    drop(store);
+    let store = PgStore::connect(&url, &settings).await.expect("migrate");
+    let u1 = vec!["U1".to_string()];
+    assert_eq!(store.awaiting(&u1).await.expect("awaiting"), ["a"]);
+    assert_eq!(
+        store
+            .awaiting(&[crate::store::awaiting::ANYONE.to_string()])
+            .await
+            .expect("awaiting"),
+        ["b"]
+    );
+    let page = store
+        .workflow_page("wf-y", None, None, 10)
+        .await
+        .expect("page");
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].id, "b");
+    // Once: a second connect finds the mark and the rows as they are.
+    drop(store);
+    let store = PgStore::connect(&url, &settings).await.expect("again");
+    assert_eq!(store.awaiting(&u1).await.expect("awaiting"), ["a"]);
+}

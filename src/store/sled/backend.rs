@@ -225,4 +225,19 @@ impl crate::store::Backend for SledStore {
     async fn unposted(&self) -> Result<Vec<String>> {
         SledStore::unposted(self)
     }
+    async fn workflow_page(
+        &self,
+        workflow: &str,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        SledStore::workflow_page(self, workflow, status, after, limit)
+    }
+    async fn awaiting(&self, approvers: &[String]) -> Result<Vec<String>> {
+        SledStore::awaiting(self, approvers)
+    }
+    async fn awaiting_groups(&self) -> Result<Vec<String>> {
+        SledStore::awaiting_groups(self)
+    }
 }

@@ -1,11 +1,14 @@
 //! Listing without a scan: the `session_order` tree keeps every session's
-//! place twice — among all sessions and among those of its status — keyed
-//! newest first (`[prefix] ++ (u64::MAX − created nanos) ++ id`), and the
-//! number of sessions per status (`#` ++ status → u64). Both change in the
-//! same transaction as the summary they index ([`put_summary`],
-//! [`remove_summary`]), so a page of `sessions list` reads `limit` keys and
-//! `/metrics` reads five counters, whatever the store holds. Stores made
-//! before the index get it once, at open ([`SledStore::build_order`]).
+//! place four times — among all sessions, among those of its status, among
+//! those of its workflow and among those of its workflow and status — keyed
+//! newest first (`[prefix] ++ (u64::MAX − created nanos) ++ id`, the
+//! workflow orders' prefix being `W ++ [status or 0] ++ workflow ++ 0`),
+//! and the number of sessions per status (`#` ++ status → u64). All change
+//! in the same transaction as the summary they index ([`put_summary`],
+//! [`remove_summary`]), so a page of `sessions list` (with `--workflow`
+//! too) reads `limit` keys and `/metrics` reads five counters, whatever the
+//! store holds. Stores made before an index get it once, at open
+//! ([`SledStore::build_order`]).
 
 use sled::transaction::{TransactionalTree, UnabortableTransactionError};
 
@@ -17,8 +20,12 @@ type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
 const ALL: u8 = 0;
 /// The prefix of the per-status counters.
 const COUNT: u8 = b'#';
+/// The prefix of the per-workflow orders.
+const WORKFLOW: u8 = b'W';
 /// `meta` key: the order index is built.
 const BUILT: &[u8] = b"index/session_order";
+/// `meta` key: the per-workflow orders are built.
+pub(super) const WORKFLOWS_BUILT: &[u8] = b"index/session_order/workflow";
 
 fn status_byte(s: Status) -> u8 {
     match s {
@@ -40,12 +47,42 @@ const STATUSES: [Status; 5] = [
 
 /// The key of `id` created at `created` in order `prefix`.
 pub(super) fn order_key(prefix: u8, created: DateTime<Utc>, id: &str) -> Vec<u8> {
+    scoped_key(&[prefix], created, id)
+}
+
+/// The key of `id` created at `created` in the order whose keys start with
+/// `prefix`.
+pub(super) fn scoped_key(prefix: &[u8], created: DateTime<Utc>, id: &str) -> Vec<u8> {
     let nanos = created.timestamp_nanos_opt().unwrap_or(0).max(0) as u64;
-    let mut k = Vec::with_capacity(9 + id.len());
-    k.push(prefix);
+    let mut k = Vec::with_capacity(prefix.len() + 8 + id.len());
+    k.extend_from_slice(prefix);
     k.extend_from_slice(&(u64::MAX - nanos).to_be_bytes());
     k.extend_from_slice(id.as_bytes());
     k
+}
+
+/// The prefix of the order of `workflow`'s sessions (of `status`, or all).
+fn workflow_prefix(workflow: &str, status: Option<Status>) -> Vec<u8> {
+    let mut p = Vec::with_capacity(workflow.len() + 3);
+    p.push(WORKFLOW);
+    p.push(status.map(status_byte).unwrap_or(ALL));
+    p.extend_from_slice(workflow.as_bytes());
+    p.push(0);
+    p
+}
+
+/// Every order key of `s`: all, its status, its workflow, both.
+fn entries(s: &Summary) -> [Vec<u8>; 4] {
+    [
+        order_key(ALL, s.created_at, &s.id),
+        order_key(status_byte(s.status), s.created_at, &s.id),
+        scoped_key(&workflow_prefix(&s.workflow, None), s.created_at, &s.id),
+        scoped_key(
+            &workflow_prefix(&s.workflow, Some(s.status)),
+            s.created_at,
+            &s.id,
+        ),
+    ]
 }
 
 fn count_key(s: Status) -> [u8; 2] {
@@ -79,27 +116,20 @@ pub(super) fn put_summary(
     bytes: &[u8],
 ) -> TxResult<()> {
     let old = m.get(key)?.and_then(|b| decode(&b));
-    match &old {
-        Some(o) if o.status == new.status && o.created_at == new.created_at => {}
-        Some(o) => {
-            ix.remove(order_key(status_byte(o.status), o.created_at, &o.id))?;
-            ix.remove(order_key(ALL, o.created_at, &o.id))?;
+    let same = old.as_ref().is_some_and(|o| {
+        o.status == new.status && o.created_at == new.created_at && o.workflow == new.workflow
+    });
+    if !same {
+        if let Some(o) = &old {
+            for k in entries(o) {
+                ix.remove(k)?;
+            }
             bump(ix, o.status, false)?;
-            ix.insert(
-                order_key(status_byte(new.status), new.created_at, &new.id),
-                &[],
-            )?;
-            ix.insert(order_key(ALL, new.created_at, &new.id), &[])?;
-            bump(ix, new.status, true)?;
         }
-        None => {
-            ix.insert(
-                order_key(status_byte(new.status), new.created_at, &new.id),
-                &[],
-            )?;
-            ix.insert(order_key(ALL, new.created_at, &new.id), &[])?;
-            bump(ix, new.status, true)?;
+        for k in entries(new) {
+            ix.insert(k, &[])?;
         }
+        bump(ix, new.status, true)?;
     }
     m.insert(key, bytes)?;
     Ok(())
@@ -112,8 +142,9 @@ pub(super) fn remove_summary(
     key: &[u8],
 ) -> TxResult<()> {
     if let Some(o) = m.remove(key)?.and_then(|b| decode(&b)) {
-        ix.remove(order_key(status_byte(o.status), o.created_at, &o.id))?;
-        ix.remove(order_key(ALL, o.created_at, &o.id))?;
+        for k in entries(&o) {
+            ix.remove(k)?;
+        }
         bump(ix, o.status, false)?;
     }
     Ok(())
@@ -124,31 +155,46 @@ impl SledStore {
         self.tree(trees::SESSION_ORDER)
     }
 
-    /// Builds the order index and counters of a store made before them
-    /// (once; later writes keep them).
+    /// Builds the order index and counters of a store made before them,
+    /// and the per-workflow orders of one made before those (once each;
+    /// later writes keep them). Whether it wrote anything.
     pub(super) fn build_order(&self) -> Result<bool> {
         let meta = self.tree(trees::META)?;
-        if meta.get(BUILT)?.is_some() {
-            return Ok(false);
-        }
         let ix = self.order()?;
-        ix.clear()?;
-        let mut counts = [0u64; 5];
-        for kv in self.summaries.iter() {
-            let (_, v) = kv?;
-            let Some(s) = decode(&v) else { continue };
-            ix.insert(order_key(status_byte(s.status), s.created_at, &s.id), &[])?;
-            ix.insert(order_key(ALL, s.created_at, &s.id), &[])?;
-            counts[usize::from(status_byte(s.status) - 1)] += 1;
+        if meta.get(BUILT)?.is_none() {
+            // The tree holds other indexes too: they are built again after.
+            ix.clear()?;
+            meta.remove(super::awaiting::BUILT)?;
+            let mut counts = [0u64; 5];
+            for kv in self.summaries.iter() {
+                let (_, v) = kv?;
+                let Some(s) = decode(&v) else { continue };
+                for k in entries(&s) {
+                    ix.insert(k, &[])?;
+                }
+                counts[usize::from(status_byte(s.status) - 1)] += 1;
+            }
+            for s in STATUSES {
+                ix.insert(
+                    count_key(s),
+                    &counts[usize::from(status_byte(s) - 1)].to_be_bytes(),
+                )?;
+            }
+            meta.insert(BUILT, &[1u8])?;
+            meta.insert(WORKFLOWS_BUILT, &[1u8])?;
+            return Ok(true);
+        } else if meta.get(WORKFLOWS_BUILT)?.is_none() {
+            for kv in self.summaries.iter() {
+                let (_, v) = kv?;
+                let Some(s) = decode(&v) else { continue };
+                for k in entries(&s) {
+                    ix.insert(k, &[])?;
+                }
+            }
+            meta.insert(WORKFLOWS_BUILT, &[1u8])?;
+            return Ok(true);
         }
-        for s in STATUSES {
-            ix.insert(
-                count_key(s),
-                &counts[usize::from(status_byte(s) - 1)].to_be_bytes(),
-            )?;
-        }
-        meta.insert(BUILT, &[1u8])?;
-        Ok(true)
+        Ok(false)
     }
 
     /// Up to `limit` summaries, newest first (ties by id), of `status` (or
@@ -160,26 +206,53 @@ impl SledStore {
         after: Option<(DateTime<Utc>, String)>,
         limit: usize,
     ) -> Result<Vec<Summary>> {
-        let prefix = status.map(status_byte).unwrap_or(ALL);
+        let prefix = [status.map(status_byte).unwrap_or(ALL)];
+        self.page_of(&prefix, after, limit, |_| true)
+    }
+
+    /// [`SledStore::list_page`] among the sessions of `workflow`.
+    pub fn workflow_page(
+        &self,
+        workflow: &str,
+        status: Option<Status>,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<Summary>> {
+        let prefix = workflow_prefix(workflow, status);
+        // A workflow name holding a NUL byte could share a prefix: the
+        // summary says whose it is.
+        self.page_of(&prefix, after, limit, |s| s.workflow == workflow)
+    }
+
+    /// Up to `limit` summaries of the order whose keys start with `prefix`.
+    fn page_of(
+        &self,
+        prefix: &[u8],
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+        keep: impl Fn(&Summary) -> bool,
+    ) -> Result<Vec<Summary>> {
         let ix = self.order()?;
         let start = match &after {
             Some((at, id)) => {
-                let mut k = order_key(prefix, *at, id);
+                let mut k = scoped_key(prefix, *at, id);
                 // Strictly after: the smallest key greater than the cursor's.
                 k.push(0);
                 k
             }
-            None => vec![prefix],
+            None => prefix.to_vec(),
         };
         let mut out = Vec::new();
         for kv in ix.range(start..) {
             let (k, _) = kv?;
-            if k.first() != Some(&prefix) || out.len() >= limit {
+            if !k.starts_with(prefix) || out.len() >= limit {
                 break;
             }
-            let id = &k[9..];
+            let Some(id) = k.get(prefix.len() + 8..) else {
+                continue;
+            };
             if let Some(v) = self.summaries.get(id)? {
-                if let Some(s) = decode(&v) {
+                if let Some(s) = decode(&v).filter(|s| keep(s)) {
                     out.push(s);
                 }
             }
@@ -324,6 +397,21 @@ mod tests {
         assert_eq!(
             store.status_counts().expect("counts")[1],
             (Status::Paused, 2)
+        );
+        // The other indexes of the tree were built again too.
+        assert_eq!(
+            store
+                .workflow_page("wf", None, None, 10)
+                .expect("page")
+                .len(),
+            2
+        );
+        assert_eq!(
+            store
+                .awaiting(&[crate::store::awaiting::ANYONE.to_string()])
+                .expect("awaiting")
+                .len(),
+            2
         );
     }
 }

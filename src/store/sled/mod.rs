@@ -76,8 +76,10 @@ pub mod trees {
     /// cookie secret's hash, never the secret).
     pub const WEB_LOGINS: &str = "web_logins";
     /// `[status or 0] ++ (u64::MAX − created nanos) ++ id` → nothing: sessions
-    /// newest first, all and by status; `#` ++ status → u64 count
-    /// (`store::sled::listing`).
+    /// newest first, all and by status; the same under `W ++ [status or 0]
+    /// ++ workflow ++ 0`: by workflow; `#` ++ status → u64 count
+    /// (`store::sled::listing`). `A ++ approver ++ 0 ++ …` and `R ++ id`:
+    /// open gates by approver (`store::sled::awaiting`).
     pub const SESSION_ORDER: &str = "session_order";
     /// SHA-256 of a spec's text (hex, as `Session.spec_hash`) → the text:
     /// each distinct spec stored once; sessions keep only its hash
@@ -206,6 +208,7 @@ impl SledStore {
         let mut built = store.migrate()?;
         built |= store.build_order()?;
         built |= store.build_unposted()?;
+        built |= store.build_awaiting()?;
         if built {
             store.sync()?;
         }
@@ -506,6 +509,7 @@ impl SledStore {
                 }
                 s.insert(key, bytes.as_slice())?;
                 listing::put_summary(m, ix, key, &summary_row, summary.as_slice())?;
+                awaiting::track(ix, session)?;
                 unposted::track(up, nt, session)?;
                 append_in(log, head, events).map_err(ConflictableTransactionError::Abort)?;
                 // Once per gate asking: a mark says its timers were armed.
@@ -615,6 +619,7 @@ impl SledStore {
             (&self.sessions, &self.summaries, &order).transaction(|(s, m, ix)| {
                 s.remove(key)?;
                 listing::remove_summary(m, ix, key)?;
+                awaiting::forget(ix, id)?;
                 Ok(())
             });
         res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
@@ -685,6 +690,7 @@ impl SledStore {
                 };
                 s.insert(key, bytes)?;
                 listing::put_summary(m, ix, key, &row, &summary)?;
+                awaiting::track(ix, &session)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 let last = append_events(ev, by, head, &session, &session.events)
@@ -799,6 +805,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 }
 
 mod audit;
+mod awaiting;
 mod backend;
 mod events;
 mod export;

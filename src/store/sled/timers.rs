@@ -167,6 +167,7 @@ impl SledStore {
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
                 s.insert(key, bytes)?;
                 super::listing::put_summary(m, ix, key, &row, &summary)?;
+                super::awaiting::track(ix, &session)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 let last = append_events(ev, by, head, &session, &session.events)

@@ -1,7 +1,8 @@
 //! Test support for `strands serve`: a fake Slack Web API and a harness that
 //! runs the real bot binary against it and the fake model server.
 //!
-//! - [`FakeSlack`] answers `POST /api/<method>` like Slack's Web API does
+//! - [`FakeSlack`] answers `POST /api/<method>` (and `GET`, query as the
+//!   form body) like Slack's Web API does
 //!   (`chat.postMessage`, `chat.update`, `chat.postEphemeral`, `views.open`,
 //!   `conversations.open`, `usergroups.users.list`, …) and
 //!   `POST /response/<n>` like a `response_url`. It records every call, checks the things Slack itself
@@ -33,7 +34,7 @@
 #![allow(dead_code)]
 
 use axum::body::Bytes;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -226,7 +227,7 @@ impl FakeSlack {
             socket: std::sync::OnceLock::new(),
         });
         let app = Router::new()
-            .route("/api/{method}", post(api))
+            .route("/api/{method}", post(api).get(api_get))
             .route("/response/{n}", post(response_url))
             .fallback(unknown)
             .with_state(shared.clone());
@@ -556,6 +557,27 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
+}
+
+/// Web API methods Slack's clients call with GET (`usergroups.users.list`):
+/// the query string is the form body.
+async fn api_get(
+    state: State<Arc<SlackShared>>,
+    method: UrlPath<String>,
+    mut headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    headers.insert(
+        "content-type",
+        axum::http::HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    api(
+        state,
+        method,
+        headers,
+        Bytes::from(query.unwrap_or_default()),
+    )
+    .await
 }
 
 async fn api(
