@@ -3,16 +3,22 @@
 //!
 //! Run with `cargo bench --bench paused_store`. Knobs (environment):
 //! - `BENCH_SIZES` (default `10000,100000`): paused sessions per store;
-//!   `1000000` works too (about 5 GB of disk and minutes to build).
+//!   `1000000` works too (about 6 GB of disk and minutes to build).
+//! - `BENCH_KEEP=DIR`: keep each store in `DIR/N` and reuse it next time
+//!   (its "first start" is then not the first after the bulk load).
 //!
 //! For each size the bench builds its own store: one real paused run of
 //! `examples/research-review.yaml` (offline rehearsal provider) made by
 //! the real binary, cloned under fresh ids through the library. Then it
-//! starts the real `strands serve` on it and measures: spawn → first 200
-//! from `/healthz`; the server's resident memory (VmRSS) once it answers;
-//! `sessions list --limit 50 --json` through the real CLI (median of 5,
-//! store not held by a server: open + one page of the index); the store's
-//! size on disk.
+//! starts the real `strands serve` on it twice and measures: spawn → first
+//! 200 from `/healthz` and the server's resident memory (VmRSS) once it
+//! answers, for the first start after the bulk load (sled replays the log
+//! written since the store was last opened) and for a restart (what a
+//! deploy pays); a page of 50 from `GET /api/v1/sessions` on the running
+//! server (median of 21, half of them `status=paused`); `sessions list
+//! --limit 50 --json` through the real CLI with no server (median of 5: a
+//! new process that opens the store, then reads one page of the index);
+//! the store's size on disk.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -86,13 +92,17 @@ fn rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn healthz(addr: &str) -> bool {
+/// `GET path` over a fresh connection; whether the answer was a 200.
+fn get(addr: &str, path: &str, token: Option<&str>) -> bool {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(addr) else {
         return false;
     };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(format!("GET /healthz HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    if s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}\r\n").as_bytes())
         .is_err()
     {
         return false;
@@ -100,6 +110,10 @@ fn healthz(addr: &str) -> bool {
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
     buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200")
+}
+
+fn healthz(addr: &str) -> bool {
+    get(addr, "/healthz", None)
 }
 
 /// Builds a store of `n` paused sessions under `dir`.
@@ -140,7 +154,7 @@ fn build(dir: &Path, n: usize) -> PathBuf {
         });
         s.create_many(clones).expect("create clones");
         i = end;
-        if i % 100_000 == 0 {
+        if i % 100_000 < CHUNK {
             eprintln!(
                 "  … {i} of {n} written ({:.0} s)",
                 t.elapsed().as_secs_f64()
@@ -155,13 +169,18 @@ fn build(dir: &Path, n: usize) -> PathBuf {
 }
 
 struct Figures {
-    startup: Duration,
+    first_start: Duration,
+    first_rss_kb: u64,
+    restart: Duration,
     rss_kb: u64,
-    list: Duration,
+    api_list: Duration,
+    cli_list: Duration,
     bytes: u64,
 }
 
-fn measure(store: &Path) -> Figures {
+/// A running `strands serve` on `store`: the child, its address and the
+/// time from spawn to the first 200 from `/healthz`.
+fn serve(store: &Path) -> (std::process::Child, String, Duration) {
     let started = Instant::now();
     let mut child = strands(store)
         .arg("serve")
@@ -191,33 +210,78 @@ fn measure(store: &Path) -> Figures {
         assert!(started.elapsed() < Duration::from_secs(1800), "no /healthz");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let startup = started.elapsed();
-    std::thread::sleep(Duration::from_millis(500));
-    let rss_kb = rss_kb(child.id());
+    (child, addr, started.elapsed())
+}
+
+fn stop(mut child: std::process::Child) {
     let _ = Command::new("kill")
         .arg("-TERM")
         .arg(child.id().to_string())
         .status();
     let _ = child.wait();
-    let mut lists = Vec::new();
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn measure(store: &Path) -> Figures {
+    let out = strands(store)
+        .args(["tokens", "create", "bench", "--role", "admin", "--json"])
+        .output()
+        .expect("tokens create");
+    let made: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    let token = made["token"].as_str().unwrap_or_default().to_string();
+    assert!(
+        !token.is_empty(),
+        "tokens create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The first start after the bulk load also replays the log written
+    // since the store was last opened (sled snapshots at open); a restart
+    // is what a deploy pays.
+    let (child, _, first_start) = serve(store);
+    std::thread::sleep(Duration::from_millis(500));
+    let first_rss_kb = rss_kb(child.id());
+    stop(child);
+    let (child, addr, restart) = serve(store);
+    std::thread::sleep(Duration::from_millis(500));
+    let rss_kb = rss_kb(child.id());
+    let mut api = Vec::new();
+    for i in 0..21 {
+        let t = Instant::now();
+        let path = if i % 2 == 0 {
+            "/api/v1/sessions?limit=50"
+        } else {
+            "/api/v1/sessions?status=paused&limit=50"
+        };
+        assert!(get(&addr, path, Some(&token)), "GET {path} failed");
+        api.push(t.elapsed());
+    }
+    stop(child);
+    let mut cli = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
         let out = strands(store)
             .args(["sessions", "list", "--limit", "50", "--json"])
             .output()
             .expect("sessions list");
-        lists.push(t.elapsed());
+        cli.push(t.elapsed());
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    lists.sort();
     Figures {
-        startup,
+        first_start,
+        first_rss_kb,
+        restart,
         rss_kb,
-        list: lists[lists.len() / 2],
+        api_list: median(api),
+        cli_list: median(cli),
         bytes: dir_bytes(store),
     }
 }
@@ -225,19 +289,46 @@ fn measure(store: &Path) -> Figures {
 fn main() {
     println!("paused_store: serve start-up, memory and listing as paused runs pile up");
     println!(
-        "{:>10} | {:>16} | {:>12} | {:>22} | {:>12}",
-        "paused", "start → /healthz", "serve RSS", "sessions list --limit 50", "store size"
+        "{:>9} | {:>22} | {:>16} | {:>15} | {:>17} | {:>10}",
+        "paused", "start → /healthz", "serve RSS", "API page of 50", "CLI list --limit 50", "store"
     );
+    println!(
+        "{:>9} | {:>22} | {:>16} | {:>15} | {:>17} | {:>10}",
+        "", "first · restart", "first · restart", "(server up)", "(new process)", ""
+    );
+    let keep = std::env::var_os("BENCH_KEEP").map(PathBuf::from);
     for n in sizes() {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let store = build(dir.path(), n);
+        let tmp;
+        let dir = match &keep {
+            Some(k) => {
+                let d = k.join(n.to_string());
+                std::fs::create_dir_all(&d).expect("BENCH_KEEP directory");
+                d
+            }
+            None => {
+                tmp = tempfile::tempdir().expect("a temporary directory");
+                tmp.path().to_path_buf()
+            }
+        };
+        let store = if dir.join("built").exists() {
+            eprintln!("  reusing the store of {n} in {}", dir.display());
+            dir.join("store")
+        } else {
+            let _ = std::fs::remove_dir_all(dir.join("store"));
+            let s = build(&dir, n);
+            std::fs::write(dir.join("built"), b"").expect("mark the store built");
+            s
+        };
         let f = measure(&store);
         println!(
-            "{:>10} | {:>14.2} s | {:>9} MB | {:>20.1} ms | {:>12}",
+            "{:>9} | {:>8.2} s · {:>8.2} s | {:>5} · {:>5} MB | {:>12.1} ms | {:>14.1} ms | {:>10}",
             n,
-            f.startup.as_secs_f64(),
+            f.first_start.as_secs_f64(),
+            f.restart.as_secs_f64(),
+            f.first_rss_kb / 1024,
             f.rss_kb / 1024,
-            f.list.as_secs_f64() * 1000.0,
+            f.api_list.as_secs_f64() * 1000.0,
+            f.cli_list.as_secs_f64() * 1000.0,
             mb(f.bytes)
         );
     }
