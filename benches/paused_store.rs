@@ -4,6 +4,9 @@
 //! Run with `cargo bench --bench paused_store`. Knobs (environment):
 //! - `BENCH_SIZES` (default `10000,100000`): paused sessions per store;
 //!   `1000000` works too (about 6 GB of disk and minutes to build).
+//! - `BENCH_STORE=postgres`: the stores are PostgreSQL databases on a
+//!   server started from Debian's `postgresql` in a temporary directory
+//!   (clones written by 16 tasks; size is `pg_database_size`).
 //! - `BENCH_KEEP=DIR`: keep each store in `DIR/N` and reuse it next time
 //!   (its "first start" is then not the first after the bulk load).
 //!
@@ -116,15 +119,15 @@ fn healthz(addr: &str) -> bool {
     get(addr, "/healthz", None)
 }
 
-/// Builds a store of `n` paused sessions under `dir`.
-fn build(dir: &Path, n: usize) -> PathBuf {
-    let store = dir.join("store");
+/// Makes one real paused run of the example on `store` (a directory or a
+/// PostgreSQL URL); its session id.
+fn paused_run(store: &Path, art: &Path) -> String {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/research-review.yaml");
-    let out = strands(&store)
+    let out = strands(store)
         .arg("run")
         .arg(&example)
         .arg("--out")
-        .arg(dir.join("art"))
+        .arg(art)
         .arg("--json")
         .output()
         .expect("run the example");
@@ -135,7 +138,68 @@ fn build(dir: &Path, n: usize) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let id = v["session_id"].as_str().expect("an id").to_string();
+    v["session_id"].as_str().expect("an id").to_string()
+}
+
+/// Fills a fresh PostgreSQL database with `n` paused sessions: clones
+/// written through the library by 16 tasks at once (each its own
+/// transaction, asynchronous commit while building); its URL.
+fn build_pg(rt: &tokio::runtime::Runtime, dir: &Path, n: usize) -> PathBuf {
+    let url = rt
+        .block_on(strands::store::postgres::testdb::database("paused_store"))
+        .expect("BENCH_STORE=postgres needs Debian's postgresql installed");
+    let url = PathBuf::from(url);
+    let id = paused_run(&url, &dir.join("art"));
+    let fast = PathBuf::from(format!(
+        "{}?options=-c%20synchronous_commit%3Doff",
+        url.display()
+    ));
+    let t = Instant::now();
+    rt.block_on(async {
+        let store = std::sync::Arc::new(
+            strands::store::Store::connect(&fast)
+                .await
+                .expect("connect to the bench database"),
+        );
+        let template = store.get(&id).await.expect("the paused session");
+        const TASKS: usize = 16;
+        let mut tasks = Vec::new();
+        for w in 0..TASKS {
+            let store = std::sync::Arc::clone(&store);
+            let template = template.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut k = 1 + w;
+                while k < n {
+                    let mut c = template.clone();
+                    c.id = uuid::Uuid::new_v4().to_string();
+                    c.rev = 0;
+                    c.created_at += chrono::TimeDelta::milliseconds(k as i64);
+                    store.create(&mut c).await.expect("create a clone");
+                    if k % 100_000 < TASKS {
+                        eprintln!(
+                            "  … {k} of {n} written ({:.0} s)",
+                            t.elapsed().as_secs_f64()
+                        );
+                    }
+                    k += TASKS;
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("a writer task");
+        }
+    });
+    eprintln!(
+        "  built {n} paused sessions in PostgreSQL in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    url
+}
+
+/// Builds a store of `n` paused sessions under `dir`.
+fn build(dir: &Path, n: usize) -> PathBuf {
+    let store = dir.join("store");
+    let id = paused_run(&store, &dir.join("art"));
     let s = SledStore::open(&store).expect("open the store");
     let template = s.get(&id).expect("the paused session");
     let t = Instant::now();
@@ -228,7 +292,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn measure(store: &Path) -> Figures {
     let out = strands(store)
-        .args(["tokens", "create", "bench", "--role", "admin", "--json"])
+        .args(["tokens", "create", &format!("bench-{}", std::process::id())])
+        .args(["--role", "admin", "--json"])
         .output()
         .expect("tokens create");
     let made: serde_json::Value =
@@ -282,8 +347,24 @@ fn measure(store: &Path) -> Figures {
         rss_kb,
         api_list: median(api),
         cli_list: median(cli),
-        bytes: dir_bytes(store),
+        bytes: if store.is_dir() { dir_bytes(store) } else { 0 },
     }
+}
+
+/// The database's size on disk (tables and indexes).
+fn pg_bytes(rt: &tokio::runtime::Runtime, url: &Path) -> u64 {
+    rt.block_on(async {
+        let (client, conn) =
+            tokio_postgres::connect(&url.display().to_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect to the bench database");
+        tokio::spawn(conn);
+        let row = client
+            .query_one("SELECT pg_database_size(current_database())", &[])
+            .await
+            .expect("pg_database_size");
+        u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)
+    })
 }
 
 fn main() {
@@ -297,7 +378,18 @@ fn main() {
         "", "first · restart", "first · restart", "(server up)", "(new process)", ""
     );
     let keep = std::env::var_os("BENCH_KEEP").map(PathBuf::from);
+    let pg = std::env::var("BENCH_STORE").is_ok_and(|v| v == "postgres");
+    let rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    println!("store: {}", if pg { "PostgreSQL" } else { "sled" });
     for n in sizes() {
+        if pg {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let url = build_pg(&rt, dir.path(), n);
+            let mut f = measure(&url);
+            f.bytes = pg_bytes(&rt, &url);
+            print_row(n, &f);
+            continue;
+        }
         let tmp;
         let dir = match &keep {
             Some(k) => {
@@ -320,16 +412,20 @@ fn main() {
             s
         };
         let f = measure(&store);
-        println!(
-            "{:>9} | {:>8.2} s · {:>8.2} s | {:>5} · {:>5} MB | {:>12.1} ms | {:>14.1} ms | {:>10}",
-            n,
-            f.first_start.as_secs_f64(),
-            f.restart.as_secs_f64(),
-            f.first_rss_kb / 1024,
-            f.rss_kb / 1024,
-            f.api_list.as_secs_f64() * 1000.0,
-            f.cli_list.as_secs_f64() * 1000.0,
-            mb(f.bytes)
-        );
+        print_row(n, &f);
     }
+}
+
+fn print_row(n: usize, f: &Figures) {
+    println!(
+        "{:>9} | {:>8.2} s · {:>8.2} s | {:>5} · {:>5} MB | {:>12.1} ms | {:>14.1} ms | {:>10}",
+        n,
+        f.first_start.as_secs_f64(),
+        f.restart.as_secs_f64(),
+        f.first_rss_kb / 1024,
+        f.rss_kb / 1024,
+        f.api_list.as_secs_f64() * 1000.0,
+        f.cli_list.as_secs_f64() * 1000.0,
+        mb(f.bytes)
+    );
 }

@@ -604,26 +604,22 @@ impl SledStore {
     }
 
     /// Summaries, newest first, optionally only one status.
+    /// Summaries, newest first, of `status` (or all): read from the order
+    /// index a page at a time, so asking for a status reads only its runs
+    /// (start-up asks for the running ones among a million paused).
     pub fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
+        const PAGE: usize = 4096;
         let mut out = Vec::new();
-        for kv in self.summaries.iter() {
-            let (_, v) = kv?;
-            let s: Summary = serde_json::from_slice(&v).map_err(|e| {
-                Error::Store(format!(
-                    "unreadable summary in {}: {e}",
-                    self.path.display()
-                ))
-            })?;
-            if status.is_none_or(|st| st == s.status) {
-                out.push(s);
+        let mut after = None;
+        loop {
+            let page = self.list_page(status, after, PAGE)?;
+            let full = page.len() == PAGE;
+            after = page.last().map(|s| (s.created_at, s.id.clone()));
+            out.extend(page);
+            if !full {
+                return Ok(out);
             }
         }
-        out.sort_by(|a, b| {
-            b.created_at
-                .cmp(&a.created_at)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        Ok(out)
     }
 
     pub fn delete(&self, id: &str) -> Result<()> {
@@ -728,8 +724,12 @@ impl SledStore {
         }
     }
 
+    /// Sessions in the store: the per-status counters summed (sled's own
+    /// `len` walks the whole tree).
     pub fn count(&self) -> usize {
-        self.summaries.len()
+        self.status_counts()
+            .map(|c| c.iter().map(|(_, n)| *n as usize).sum())
+            .unwrap_or_else(|_| self.summaries.len())
     }
 }
 
