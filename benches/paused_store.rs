@@ -19,8 +19,9 @@
 //! written since the store was last opened) and for a restart (what a
 //! deploy pays); a page of 50 from `GET /api/v1/sessions` on the running
 //! server (median of 21, half of them `status=paused`); `sessions list
-//! --limit 50 --json` through the real CLI with no server (median of 5: a
-//! new process that opens the store, then reads one page of the index);
+//! --limit 50 --json` through the real CLI (median of 5) while the server
+//! holds the store (the CLI goes through it) and alone (a new process that
+//! opens the store, then reads one page of the index);
 //! the store's size on disk.
 
 use std::io::{BufRead, BufReader};
@@ -175,7 +176,7 @@ fn build_pg(rt: &tokio::runtime::Runtime, dir: &Path, n: usize) -> PathBuf {
                     c.rev = 0;
                     c.created_at += chrono::TimeDelta::milliseconds(k as i64);
                     store.create(&mut c).await.expect("create a clone");
-                    if k % 100_000 < TASKS {
+                    if k > TASKS && k % 100_000 < TASKS {
                         eprintln!(
                             "  … {k} of {n} written ({:.0} s)",
                             t.elapsed().as_secs_f64()
@@ -238,6 +239,7 @@ struct Figures {
     restart: Duration,
     rss_kb: u64,
     api_list: Duration,
+    cli_via_server: Duration,
     cli_list: Duration,
     bytes: u64,
 }
@@ -325,6 +327,22 @@ fn measure(store: &Path) -> Figures {
         assert!(get(&addr, path, Some(&token)), "GET {path} failed");
         api.push(t.elapsed());
     }
+    // The CLI while the server holds the store: it goes through it.
+    let mut via = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let out = strands(store)
+            .env("STRANDS_TOKEN", &token)
+            .args(["sessions", "list", "--limit", "50", "--json"])
+            .output()
+            .expect("sessions list");
+        via.push(t.elapsed());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     stop(child);
     let mut cli = Vec::new();
     for _ in 0..5 {
@@ -346,6 +364,7 @@ fn measure(store: &Path) -> Figures {
         restart,
         rss_kb,
         api_list: median(api),
+        cli_via_server: median(via),
         cli_list: median(cli),
         bytes: if store.is_dir() { dir_bytes(store) } else { 0 },
     }
@@ -370,12 +389,17 @@ fn pg_bytes(rt: &tokio::runtime::Runtime, url: &Path) -> u64 {
 fn main() {
     println!("paused_store: serve start-up, memory and listing as paused runs pile up");
     println!(
-        "{:>9} | {:>22} | {:>16} | {:>15} | {:>17} | {:>10}",
-        "paused", "start → /healthz", "serve RSS", "API page of 50", "CLI list --limit 50", "store"
+        "{:>9} | {:>22} | {:>16} | {:>14} | {:>24} | {:>10}",
+        "paused",
+        "start → /healthz",
+        "serve RSS",
+        "API page of 50",
+        "sessions list --limit 50",
+        "store"
     );
     println!(
-        "{:>9} | {:>22} | {:>16} | {:>15} | {:>17} | {:>10}",
-        "", "first · restart", "first · restart", "(server up)", "(new process)", ""
+        "{:>9} | {:>22} | {:>16} | {:>14} | {:>24} | {:>10}",
+        "", "first · restart", "first · restart", "(server up)", "via server · alone", ""
     );
     let keep = std::env::var_os("BENCH_KEEP").map(PathBuf::from);
     let pg = std::env::var("BENCH_STORE").is_ok_and(|v| v == "postgres");
@@ -418,13 +442,14 @@ fn main() {
 
 fn print_row(n: usize, f: &Figures) {
     println!(
-        "{:>9} | {:>8.2} s · {:>8.2} s | {:>5} · {:>5} MB | {:>12.1} ms | {:>14.1} ms | {:>10}",
+        "{:>9} | {:>8.2} s · {:>8.2} s | {:>5} · {:>5} MB | {:>11.1} ms | {:>7.1} ms · {:>8.1} ms | {:>10}",
         n,
         f.first_start.as_secs_f64(),
         f.restart.as_secs_f64(),
         f.first_rss_kb / 1024,
         f.rss_kb / 1024,
         f.api_list.as_secs_f64() * 1000.0,
+        f.cli_via_server.as_secs_f64() * 1000.0,
         f.cli_list.as_secs_f64() * 1000.0,
         mb(f.bytes)
     );
