@@ -493,3 +493,38 @@ fn settling_deletes_reschedules_or_gives_up() {
         "failed ones stay"
     );
 }
+
+#[test]
+fn writers_waiting_on_a_sync_share_the_next_one() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(SledStore::open(dir.path()).expect("open"));
+    let before = store.syncs.load(SeqCst);
+    // A sync in progress: six writers commit and queue behind it.
+    let busy = store.synced.lock().expect("lock");
+    let tickets = store.sync_tickets.load(SeqCst);
+    let writers: Vec<_> = (0..6)
+        .map(|i| {
+            let s = Arc::clone(&store);
+            std::thread::spawn(move || s.create(&mut paused_session(&format!("w{i}"))))
+        })
+        .collect();
+    while store.sync_tickets.load(SeqCst) < tickets + 6 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(busy);
+    for w in writers {
+        w.join().expect("writer").expect("create");
+    }
+    assert_eq!(
+        store.syncs.load(SeqCst) - before,
+        1,
+        "one sync covers every write committed before it began"
+    );
+    for i in 0..6 {
+        assert!(store.load(&format!("w{i}")).expect("load").is_some());
+    }
+    // A write after it gets a sync of its own.
+    store.create(&mut paused_session("after")).expect("create");
+    assert_eq!(store.syncs.load(SeqCst) - before, 2);
+}
