@@ -307,17 +307,26 @@ pub trait Backend: Send + Sync {
         }
     }
 
-    /// Ids of paused sessions that may have a gate never posted to a room
-    /// (start-up asks again for those). Backends keep an index; this
-    /// default lists every paused session.
-    fn unposted(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
+    /// Up to `limit` ids, in order, after `after`, of paused sessions that
+    /// may have a gate never posted to a room (start-up asks again for
+    /// those, a page at a time). Backends keep an index; this default lists
+    /// every paused session for each page.
+    fn unposted(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send {
         async move {
-            Ok(self
+            let mut ids: Vec<String> = self
                 .list(Some(Status::Paused))
                 .await?
                 .into_iter()
                 .map(|s| s.id)
-                .collect())
+                .filter(|id| after.is_none_or(|a| id.as_str() > a))
+                .collect();
+            ids.sort();
+            ids.truncate(limit);
+            Ok(ids)
         }
     }
 
@@ -426,7 +435,7 @@ forward! {
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
     fn list_page(&self, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
     fn status_counts(&self) -> Result<Vec<(Status, u64)>>;
-    fn unposted(&self) -> Result<Vec<String>>;
+    fn unposted(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>>;
     fn put_login(&self, login: &Login) -> Result<()>;
     fn login(&self, id: &str) -> Result<Option<Login>>;
     fn end_login(&self, id: &str) -> Result<bool>;
