@@ -31,7 +31,9 @@ pub fn handle() -> Option<Handle> {
         .get_or_init(|| match build() {
             Ok(rt) => Some(rt),
             Err(e) => {
-                tracing::warn!("runs are driven on the service's threads: cannot start their own runtime: {e}");
+                tracing::warn!(
+                    "runs are driven on the service's threads: cannot start their own runtime: {e}"
+                );
                 None
             }
         })
@@ -114,6 +116,10 @@ mod tests {
         let want = (here + NICE).min(19);
         assert_eq!(worker, want, "a drive's worker thread");
         assert_eq!(blocking, want, "a drive's blocking call");
-        assert_eq!(thread_nice().expect("nice"), here, "the caller's thread is left as it was");
+        assert_eq!(
+            thread_nice().expect("nice"),
+            here,
+            "the caller's thread is left as it was"
+        );
     }
 }

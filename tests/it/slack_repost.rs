@@ -28,10 +28,7 @@ fn paused_without_slack(sandbox: &Sandbox, llm: &FakeLlm, n: usize) -> Vec<Strin
 fn bot(sandbox: &Sandbox, slack: &FakeSlack, llm: &FakeLlm, concurrency: usize) -> Bot {
     let dir = write_workflows(sandbox, llm, &[("deploy", DEPLOY)]);
     let cfg = BotConfig::new(sandbox, slack, &dir)
-        .with(
-            "STRANDS_REPOST_CONCURRENCY",
-            Some(&concurrency.to_string()),
-        )
+        .with("STRANDS_REPOST_CONCURRENCY", Some(&concurrency.to_string()))
         .with("STRANDS_REPOST_INTERVAL_MS", Some("0"));
     Bot::launch(slack, cfg)
 }
@@ -51,12 +48,7 @@ fn assert_one_message_each(slack: &FakeSlack, ids: &[String]) {
             .iter()
             .filter(|m| all_text(&m.call.body).contains(id.as_str()))
             .count();
-        assert_eq!(
-            mine,
-            1,
-            "run {id} was asked for once\n{}",
-            slack.describe()
-        );
+        assert_eq!(mine, 1, "run {id} was asked for once\n{}", slack.describe());
     }
 }
 
@@ -75,7 +67,10 @@ fn runs_never_asked_are_posted_once_each_at_most_n_at_a_time_while_the_service_a
     slack.hold_posts(true);
     let mut bot = bot(&sandbox, &slack, &llm, BOUND);
     let health = bot.get("/healthz");
-    assert_eq!(health.status, 200, "start-up does not wait for the queue: {health:?}");
+    assert_eq!(
+        health.status, 200,
+        "start-up does not wait for the queue: {health:?}"
+    );
     assert!(
         slack.wait_until(WAIT, |s| s.posts_in_flight() == BOUND),
         "{BOUND} re-posts in flight\n{}",
@@ -89,7 +84,10 @@ fn runs_never_asked_are_posted_once_each_at_most_n_at_a_time_while_the_service_a
         slack.describe()
     );
     let health = bot.get("/healthz");
-    assert_eq!(health.status, 200, "answers while the queue waits: {health:?}");
+    assert_eq!(
+        health.status, 200,
+        "answers while the queue waits: {health:?}"
+    );
 
     slack.hold_posts(false);
     assert!(
@@ -132,7 +130,12 @@ fn a_rate_limited_re_post_waits_retry_after_and_holds_the_queue_with_it() {
     );
     std::thread::sleep(QUIET);
     let posts = slack.calls_to("chat.postMessage");
-    assert_eq!(posts.len(), RUNS + 1, "one 429, then one post each\n{}", slack.describe());
+    assert_eq!(
+        posts.len(),
+        RUNS + 1,
+        "one 429, then one post each\n{}",
+        slack.describe()
+    );
     assert_eq!(posts[0].status, 429, "{posts:#?}");
     // The next post is the same message again, after Retry-After: 2; the
     // queue (one place) did not move on meanwhile.

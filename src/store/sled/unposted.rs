@@ -80,7 +80,11 @@ impl SledStore {
             None => Bound::Unbounded,
         };
         let mut out = Vec::new();
-        for k in t.range::<Vec<u8>, _>((from, Bound::Unbounded)).keys().take(limit) {
+        for k in t
+            .range::<Vec<u8>, _>((from, Bound::Unbounded))
+            .keys()
+            .take(limit)
+        {
             out.push(String::from_utf8_lossy(&k?).into_owned());
         }
         Ok(out)
@@ -169,6 +173,9 @@ mod tests {
         assert_eq!(store.unposted(Some("p4"), 2).expect("read"), ["p5"]);
         assert!(store.unposted(Some("p5"), 2).expect("read").is_empty());
         // `after` need not be in the index.
-        assert_eq!(store.unposted(Some("p20"), 9).expect("read"), ["p3", "p4", "p5"]);
+        assert_eq!(
+            store.unposted(Some("p20"), 9).expect("read"),
+            ["p3", "p4", "p5"]
+        );
     }
 }
