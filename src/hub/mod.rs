@@ -13,10 +13,8 @@
 //! Modules: [`metrics`] (one registry), [`notifier`] (the timers' notifier
 //! over the hall), [`workflows`] (the named specs runs may start),
 //! [`view`] (the session as API and CLI show it), [`tokens`] (API tokens),
-//! [`repost`] (start-up's paced queue of messages never posted), [`drives`]
-//! (the lower-priority runtime `strands serve` drives runs on).
+//! [`repost`] (start-up's paced queue of messages never posted).
 
-pub mod drives;
 pub mod inbox;
 pub mod links;
 pub mod metrics;
@@ -73,8 +71,6 @@ pub struct Inner {
     driving: Mutex<HashSet<String>>,
     /// Background drives, so shutdown can wait for them.
     tasks: tokio_util::task::TaskTracker,
-    /// Where drives run ([`drives`]); `None`: on the caller's runtime.
-    drive_on: Option<tokio::runtime::Handle>,
     /// Cancelled when the service begins to shut down: event streams
     /// (SSE followers) end, so open browsers do not hold shutdown up.
     pub stopping: tokio_util::sync::CancellationToken,
@@ -122,7 +118,6 @@ impl Hub {
             hall: OnceLock::new(),
             driving: Mutex::new(HashSet::new()),
             tasks: tokio_util::task::TaskTracker::new(),
-            drive_on: None,
             stopping: tokio_util::sync::CancellationToken::new(),
             replica: format!(
                 "{}-{}-{}",
@@ -150,17 +145,6 @@ impl Hub {
         match Arc::try_unwrap(self.0) {
             Ok(mut inner) => {
                 inner.public_url = url.trim_end_matches('/').to_string();
-                Hub(Arc::new(inner))
-            }
-            Err(shared) => Hub(shared),
-        }
-    }
-
-    /// The same hub driving runs on `runtime` (before it is shared).
-    pub fn with_drive_runtime(self, runtime: Option<tokio::runtime::Handle>) -> Hub {
-        match Arc::try_unwrap(self.0) {
-            Ok(mut inner) => {
-                inner.drive_on = runtime;
                 Hub(Arc::new(inner))
             }
             Err(shared) => Hub(shared),
@@ -295,7 +279,7 @@ impl Hub {
             }
         }
         let hub = self.clone();
-        let drive = async move {
+        self.tasks.spawn(async move {
             let _permit = permit;
             let leased = match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
                 Ok(held) => held,
@@ -359,11 +343,7 @@ impl Hub {
                 }
                 break;
             }
-        };
-        match &self.drive_on {
-            Some(runtime) => self.tasks.spawn_on(drive, runtime),
-            None => self.tasks.spawn(drive),
-        };
+        });
     }
 
     /// On a shared store: every third of a lease, drives the running

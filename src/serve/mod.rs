@@ -37,9 +37,7 @@ pub async fn run(config: Config) -> Result<()> {
         config.workflows.clone(),
     )
     .with_max_body_bytes(config.max_body_bytes)
-    .with_public_url(&config.public_url)
-    // Resumes queue behind acknowledgements when the machine is busy.
-    .with_drive_runtime(crate::hub::drives::handle());
+    .with_public_url(&config.public_url);
     let mut rooms: Vec<Arc<dyn Room>> = Vec::new();
     let mut router = Router::new();
     let mut socket_mode = None;
