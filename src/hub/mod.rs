@@ -12,12 +12,14 @@
 //!
 //! Modules: [`metrics`] (one registry), [`notifier`] (the timers' notifier
 //! over the hall), [`workflows`] (the named specs runs may start),
-//! [`view`] (the session as API and CLI show it), [`tokens`] (API tokens).
+//! [`view`] (the session as API and CLI show it), [`tokens`] (API tokens),
+//! [`repost`] (start-up's paced queue of messages never posted).
 
 pub mod inbox;
 pub mod links;
 pub mod metrics;
 pub mod notifier;
+pub mod repost;
 pub mod tokens;
 pub mod view;
 pub mod workflows;
@@ -264,6 +266,12 @@ impl Hub {
     /// store the task first takes the session's lease (another replica
     /// holding it drives instead) and renews it while it works.
     pub fn drive(&self, id: String) {
+        self.drive_holding(id, None);
+    }
+
+    /// [`Hub::drive`], holding `permit` (a place in a bounded queue) until
+    /// the drive ends; dropped at once when another task drives `id`.
+    fn drive_holding(&self, id: String, permit: Option<tokio::sync::OwnedSemaphorePermit>) {
         {
             let mut driving = self.driving.lock().unwrap_or_else(|p| p.into_inner());
             if !driving.insert(id.clone()) {
@@ -272,6 +280,7 @@ impl Hub {
         }
         let hub = self.clone();
         self.tasks.spawn(async move {
+            let _permit = permit;
             let leased = match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
                 Ok(held) => held,
                 Err(e) => {
@@ -409,30 +418,62 @@ impl Hub {
     }
 
     /// At start-up: carries out decisions recorded but not yet carried out
-    /// (and runs interrupted mid-step), and asks again where a room never
-    /// asked.
+    /// (and runs interrupted mid-step), and starts asking again, in the
+    /// background, where a room never asked ([`Hub::start_reposting`]).
     pub async fn recover(&self) -> Result<()> {
         for s in self.store.sessions_with_status(Status::Running).await? {
             tracing::info!(session = %s.id, "resuming a session left running");
             self.drive(s.id);
         }
+        self.start_reposting(repost::Pace::from_env());
+        Ok(())
+    }
+
+    /// Asks again for the paused runs with a gate never posted (an index
+    /// the store keeps with each pause and each posted message, read a page
+    /// at a time), through a bounded, paced queue that runs in the
+    /// background and stops with the service ([`repost`]).
+    pub fn start_reposting(&self, pace: repost::Pace) {
         let hall = self.hall();
         if hall.rooms().is_empty() {
             // Nobody is asked in a room (no Slack): no paused run can have
             // gone unasked, and start-up reads none of them.
-            return Ok(());
+            return;
         }
-        // Only the paused runs with a gate never posted (an index the store
-        // keeps with each pause and each posted message), not every one.
-        for id in self.store.unposted().await? {
-            let Some(s) = self.store.load(&id).await? else {
-                continue;
-            };
-            if s.status == Status::Paused && hall.unasked(&s).await {
-                tracing::info!(session = %s.id, "asking for a gate that was never asked");
-                self.drive(s.id);
+        let hub = self.clone();
+        self.tasks.spawn(async move {
+            let (queue, hall) = (hub.clone(), &hall);
+            let outcome = repost::run(
+                pace,
+                &hub.stopping,
+                |after, limit| {
+                    let hub = hub.clone();
+                    async move { hub.store.unposted(after.as_deref(), limit).await }
+                },
+                |id| {
+                    let hub = hub.clone();
+                    async move {
+                        match hub.store.load(&id).await {
+                            Ok(Some(s)) => s.status == Status::Paused && hall.unasked(&s).await,
+                            Ok(None) => false,
+                            Err(e) => {
+                                tracing::error!(session = %id, "cannot read a run to ask again: {e}");
+                                false
+                            }
+                        }
+                    }
+                },
+                |id, permit| {
+                    tracing::info!(session = %id, "asking for a gate that was never asked");
+                    queue.drive_holding(id, Some(permit));
+                },
+            )
+            .await;
+            match outcome {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(runs = n, "asked again where no message was posted"),
+                Err(e) => tracing::error!("cannot read the runs never asked: {e}"),
             }
-        }
-        Ok(())
+        });
     }
 }

@@ -393,17 +393,26 @@ pub trait Backend: Send + Sync {
         }
     }
 
-    /// Ids of paused sessions that may have a gate never posted to a room
-    /// (start-up asks again for those). Backends keep an index; this
-    /// default lists every paused session.
-    fn unposted(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
+    /// Up to `limit` ids, in order, after `after`, of paused sessions that
+    /// may have a gate never posted to a room (start-up asks again for
+    /// those, a page at a time). Backends keep an index; this default lists
+    /// every paused session for each page.
+    fn unposted(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send {
         async move {
-            Ok(self
+            let mut ids: Vec<String> = self
                 .list(Some(Status::Paused))
                 .await?
                 .into_iter()
                 .map(|s| s.id)
-                .collect())
+                .filter(|id| after.is_none_or(|a| id.as_str() > a))
+                .collect();
+            ids.sort();
+            ids.truncate(limit);
+            Ok(ids)
         }
     }
 
@@ -521,7 +530,7 @@ forward! {
     fn workflow_page(&self, workflow: &str, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
     fn awaiting(&self, approvers: &[String]) -> Result<Vec<String>>;
     fn awaiting_groups(&self) -> Result<Vec<String>>;
-    fn unposted(&self) -> Result<Vec<String>>;
+    fn unposted(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>>;
     fn syncs(&self) -> Result<Option<u64>>;
     fn put_login(&self, login: &Login) -> Result<()>;
     fn login(&self, id: &str) -> Result<Option<Login>>;

@@ -44,6 +44,7 @@ mod slack_harness;
 mod slack_home;
 mod slack_parallel;
 mod slack_reasons;
+mod slack_repost;
 mod slack_socket;
 mod slack_timers;
 mod slack_tools;

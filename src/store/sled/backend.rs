@@ -1,49 +1,109 @@
-//! The sled store behind the [`crate::store::Backend`] seam.
+//! The sled store behind the [`crate::store::Backend`] seam, and where its
+//! synchronous work runs.
+//!
+//! Every sled call is synchronous: a transaction may wait on sled's locks
+//! and page in from disk, and each durable write ends with `db.flush()` —
+//! an fsync that takes milliseconds, far more on a busy disk. Run inline in
+//! an `async fn`, each one holds a tokio worker thread for its whole
+//! length, and `strands serve` (a multi-threaded runtime with one worker
+//! per core — two on a small machine) then stops acknowledging Slack
+//! clicks and answering `/healthz` while resumes write. So every operation
+//! here runs through [`off_worker`]:
+//!
+//! - on a multi-threaded runtime (`strands serve`), inside
+//!   [`tokio::task::block_in_place`]: the worker hands its queue of other
+//!   tasks to a fresh thread before the call blocks, so they go on at once;
+//! - anywhere else (the CLI's current-thread runtime, where one session
+//!   runs and nothing waits to be acknowledged; plain threads; tests),
+//!   inline — `block_in_place` would panic on a current-thread runtime.
+//!
+//! Why `block_in_place` rather than `spawn_blocking` or a writer thread:
+//! the operations borrow their arguments (`&mut Session`, a `&dyn Fn` that
+//! edits an open gate, slices of timers), which `spawn_blocking`'s
+//! `'static` closures cannot take without copying each session (or changing
+//! the seam every backend shares); and a call that is already on its way to
+//! the disk runs to its end in the future that started it, as before,
+//! instead of going on unseen after its caller was dropped. A single writer
+//! thread would also serialise resumes that sled lets run side by side.
+//! The cost is a thread hand-over per call (microseconds, against a flush's
+//! milliseconds).
+//!
+//! At most one sled call per core runs at once (a FIFO semaphore, waited
+//! on asynchronously): unbounded, every queued resume's transaction ran
+//! side by side with the click's, and under load they conflicted, retried
+//! and took the CPU from it (`benches/slack_clicks.rs` showed acks slower,
+//! not faster). Bounded, sled does as much at once as when the workers ran
+//! it inline, while the workers themselves stay free to accept, parse and
+//! answer.
 
 use super::*;
 
-/// The sled backend: each operation is the synchronous one above (sled's
-/// transactions and flushes), run to completion before the future yields.
+/// How many sled calls run at once: one per core (as many as the
+/// workers that ran them inline before), at least two.
+fn slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cores.max(2))
+    })
+}
+
+/// Runs `f` (synchronous sled work) where it cannot stall the runtime's
+/// other tasks: see the module doc.
+pub(crate) async fn off_worker<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            // Waiting for a slot is asynchronous: the worker goes on with
+            // other tasks meanwhile. The semaphore is never closed.
+            let _slot = slots().acquire().await.ok();
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+/// The sled backend: each operation is the synchronous one in this module's
+/// parent, run through [`off_worker`].
 impl crate::store::Backend for SledStore {
     fn location(&self) -> String {
         self.path.display().to_string()
     }
     async fn create(&self, session: &mut Session) -> Result<()> {
-        SledStore::create(self, session)
+        off_worker(|| SledStore::create(self, session)).await
     }
     async fn checkpoint(&self, session: &mut Session) -> Result<()> {
-        SledStore::checkpoint(self, session)
+        off_worker(|| SledStore::checkpoint(self, session)).await
     }
     async fn checkpoint_with(
         &self,
         session: &mut Session,
         durability: crate::store::Durability,
     ) -> Result<()> {
-        SledStore::checkpoint_with(self, session, durability)
+        off_worker(|| SledStore::checkpoint_with(self, session, durability)).await
     }
     async fn syncs(&self) -> Result<Option<u64>> {
         Ok(Some(self.syncs.load(std::sync::atomic::Ordering::Relaxed)))
     }
     async fn load(&self, id: &str) -> Result<Option<Session>> {
-        SledStore::load(self, id)
+        off_worker(|| SledStore::load(self, id)).await
     }
     async fn resolve(&self, id_or_prefix: &str) -> Result<String> {
-        SledStore::resolve(self, id_or_prefix)
+        off_worker(|| SledStore::resolve(self, id_or_prefix)).await
     }
     async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
-        SledStore::list(self, status)
+        off_worker(|| SledStore::list(self, status)).await
     }
     async fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
-        SledStore::sessions_with_status(self, status)
+        off_worker(|| SledStore::sessions_with_status(self, status)).await
     }
     async fn count(&self) -> Result<usize> {
-        Ok(SledStore::count(self))
+        Ok(off_worker(|| SledStore::count(self)).await)
     }
     async fn delete(&self, id: &str) -> Result<()> {
-        SledStore::delete(self, id)
+        off_worker(|| SledStore::delete(self, id)).await
     }
     async fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
-        SledStore::cleanup(self, cutoff)
+        off_worker(|| SledStore::cleanup(self, cutoff)).await
     }
     async fn record_answer(
         &self,
@@ -51,7 +111,7 @@ impl crate::store::Backend for SledStore {
         gate: Option<&str>,
         answer: &crate::model::Answer,
     ) -> Result<std::result::Result<Session, Refusal>> {
-        SledStore::record_answer(self, id, gate, answer)
+        off_worker(|| SledStore::record_answer(self, id, gate, answer)).await
     }
     async fn update_open_gate(
         &self,
@@ -59,44 +119,44 @@ impl crate::store::Backend for SledStore {
         gate: &str,
         change: &(dyn Fn(&mut crate::model::OpenGate) + Send + Sync),
     ) -> Result<Option<Session>> {
-        SledStore::update_open_gate(self, id, gate, change)
+        off_worker(|| SledStore::update_open_gate(self, id, gate, change)).await
     }
     async fn record_notification(
         &self,
         session: &str,
         n: &crate::model::Notification,
     ) -> Result<()> {
-        SledStore::record_notification(self, session, n)
+        off_worker(|| SledStore::record_notification(self, session, n)).await
     }
     async fn notifications(&self, session: &str) -> Result<Vec<crate::model::Notification>> {
-        SledStore::notifications(self, session)
+        off_worker(|| SledStore::notifications(self, session)).await
     }
     async fn message_target(&self, channel: &str, ts: &str) -> Result<Option<MessageTarget>> {
-        SledStore::message_target(self, channel, ts)
+        off_worker(|| SledStore::message_target(self, channel, ts)).await
     }
     async fn first_sighting(&self, event_id: &str) -> Result<bool> {
-        SledStore::first_sighting(self, event_id)
+        off_worker(|| SledStore::first_sighting(self, event_id)).await
     }
     async fn append_audit(&self, events: &[crate::audit::AuditEvent]) -> Result<()> {
-        SledStore::append_audit(self, events)
+        off_worker(|| SledStore::append_audit(self, events)).await
     }
     async fn audit_page(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>> {
-        SledStore::audit_page(self, after, limit)
+        off_worker(|| SledStore::audit_page(self, after, limit)).await
     }
     async fn audit_head(&self) -> Result<Option<crate::audit::Head>> {
-        SledStore::audit_head(self)
+        off_worker(|| SledStore::audit_head(self)).await
     }
     async fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
-        SledStore::arm_timers(self, session, gate, timers)
+        off_worker(|| SledStore::arm_timers(self, session, gate, timers)).await
     }
     async fn next_timer(&self) -> Result<Option<Timer>> {
-        SledStore::next_timer(self)
+        off_worker(|| SledStore::next_timer(self)).await
     }
     async fn timers(&self) -> Result<Vec<Timer>> {
-        SledStore::timers(self)
+        off_worker(|| SledStore::timers(self)).await
     }
     async fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()> {
-        SledStore::replace_timer(self, done, next)
+        off_worker(|| SledStore::replace_timer(self, done, next)).await
     }
     async fn record_timeout(
         &self,
@@ -104,7 +164,7 @@ impl crate::store::Backend for SledStore {
         answer: &crate::model::Answer,
         fired: &Fired,
     ) -> Result<std::result::Result<Session, Refusal>> {
-        SledStore::record_timeout(self, timer, answer, fired)
+        off_worker(|| SledStore::record_timeout(self, timer, answer, fired)).await
     }
     async fn record_escalation(
         &self,
@@ -113,10 +173,10 @@ impl crate::store::Backend for SledStore {
         done: &Timer,
         next: &[Timer],
     ) -> Result<()> {
-        SledStore::record_escalation(self, session, esc, done, next)
+        off_worker(|| SledStore::record_escalation(self, session, esc, done, next)).await
     }
     async fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
-        SledStore::escalation(self, session, gate)
+        off_worker(|| SledStore::escalation(self, session, gate)).await
     }
     async fn queue_answer(
         &self,
@@ -124,16 +184,16 @@ impl crate::store::Backend for SledStore {
         handle: &str,
         answer: &crate::model::Answer,
     ) -> Result<std::result::Result<(), Refusal>> {
-        SledStore::queue_answer(self, id, handle, answer)
+        off_worker(|| SledStore::queue_answer(self, id, handle, answer)).await
     }
     async fn queued_answers(&self, id: &str) -> Result<Vec<(String, crate::model::Answer)>> {
-        SledStore::queued_answers(self, id)
+        off_worker(|| SledStore::queued_answers(self, id)).await
     }
     async fn drop_queued(&self, id: &str, handle: &str) -> Result<()> {
-        SledStore::drop_queued(self, id, handle)
+        off_worker(|| SledStore::drop_queued(self, id, handle)).await
     }
     async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<crate::model::Event>> {
-        SledStore::events_after(self, after, limit)
+        off_worker(|| SledStore::events_after(self, after, limit)).await
     }
     async fn session_events_after(
         &self,
@@ -141,10 +201,10 @@ impl crate::store::Backend for SledStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<crate::model::Event>> {
-        SledStore::session_events_after(self, session, after, limit)
+        off_worker(|| SledStore::session_events_after(self, session, after, limit)).await
     }
     async fn last_event(&self) -> Result<u64> {
-        SledStore::last_event(self)
+        off_worker(|| SledStore::last_event(self)).await
     }
     fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64> {
         SledStore::subscribe_events(self)
@@ -154,13 +214,13 @@ impl crate::store::Backend for SledStore {
         record: &crate::model::token::TokenRecord,
         audit: &crate::audit::AuditEvent,
     ) -> Result<bool> {
-        SledStore::create_token(self, record, audit)
+        off_worker(|| SledStore::create_token(self, record, audit)).await
     }
     async fn token(&self, id: &str) -> Result<Option<crate::model::token::TokenRecord>> {
-        SledStore::token(self, id)
+        off_worker(|| SledStore::token(self, id)).await
     }
     async fn tokens(&self) -> Result<Vec<crate::model::token::TokenRecord>> {
-        SledStore::tokens(self)
+        off_worker(|| SledStore::tokens(self)).await
     }
     async fn revoke_token(
         &self,
@@ -168,7 +228,7 @@ impl crate::store::Backend for SledStore {
         at: DateTime<Utc>,
         audit: &crate::audit::AuditEvent,
     ) -> Result<Option<crate::model::token::TokenRecord>> {
-        SledStore::revoke_token(self, name, at, audit)
+        off_worker(|| SledStore::revoke_token(self, name, at, audit)).await
     }
     async fn webhook_pull(
         &self,
@@ -176,7 +236,7 @@ impl crate::store::Backend for SledStore {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<usize> {
-        SledStore::webhook_pull(self, endpoints, now, limit)
+        off_worker(|| SledStore::webhook_pull(self, endpoints, now, limit)).await
     }
     async fn webhook_due(
         &self,
@@ -184,32 +244,32 @@ impl crate::store::Backend for SledStore {
         lease: std::time::Duration,
         limit: usize,
     ) -> Result<Vec<crate::model::webhook::Delivery>> {
-        SledStore::webhook_due(self, now, lease, limit)
+        off_worker(|| SledStore::webhook_due(self, now, lease, limit)).await
     }
     async fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>> {
-        SledStore::webhook_next_due(self)
+        off_worker(|| SledStore::webhook_next_due(self)).await
     }
     async fn webhook_settle(
         &self,
         taken: &crate::model::webhook::Delivery,
         outcome: crate::model::webhook::Settle,
     ) -> Result<()> {
-        SledStore::webhook_settle(self, taken, outcome)
+        off_worker(|| SledStore::webhook_settle(self, taken, outcome)).await
     }
     async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
-        SledStore::webhook_failed(self, limit)
+        off_worker(|| SledStore::webhook_failed(self, limit)).await
     }
     async fn put_login(&self, login: &crate::model::login::Login) -> Result<()> {
-        SledStore::put_login(self, login)
+        off_worker(|| SledStore::put_login(self, login)).await
     }
     async fn login(&self, id: &str) -> Result<Option<crate::model::login::Login>> {
-        SledStore::login(self, id)
+        off_worker(|| SledStore::login(self, id)).await
     }
     async fn end_login(&self, id: &str) -> Result<bool> {
-        SledStore::end_login(self, id)
+        off_worker(|| SledStore::end_login(self, id)).await
     }
     async fn key(&self, name: &str) -> Result<Vec<u8>> {
-        SledStore::key(self, name)
+        off_worker(|| SledStore::key(self, name)).await
     }
     async fn list_page(
         &self,
@@ -217,13 +277,13 @@ impl crate::store::Backend for SledStore {
         after: Option<(DateTime<Utc>, String)>,
         limit: usize,
     ) -> Result<Vec<Summary>> {
-        SledStore::list_page(self, status, after, limit)
+        off_worker(|| SledStore::list_page(self, status, after, limit)).await
     }
     async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
-        SledStore::status_counts(self)
+        off_worker(|| SledStore::status_counts(self)).await
     }
-    async fn unposted(&self) -> Result<Vec<String>> {
-        SledStore::unposted(self)
+    async fn unposted(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        off_worker(|| SledStore::unposted(self, after, limit)).await
     }
     async fn workflow_page(
         &self,
@@ -232,12 +292,60 @@ impl crate::store::Backend for SledStore {
         after: Option<(DateTime<Utc>, String)>,
         limit: usize,
     ) -> Result<Vec<Summary>> {
-        SledStore::workflow_page(self, workflow, status, after, limit)
+        off_worker(|| SledStore::workflow_page(self, workflow, status, after, limit)).await
     }
     async fn awaiting(&self, approvers: &[String]) -> Result<Vec<String>> {
-        SledStore::awaiting(self, approvers)
+        off_worker(|| SledStore::awaiting(self, approvers)).await
     }
     async fn awaiting_groups(&self) -> Result<Vec<String>> {
-        SledStore::awaiting_groups(self)
+        off_worker(|| SledStore::awaiting_groups(self)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::off_worker;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// On the service's runtime, a store call that blocks does not keep the
+    /// worker's other tasks from running: with one worker, a task blocked
+    /// in `off_worker` waits for a message only another task can send. Run
+    /// inline, the sender would never be polled and the wait would time out.
+    #[test]
+    fn a_blocking_call_leaves_the_worker_to_other_tasks() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let got = rt.block_on(async {
+            let (tx, rx) = mpsc::channel::<&str>();
+            let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+            let blocked = tokio::spawn(async move {
+                let _ = started_tx.send(());
+                off_worker(move || rx.recv_timeout(Duration::from_secs(20))).await
+            });
+            // The worker is in the blocking call before the other task exists.
+            started_rx.await.expect("the blocked task started");
+            let other = tokio::spawn(async move {
+                tx.send("from another task").expect("send");
+            });
+            other.await.expect("the other task ran");
+            blocked.await.expect("the blocked task")
+        });
+        assert_eq!(got, Ok("from another task"));
+    }
+
+    /// The CLI's current-thread runtime (and tests) run it inline, where
+    /// `block_in_place` would panic.
+    #[test]
+    fn on_a_current_thread_runtime_it_runs_inline() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let here = std::thread::current().id();
+        let ran_on = rt.block_on(async { off_worker(|| std::thread::current().id()).await });
+        assert_eq!(ran_on, here);
     }
 }

@@ -70,11 +70,21 @@ pub(super) fn posted_now(
 }
 
 impl SledStore {
-    /// Sessions that may have a gate never posted (see the module doc).
-    pub fn unposted(&self) -> Result<Vec<String>> {
+    /// Up to `limit` sessions after `after` (in id order) that may have a
+    /// gate never posted (see the module doc).
+    pub fn unposted(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        use std::ops::Bound;
         let t = self.tree(trees::UNPOSTED)?;
+        let from = match after {
+            Some(a) => Bound::Excluded(a.as_bytes().to_vec()),
+            None => Bound::Unbounded,
+        };
         let mut out = Vec::new();
-        for k in t.iter().keys() {
+        for k in t
+            .range::<Vec<u8>, _>((from, Bound::Unbounded))
+            .keys()
+            .take(limit)
+        {
             out.push(String::from_utf8_lossy(&k?).into_owned());
         }
         Ok(out)
@@ -115,7 +125,7 @@ mod tests {
         done.status = Status::Completed;
         done.gates.clear();
         store.create(&mut done).expect("create");
-        assert_eq!(store.unposted().expect("read"), ["p1", "p2"]);
+        assert_eq!(store.unposted(None, 10).expect("read"), ["p1", "p2"]);
         let handle = store
             .load("p1")
             .expect("load")
@@ -134,19 +144,37 @@ mod tests {
             copies: Vec::new(),
         };
         store.record_notification("p1", &n).expect("record");
-        assert_eq!(store.unposted().expect("read"), ["p1", "p2"]);
+        assert_eq!(store.unposted(None, 10).expect("read"), ["p1", "p2"]);
         n.ts = Some("1.2".into());
         n.error = None;
         store.record_notification("p1", &n).expect("record");
-        assert_eq!(store.unposted().expect("read"), ["p2"]);
+        assert_eq!(store.unposted(None, 10).expect("read"), ["p2"]);
         // A checkpoint of a posted gate does not bring it back; leaving the
         // pause clears the entry.
         let mut p1 = store.load("p1").expect("load").expect("p1");
         store.checkpoint(&mut p1).expect("checkpoint");
-        assert_eq!(store.unposted().expect("read"), ["p2"]);
+        assert_eq!(store.unposted(None, 10).expect("read"), ["p2"]);
         let mut p2 = store.load("p2").expect("load").expect("p2");
         p2.status = Status::Completed;
         store.checkpoint(&mut p2).expect("checkpoint");
-        assert!(store.unposted().expect("read").is_empty());
+        assert!(store.unposted(None, 10).expect("read").is_empty());
+    }
+
+    #[test]
+    fn the_index_is_read_a_page_at_a_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SledStore::open(dir.path()).expect("store");
+        for id in ["p3", "p1", "p5", "p2", "p4"] {
+            store.create(&mut paused_session(id)).expect("create");
+        }
+        assert_eq!(store.unposted(None, 2).expect("read"), ["p1", "p2"]);
+        assert_eq!(store.unposted(Some("p2"), 2).expect("read"), ["p3", "p4"]);
+        assert_eq!(store.unposted(Some("p4"), 2).expect("read"), ["p5"]);
+        assert!(store.unposted(Some("p5"), 2).expect("read").is_empty());
+        // `after` need not be in the index.
+        assert_eq!(
+            store.unposted(Some("p20"), 9).expect("read"),
+            ["p3", "p4", "p5"]
+        );
     }
 }

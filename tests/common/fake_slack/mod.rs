@@ -187,6 +187,13 @@ struct SlackShared {
     next_trigger: AtomicUsize,
     /// Socket Mode, started on first use.
     socket: std::sync::OnceLock<FakeSocket>,
+    /// `chat.postMessage` calls received and not yet answered, and the
+    /// most there ever were at once.
+    posts_in_flight: AtomicUsize,
+    max_posts_in_flight: AtomicUsize,
+    /// While set, `chat.postMessage` answers wait (the message is recorded
+    /// at once, as with `post_answer_delay`).
+    posts_held: std::sync::atomic::AtomicBool,
 }
 
 /// A running fake Slack; it lives until the test process exits. Clones share it.
@@ -225,6 +232,9 @@ impl FakeSlack {
             next_response_url: AtomicUsize::new(0),
             next_trigger: AtomicUsize::new(0),
             socket: std::sync::OnceLock::new(),
+            posts_in_flight: AtomicUsize::new(0),
+            max_posts_in_flight: AtomicUsize::new(0),
+            posts_held: std::sync::atomic::AtomicBool::new(false),
         });
         let app = Router::new()
             .route("/api/{method}", post(api).get(api_get))
@@ -279,6 +289,23 @@ impl FakeSlack {
             .triggers
             .insert(id.clone(), (Instant::now(), false));
         id
+    }
+
+    /// Holds (`true`) or lets go (`false`) the answers to
+    /// `chat.postMessage`: the bot sees its posts in flight until let go.
+    /// Keep a hold well under the bot's 10 s timeout per Slack call.
+    pub fn hold_posts(&self, held: bool) {
+        self.shared.posts_held.store(held, Ordering::SeqCst);
+    }
+
+    /// `chat.postMessage` calls received and not yet answered.
+    pub fn posts_in_flight(&self) -> usize {
+        self.shared.posts_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The most `chat.postMessage` calls ever in flight at once.
+    pub fn max_posts_in_flight(&self) -> usize {
+        self.shared.max_posts_in_flight.load(Ordering::SeqCst)
     }
 
     /// Every call so far, in arrival order.
@@ -586,6 +613,30 @@ async fn api(
     headers: HeaderMap,
     raw: Bytes,
 ) -> Response {
+    let _in_flight = (method == "chat.postMessage").then(|| PostInFlight::new(&shared));
+    api_reply(&shared, &method, headers, raw).await
+}
+
+/// One `chat.postMessage` between its arrival and its answer (or the bot
+/// hanging up).
+struct PostInFlight<'a>(&'a SlackShared);
+
+impl<'a> PostInFlight<'a> {
+    fn new(shared: &'a SlackShared) -> Self {
+        let now = shared.posts_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_posts_in_flight.fetch_max(now, Ordering::SeqCst);
+        PostInFlight(shared)
+    }
+}
+
+impl Drop for PostInFlight<'_> {
+    fn drop(&mut self) {
+        self.0.posts_in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn api_reply(shared: &SlackShared, method: &str, headers: HeaderMap, raw: Bytes) -> Response {
+    let method = method.to_string();
     let content_type = header(&headers, "content-type").unwrap_or_default();
     let authorization = header(&headers, "authorization");
     let body = parse_body(&content_type, &raw);
@@ -634,6 +685,10 @@ async fn api(
     };
     if status == 200 && !delay.is_zero() {
         tokio::time::sleep(delay).await;
+    }
+    while status == 200 && method == "chat.postMessage" && shared.posts_held.load(Ordering::SeqCst)
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     if status == 429 {
         let retry = shared.behaviour.retry_after_secs.to_string();
