@@ -17,6 +17,7 @@
 #[cfg(test)]
 mod conformance;
 pub mod migrate;
+pub mod outputs;
 pub mod postgres;
 pub mod sled;
 

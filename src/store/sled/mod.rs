@@ -86,6 +86,9 @@ pub mod trees {
     /// session id → JSON list of its open gate handles never posted to a
     /// room (`store::sled::unposted`): what start-up asks again.
     pub const UNPOSTED: &str = "unposted";
+    /// session id ++ 0 ++ SHA-256 (hex) of a text → the text: a session's
+    /// large texts, apart from its record (`store::sled::outputs`).
+    pub const OUTPUTS: &str = "outputs";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -121,6 +124,8 @@ pub struct SledStore {
     path: PathBuf,
     /// The number of the last event this process wrote (subscribers wait on it).
     event_tx: tokio::sync::watch::Sender<u64>,
+    /// Texts written apart since open (`outputs`).
+    outputs_written: std::sync::atomic::AtomicU64,
 }
 
 impl SledStore {
@@ -159,6 +164,7 @@ impl SledStore {
             session_events,
             path: path.to_path_buf(),
             event_tx: tokio::sync::watch::channel(0).0,
+            outputs_written: Default::default(),
         };
         store.migrate()?;
         store.build_order()?;
@@ -364,7 +370,9 @@ impl SledStore {
     /// must not exist yet) with its summary, its audit outbox and the
     /// timers of gates it just opened, in one transaction, then flushes.
     fn write(&self, session: &mut Session, expected_rev: Option<u64>) -> Result<()> {
-        let bytes = self.encode_session(session)?;
+        let stored = self.encode_session(session)?;
+        self.put_outputs(&session.id, &stored.outputs)?;
+        let bytes = stored.body;
         let session: &Session = session;
         let summary = serde_json::to_vec(&session.summary())
             .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
@@ -453,16 +461,7 @@ impl SledStore {
     pub fn load(&self, id: &str) -> Result<Option<Session>> {
         match self.sessions.get(id.as_bytes())? {
             None => Ok(None),
-            Some(bytes) => {
-                let mut s: Session = crate::model::wire::decode(&bytes).map_err(|e| {
-                    Error::Store(format!(
-                        "session {id} in {} is unreadable: {e}",
-                        self.path.display()
-                    ))
-                })?;
-                self.hydrate(&mut s)?;
-                Ok(Some(s))
-            }
+            Some(bytes) => self.decode_stored(id, &bytes).map(Some),
         }
     }
 
@@ -526,12 +525,21 @@ impl SledStore {
     pub fn delete(&self, id: &str) -> Result<()> {
         let key = id.as_bytes();
         let order = self.order()?;
+        let texts = self.output_keys(id)?;
+        let out = self.outputs()?;
+        let unposted = self.tree(trees::UNPOSTED)?;
         let res: std::result::Result<(), TransactionError<String>> =
-            (&self.sessions, &self.summaries, &order).transaction(|(s, m, ix)| {
-                s.remove(key)?;
-                listing::remove_summary(m, ix, key)?;
-                Ok(())
-            });
+            (&self.sessions, &self.summaries, &order, &out, &unposted).transaction(
+                |(s, m, ix, o, up)| {
+                    s.remove(key)?;
+                    listing::remove_summary(m, ix, key)?;
+                    for k in &texts {
+                        o.remove(k)?;
+                    }
+                    up.remove(key)?;
+                    Ok(())
+                },
+            );
         res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
         self.db.flush()?;
         Ok(())
@@ -563,6 +571,7 @@ impl SledStore {
     ) -> Result<std::result::Result<Session, Refusal>> {
         let key = id.as_bytes();
         let order = self.order()?;
+        let out = self.outputs()?;
         let res = (
             &self.sessions,
             &self.summaries,
@@ -571,28 +580,23 @@ impl SledStore {
             &self.events,
             &self.session_events,
             &order,
+            &out,
         )
-            .transaction(|(s, m, log, head, ev, by, ix)| {
+            .transaction(|(s, m, log, head, ev, by, ix, o)| {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
-                let mut session: Session = match crate::model::wire::decode(&cur) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return Err(ConflictableTransactionError::Abort(Err(format!(
-                            "unreadable session: {e}"
-                        ))))
-                    }
-                };
+                let mut session = outputs::decode_in(o, id, &cur)?
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 if let Err(refusal) = session.accept(gate, answer) {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
                 session.updated_at = Utc::now();
-                let bytes = match serde_json::to_vec(&session) {
-                    Ok(b) => b,
-                    Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
-                };
+                let stored = crate::store::outputs::split(&session)
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
+                let wrote = outputs::put_in(o, id, &stored.outputs)?;
+                let bytes = stored.body;
                 let row = session.summary();
                 let summary = match serde_json::to_vec(&row) {
                     Ok(b) => b,
@@ -606,12 +610,13 @@ impl SledStore {
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 session.audit.clear();
                 session.events.clear();
-                Ok((session, last))
+                Ok((session, last, wrote))
             });
         match res {
-            Ok((mut session, last)) => {
+            Ok((mut session, last, wrote)) => {
                 self.db.flush()?;
                 self.announce(last);
+                self.wrote_outputs(wrote);
                 self.hydrate(&mut session)?;
                 Ok(Ok(session))
             }
@@ -719,6 +724,7 @@ mod events;
 mod export;
 mod listing;
 mod logins;
+mod outputs;
 mod queued;
 mod specs;
 mod timers;
