@@ -464,6 +464,15 @@ impl Store {
         matches!(self, Store::Postgres(_))
     }
 
+    /// How many large texts this process has stored apart from their
+    /// sessions (`outputs`) since it opened the store.
+    pub fn outputs_written(&self) -> u64 {
+        match self {
+            Store::Sled(s) => s.outputs_written(),
+            Store::Postgres(s) => s.outputs_written(),
+        }
+    }
+
     /// Whether the database answers (`/healthz`); sled is always there.
     pub async fn ping(&self) -> Result<()> {
         match self {

@@ -146,3 +146,37 @@ pub(super) async fn decode_one<C: GenericClient>(
     all.pop()
         .ok_or_else(|| Error::Internal(format!("session {id}: nothing decoded")))
 }
+
+#[cfg(test)]
+impl super::PgStore {
+    /// Test access: the stored row body of `id` (if any) and how many texts
+    /// it has apart.
+    pub(crate) async fn stored_raw(&self, id: &str) -> Result<(Option<Vec<u8>>, usize)> {
+        let client = self.client().await?;
+        let body = client
+            .query_opt("SELECT body FROM sessions WHERE id = $1", &[&id])
+            .await
+            .map_err(|e| self.err("stored body", e))?
+            .map(|r| r.get::<_, Vec<u8>>(0));
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM session_outputs WHERE session = $1",
+                &[&id],
+            )
+            .await
+            .map_err(|e| self.err("stored outputs", e))?
+            .get(0);
+        Ok((body, n as usize))
+    }
+
+    /// Test access: replaces the stored body of `id` (as an earlier
+    /// release wrote it).
+    pub(crate) async fn put_raw(&self, id: &str, body: &[u8]) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .execute("UPDATE sessions SET body = $2 WHERE id = $1", &[&id, &body])
+            .await
+            .map_err(|e| self.err("stored body", e))?;
+        Ok(())
+    }
+}
