@@ -104,8 +104,10 @@ fn cache_bytes() -> u64 {
         * 1024
 }
 
-/// The layout this build writes (see `SledStore::migrate`).
-pub const STORE_FORMAT: u32 = 2;
+/// The layout this build writes (see `SledStore::migrate`). 3: large texts
+/// of sessions may be kept apart (`outputs`), which a release that does not
+/// know it would read as their references — so it refuses the store.
+pub const STORE_FORMAT: u32 = 3;
 
 fn message_key(channel: &str, ts: &str) -> Vec<u8> {
     format!("{channel}/{ts}").into_bytes()
@@ -175,8 +177,8 @@ impl SledStore {
     /// Brings a store written by an earlier release to [`STORE_FORMAT`],
     /// once: format 1 kept the Slack messages inside each session; they
     /// move to the `notifications` tree and each session is rewritten in
-    /// the current session format. A store written by a newer release is
-    /// refused (its data could be misread).
+    /// the current session format (format 2 needs nothing). A store
+    /// written by a newer release is refused (its data could be misread).
     fn migrate(&self) -> Result<()> {
         let meta = self.tree(trees::META)?;
         let format = match meta.get(b"format")? {
@@ -196,8 +198,10 @@ impl SledStore {
         if format == STORE_FORMAT {
             return Ok(());
         }
+        // 2 → 3 changes nothing stored (format 2 sessions read as they are).
         let mut moved = 0usize;
-        for kv in self.sessions.iter() {
+        let legacy = (format < 2).then(|| self.sessions.iter());
+        for kv in legacy.into_iter().flatten() {
             let (key, bytes) = kv?;
             let id = String::from_utf8_lossy(&key).into_owned();
             for n in crate::model::wire::legacy_notifications(&bytes) {
@@ -541,6 +545,12 @@ impl SledStore {
                 },
             );
         res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
+        // A text a write racing this delete stored meanwhile goes too.
+        if !self.sessions.contains_key(key)? {
+            for k in self.output_keys(id)? {
+                out.remove(k)?;
+            }
+        }
         self.db.flush()?;
         Ok(())
     }
