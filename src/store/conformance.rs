@@ -671,7 +671,10 @@ async fn large_outputs_are_kept_apart_and_read_back_whole(store: Arc<Store>) {
     assert_eq!(stored_raw(&store, "o1").await.1, 2);
     assert_eq!(store.load("o1").await.expect("load").expect("o1"), done);
     assert_eq!(
-        store.sessions_with_status(Status::Completed).await.expect("full"),
+        store
+            .sessions_with_status(Status::Completed)
+            .await
+            .expect("full"),
         vec![done]
     );
 
@@ -690,7 +693,10 @@ async fn a_session_written_inline_reads_and_moves_its_text(store: Arc<Store>) {
     inline.created_at = s.created_at;
     inline.updated_at = s.updated_at;
     put_raw(&store, "old1", &serde_json::to_vec(&inline).expect("json")).await;
-    assert_eq!(store.load("old1").await.expect("load"), Some(inline.clone()));
+    assert_eq!(
+        store.load("old1").await.expect("load"),
+        Some(inline.clone())
+    );
     assert_eq!(stored_raw(&store, "old1").await.1, 0);
     // A timeout's answer decodes it and writes it back, its text apart.
     let fired = super::Fired {
@@ -826,8 +832,14 @@ async fn counters_equal_a_recount(store: Arc<Store>) {
 }
 
 async fn unposted_gates_are_listed_until_posted(store: Arc<Store>) {
-    store.create(&mut paused_session("p1")).await.expect("create");
-    store.create(&mut paused_session("p2")).await.expect("create");
+    store
+        .create(&mut paused_session("p1"))
+        .await
+        .expect("create");
+    store
+        .create(&mut paused_session("p2"))
+        .await
+        .expect("create");
     let mut done = paused_session("d1");
     done.status = Status::Completed;
     done.gates.clear();

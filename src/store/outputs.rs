@@ -62,8 +62,8 @@ pub struct Stored {
 
 /// Encodes `session` for storage, its large texts apart.
 pub fn split(session: &Session) -> Result<Stored> {
-    let bytes = serde_json::to_vec(session)
-        .map_err(|e| Error::Internal(format!("encode session: {e}")))?;
+    let bytes =
+        serde_json::to_vec(session).map_err(|e| Error::Internal(format!("encode session: {e}")))?;
     if !needs_split(&bytes) {
         return Ok(Stored {
             body: bytes,

@@ -87,7 +87,7 @@ pub(super) async fn track_in(
     } else {
         Vec::new()
     };
-    if old.is_some() {
+    if old == Some(Status::Paused) {
         let stmt = tx
             .prepare_cached("DELETE FROM unposted WHERE session = $1 AND NOT (gate = ANY($2))")
             .await
@@ -153,7 +153,10 @@ impl PgStore {
     pub async fn unposted(&self) -> Result<Vec<String>> {
         let client = self.client().await?;
         let rows = client
-            .query("SELECT DISTINCT session FROM unposted ORDER BY session", &[])
+            .query(
+                "SELECT DISTINCT session FROM unposted ORDER BY session",
+                &[],
+            )
             .await
             .map_err(|e| self.err("unposted gates", e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())

@@ -106,9 +106,8 @@ pub(super) async fn decode_all<C: GenericClient>(
 ) -> Result<Vec<Session>> {
     let mut parsed = Vec::with_capacity(rows.len());
     for (id, body) in rows {
-        let p = outputs::parse(body).map_err(|e| {
-            Error::Store(format!("session {id} in {location} is unreadable: {e}"))
-        })?;
+        let p = outputs::parse(body)
+            .map_err(|e| Error::Store(format!("session {id} in {location} is unreadable: {e}")))?;
         parsed.push((*id, p));
     }
     let pairs: Vec<(&str, &str)> = parsed

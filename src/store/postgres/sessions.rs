@@ -352,7 +352,10 @@ impl PgStore {
             .map_err(|e| self.err("delete", e))?;
         // Its texts kept apart go with it (`ON DELETE CASCADE`).
         let prev = tx
-            .query_opt("DELETE FROM sessions WHERE id = $1 RETURNING status", &[&id])
+            .query_opt(
+                "DELETE FROM sessions WHERE id = $1 RETURNING status",
+                &[&id],
+            )
             .await
             .map_err(|e| self.err("delete", e))?;
         for q in [

@@ -112,9 +112,8 @@ impl SledStore {
     /// A stored session, whole: its texts and its spec put back.
     pub(super) fn decode_stored(&self, id: &str, bytes: &[u8]) -> Result<Session> {
         let location = self.path.display().to_string();
-        let parsed = outputs::parse(bytes).map_err(|e| {
-            Error::Store(format!("session {id} in {location} is unreadable: {e}"))
-        })?;
+        let parsed = outputs::parse(bytes)
+            .map_err(|e| Error::Store(format!("session {id} in {location} is unreadable: {e}")))?;
         let mut texts = HashMap::new();
         let out = self.outputs()?;
         for h in parsed.hashes() {
