@@ -15,7 +15,9 @@
 //! written before a session write that then failed is harmless. Reading
 //! puts the texts back ([`parse`], [`Parsed::fill`]); a session written
 //! before this (texts inline) reads as it is and loses the copies at its
-//! next write.
+//! next write. A text no longer referred to (the tool results of a step
+//! that has finished) stays until its session is deleted: the texts one run
+//! produced, never more.
 //!
 //! The walk is over the session's JSON, not its fields, so every pattern's
 //! state (chain steps, workflow tasks, parallel branches and reduce,
