@@ -176,7 +176,7 @@ fn fill(v: &mut Value, texts: &HashMap<String, String>, missing: &mut Option<Str
 /// A stored session, read: whole, or waiting for the texts it refers to.
 #[derive(Debug)]
 pub enum Parsed {
-    Whole(Session),
+    Whole(Box<Session>),
     Refs {
         value: Value,
         /// The hashes to fetch ([`Parsed::fill`] wants each).
@@ -188,13 +188,13 @@ pub enum Parsed {
 /// to texts stored apart, says which.
 pub fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
     if !contains(bytes, MARK) {
-        return crate::model::wire::decode(bytes).map(Parsed::Whole);
+        return crate::model::wire::decode(bytes).map(|s| Parsed::Whole(Box::new(s)));
     }
     let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let mut hashes = BTreeSet::new();
     collect(&value, &mut hashes);
     if hashes.is_empty() {
-        return crate::model::wire::decode_value(value).map(Parsed::Whole);
+        return crate::model::wire::decode_value(value).map(|s| Parsed::Whole(Box::new(s)));
     }
     Ok(Parsed::Refs { value, hashes })
 }
@@ -213,7 +213,7 @@ impl Parsed {
     /// `texts` lacks, `Err` otherwise an unreadable session.
     pub fn fill(self, texts: &HashMap<String, String>) -> std::result::Result<Session, Missing> {
         match self {
-            Parsed::Whole(s) => Ok(s),
+            Parsed::Whole(s) => Ok(*s),
             Parsed::Refs { mut value, .. } => {
                 let mut missing = None;
                 fill(&mut value, texts, &mut missing);
