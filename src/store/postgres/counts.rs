@@ -62,11 +62,17 @@ pub(super) async fn count_in(
         .prepare_cached("UPDATE session_counts SET n = n + $2 WHERE status = $1")
         .await
         .map_err(|e| sql("session counts", e))?;
-    for (status, delta) in moves {
-        tx.execute(&stmt, &[&status, &delta])
-            .await
-            .map_err(|e| sql("session counts", e))?;
-    }
+    // Pipelined (both sent at once; the server runs them in the order sent).
+    let (a, b) =
+        futures_util::future::join(tx.execute(&stmt, &[&moves[0].0, &moves[0].1]), async {
+            match moves.get(1) {
+                Some((status, delta)) => tx.execute(&stmt, &[status, delta]).await.map(Some),
+                None => Ok(None),
+            }
+        })
+        .await;
+    a.map_err(|e| sql("session counts", e))?;
+    b.map_err(|e| sql("session counts", e))?;
     Ok(())
 }
 
@@ -87,30 +93,23 @@ pub(super) async fn track_in(
     } else {
         Vec::new()
     };
-    if old == Some(Status::Paused) {
-        let stmt = tx
-            .prepare_cached("DELETE FROM unposted WHERE session = $1 AND NOT (gate = ANY($2))")
-            .await
-            .map_err(|e| sql("unposted gates", e))?;
-        tx.execute(&stmt, &[&session.id, &open])
-            .await
-            .map_err(|e| sql("unposted gates", e))?;
-    }
-    if !open.is_empty() {
-        let stmt = tx
-            .prepare_cached(
-                "INSERT INTO unposted (session, gate)
-                 SELECT $1, g FROM unnest($2::text[]) AS g
-                 WHERE NOT EXISTS (SELECT 1 FROM notifications n
-                                   WHERE n.session = $1 AND n.gate = g AND n.posted)
-                 ON CONFLICT DO NOTHING",
-            )
-            .await
-            .map_err(|e| sql("unposted gates", e))?;
-        tx.execute(&stmt, &[&session.id, &open])
-            .await
-            .map_err(|e| sql("unposted gates", e))?;
-    }
+    // One statement: the gates no longer open go, the open ones never
+    // posted come (disjoint rows).
+    let stmt = tx
+        .prepare_cached(
+            "WITH gone AS (DELETE FROM unposted WHERE session = $1 AND NOT (gate = ANY($2)) AND $3)
+             INSERT INTO unposted (session, gate)
+             SELECT $1, g FROM unnest($2::text[]) AS g
+             WHERE NOT EXISTS (SELECT 1 FROM notifications n
+                               WHERE n.session = $1 AND n.gate = g AND n.posted)
+             ON CONFLICT DO NOTHING",
+        )
+        .await
+        .map_err(|e| sql("unposted gates", e))?;
+    let was_paused = old == Some(Status::Paused);
+    tx.execute(&stmt, &[&session.id, &open, &was_paused])
+        .await
+        .map_err(|e| sql("unposted gates", e))?;
     Ok(())
 }
 
