@@ -26,15 +26,30 @@ pub fn decode(bytes: &[u8]) -> Result<Session, String> {
             s.id, s.format
         )),
         Err(current) => {
-            let mut v: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+            let v: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
             match v.get("format").and_then(Value::as_u64) {
-                None => {
-                    upgrade_v1(&mut v);
-                    serde_json::from_value(v).map_err(|e| e.to_string())
-                }
+                None => decode_value(v),
                 Some(_) => Err(current.to_string()),
             }
         }
+    }
+}
+
+/// [`decode`] for a session already read as JSON (the store put texts
+/// kept apart back into it: `store::outputs`).
+pub fn decode_value(mut v: Value) -> Result<Session, String> {
+    match v.get("format").and_then(Value::as_u64) {
+        None => {
+            upgrade_v1(&mut v);
+            serde_json::from_value(v).map_err(|e| e.to_string())
+        }
+        Some(f) if f == u64::from(SESSION_FORMAT) => {
+            serde_json::from_value(v).map_err(|e| e.to_string())
+        }
+        Some(f) => Err(format!(
+            "session {} has format {f}, newer than this build knows ({SESSION_FORMAT}); upgrade strands",
+            v.get("id").and_then(Value::as_str).unwrap_or("?")
+        )),
     }
 }
 

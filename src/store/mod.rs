@@ -18,6 +18,7 @@ pub mod awaiting;
 #[cfg(test)]
 mod conformance;
 pub mod migrate;
+pub mod outputs;
 pub mod postgres;
 pub mod sled;
 
@@ -566,6 +567,15 @@ impl Store {
     /// runs are then driven under leases.
     pub fn is_shared(&self) -> bool {
         matches!(self, Store::Postgres(_))
+    }
+
+    /// How many large texts this process has stored apart from their
+    /// sessions (`outputs`) since it opened the store.
+    pub fn outputs_written(&self) -> u64 {
+        match self {
+            Store::Sled(s) => s.outputs_written(),
+            Store::Postgres(s) => s.outputs_written(),
+        }
     }
 
     /// Whether the database answers (`/healthz`); sled is always there.

@@ -279,7 +279,15 @@ fn a_sled_store_migrated_to_postgres_resumes_there() {
     let Some(url) = database("migrate") else {
         return;
     };
-    let llm = FakeLlm::start();
+    // Replies long enough to be kept apart from their sessions.
+    let long = "a finding worth a human's review. ".repeat(200);
+    let llm = {
+        let long = long.clone();
+        FakeLlm::start_with(Behaviour {
+            reply: Arc::new(move |n, _| format!("REPLY {n}: {long}")),
+            ..Behaviour::default()
+        })
+    };
     let sled = Sandbox::new();
     let spec = sled.spec("review.yaml", REVIEW, &llm);
     let run = sled.strands(&["run", spec.to_str().expect("utf-8"), "--json"]);
@@ -325,6 +333,13 @@ fn a_sled_store_migrated_to_postgres_resumes_there() {
     assert_eq!(pg.show(&id)["status"], "completed");
     assert_eq!(llm.calls_of("RESEARCHER").len(), 1);
     assert_eq!(llm.calls_of("WRITER").len(), 1);
+    // The researcher's long reply crossed whole, from sled's outputs tree
+    // to PostgreSQL's table.
+    let writer = llm.only_call_of("WRITER").user();
+    assert!(
+        writer.contains(&format!("REPLY 1: {long}")),
+        "the writer read: {writer}"
+    );
     let tokens = pg.strands(&["tokens", "list", "--json"]);
     assert!(tokens.stdout.contains("\"ci\""), "{}", tokens.stdout);
     assert_audit_intact(&pg);

@@ -38,6 +38,9 @@ impl crate::store::Backend for PgStore {
     async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
         PgStore::status_counts(self).await
     }
+    async fn unposted(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        PgStore::unposted(self, after, limit).await
+    }
     async fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
         PgStore::sessions_with_status(self, status).await
     }

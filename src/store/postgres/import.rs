@@ -9,8 +9,9 @@ use crate::model::{Event, Summary};
 use crate::store::migrate::{Dump, Holds};
 use crate::store::Timer;
 
-/// Every table holding data (not the schema's own), cleared by `--force`.
-const TABLES: &str = "meta, sessions, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins";
+/// Every table holding data (not the schema's own), cleared by `--force`
+/// (`session_counts` is recounted instead).
+const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins";
 
 impl PgStore {
     /// Whether the database is empty, holds this dump already, or other data.
@@ -38,10 +39,14 @@ impl PgStore {
                 .await
                 .map_err(e)?;
         }
+        // Paused sessions: their unposted gates, once the messages are in.
+        let mut paused = Vec::new();
         for (body, summary) in &dump.sessions {
             let s: Summary = decode("summary", summary)?;
             let session = crate::model::wire::decode(body)
                 .map_err(|err| Error::Store(format!("session {}: {err}", s.id)))?;
+            // Whole in the dump; stored here with its large texts apart.
+            let stored = crate::store::outputs::split(&session)?;
             tx.execute(
                 "INSERT INTO sessions (id, rev, status, created_at, updated_at, body, summary, workflow)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -51,7 +56,7 @@ impl PgStore {
                     &session.status.as_str(),
                     &session.created_at,
                     &session.updated_at,
-                    body,
+                    &stored.body,
                     summary,
                     &session.workflow,
                 ],
@@ -59,6 +64,10 @@ impl PgStore {
             .await
             .map_err(e)?;
             super::awaiting::track_in(&tx, &session).await?;
+            super::outputs::put_in(&tx, &session.id, &stored.outputs, true).await?;
+            if session.status == crate::model::Status::Paused {
+                paused.push(session);
+            }
         }
         for (channel, ts, t) in &dump.messages {
             tx.execute(
@@ -135,7 +144,6 @@ impl PgStore {
         }
         for (table, rows) in [
             ("escalations", &dump.escalations),
-            ("notifications", &dump.notifications),
             ("queued_answers", &dump.queued),
         ] {
             let q = format!("INSERT INTO {table} (session, gate, body) VALUES ($1, $2, $3)");
@@ -143,6 +151,20 @@ impl PgStore {
                 tx.execute(&q, &[s, g, body]).await.map_err(e)?;
             }
         }
+        for (s, g, body) in &dump.notifications {
+            let posted = serde_json::from_slice::<crate::model::Notification>(body)
+                .is_ok_and(|n| n.ts.is_some());
+            tx.execute(
+                "INSERT INTO notifications (session, gate, body, posted) VALUES ($1, $2, $3, $4)",
+                &[s, g, body, &posted],
+            )
+            .await
+            .map_err(e)?;
+        }
+        for session in &paused {
+            super::counts::track_in(&tx, session, None).await?;
+        }
+        super::counts::recount_in(&tx).await?;
         for (k, v) in &dump.meta {
             tx.execute("INSERT INTO meta (key, value) VALUES ($1, $2)", &[k, v])
                 .await

@@ -40,15 +40,29 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("record notification", e))?;
+        // Ordered with the session's writes, which list its unposted gates
+        // (`counts`): a checkpoint in flight commits first, or waits.
         tx.execute(
-            "INSERT INTO notifications (session, gate, body) VALUES ($1, $2, $3)
-             ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body",
-            &[&session, &n.gate, &body],
+            "SELECT 1 FROM sessions WHERE id = $1 FOR SHARE",
+            &[&session],
+        )
+        .await
+        .map_err(|e| self.err("record notification", e))?;
+        tx.execute(
+            "INSERT INTO notifications (session, gate, body, posted) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body, posted = EXCLUDED.posted",
+            &[&session, &n.gate, &body, &n.ts.is_some()],
         )
         .await
         .map_err(|e| self.err("record notification", e))?;
         if let Some(ts) = &n.ts {
             index_in(&tx, &n.channel, ts, session, &n.gate).await?;
+            tx.execute(
+                "DELETE FROM unposted WHERE session = $1 AND gate = $2",
+                &[&session, &n.gate],
+            )
+            .await
+            .map_err(|e| self.err("record notification", e))?;
         }
         // The copies sent to approvers directly: a click on any finds the gate.
         for (channel, ts) in &n.copies {

@@ -24,9 +24,11 @@
 mod awaiting;
 mod backend;
 mod chain;
+mod counts;
 mod import;
 mod leases;
 mod messages;
+mod outputs;
 pub mod schema;
 mod sessions;
 mod timers;
@@ -88,6 +90,8 @@ pub struct PgStore {
     location: String,
     /// The number of the last event this process wrote (subscribers wait on it).
     event_tx: tokio::sync::watch::Sender<u64>,
+    /// Texts written apart since connect (`outputs`).
+    outputs_written: std::sync::atomic::AtomicU64,
 }
 
 /// `url` without user or password, for messages (the URL itself when it
@@ -153,6 +157,7 @@ impl PgStore {
             pool,
             location,
             event_tx: tokio::sync::watch::channel(0).0,
+            outputs_written: Default::default(),
         };
         let mut client = store.client().await?;
         schema::migrate(&mut client, &store.location).await?;
@@ -163,6 +168,12 @@ impl PgStore {
 
     pub fn location(&self) -> String {
         self.location.clone()
+    }
+
+    /// How many texts this process has written apart since it connected.
+    pub fn outputs_written(&self) -> u64 {
+        self.outputs_written
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A connection from the pool; an unreachable database is a clear error.

@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 3;
+pub const VERSION: i32 = 4;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -132,6 +132,39 @@ CREATE TABLE gate_approvers (
     PRIMARY KEY (session, gate, approver)
 );
 CREATE INDEX gate_approvers_by_approver ON gate_approvers (approver, created_at DESC, session);
+"#,
+    // 4: large texts of sessions apart from their rows (`store::outputs`);
+    // sessions per status kept as counters, changed in the transaction that
+    // changes a status (`counts`); the paused sessions with a gate never
+    // posted (`counts::track_in`). Writers wait while the counters and the
+    // index are built, so both start exact.
+    r#"
+LOCK TABLE sessions, notifications IN SHARE ROW EXCLUSIVE MODE;
+-- session + SHA-256 (hex) of a text → the text; dropped with the session.
+CREATE TABLE session_outputs (
+    session text NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    hash text NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (session, hash)
+);
+-- status → how many sessions have it.
+CREATE TABLE session_counts (status text PRIMARY KEY, n bigint NOT NULL);
+INSERT INTO session_counts (status, n)
+    SELECT st, (SELECT count(*) FROM sessions WHERE status = st)
+    FROM unnest(ARRAY['running', 'paused', 'completed', 'failed', 'rejected']) AS st;
+-- Whether the latest message for the gate was posted (has a ts).
+ALTER TABLE notifications ADD COLUMN posted boolean NOT NULL DEFAULT false;
+UPDATE notifications SET posted = (convert_from(body, 'UTF8')::json ->> 'ts') IS NOT NULL;
+-- (paused session, open gate handle) never posted to a room.
+CREATE TABLE unposted (session text NOT NULL, gate text NOT NULL, PRIMARY KEY (session, gate));
+INSERT INTO unposted (session, gate)
+    SELECT s.id, g.handle
+    FROM sessions s,
+         json_object_keys(coalesce(convert_from(s.body, 'UTF8')::json -> 'gates', '{}'::json)) AS g(handle)
+    WHERE s.status = 'paused'
+      AND NOT EXISTS (SELECT 1 FROM notifications n
+                      WHERE n.session = s.id AND n.gate = g.handle AND n.posted);
+>>>>>>> h17-outputs
 "#,
 ];
 

@@ -14,19 +14,29 @@ fn sql(what: &str, e: tokio_postgres::Error) -> Error {
     Error::Store(format!("{what}: {}", super::db_message(&e)))
 }
 
+/// What a session write did.
+pub(super) struct Wrote {
+    /// The number of the last event it appended.
+    pub last: Option<u64>,
+    /// How many texts it stored apart (`store::outputs`).
+    pub outputs: u64,
+}
+
 /// Writes the row of `session` (insert, or update at `expected` rev) with
-/// its audit outbox, its events and the timers of gates it just opened.
-/// `Ok(false)`: the compare-and-swap failed.
+/// its texts kept apart, its audit outbox, its events, the timers of gates
+/// it just opened, its unposted gates and the status counters.
+/// `Ok(Err(why))`: the compare-and-swap failed.
 async fn write_in(
     tx: &Transaction<'_>,
     session: &Session,
     expected: Option<u64>,
-) -> Result<std::result::Result<Option<u64>, String>> {
-    let body = encode("session", session)?;
+) -> Result<std::result::Result<Wrote, String>> {
+    let stored = crate::store::outputs::split(session)?;
+    let body = stored.body;
     let summary = encode("summary", &session.summary())?;
     let status = session.status.as_str();
     let rev = session.rev as i64;
-    match expected {
+    let old = match expected {
         None => {
             let insert = tx
                 .prepare_cached(
@@ -54,17 +64,21 @@ async fn write_in(
             if n == 0 {
                 return Ok(Err(format!("session {} already exists", session.id)));
             }
+            None
         }
         Some(old) => {
+            // The row is locked at the expected rev first, so the status it
+            // had (for the counters) is the one this update replaces.
             let update = tx
                 .prepare_cached(
-                    "UPDATE sessions SET rev = $2, status = $3, updated_at = $4, body = $5, summary = $6
-                     WHERE id = $1 AND rev = $7",
+                    "WITH prev AS (SELECT status FROM sessions WHERE id = $1 AND rev = $7 FOR UPDATE)
+                     UPDATE sessions SET rev = $2, status = $3, updated_at = $4, body = $5, summary = $6
+                     FROM prev WHERE sessions.id = $1 RETURNING prev.status",
                 )
                 .await
                 .map_err(|e| sql("checkpoint", e))?;
-            let n = tx
-                .execute(
+            let prev = tx
+                .query_opt(
                     &update,
                     &[
                         &session.id,
@@ -78,7 +92,7 @@ async fn write_in(
                 )
                 .await
                 .map_err(|e| sql("checkpoint", e))?;
-            if n == 0 {
+            let Some(prev) = prev else {
                 let cur = tx
                     .query_opt("SELECT rev FROM sessions WHERE id = $1", &[&session.id])
                     .await
@@ -91,15 +105,25 @@ async fn write_in(
                     ),
                     None => format!("session {} was deleted while running", session.id),
                 }));
-            }
+            };
+            let prev: &str = prev.get(0);
+            Some(Status::parse(prev).ok_or_else(|| {
+                Error::Store(format!("session {}: unknown status `{prev}`", session.id))
+            })?)
         }
-    }
+    };
+    let outputs =
+        super::outputs::put_in(tx, &session.id, &stored.outputs, expected.is_none()).await?;
+    super::counts::track_in(tx, session, old).await?;
     super::awaiting::track_in(tx, session).await?;
     append_audit_in(tx, &session.audit).await?;
     for (gate, timers) in &session.arm {
         super::timers::arm_in(tx, &session.id, gate, timers).await?;
     }
-    append_events_in(tx, session, &session.events).await.map(Ok)
+    let last = append_events_in(tx, session, &session.events).await?;
+    // Last: the counter rows are the most contended; held the shortest.
+    super::counts::count_in(tx, old, Some(session.status)).await?;
+    Ok(Ok(Wrote { last, outputs }))
 }
 
 /// Records `answer` inside `tx` (the session row locked first):
@@ -107,10 +131,11 @@ async fn write_in(
 #[allow(clippy::result_large_err)]
 pub(super) async fn accept_in(
     tx: &Transaction<'_>,
+    location: &str,
     id: &str,
     gate: Option<&str>,
     answer: &Answer,
-) -> Result<std::result::Result<(Session, Option<u64>), Refusal>> {
+) -> Result<std::result::Result<(Session, Wrote), Refusal>> {
     let lock = tx
         .prepare_cached("SELECT body FROM sessions WHERE id = $1 FOR UPDATE")
         .await
@@ -122,37 +147,45 @@ pub(super) async fn accept_in(
     else {
         return Ok(Err(Refusal::NotFound));
     };
-    let mut session = crate::model::wire::decode(row.get::<_, &[u8]>(0))
-        .map_err(|e| Error::Store(format!("session {id}: unreadable session: {e}")))?;
+    let mut session =
+        super::outputs::decode_one(&**tx, location, id, row.get::<_, &[u8]>(0)).await?;
     if let Err(refusal) = session.accept(gate, answer) {
         return Ok(Err(refusal));
     }
     let expected = session.rev;
     session.rev += 1;
     session.updated_at = Utc::now();
-    let last = write_in(tx, &session, Some(expected))
+    let wrote = write_in(tx, &session, Some(expected))
         .await?
         .map_err(Error::Session)?;
     session.audit.clear();
     session.events.clear();
-    Ok(Ok((session, last)))
+    Ok(Ok((session, wrote)))
 }
 
 impl PgStore {
+    /// After a session write committed: tells subscribers of its events,
+    /// counts its texts.
+    pub(super) fn settled(&self, wrote: &Wrote) {
+        self.announce(wrote.last);
+        self.outputs_written
+            .fetch_add(wrote.outputs, std::sync::atomic::Ordering::Relaxed);
+    }
+
     async fn write(&self, session: &Session, expected: Option<u64>) -> Result<()> {
         let mut client = self.client().await?;
         let tx = client
             .transaction()
             .await
             .map_err(|e| self.err("write session", e))?;
-        let last = match write_in(&tx, session, expected).await? {
-            Ok(last) => last,
+        let wrote = match write_in(&tx, session, expected).await? {
+            Ok(wrote) => wrote,
             Err(conflict) => return Err(Error::Session(conflict)),
         };
         tx.commit()
             .await
             .map_err(|e| self.err("write session", e))?;
-        self.announce(last);
+        self.settled(&wrote);
         Ok(())
     }
 
@@ -190,14 +223,11 @@ impl PgStore {
             .map_err(|e| self.err("load session", e))?;
         match row {
             None => Ok(None),
-            Some(r) => crate::model::wire::decode(r.get::<_, &[u8]>(0))
-                .map(Some)
-                .map_err(|e| {
-                    Error::Store(format!(
-                        "session {id} in {} is unreadable: {e}",
-                        self.location
-                    ))
-                }),
+            Some(r) => {
+                super::outputs::decode_one(&**client, &self.location, id, r.get::<_, &[u8]>(0))
+                    .await
+                    .map(Some)
+            }
         }
     }
 
@@ -302,33 +332,6 @@ impl PgStore {
         Ok(out)
     }
 
-    /// Sessions per status (an index-only count on `status`).
-    pub async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
-        let client = self.client().await?;
-        let rows = client
-            .query("SELECT status, count(*) FROM sessions GROUP BY status", &[])
-            .await
-            .map_err(|e| self.err("count sessions", e))?;
-        let mut out: Vec<(Status, u64)> = [
-            Status::Running,
-            Status::Paused,
-            Status::Completed,
-            Status::Failed,
-            Status::Rejected,
-        ]
-        .into_iter()
-        .map(|s| (s, 0))
-        .collect();
-        for r in &rows {
-            let st: &str = r.get(0);
-            let n: i64 = r.get(1);
-            if let Some(slot) = out.iter_mut().find(|(s, _)| s.as_str() == st) {
-                slot.1 = u64::try_from(n).unwrap_or(0);
-            }
-        }
-        Ok(out)
-    }
-
     pub async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
         let client = self.client().await?;
         let rows = match status {
@@ -364,15 +367,8 @@ impl PgStore {
             )
             .await
             .map_err(|e| self.err("sessions", e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let id: &str = r.get(0);
-            out.push(
-                crate::model::wire::decode(r.get::<_, &[u8]>(1))
-                    .map_err(|e| Error::Store(format!("session {id} is unreadable: {e}")))?,
-            );
-        }
-        Ok(out)
+        let stored: Vec<(&str, &[u8])> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        super::outputs::decode_all(&**client, &self.location, &stored).await
     }
 
     pub async fn count(&self) -> Result<usize> {
@@ -390,14 +386,26 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("delete", e))?;
+        // Its texts kept apart go with it (`ON DELETE CASCADE`).
+        let prev = tx
+            .query_opt(
+                "DELETE FROM sessions WHERE id = $1 RETURNING status",
+                &[&id],
+            )
+            .await
+            .map_err(|e| self.err("delete", e))?;
         for q in [
-            "DELETE FROM sessions WHERE id = $1",
             "DELETE FROM leases WHERE session = $1",
             "DELETE FROM gate_approvers WHERE session = $1",
+            "DELETE FROM unposted WHERE session = $1",
         ] {
             tx.execute(q, &[&id])
                 .await
                 .map_err(|e| self.err("delete", e))?;
+        }
+        let prev = prev.and_then(|r| Status::parse(r.get::<_, &str>(0)));
+        if prev.is_some() {
+            super::counts::count_in(&tx, prev, None).await?;
         }
         tx.commit().await.map_err(|e| self.err("delete", e))
     }
@@ -425,12 +433,12 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("record answer", e))?;
-        match accept_in(&tx, id, gate, answer).await? {
-            Ok((session, last)) => {
+        match accept_in(&tx, &self.location, id, gate, answer).await? {
+            Ok((session, wrote)) => {
                 tx.commit()
                     .await
                     .map_err(|e| self.err("record answer", e))?;
-                self.announce(last);
+                self.settled(&wrote);
                 Ok(Ok(session))
             }
             Err(refusal) => Ok(Err(refusal)),

@@ -82,7 +82,9 @@ async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
              DROP INDEX sessions_workflow_newest;
              DROP INDEX sessions_workflow_status_newest;
              ALTER TABLE sessions DROP COLUMN workflow;
-             DELETE FROM strands_schema WHERE version = 3;
+             DROP TABLE session_outputs, session_counts, unposted;
+             ALTER TABLE notifications DROP COLUMN posted;
+             DELETE FROM strands_schema WHERE version >= 3;
              DELETE FROM meta WHERE key = 'index/gate_approvers';",
         )
         .await
@@ -108,4 +110,118 @@ async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
     drop(store);
     let store = PgStore::connect(&url, &settings).await.expect("again");
     assert_eq!(store.awaiting(&u1).await.expect("awaiting"), ["a"]);
+}
+
+fn notification(gate: &str, ts: Option<&str>) -> crate::model::Notification {
+    crate::model::Notification {
+        gate: gate.into(),
+        channel: "C1".into(),
+        ts: ts.map(Into::into),
+        thread_ts: None,
+        at: chrono::Utc::now(),
+        error: None,
+        copies: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
+    use crate::model::Status;
+    use crate::store::sled::tests::paused_session;
+    let Some(url) = testdb::database("schema3").await else {
+        return;
+    };
+    let settings = PgSettings::from_env().expect("settings");
+    {
+        let store = PgStore::connect(&url, &settings).await.expect("connect");
+        for id in ["p1", "p2"] {
+            store.create(&mut paused_session(id)).await.expect("create");
+        }
+        let mut done = paused_session("d1");
+        done.status = Status::Completed;
+        done.gates.clear();
+        store.create(&mut done).await.expect("create");
+        store
+            .record_notification("p2", &notification("review#1", Some("1.2")))
+            .await
+            .expect("posted");
+        store
+            .record_notification("p1", &notification("review#1", None))
+            .await
+            .expect("failed post");
+        // Back to schema 2, as a database the previous release wrote.
+        let client = store.client().await.expect("client");
+        client
+            .batch_execute(
+                "DROP TABLE session_outputs, session_counts, unposted;
+                 ALTER TABLE notifications DROP COLUMN posted;
+                 DELETE FROM strands_schema WHERE version = 4;",
+            )
+            .await
+            .expect("downgrade");
+    }
+    let store = PgStore::connect(&url, &settings).await.expect("migrate");
+    let counts = store.status_counts().await.expect("counts");
+    assert_eq!(counts[1], (Status::Paused, 2));
+    assert_eq!(counts[2], (Status::Completed, 1));
+    assert_eq!(store.unposted(None, usize::MAX).await.expect("unposted"), ["p1"]);
+    // And they go on from there.
+    store
+        .record_notification("p1", &notification("review#1", Some("3.4")))
+        .await
+        .expect("posted");
+    assert!(store.unposted(None, usize::MAX).await.expect("unposted").is_empty());
+}
+
+#[tokio::test]
+async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
+    use crate::model::{PatternState, RecordKind, Status, StepRecord};
+    use crate::store::sled::tests::paused_session;
+    let Some(url) = testdb::database("import_texts").await else {
+        return;
+    };
+    let text = "A long draft that a human reviews. ".repeat(100);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sled = crate::store::sled::SledStore::open(dir.path()).expect("sled");
+    for (id, status) in [
+        ("a", Status::Paused),
+        ("b", Status::Paused),
+        ("c", Status::Completed),
+    ] {
+        let mut s = paused_session(id);
+        s.status = status;
+        s.state = PatternState::Chain {
+            next: 1,
+            steps: vec![
+                Some(StepRecord {
+                    agent: Some("drafter".into()),
+                    response: format!("{id}: {text}"),
+                    kind: RecordKind::Agent,
+                    finished_at: chrono::Utc::now(),
+                }),
+                None,
+            ],
+        };
+        sled.create(&mut s).expect("create");
+    }
+    sled.record_notification("b", &notification("review#1", Some("1.2")))
+        .expect("posted");
+    let dump = sled.export().expect("export");
+    let settings = PgSettings::from_env().expect("settings");
+    let pg = PgStore::connect(&url, &settings).await.expect("connect");
+    pg.import(&dump, false).await.expect("import");
+    for id in ["a", "b", "c"] {
+        let want = sled.load(id).expect("load");
+        assert!(want.is_some());
+        assert_eq!(pg.load(id).await.expect("load"), want, "{id} whole");
+        let (raw, apart) = pg.stored_raw(id).await.expect("raw");
+        assert!(raw.expect("row").len() < text.len() / 2, "{id} small");
+        assert_eq!(apart, 1, "{id}: its text apart");
+    }
+    assert_eq!(
+        pg.status_counts().await.expect("counts"),
+        sled.status_counts().expect("counts")
+    );
+    assert_eq!(pg.unposted(None, usize::MAX).await.expect("unposted"), ["a"]);
+    assert_eq!(sled.unposted(None, usize::MAX).expect("unposted"), ["a"]);
 }

@@ -193,11 +193,18 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("record timeout", e))?;
-        let (session, last) =
-            match accept_in(&tx, &timer.session, Some(&timer.gate), answer).await? {
-                Ok(v) => v,
-                Err(refusal) => return Ok(Err(refusal)),
-            };
+        let (session, wrote) = match accept_in(
+            &tx,
+            &self.location,
+            &timer.session,
+            Some(&timer.gate),
+            answer,
+        )
+        .await?
+        {
+            Ok(v) => v,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
         let (due, s, gate, kind, n) = key(timer);
         tx.execute(
                         "INSERT INTO timers (due_ms, session, gate, kind, n, body) VALUES ($1, $2, $3, $4, $5, $6)
@@ -209,7 +216,7 @@ impl PgStore {
         tx.commit()
             .await
             .map_err(|e| self.err("record timeout", e))?;
-        self.announce(last);
+        self.settled(&wrote);
         Ok(Ok(session))
     }
 

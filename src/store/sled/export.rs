@@ -27,10 +27,9 @@ impl SledStore {
                 .get(&k)?
                 .ok_or_else(|| Error::Store(format!("session {} has no summary", text(&k))))?;
             // Whole, as another backend stores it: the spec text put back
-            // where this store keeps a reference to its `specs` tree.
-            let mut session: Session = crate::model::wire::decode(&body)
-                .map_err(|e| Error::Store(format!("session {} is unreadable: {e}", text(&k))))?;
-            self.hydrate(&mut session)?;
+            // where this store keeps a reference to its `specs` tree, and
+            // its texts kept apart put back in it.
+            let session = self.decode_stored(&text(&k), &body)?;
             let body = serde_json::to_vec(&session)
                 .map_err(|e| Error::Internal(format!("encode session: {e}")))?;
             d.sessions.push((body, summary.to_vec()));

@@ -88,6 +88,9 @@ pub mod trees {
     /// session id → JSON list of its open gate handles never posted to a
     /// room (`store::sled::unposted`): what start-up asks again.
     pub const UNPOSTED: &str = "unposted";
+    /// session id ++ 0 ++ SHA-256 (hex) of a text → the text: a session's
+    /// large texts, apart from its record (`store::sled::outputs`).
+    pub const OUTPUTS: &str = "outputs";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -116,8 +119,10 @@ fn release_freed_memory() {
     }
 }
 
-/// The layout this build writes (see `SledStore::migrate`).
-pub const STORE_FORMAT: u32 = 2;
+/// The layout this build writes (see `SledStore::migrate`). 3: large texts
+/// of sessions may be kept apart (`outputs`), which a release that does not
+/// know it would read as their references — so it refuses the store.
+pub const STORE_FORMAT: u32 = 3;
 
 fn message_key(channel: &str, ts: &str) -> Vec<u8> {
     format!("{channel}/{ts}").into_bytes()
@@ -147,6 +152,8 @@ pub struct SledStore {
     syncs: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The number of the last event this process wrote (subscribers wait on it).
     event_tx: tokio::sync::watch::Sender<u64>,
+    /// Texts written apart since open (`outputs`).
+    outputs_written: std::sync::atomic::AtomicU64,
 }
 
 impl SledStore {
@@ -242,6 +249,7 @@ impl SledStore {
             session_events,
             path: path.to_path_buf(),
             event_tx: tokio::sync::watch::channel(0).0,
+            outputs_written: Default::default(),
         };
         // Bringing an older (or new) store up to date: rebuilt from what
         // the store holds if lost, so one sync at the end is enough.
@@ -259,8 +267,9 @@ impl SledStore {
     /// Brings a store written by an earlier release to [`STORE_FORMAT`],
     /// once: format 1 kept the Slack messages inside each session; they
     /// move to the `notifications` tree and each session is rewritten in
-    /// the current session format. A store written by a newer release is
-    /// refused (its data could be misread).
+    /// the current session format (format 2 needs nothing). A store
+    /// written by a newer release is refused (its data could be misread).
+    /// Whether it wrote anything.
     fn migrate(&self) -> Result<bool> {
         let meta = self.tree(trees::META)?;
         let format = match meta.get(b"format")? {
@@ -280,8 +289,10 @@ impl SledStore {
         if format == STORE_FORMAT {
             return Ok(false);
         }
+        // 2 → 3 changes nothing stored (format 2 sessions read as they are).
         let mut moved = 0usize;
-        for kv in self.sessions.iter() {
+        let legacy = (format < 2).then(|| self.sessions.iter());
+        for kv in legacy.into_iter().flatten() {
             let (key, bytes) = kv?;
             let id = String::from_utf8_lossy(&key).into_owned();
             for n in crate::model::wire::legacy_notifications(&bytes) {
@@ -489,7 +500,9 @@ impl SledStore {
         expected_rev: Option<u64>,
         flush: bool,
     ) -> Result<()> {
-        let bytes = self.encode_session(session)?;
+        let stored = self.encode_session(session)?;
+        self.put_outputs(&session.id, &stored.outputs)?;
+        let bytes = stored.body;
         let session: &Session = session;
         let summary = serde_json::to_vec(&session.summary())
             .map_err(|e| Error::Internal(format!("encode summary: {e}")))?;
@@ -583,16 +596,7 @@ impl SledStore {
     pub fn load(&self, id: &str) -> Result<Option<Session>> {
         match self.sessions.get(id.as_bytes())? {
             None => Ok(None),
-            Some(bytes) => {
-                let mut s: Session = crate::model::wire::decode(&bytes).map_err(|e| {
-                    Error::Store(format!(
-                        "session {id} in {} is unreadable: {e}",
-                        self.path.display()
-                    ))
-                })?;
-                self.hydrate(&mut s)?;
-                Ok(Some(s))
-            }
+            Some(bytes) => self.decode_stored(id, &bytes).map(Some),
         }
     }
 
@@ -652,14 +656,29 @@ impl SledStore {
     pub fn delete(&self, id: &str) -> Result<()> {
         let key = id.as_bytes();
         let order = self.order()?;
+        let texts = self.output_keys(id)?;
+        let out = self.outputs()?;
+        let unposted = self.tree(trees::UNPOSTED)?;
         let res: std::result::Result<(), TransactionError<String>> =
-            (&self.sessions, &self.summaries, &order).transaction(|(s, m, ix)| {
-                s.remove(key)?;
-                listing::remove_summary(m, ix, key)?;
-                awaiting::forget(ix, id)?;
-                Ok(())
-            });
+            (&self.sessions, &self.summaries, &order, &out, &unposted).transaction(
+                |(s, m, ix, o, up)| {
+                    s.remove(key)?;
+                    listing::remove_summary(m, ix, key)?;
+                    for k in &texts {
+                        o.remove(k)?;
+                    }
+                    up.remove(key)?;
+                    awaiting::forget(ix, id)?;
+                    Ok(())
+                },
+            );
         res.map_err(|e| Error::Store(format!("delete {id}: {e:?}")))?;
+        // A text a write racing this delete stored meanwhile goes too.
+        if !self.sessions.contains_key(key)? {
+            for k in self.output_keys(id)? {
+                out.remove(k)?;
+            }
+        }
         self.sync()?;
         Ok(())
     }
@@ -690,6 +709,7 @@ impl SledStore {
     ) -> Result<std::result::Result<Session, Refusal>> {
         let key = id.as_bytes();
         let order = self.order()?;
+        let out = self.outputs()?;
         let res = (
             &self.sessions,
             &self.summaries,
@@ -698,28 +718,23 @@ impl SledStore {
             &self.events,
             &self.session_events,
             &order,
+            &out,
         )
-            .transaction(|(s, m, log, head, ev, by, ix)| {
+            .transaction(|(s, m, log, head, ev, by, ix, o)| {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
-                let mut session: Session = match crate::model::wire::decode(&cur) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return Err(ConflictableTransactionError::Abort(Err(format!(
-                            "unreadable session: {e}"
-                        ))))
-                    }
-                };
+                let mut session = outputs::decode_in(o, id, &cur)?
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 if let Err(refusal) = session.accept(gate, answer) {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
                 session.updated_at = Utc::now();
-                let bytes = match serde_json::to_vec(&session) {
-                    Ok(b) => b,
-                    Err(e) => return Err(ConflictableTransactionError::Abort(Err(e.to_string()))),
-                };
+                let stored = crate::store::outputs::split(&session)
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
+                let wrote = outputs::put_in(o, id, &stored.outputs)?;
+                let bytes = stored.body;
                 let row = session.summary();
                 let summary = match serde_json::to_vec(&row) {
                     Ok(b) => b,
@@ -734,12 +749,13 @@ impl SledStore {
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 session.audit.clear();
                 session.events.clear();
-                Ok((session, last))
+                Ok((session, last, wrote))
             });
         match res {
-            Ok((mut session, last)) => {
+            Ok((mut session, last, wrote)) => {
                 self.sync()?;
                 self.announce(last);
+                self.wrote_outputs(wrote);
                 self.hydrate(&mut session)?;
                 Ok(Ok(session))
             }
@@ -852,6 +868,7 @@ mod events;
 mod export;
 mod listing;
 mod logins;
+mod outputs;
 mod queued;
 mod specs;
 mod timers;

@@ -14,8 +14,12 @@ const REF: &str = "\0spec:";
 
 impl SledStore {
     /// The session as stored: its spec text moved to the `specs` tree
-    /// when its hash is the text's SHA-256 (else kept inline).
-    pub(super) fn encode_session(&self, session: &mut Session) -> Result<Vec<u8>> {
+    /// when its hash is the text's SHA-256 (else kept inline), its large
+    /// texts split off (`store::outputs`; the caller stores them).
+    pub(super) fn encode_session(
+        &self,
+        session: &mut Session,
+    ) -> Result<crate::store::outputs::Stored> {
         let text = std::mem::take(&mut session.spec_snapshot);
         let shared = !text.is_empty() && crate::audit::sha256_hex(&text) == session.spec_hash;
         if shared {
@@ -29,10 +33,9 @@ impl SledStore {
         } else {
             session.spec_snapshot = text.clone();
         }
-        let bytes = serde_json::to_vec(&*session)
-            .map_err(|e| Error::Internal(format!("encode session: {e}")));
+        let stored = crate::store::outputs::split(session);
         session.spec_snapshot = text;
-        bytes
+        stored
     }
 
     /// Puts back the spec text of a session read without it.

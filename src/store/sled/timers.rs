@@ -133,6 +133,7 @@ impl SledStore {
         let timer_bytes = encode("timer", &marked)?;
         let key = timer.session.as_bytes();
         let order = self.order()?;
+        let out = self.outputs()?;
         let res = (
             &self.sessions,
             &self.summaries,
@@ -142,26 +143,23 @@ impl SledStore {
             &self.events,
             &self.session_events,
             &order,
+            &out,
         )
-            .transaction(|(s, m, log, head, t, ev, by, ix)| {
+            .transaction(|(s, m, log, head, t, ev, by, ix, o)| {
                 let Some(cur) = s.get(key)? else {
                     return Err(ConflictableTransactionError::Abort(Ok(Refusal::NotFound)));
                 };
-                let mut session: Session = match crate::model::wire::decode(&cur) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return Err(ConflictableTransactionError::Abort(Err(format!(
-                            "unreadable session: {e}"
-                        ))))
-                    }
-                };
+                let mut session = super::outputs::decode_in(o, &timer.session, &cur)?
+                    .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 if let Err(refusal) = session.accept(Some(&timer.gate), answer) {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
                 session.updated_at = Utc::now();
-                let bytes = serde_json::to_vec(&session)
+                let stored = crate::store::outputs::split(&session)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
+                let wrote = super::outputs::put_in(o, &timer.session, &stored.outputs)?;
+                let bytes = stored.body;
                 let row = session.summary();
                 let summary = serde_json::to_vec(&row)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
@@ -175,12 +173,13 @@ impl SledStore {
                 t.insert(tkey.as_slice(), timer_bytes.as_slice())?;
                 session.audit.clear();
                 session.events.clear();
-                Ok((session, last))
+                Ok((session, last, wrote))
             });
         match res {
-            Ok((mut session, last)) => {
+            Ok((mut session, last, wrote)) => {
                 self.sync()?;
                 self.announce(last);
+                self.wrote_outputs(wrote);
                 self.hydrate(&mut session)?;
                 Ok(Ok(session))
             }
