@@ -1065,7 +1065,10 @@ async fn unposted_gates_are_listed_until_posted(store: Arc<Store>) {
     done.status = Status::Completed;
     done.gates.clear();
     store.create(&mut done).await.expect("create");
-    assert_eq!(store.unposted(None, usize::MAX).await.expect("read"), ["p1", "p2"]);
+    assert_eq!(
+        store.unposted(None, usize::MAX).await.expect("read"),
+        ["p1", "p2"]
+    );
     // A failed post leaves it listed; a posted message takes it out.
     let mut n = Notification {
         gate: "review#1".into(),
@@ -1077,28 +1080,47 @@ async fn unposted_gates_are_listed_until_posted(store: Arc<Store>) {
         copies: Vec::new(),
     };
     store.record_notification("p1", &n).await.expect("record");
-    assert_eq!(store.unposted(None, usize::MAX).await.expect("read"), ["p1", "p2"]);
+    assert_eq!(
+        store.unposted(None, usize::MAX).await.expect("read"),
+        ["p1", "p2"]
+    );
     n.ts = Some("1.2".into());
     n.error = None;
     store.record_notification("p1", &n).await.expect("record");
-    assert_eq!(store.unposted(None, usize::MAX).await.expect("read"), ["p2"]);
+    assert_eq!(
+        store.unposted(None, usize::MAX).await.expect("read"),
+        ["p2"]
+    );
     // A checkpoint of a posted gate does not bring it back; a gate opened
     // since does; leaving the pause clears the entry.
     let mut p1 = store.load("p1").await.expect("load").expect("p1");
     store.checkpoint(&mut p1).await.expect("checkpoint");
-    assert_eq!(store.unposted(None, usize::MAX).await.expect("read"), ["p2"]);
+    assert_eq!(
+        store.unposted(None, usize::MAX).await.expect("read"),
+        ["p2"]
+    );
     let mut second = p1.first_gate().expect("gate").clone();
     second.instance = 2;
     p1.gates.insert(second.handle(), second);
     store.checkpoint(&mut p1).await.expect("checkpoint");
-    assert_eq!(store.unposted(None, usize::MAX).await.expect("read"), ["p1", "p2"]);
+    assert_eq!(
+        store.unposted(None, usize::MAX).await.expect("read"),
+        ["p1", "p2"]
+    );
     let mut p2 = store.load("p2").await.expect("load").expect("p2");
     p2.status = Status::Completed;
     store.checkpoint(&mut p2).await.expect("checkpoint");
-    assert_eq!(store.unposted(None, usize::MAX).await.expect("read"), ["p1"]);
+    assert_eq!(
+        store.unposted(None, usize::MAX).await.expect("read"),
+        ["p1"]
+    );
     // A deleted session is not listed.
     store.delete("p1").await.expect("delete");
-    assert!(store.unposted(None, usize::MAX).await.expect("read").is_empty());
+    assert!(store
+        .unposted(None, usize::MAX)
+        .await
+        .expect("read")
+        .is_empty());
 }
 
 macro_rules! conformance {

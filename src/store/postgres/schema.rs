@@ -164,7 +164,6 @@ INSERT INTO unposted (session, gate)
     WHERE s.status = 'paused'
       AND NOT EXISTS (SELECT 1 FROM notifications n
                       WHERE n.session = s.id AND n.gate = g.handle AND n.posted);
->>>>>>> h17-outputs
 "#,
 ];
 

@@ -164,13 +164,20 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
     let counts = store.status_counts().await.expect("counts");
     assert_eq!(counts[1], (Status::Paused, 2));
     assert_eq!(counts[2], (Status::Completed, 1));
-    assert_eq!(store.unposted(None, usize::MAX).await.expect("unposted"), ["p1"]);
+    assert_eq!(
+        store.unposted(None, usize::MAX).await.expect("unposted"),
+        ["p1"]
+    );
     // And they go on from there.
     store
         .record_notification("p1", &notification("review#1", Some("3.4")))
         .await
         .expect("posted");
-    assert!(store.unposted(None, usize::MAX).await.expect("unposted").is_empty());
+    assert!(store
+        .unposted(None, usize::MAX)
+        .await
+        .expect("unposted")
+        .is_empty());
 }
 
 #[tokio::test]
@@ -222,6 +229,9 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
         pg.status_counts().await.expect("counts"),
         sled.status_counts().expect("counts")
     );
-    assert_eq!(pg.unposted(None, usize::MAX).await.expect("unposted"), ["a"]);
+    assert_eq!(
+        pg.unposted(None, usize::MAX).await.expect("unposted"),
+        ["a"]
+    );
     assert_eq!(sled.unposted(None, usize::MAX).expect("unposted"), ["a"]);
 }
