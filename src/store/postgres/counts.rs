@@ -154,9 +154,9 @@ impl PgStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
             .query(
-                "SELECT DISTINCT session FROM unposted
+                "SELECT DISTINCT session COLLATE \"C\" AS id FROM unposted
                  WHERE $1::text IS NULL OR session COLLATE \"C\" > $1
-                 ORDER BY session COLLATE \"C\" LIMIT $2",
+                 ORDER BY id LIMIT $2",
                 &[&after, &limit],
             )
             .await
