@@ -163,6 +163,22 @@ pub(super) async fn accept_in(
     Ok(Ok((session, wrote)))
 }
 
+/// A page cursor as the columns compare it: the time at the column's
+/// microsecond precision, and the id (empty: from the start).
+fn cursor(after: Option<(DateTime<Utc>, String)>) -> (Option<DateTime<Utc>>, String) {
+    match after {
+        Some((t, id)) => (DateTime::from_timestamp_micros(t.timestamp_micros()), id),
+        None => (None, String::new()),
+    }
+}
+
+/// The summaries of rows whose first column is one.
+fn summaries(rows: &[tokio_postgres::Row]) -> Result<Vec<Summary>> {
+    rows.iter()
+        .map(|r| super::decode::<Summary>("summary", r.get::<_, &[u8]>(0)))
+        .collect()
+}
+
 impl PgStore {
     /// After a session write committed: tells subscribers of its events,
     /// counts its texts.
@@ -276,10 +292,7 @@ impl PgStore {
     ) -> Result<Vec<Summary>> {
         let client = self.client().await?;
         let status: Option<&str> = status.map(|s| s.as_str());
-        let (at, id) = match after {
-            Some((t, id)) => (DateTime::from_timestamp_micros(t.timestamp_micros()), id),
-            None => (None, String::new()),
-        };
+        let (at, id) = cursor(after);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
             .query(
@@ -291,11 +304,7 @@ impl PgStore {
             )
             .await
             .map_err(|e| self.err("list sessions", e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            out.push(super::decode::<Summary>("summary", r.get::<_, &[u8]>(0))?);
-        }
-        Ok(out)
+        summaries(&rows)
     }
 
     /// A page of workflow `workflow`'s summaries (of `status`, or all)
@@ -310,10 +319,7 @@ impl PgStore {
     ) -> Result<Vec<Summary>> {
         let client = self.client().await?;
         let status: Option<&str> = status.map(|s| s.as_str());
-        let (at, id) = match after {
-            Some((t, id)) => (DateTime::from_timestamp_micros(t.timestamp_micros()), id),
-            None => (None, String::new()),
-        };
+        let (at, id) = cursor(after);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
             .query(
@@ -325,11 +331,7 @@ impl PgStore {
             )
             .await
             .map_err(|e| self.err("list sessions", e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            out.push(super::decode::<Summary>("summary", r.get::<_, &[u8]>(0))?);
-        }
-        Ok(out)
+        summaries(&rows)
     }
 
     pub async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
