@@ -5,7 +5,7 @@
 //! calls interrupted, model calls re-sent.
 //!
 //! `cargo bench --bench crash_loop`. Knobs: `BENCH_CRASH_CYCLES` (default
-//! 2000), `BENCH_CRASH_SEED`, `BENCH_CRASH_KILL_MS` (a process lives at
+//! 5000), `BENCH_CRASH_SEED`, `BENCH_CRASH_KILL_MS` (a process lives at
 //! most this long, default 120).
 
 #[path = "../tests/common/mod.rs"]
@@ -19,7 +19,7 @@ fn knob(name: &str, default: u64) -> u64 {
 }
 
 fn main() {
-    let cycles = knob("BENCH_CRASH_CYCLES", 2000) as usize;
+    let cycles = knob("BENCH_CRASH_CYCLES", 5000) as usize;
     let kill_ms = knob("BENCH_CRASH_KILL_MS", 120);
     let seed = knob(
         "BENCH_CRASH_SEED",
@@ -33,6 +33,15 @@ fn main() {
     println!("| figure | value |\n|---|---|");
     println!("| cycles (processes started) | {} |", f.cycles);
     println!("| processes SIGKILLed | {} |", f.kills);
+    println!(
+        "| … at a random instant / within 5 ms of start (open, recovery) | {} / {} |",
+        f.kills_random, f.kills_at_open
+    );
+    println!(
+        "| … while sled wrote a snapshot / a model request in flight / a tool call in flight | {} / {} / {} |",
+        f.kills_in_snapshot, f.kills_in_model_call, f.kills_in_tool_call
+    );
+    println!("| stores left unopenable | {} |", f.stores_unopenable);
     println!(
         "| runs driven to completion | {} of {} |",
         f.runs_completed, f.runs
@@ -53,6 +62,7 @@ fn main() {
     );
     println!("| wall time | {:.1} s |", f.elapsed.as_secs_f64());
     let ok = f.sessions_lost == 0
+        && f.stores_unopenable == 0
         && f.tool_calls_doubled == 0
         && f.runs_completed == f.runs
         && f.model_requests_repeated <= f.model_calls_resent;

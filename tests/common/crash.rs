@@ -4,6 +4,14 @@
 //! is being recorded. Shared by `tests/it/crash_loop.rs` (a few dozen cycles)
 //! and `benches/crash_loop.rs` (thousands).
 //!
+//! Where a process dies is chosen per cycle (see [`KillAt`]): at a random
+//! instant, within a few milliseconds of its start (opening the store and
+//! recovering), the moment sled starts writing a snapshot of its page table
+//! (`snap.*.generating` appears in the store: the window that left stores
+//! unopenable with sled 0.34.7, issue 23), the moment a model request
+//! arrives at the fake model, or the moment a tool call's request arrives
+//! at its target.
+//!
 //! Each run is a chain of agents that each call `http_request` once (a GET
 //! of `/run-N/AGENT` on a local target that takes 20 ms to answer and
 //! counts requests on arrival, so a kill often lands while the call runs)
@@ -87,11 +95,104 @@ impl Rng {
     }
 }
 
+/// When a process of the loop is SIGKILLed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillAt {
+    /// After a random 0..=N ms.
+    Within(u64),
+    /// The moment a `snap.*.generating` file appears in the store: sled
+    /// is writing a snapshot (it does when it opens a store whose log
+    /// moved on since the last one).
+    Snapshot,
+    /// The moment a model request reaches the fake model.
+    ModelCall,
+    /// The moment a tool call's request reaches the target.
+    ToolCall,
+}
+
+impl KillAt {
+    /// A kill point for the next cycle: half at random instants (a
+    /// tenth of those within 5 ms, i.e. while opening and recovering), the
+    /// rest at the moments above.
+    pub fn pick(rng: &mut Rng, kill_within_ms: u64) -> KillAt {
+        match rng.below(10) {
+            0..=3 => KillAt::Within(kill_within_ms),
+            4 => KillAt::Within(5),
+            5 | 6 => KillAt::Snapshot,
+            7 | 8 => KillAt::ModelCall,
+            _ => KillAt::ToolCall,
+        }
+    }
+}
+
+/// Whether `store` holds a snapshot sled has not finished writing.
+pub fn snapshot_in_progress(store: &std::path::Path) -> bool {
+    std::fs::read_dir(store)
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()).any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("snap.") && name.ends_with(".generating")
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Spawns nothing: waits on `child` until `at` comes (or the child exits,
+/// or `limit` passes) and SIGKILLs it then. Whether it was killed.
+pub fn kill_when(
+    child: &mut std::process::Child,
+    at: KillAt,
+    rng: &mut Rng,
+    store: &std::path::Path,
+    seen: &dyn Fn() -> (usize, usize),
+    limit: Duration,
+) -> bool {
+    let started = Instant::now();
+    let until = match at {
+        KillAt::Within(ms) => started + Duration::from_millis(rng.below(ms + 1)),
+        _ => started + limit,
+    };
+    let before = seen();
+    loop {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return false;
+        }
+        let now = Instant::now();
+        let due = now >= until
+            || match at {
+                KillAt::Within(_) => false,
+                KillAt::Snapshot => snapshot_in_progress(store),
+                KillAt::ModelCall => seen().0 > before.0,
+                KillAt::ToolCall => seen().1 > before.1,
+            };
+        if due {
+            let _ = child.kill();
+            let _ = child.wait();
+            return true;
+        }
+        if at != KillAt::Snapshot {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
 /// What one crash loop saw.
 #[derive(Debug, Default, Clone)]
 pub struct Figures {
     pub cycles: usize,
     pub kills: usize,
+    /// Kills by where they landed: at a random instant, within 5 ms of
+    /// the start, while sled wrote a snapshot, with a model request in
+    /// flight, with a tool call in flight.
+    pub kills_random: usize,
+    pub kills_at_open: usize,
+    pub kills_in_snapshot: usize,
+    pub kills_in_model_call: usize,
+    pub kills_in_tool_call: usize,
+    /// Times a store could not be opened after a kill (every session in
+    /// it unreachable).
+    pub stores_unopenable: usize,
     /// Runs driven (each to completion).
     pub runs: usize,
     pub sessions_lost: usize,
@@ -175,15 +276,23 @@ pub fn run(seed: u64, cycles: usize, kill_within_ms: u64) -> Figures {
                 .replace("$TARGET", &target.url),
             &fake,
         );
+        let seen = || (fake.count(), target.hits().len());
         let id = drive(
             &sandbox,
             &spec.display().to_string(),
             &mut rng,
-            cycles,
-            kill_within_ms,
+            (cycles, kill_within_ms),
+            &seen,
             &mut figures,
         );
         sessions.push(id);
+        if figures.stores_unopenable > 0 {
+            // Every session is behind a store that no longer opens.
+            figures.runs = sessions.len();
+            figures.sessions_lost = sessions.len();
+            figures.elapsed = started.elapsed();
+            return figures;
+        }
     }
     // Every run: still there, completed, each tool call's effect at most once.
     for (i, id) in sessions.iter().enumerate() {
@@ -220,7 +329,8 @@ pub fn run(seed: u64, cycles: usize, kill_within_ms: u64) -> Figures {
     figures
 }
 
-fn command(sandbox: &Sandbox, args: &[&str]) -> Command {
+/// `strands --store STORE --as tester ARGS` with no input or output.
+pub fn command(sandbox: &Sandbox, args: &[&str]) -> Command {
     let store = sandbox.store.display().to_string();
     let mut all = vec!["--store", store.as_str(), "--as", "tester"];
     all.extend_from_slice(args);
@@ -236,8 +346,14 @@ fn command(sandbox: &Sandbox, args: &[&str]) -> Command {
     cmd
 }
 
+/// The run's status; `lost` when its session is gone, `unopenable` when
+/// the store itself no longer opens.
 fn status(sandbox: &Sandbox, id: &str) -> String {
     let out = sandbox.strands(&["sessions", "show", id, "--json"]);
+    if out.code != 0 && out.stderr.contains("cannot open the session store") {
+        eprintln!("the store no longer opens: {}", out.stderr.trim());
+        return "unopenable".into();
+    }
     if out.code != 0 {
         return "lost".into();
     }
@@ -271,8 +387,8 @@ fn drive(
     sandbox: &Sandbox,
     spec: &str,
     rng: &mut Rng,
-    cycles: usize,
-    kill_within_ms: u64,
+    (cycles, kill_within_ms): (usize, u64),
+    seen: &dyn Fn() -> (usize, usize),
     figures: &mut Figures,
 ) -> String {
     let file = spec.rsplit('/').next().unwrap_or_default().to_string();
@@ -284,35 +400,64 @@ fn drive(
             (Some(id), _) => vec!["resume".into(), id.clone()],
         }
     };
+    let limit = Duration::from_millis(kill_within_ms.max(50) * 4);
+    let kill = |child: &mut std::process::Child, at: KillAt, rng: &mut Rng, f: &mut Figures| {
+        if kill_when(child, at, rng, &sandbox.store, seen, limit) {
+            f.kills += 1;
+            match at {
+                KillAt::Within(5) => f.kills_at_open += 1,
+                KillAt::Within(_) => f.kills_random += 1,
+                KillAt::Snapshot => f.kills_in_snapshot += 1,
+                KillAt::ModelCall => f.kills_in_model_call += 1,
+                KillAt::ToolCall => f.kills_in_tool_call += 1,
+            }
+        }
+    };
     while figures.cycles < cycles {
+        let mut at = KillAt::pick(rng, kill_within_ms);
+        if let (KillAt::Snapshot, Some(id)) = (at, session.as_deref()) {
+            // sled writes its snapshot when the first process opens the
+            // store after a writer: that is this reader, killed in it.
+            figures.cycles += 1;
+            let reader = command(sandbox, &["sessions", "show", id, "--json"]);
+            if rng.below(2) == 0 {
+                // Right after sled created the file, before a byte of it
+                // is written (ptrace): the worst instant.
+                let traced = super::syscall_kill::kill_after_creating(reader, ".generating");
+                if let Ok(super::syscall_kill::Traced::KilledAfterCreating(_)) = traced {
+                    figures.kills += 1;
+                    figures.kills_in_snapshot += 1;
+                }
+            } else {
+                // When the file is seen: usually written, not yet renamed.
+                let mut reader = reader;
+                let mut child = reader.spawn().expect("spawn strands");
+                kill(&mut child, at, rng, figures);
+            }
+            at = KillAt::Within(kill_within_ms);
+        }
         let now = session
             .as_deref()
             .map(|id| status(sandbox, id))
             .unwrap_or_default();
-        if now == "completed" || now == "lost" {
+        if now == "unopenable" {
+            figures.stores_unopenable += 1;
+            break;
+        }
+        if now == "completed" || now == "lost" || figures.cycles >= cycles {
             break;
         }
         figures.cycles += 1;
         let args = args_for(&session, &now);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut child = command(sandbox, &refs).spawn().expect("spawn strands");
-        let until = Instant::now() + Duration::from_millis(rng.below(kill_within_ms + 1));
-        let mut exited = false;
-        while Instant::now() < until {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                exited = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if !exited {
-            let _ = child.kill();
-            figures.kills += 1;
-        }
-        let _ = child.wait();
+        kill(&mut child, at, rng, figures);
         if session.is_none() {
             session = session_of(sandbox, &file);
         }
+    }
+    if figures.stores_unopenable > 0 {
+        return session.unwrap_or_default();
     }
     // To its end, without killing.
     for _ in 0..20 {

@@ -862,5 +862,6 @@ pub mod crash;
 pub mod fake_slack;
 pub mod service;
 pub mod slack_story;
+pub mod syscall_kill;
 pub mod target;
 pub mod wire_fakes;

@@ -210,6 +210,20 @@ impl SledStore {
                 e,
             )
         })?;
+        // What a process killed at the wrong instant leaves, which sled
+        // 0.34.7 would read as corruption (see `repair`).
+        let cleared = repair::clear_after_crash(path).map_err(|e| {
+            Error::io(
+                format!("cannot prepare the session store at {}", path.display()),
+                e,
+            )
+        })?;
+        for snap in &cleared.snapshots {
+            tracing::warn!(file = %snap.display(), "removed a snapshot a killed process left unfinished");
+        }
+        if cleared.conf {
+            tracing::warn!("removed sled's torn conf file; sled writes it again");
+        }
         let db = sled::Config::new()
             .path(path)
             .flush_every_ms(None)
@@ -870,6 +884,7 @@ mod listing;
 mod logins;
 mod outputs;
 mod queued;
+pub mod repair;
 mod specs;
 mod timers;
 mod tokens;
