@@ -6,7 +6,8 @@
 //!
 //! `cargo bench --bench crash_loop`. Knobs: `BENCH_CRASH_CYCLES` (default
 //! 5000), `BENCH_CRASH_SEED`, `BENCH_CRASH_KILL_MS` (a process lives at
-//! most this long, default 120).
+//! most this long, default 120), `BENCH_STORE=postgres` (a real PostgreSQL
+//! server started in a temporary directory instead of sled).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -29,7 +30,23 @@ fn main() {
             .unwrap_or(7),
     );
     println!("crash loop: {cycles} cycles, processes killed within {kill_ms} ms, seed {seed}");
-    let f = common::crash::run(seed, cycles, kill_ms);
+    let mut sandbox = common::Sandbox::new();
+    if std::env::var("BENCH_STORE").as_deref() == Ok("postgres") {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let Some(url) = rt.block_on(strands::store::postgres::testdb::database("crash_bench"))
+        else {
+            eprintln!("no PostgreSQL server could be started");
+            std::process::exit(1);
+        };
+        println!("store: PostgreSQL (a real server in a temporary directory)");
+        sandbox.store = std::path::PathBuf::from(url);
+    } else {
+        println!("store: sled (the embedded default)");
+    }
+    let f = common::crash::run_in(sandbox, seed, cycles, kill_ms);
     println!("| figure | value |\n|---|---|");
     println!("| cycles (processes started) | {} |", f.cycles);
     println!("| processes SIGKILLed | {} |", f.kills);
@@ -40,6 +57,10 @@ fn main() {
     println!(
         "| … while sled wrote a snapshot / a model request in flight / a tool call in flight | {} / {} / {} |",
         f.kills_in_snapshot, f.kills_in_model_call, f.kills_in_tool_call
+    );
+    println!(
+        "| … `strands serve` killed after start-up | {} |",
+        f.kills_serve
     );
     println!("| stores left unopenable | {} |", f.stores_unopenable);
     println!(

@@ -25,6 +25,7 @@
 //!   `resent`, and the model saw each (agent, turn) exactly 1 + that many
 //!   times.
 
+use super::service::{ServeConfig, Service};
 use super::target::Target;
 use super::{assistant_turns, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 use serde_json::{json, Value};
@@ -190,6 +191,9 @@ pub struct Figures {
     pub kills_in_snapshot: usize,
     pub kills_in_model_call: usize,
     pub kills_in_tool_call: usize,
+    /// `strands serve` processes killed (after start-up, while recovering
+    /// or carrying out an answer given over the API).
+    pub kills_serve: usize,
     /// Times a store could not be opened after a kill (every session in
     /// it unreachable).
     pub stores_unopenable: usize,
@@ -259,12 +263,20 @@ pub fn model(seed: u64, max_latency_ms: u64) -> FakeLlm {
 /// starts), finishes the last run without killing, and checks every run.
 /// `kill_within_ms` bounds how long a process lives.
 pub fn run(seed: u64, cycles: usize, kill_within_ms: u64) -> Figures {
+    run_in(Sandbox::new(), seed, cycles, kill_within_ms)
+}
+
+/// [`run`] on the store of `sandbox` (a sled directory, or a PostgreSQL
+/// URL as its `store`).
+pub fn run_in(sandbox: Sandbox, seed: u64, cycles: usize, kill_within_ms: u64) -> Figures {
     let started = Instant::now();
     let mut rng = Rng::new(seed);
     let fake = model(seed, 30);
     let target = Target::start_with(Some(("*", "*", Duration::from_millis(20))));
-    let sandbox = Sandbox::new();
     let mut figures = Figures::default();
+    let workflows = sandbox.path().join("workflows");
+    std::fs::create_dir_all(&workflows).expect("a workflows directory");
+    let token = super::api::make_token(&sandbox, "crash-approver", "approver");
     let mut sessions: Vec<String> = Vec::new();
     let mut n = 0;
     while figures.cycles < cycles {
@@ -277,14 +289,17 @@ pub fn run(seed: u64, cycles: usize, kill_within_ms: u64) -> Figures {
             &fake,
         );
         let seen = || (fake.count(), target.hits().len());
-        let id = drive(
-            &sandbox,
-            &spec.display().to_string(),
-            &mut rng,
-            (cycles, kill_within_ms),
-            &seen,
-            &mut figures,
-        );
+        let ctx = Ctx {
+            sandbox: &sandbox,
+            serve: ServeConfig::api(&sandbox, &workflows)
+                .with("STRANDS_LEASE_SECS", Some("1"))
+                .with("STRANDS_REPOST_INTERVAL_MS", Some("0")),
+            token: &token,
+            cycles,
+            kill_within_ms,
+            seen: &seen,
+        };
+        let id = drive(&ctx, &spec.display().to_string(), &mut rng, &mut figures);
         sessions.push(id);
         if figures.stores_unopenable > 0 {
             // Every session is behind a store that no longer opens.
@@ -383,14 +398,43 @@ fn session_of(sandbox: &Sandbox, workflow_file: &str) -> Option<String> {
 
 /// Drives one run with processes killed at random until it completes (or
 /// the cycles run out), then to its end without killing. Its session id.
-fn drive(
-    sandbox: &Sandbox,
-    spec: &str,
-    rng: &mut Rng,
-    (cycles, kill_within_ms): (usize, u64),
-    seen: &dyn Fn() -> (usize, usize),
-    figures: &mut Figures,
-) -> String {
+/// What every cycle of one loop shares.
+struct Ctx<'a> {
+    sandbox: &'a Sandbox,
+    /// `strands serve` on the same store (the API, no Slack).
+    serve: ServeConfig,
+    /// An approver's API token.
+    token: &'a str,
+    cycles: usize,
+    kill_within_ms: u64,
+    /// (requests the model saw, requests the tool target saw).
+    seen: &'a dyn Fn() -> (usize, usize),
+}
+
+/// One cycle on `strands serve`: it starts (recovering a run left
+/// running), is asked over the API to approve when the run is paused, and
+/// is SIGKILLed at a random instant after.
+fn serve_cycle(ctx: &Ctx, id: &str, now: &str, rng: &mut Rng, figures: &mut Figures) {
+    let mut svc = Service::launch(ctx.serve.clone());
+    if now == "paused" {
+        let _ = super::api::call(
+            &svc,
+            "POST",
+            &format!("/api/v1/sessions/{id}/answers"),
+            Some(ctx.token),
+            Some(&json!({"decision": "approve"})),
+        );
+    }
+    std::thread::sleep(Duration::from_millis(rng.below(ctx.kill_within_ms + 1)));
+    svc.kill();
+    figures.kills += 1;
+    figures.kills_serve += 1;
+}
+
+fn drive(ctx: &Ctx, spec: &str, rng: &mut Rng, figures: &mut Figures) -> String {
+    let (sandbox, cycles, kill_within_ms, seen) =
+        (ctx.sandbox, ctx.cycles, ctx.kill_within_ms, ctx.seen);
+    let sled = !sandbox.store.to_string_lossy().contains("://");
     let file = spec.rsplit('/').next().unwrap_or_default().to_string();
     let mut session: Option<String> = None;
     let args_for = |session: &Option<String>, now: &str| -> Vec<String> {
@@ -415,6 +459,9 @@ fn drive(
     };
     while figures.cycles < cycles {
         let mut at = KillAt::pick(rng, kill_within_ms);
+        if at == KillAt::Snapshot && !sled {
+            at = KillAt::Within(kill_within_ms);
+        }
         if let (KillAt::Snapshot, Some(id)) = (at, session.as_deref()) {
             // sled writes its snapshot when the first process opens the
             // store after a writer: that is this reader, killed in it.
@@ -448,6 +495,10 @@ fn drive(
             break;
         }
         figures.cycles += 1;
+        if let (0, Some(id)) = (rng.below(6), session.as_deref()) {
+            serve_cycle(ctx, id, &now, rng, figures);
+            continue;
+        }
         let args = args_for(&session, &now);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut child = command(sandbox, &refs).spawn().expect("spawn strands");

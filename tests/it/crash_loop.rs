@@ -1,8 +1,11 @@
-//! SIGKILL `strands run` / `strands resume` at random moments, over and
-//! over, on one run (see `tests/common/crash.rs`): no session is lost, no
-//! tool call runs twice, and every model request sent again is audited.
-//! `STRANDS_CRASH_CYCLES` (default 40) and `STRANDS_CRASH_SEED` replay or
-//! lengthen it; `cargo bench --bench crash_loop` runs thousands of cycles.
+//! SIGKILL `strands run` / `resume` / `serve` over and over, at random
+//! instants and at chosen ones (see `tests/common/crash.rs`), on sled and
+//! on PostgreSQL: no store left unopenable, no session lost, no tool call
+//! run twice, every model request sent again audited. Plus the kill that
+//! broke sled stores (issue 23), made deterministic with ptrace.
+//! `STRANDS_CRASH_CYCLES` (default 40; 30 on PostgreSQL) and
+//! `STRANDS_CRASH_SEED` replay or lengthen the loops; `cargo bench --bench
+//! crash_loop` runs thousands of cycles.
 
 use crate::common::crash;
 use crate::common::syscall_kill::{self, Traced};
@@ -10,10 +13,30 @@ use crate::common::{run_paused, FakeLlm, Sandbox};
 
 #[test]
 fn random_kills_lose_no_session_and_run_no_tool_call_twice() {
+    check(Sandbox::new(), 40);
+}
+
+/// The same loop on PostgreSQL: CLI processes and `strands serve` replicas
+/// killed the same way, on a real server.
+#[test]
+fn random_kills_on_postgres_lose_no_session_and_run_no_tool_call_twice() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let Some(url) = rt.block_on(strands::store::postgres::testdb::database("crash_loop")) else {
+        return;
+    };
+    let mut sandbox = Sandbox::new();
+    sandbox.store = std::path::PathBuf::from(url);
+    check(sandbox, 30);
+}
+
+fn check(sandbox: Sandbox, default_cycles: usize) {
     let cycles: usize = std::env::var("STRANDS_CRASH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(default_cycles);
     let seed: u64 = std::env::var("STRANDS_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -23,7 +46,7 @@ fn random_kills_lose_no_session_and_run_no_tool_call_twice() {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(7)
         });
-    let f = crash::run(seed, cycles, 150);
+    let f = crash::run_in(sandbox, seed, cycles, 150);
     eprintln!("crash loop (seed {seed}): {f:?}");
     assert!(f.kills > cycles / 4, "most processes were killed: {f:?}");
     assert_eq!(f.stores_unopenable, 0, "seed {seed}: {f:?}");
