@@ -156,3 +156,47 @@ pub async fn revoke_token(
         ))),
     }
 }
+
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackupRequest {
+    /// An absolute path on the server's machine: a new or empty directory.
+    pub dest: String,
+}
+
+/// Copies the store (sled) into `dest` with every store call held back
+/// meanwhile, opens and verifies the copy, and records it in the store's
+/// `backups.log` (`strands store backup DEST` goes through this while the
+/// server holds the store). Refused on PostgreSQL (`pg_dump`). Admins.
+#[utoipa::path(post, path = "/store/backup", tag = "admin", request_body = BackupRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = Object, description = "`{\"dest\", \"files\", \"bytes\", \"verify\": {…}}`"),
+        (status = 400, body = ErrorBody, description = "`dest` is not absolute, or exists and is not empty; or the store is PostgreSQL (`pg_dump`)"),
+        (status = 403, body = ErrorBody),
+        (status = 500, body = ErrorBody, description = "`backup_failed`: the copy could not be made or opened"),
+    ))]
+pub async fn store_backup(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiJson(req): ApiJson<BackupRequest>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Role::Admin)?;
+    let dest = std::path::PathBuf::from(req.dest.trim());
+    let made = match crate::store::backup::backup(&hub.store, &dest).await {
+        Ok(m) => m,
+        Err(e @ crate::Error::Usage(_)) => return Err(e.into()),
+        Err(e) => {
+            tracing::error!("backup to {} failed: {e}", dest.display());
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "backup_failed",
+                e.to_string(),
+            ));
+        }
+    };
+    tracing::info!(dest = %made.dest.display(), bytes = made.bytes, who = %caller.name, "store backed up");
+    Ok(Json(serde_json::to_value(&made).map_err(|e| {
+        crate::Error::Internal(format!("encode the backup report: {e}"))
+    })?))
+}

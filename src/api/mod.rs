@@ -16,6 +16,7 @@
 //! | `GET /api/v1/events` | operator | every run's events (SSE) |
 //! | `GET /api/v1/audit` | admin | the audit trail, JSON lines ([`admin`]) |
 //! | `POST/GET /api/v1/tokens`, `DELETE /api/v1/tokens/{name}` | admin | tokens |
+//! | `POST /api/v1/store/backup` | admin | a copy of the (sled) store, verified ([`admin`]) |
 //! | `GET /api/v1/openapi.json` | — | this API as OpenAPI 3.1 |
 //! | `POST /workflows/run`, `POST /workflows/resume`, `GET /workflows/{id}` | — | seed 000's routes ([`seed`]) |
 //!
@@ -123,6 +124,7 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::audit))
         .routes(routes!(admin::create_token, admin::list_tokens))
         .routes(routes!(admin::revoke_token))
+        .routes(routes!(admin::store_backup))
         .routes(routes!(openapi));
     let seed = OpenApiRouter::new()
         .routes(routes!(seed::run))

@@ -4,6 +4,8 @@
 //! values), an Ollama server on its default address, `STRANDS_SERVER` when
 //! set, and the Slack settings. Only the store is required (exit 10 when it
 //! is not usable, as strands-cli's doctor exits 10); the rest is reported.
+//! A store that does not open is told the way back: its last backup
+//! (`backups.log`), or that none was made.
 
 use super::*;
 
@@ -66,12 +68,29 @@ async fn store_check(ctx: &Ctx) -> Check {
             );
         }
     }
+    let backed_up = match crate::store::sled::backup::last(&ctx.store_path) {
+        Some((at, dest)) => format!("; last backup {} ({at})", dest.display()),
+        None if ctx.store_is_url() => String::new(),
+        None => "; no backup yet (`strands store backup DEST`)".into(),
+    };
     match ctx.open().await {
         Ok(store) => match store.count().await {
-            Ok(n) => check("store", "ok", format!("{path}: {n} session(s)")),
+            Ok(n) => check("store", "ok", format!("{path}: {n} session(s){backed_up}")),
             Err(e) => check("store", "fail", format!("{path}: {e}")),
         },
-        Err(e) => check("store", "fail", e.to_string()),
+        // Held, not broken: the message says what to do.
+        Err(e) if ctx.store_is_url() || e.to_string().contains("in use by another") => {
+            check("store", "fail", e.to_string())
+        }
+        // The way back (its error names the last backup, or that none
+        // was made).
+        Err(e) => check(
+            "store",
+            "fail",
+            format!(
+                "{e}. Unfinished snapshots (snap.*.generating) a killed process leaves are removed automatically since this release; if the store still does not open, keep the directory as it is and report it. Once it opens again, `strands store verify` checks it"
+            ),
+        ),
     }
 }
 

@@ -150,7 +150,7 @@ pub enum Command {
     /// Webhook deliveries strands gave up on.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
-    /// Move a store between backends (sled → PostgreSQL).
+    /// Check, back up and move the store (sled → PostgreSQL).
     #[command(subcommand)]
     Store(StoreCommand),
 }
@@ -650,7 +650,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
-        Command::Store(cmd) => store_cmd::store(cmd).await,
+        Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(
                 ctx.store_path.clone(),

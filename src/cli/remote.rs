@@ -166,6 +166,7 @@ impl Remote {
             | "running" => Error::Session(about(message)),
             "bad_answer" | "bad_request" | "bad_field" | "bad_inputs" | "unknown_workflow"
             | "bad_token" | "name_taken" | "invalid_spec" | "cannot_run" => Error::Usage(message),
+            "backup_failed" => Error::Store(format!("{}: {message}", self.origin)),
             _ => Error::Runtime(format!("{} answered {status}: {message}", self.origin)),
         }
     }
@@ -505,6 +506,18 @@ pub(super) async fn create_token(
             remote
                 .request(Method::POST, "/tokens")
                 .json(&json!({ "name": name, "role": role, "expires_days": expires_days })),
+            None,
+        )
+        .await
+}
+
+/// `strands store backup DEST` made by the server holding the store.
+pub(super) async fn store_backup(remote: &Remote, dest: &std::path::Path) -> Result<Value> {
+    remote
+        .json(
+            remote
+                .request(Method::POST, "/store/backup")
+                .json(&json!({ "dest": dest.display().to_string() })),
             None,
         )
         .await

@@ -15,12 +15,14 @@
 //! that backend's module only.
 
 pub mod awaiting;
+pub mod backup;
 #[cfg(test)]
 mod conformance;
 pub mod migrate;
 pub mod outputs;
 pub mod postgres;
 pub mod sled;
+pub mod verify;
 
 pub use crate::model::timer::{Fired, Timer, TimerKind};
 

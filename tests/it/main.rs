@@ -48,6 +48,7 @@ mod slack_repost;
 mod slack_socket;
 mod slack_timers;
 mod slack_tools;
+mod store_backup;
 mod store_postgres;
 mod store_scale;
 mod store_syncs;

@@ -42,10 +42,28 @@ use super::*;
 /// workers that ran them inline before), at least two.
 fn slots() -> &'static tokio::sync::Semaphore {
     static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
-    SLOTS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        tokio::sync::Semaphore::new(cores.max(2))
-    })
+    SLOTS.get_or_init(|| tokio::sync::Semaphore::new(slot_count()))
+}
+
+fn slot_count() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    cores.max(2)
+}
+
+/// Runs `f` once no other sled call runs and none can start until it
+/// returns: it takes every slot of [`slots`] (calls already waiting go
+/// first, the semaphore is fair). `strands serve`'s backup copies the
+/// store's files this way. Outside a multi-threaded runtime (the CLI, one
+/// call at a time) it runs inline.
+pub(crate) async fn quiesced<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            let all = u32::try_from(slot_count()).unwrap_or(u32::MAX);
+            let _every = slots().acquire_many(all).await.ok();
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
 }
 
 /// Runs `f` (synchronous sled work) where it cannot stall the runtime's
@@ -335,6 +353,39 @@ mod tests {
             blocked.await.expect("the blocked task")
         });
         assert_eq!(got, Ok("from another task"));
+    }
+
+    /// A quiesced call starts only once the sled calls in flight ended.
+    #[test]
+    fn a_quiesced_call_waits_for_the_calls_in_flight() {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        use std::sync::Arc;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let saw_done = rt.block_on(async {
+            let done = Arc::new(AtomicBool::new(false));
+            let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+            let flag = Arc::clone(&done);
+            let busy = tokio::spawn(async move {
+                off_worker(move || {
+                    let _ = started_tx.send(());
+                    std::thread::sleep(Duration::from_millis(300));
+                    flag.store(true, SeqCst);
+                })
+                .await
+            });
+            started_rx.await.expect("the call started");
+            let seen = super::quiesced(|| done.load(SeqCst)).await;
+            busy.await.expect("the busy call");
+            seen
+        });
+        assert!(
+            saw_done,
+            "the quiesced call ran while another was in flight"
+        );
     }
 
     /// The CLI's current-thread runtime (and tests) run it inline, where

@@ -303,6 +303,22 @@ impl SledStore {
         if format == STORE_FORMAT {
             return Ok(false);
         }
+        // A copy first, before anything is rewritten: an upgrade that goes
+        // wrong must not take the only copy of the sessions with it. No
+        // copy, no upgrade (nothing was changed).
+        if !self.sessions.is_empty() {
+            let dest = self.backup_before_upgrade(STORE_FORMAT).map_err(|e| {
+                Error::Store(format!(
+                    "the session store at {} has format {format} and this strands upgrades it to {STORE_FORMAT}, but could not back it up first, so nothing was changed: {e}",
+                    self.path.display()
+                ))
+            })?;
+            tracing::warn!(
+                backup = %dest.display(),
+                "upgrading the session store from format {format} to {STORE_FORMAT}; a copy of it as it was is at {}",
+                dest.display()
+            );
+        }
         // 2 → 3 changes nothing stored (format 2 sessions read as they are).
         let mut moved = 0usize;
         let legacy = (format < 2).then(|| self.sessions.iter());
@@ -869,8 +885,9 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
         ))
     } else {
         Error::Store(format!(
-            "cannot open the session store at {}: {text}",
-            path.display()
+            "cannot open the session store at {}: {text}; {}",
+            path.display(),
+            backup::way_back(path)
         ))
     }
 }
@@ -878,6 +895,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 mod audit;
 mod awaiting;
 mod backend;
+pub mod backup;
 mod events;
 mod export;
 mod listing;
@@ -892,6 +910,7 @@ mod unposted;
 mod webhooks;
 
 use audit::append_in;
+pub(crate) use backend::{off_worker, quiesced};
 use events::append_events;
 pub use timers::timer_key;
 #[cfg(test)]

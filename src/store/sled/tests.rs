@@ -528,3 +528,49 @@ fn writers_waiting_on_a_sync_share_the_next_one() {
     store.create(&mut paused_session("after")).expect("create");
     assert_eq!(store.syncs.load(SeqCst) - before, 2);
 }
+
+/// `store verify` on sled: a summary gone, a record gone, a record that
+/// does not decode — each is named; a sound store has none.
+#[test]
+fn verify_names_each_record_that_disagrees_with_the_indexes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let store = crate::store::Store::open(dir.path()).expect("open");
+    let crate::store::Store::Sled(sled) = &store else {
+        panic!("a sled store");
+    };
+    for id in ["aaaa-1", "bbbb-2", "cccc-3", "dddd-4"] {
+        sled.create(&mut paused_session(id)).expect("create");
+    }
+    let sound = rt
+        .block_on(crate::store::verify::verify(&store))
+        .expect("verify");
+    assert!(sound.ok, "{sound:?}");
+    assert_eq!((sound.sessions, sound.listed), (4, 4));
+    sled.summaries.remove("aaaa-1").expect("remove a summary");
+    sled.sessions.remove("bbbb-2").expect("remove a record");
+    sled.sessions
+        .insert("cccc-3", &b"{not json"[..])
+        .expect("garble a record");
+    let found = rt
+        .block_on(crate::store::verify::verify(&store))
+        .expect("verify");
+    assert!(!found.ok);
+    let all = found.problems.join("\n");
+    assert!(
+        all.contains("session aaaa-1 (paused) has no summary"),
+        "{all}"
+    );
+    assert!(
+        all.contains("lists session bbbb-2, which has no record"),
+        "{all}"
+    );
+    assert!(
+        all.contains("session cccc-3: its record does not decode"),
+        "{all}"
+    );
+    assert!(!all.contains("dddd-4"), "{all}");
+    assert_eq!(found.decoded, 2);
+}
