@@ -59,8 +59,8 @@ fn main() {
         f.kills_in_snapshot, f.kills_in_model_call, f.kills_in_tool_call
     );
     println!(
-        "| … `strands serve` killed after start-up | {} |",
-        f.kills_serve
+        "| … `strands serve` killed while starting / after start-up | {} / {} |",
+        f.kills_serve_starting, f.kills_serve
     );
     println!("| stores left unopenable | {} |", f.stores_unopenable);
     println!(

@@ -194,6 +194,9 @@ pub struct Figures {
     /// `strands serve` processes killed (after start-up, while recovering
     /// or carrying out an answer given over the API).
     pub kills_serve: usize,
+    /// `strands serve` processes killed while starting (opening the
+    /// store, recovering runs left running).
+    pub kills_serve_starting: usize,
     /// Times a store could not be opened after a kill (every session in
     /// it unreachable).
     pub stores_unopenable: usize,
@@ -411,10 +414,29 @@ struct Ctx<'a> {
     seen: &'a dyn Fn() -> (usize, usize),
 }
 
-/// One cycle on `strands serve`: it starts (recovering a run left
-/// running), is asked over the API to approve when the run is paused, and
-/// is SIGKILLed at a random instant after.
+/// One cycle on `strands serve`: SIGKILLed at a random instant while it
+/// starts, or once it listens — recovering a run left running, or after it
+/// was asked over the API to approve a paused one.
 fn serve_cycle(ctx: &Ctx, id: &str, now: &str, rng: &mut Rng, figures: &mut Figures) {
+    if rng.below(3) == 0 {
+        // Killed while it starts: opening the store, recovering runs.
+        let mut child = ctx
+            .serve
+            .command()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn strands serve");
+        let at = KillAt::Within(ctx.kill_within_ms);
+        let limit = Duration::from_secs(5);
+        if kill_when(&mut child, at, rng, &ctx.sandbox.store, ctx.seen, limit) {
+            figures.kills += 1;
+            figures.kills_serve_starting += 1;
+        }
+        let _ = child.wait();
+        return;
+    }
     let mut svc = Service::launch(ctx.serve.clone());
     if now == "paused" {
         let _ = super::api::call(
