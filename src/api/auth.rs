@@ -11,32 +11,12 @@ use axum::http::request::Parts;
 
 use super::error::ApiError;
 use crate::hub::Hub;
-use crate::model::token::{self, Role};
+use crate::model::token;
 
 /// The header the local CLI token names its person in.
 pub const ACT_AS: &str = "x-strands-as";
 
-/// The authenticated caller.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Caller {
-    /// The identity answers and runs are recorded under.
-    pub name: String,
-    pub role: Role,
-}
-
-impl Caller {
-    /// 403 unless the caller's role includes `role`.
-    pub fn require(&self, role: Role) -> Result<(), ApiError> {
-        if self.role >= role {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(format!(
-                "this needs a token with role {role} or above; `{}` has role {}",
-                self.name, self.role
-            )))
-        }
-    }
-}
+pub use crate::hub::caller::Caller;
 
 /// The bearer token of a request, if it sends one.
 pub fn bearer(parts: &Parts) -> Option<&str> {

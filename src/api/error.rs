@@ -1,7 +1,8 @@
 //! Every refusal of the API is one shape, `{"error": {"code", "message"}}`,
-//! with the status that fits: mapped here once from the crate's errors,
-//! the intake's refusals and axum's extractor rejections, so no handler
-//! words an error or picks a status itself.
+//! with the status that fits: the crate's errors and the intake's refusals
+//! are mapped once by the hub ([`crate::hub::problem`], which the web
+//! inbox shares), axum's extractor rejections here, so no handler words an
+//! error or picks a status itself.
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -13,20 +14,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use crate::hub::StartRefusal;
-use crate::model::Refusal;
-
-/// A refused request: nothing changed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    pub status: StatusCode,
-    /// Stable, for programs: `not_found`, `already_answered`, ...
-    pub code: &'static str,
-    /// For people: what is wrong and what would work.
-    pub message: String,
-    /// More, for programs (who answered first and when, ...).
-    pub details: Option<Value>,
-}
+/// A refused request: nothing changed (the hub's, worded here as JSON).
+pub use crate::hub::problem::Problem as ApiError;
 
 /// The body of every error response.
 #[derive(Serialize, ToSchema)]
@@ -43,39 +32,6 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            details: None,
-        }
-    }
-    pub fn bad_request(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
-    }
-    pub fn unauthorized(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
-    }
-    pub fn forbidden(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
-    }
-    pub fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
-    }
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::CONFLICT, code, message)
-    }
-    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
-    }
-    fn with(mut self, details: Value) -> ApiError {
-        self.details = Some(details);
-        self
-    }
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut error = json!({ "code": self.code, "message": self.message });
@@ -83,73 +39,6 @@ impl IntoResponse for ApiError {
             obj.extend(more);
         }
         (self.status, axum::Json(json!({ "error": error }))).into_response()
-    }
-}
-
-impl From<crate::Error> for ApiError {
-    fn from(e: crate::Error) -> ApiError {
-        use crate::Error as E;
-        match e {
-            E::Usage(m) => ApiError::bad_request(m),
-            E::Session(m) => ApiError::not_found(m),
-            E::Spec(_) => ApiError::unprocessable("invalid_spec", e.to_string()),
-            other => {
-                // The detail goes to the log; the caller learns it failed.
-                tracing::error!("API request failed: {other}");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "the server could not do that; its log says why",
-                )
-            }
-        }
-    }
-}
-
-impl From<Refusal> for ApiError {
-    fn from(r: Refusal) -> ApiError {
-        let message = r.to_string();
-        match r {
-            Refusal::NotFound => ApiError::not_found(message),
-            Refusal::NotOpen(status) => {
-                ApiError::conflict("not_open", message).with(json!({ "status": status }))
-            }
-            Refusal::Stale { open } => {
-                ApiError::conflict("stale", message).with(json!({ "open_gate": open }))
-            }
-            Refusal::NotAllowed(_) => ApiError::forbidden(message),
-            Refusal::AlreadyAnswered(a) => ApiError::conflict("already_answered", message).with(
-                json!({ "by": a.by, "at": a.at, "decision": a.decision.verb(), "via": a.via }),
-            ),
-            Refusal::BadAnswer(_) => ApiError::unprocessable("bad_answer", message),
-            Refusal::TimedOut { at, .. } => {
-                ApiError::conflict("timed_out", message).with(json!({ "timed_out_at": at }))
-            }
-        }
-    }
-}
-
-impl From<StartRefusal> for ApiError {
-    fn from(r: StartRefusal) -> ApiError {
-        let message = r.to_string();
-        match r {
-            StartRefusal::NoWorkflows | StartRefusal::Unknown { .. } => {
-                ApiError::new(StatusCode::NOT_FOUND, "unknown_workflow", message)
-            }
-            StartRefusal::Invalid { .. } => ApiError::unprocessable("invalid_spec", message),
-            StartRefusal::CannotRun(_) => ApiError::unprocessable("cannot_run", message),
-            StartRefusal::BadInputs { .. } => ApiError::unprocessable("bad_inputs", message),
-        }
-    }
-}
-
-impl From<crate::hub::tokens::TokenRefusal> for ApiError {
-    fn from(r: crate::hub::tokens::TokenRefusal) -> ApiError {
-        use crate::hub::tokens::TokenRefusal as T;
-        match r {
-            T::NameTaken(_) => ApiError::conflict("name_taken", r.to_string()),
-            T::BadName(_) | T::BadExpiry => ApiError::unprocessable("bad_token", r.to_string()),
-        }
     }
 }
 

@@ -9,30 +9,24 @@
 //! Streams end when the service begins to shut down (`Hub::stopping`), so
 //! a follower never holds a graceful shutdown up.
 //!
-//! Events are read from the store, never from memory: a follower wakes when
-//! this process writes one, and looks again every [`POLL`] for writers
-//! elsewhere (another replica on a shared store).
+//! Following is the hub's ([`crate::hub::follow`]); this module only
+//! words it as SSE.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use futures_util::stream::Stream;
+use futures_util::stream::{Stream, StreamExt};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiPath, ApiQuery, ErrorBody};
+use crate::hub::follow::{follow_all, follow_session};
 use crate::hub::Hub;
 use crate::model::token::Role;
 use crate::model::Event;
-
-/// How often a follower looks for events written by other processes.
-pub const POLL: Duration = Duration::from_secs(1);
-const PAGE: usize = 256;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -53,88 +47,12 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     }
 }
 
-struct Follow {
-    hub: Hub,
-    /// One session's events, or every session's.
-    session: Option<String>,
-    cursor: u64,
-    seen: tokio::sync::watch::Receiver<u64>,
-    buf: VecDeque<Event>,
-    done: bool,
-}
-
-impl Follow {
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if self.done || self.hub.stopping.is_cancelled() {
-                return None;
-            }
-            if let Some(e) = self.buf.pop_front() {
-                self.cursor = e.seq;
-                // A run's stream ends with the run.
-                if self.session.is_some() && e.what.is_final() {
-                    self.done = true;
-                }
-                return Some(e);
-            }
-            self.seen.borrow_and_update();
-            let page = match &self.session {
-                Some(s) => {
-                    self.hub
-                        .store
-                        .session_events_after(s, self.cursor, PAGE)
-                        .await
-                }
-                None => self.hub.store.events_after(self.cursor, PAGE).await,
-            };
-            match page {
-                Ok(p) if !p.is_empty() => self.buf.extend(p),
-                Ok(_) => {
-                    tokio::select! {
-                        _ = tokio::time::timeout(POLL, self.seen.changed()) => {}
-                        _ = self.hub.stopping.cancelled() => return None,
-                    }
-                }
-                Err(e) => {
-                    tracing::error!("cannot read events: {e}");
-                    return None;
-                }
-            }
-        }
-    }
-}
-
 fn to_sse(e: &Event) -> SseEvent {
     let data = serde_json::to_string(e).unwrap_or_else(|_| "{}".into());
     SseEvent::default()
         .id(e.seq.to_string())
         .event(e.what.name())
         .data(data)
-}
-
-fn stream(follow: Follow) -> impl Stream<Item = Result<SseEvent, Infallible>> {
-    futures_util::stream::unfold(follow, |mut f| async move {
-        let e = f.next().await?;
-        Some((Ok(to_sse(&e)), f))
-    })
-}
-
-/// Every run's events after event `after`, followed until dropped: what
-/// the web inbox watches to refresh itself.
-pub fn follow_all(hub: Hub, after: u64) -> impl Stream<Item = Event> {
-    let seen = hub.store.subscribe_events();
-    let follow = Follow {
-        hub,
-        session: None,
-        cursor: after,
-        seen,
-        buf: VecDeque::new(),
-        done: false,
-    };
-    futures_util::stream::unfold(follow, |mut f| async move {
-        let e = f.next().await?;
-        Some((e, f))
-    })
 }
 
 /// One run's events: replayed from its start (or after `Last-Event-ID`),
@@ -159,16 +77,8 @@ pub async fn session_events(
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let s = super::sessions::readable(&hub, &caller, &id).await?;
     let after = last_event_id(&headers)?.or(q.after).unwrap_or(0);
-    let seen = hub.store.subscribe_events();
-    let follow = Follow {
-        hub,
-        session: Some(s.id),
-        cursor: after,
-        seen,
-        buf: VecDeque::new(),
-        done: false,
-    };
-    Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()))
+    let events = follow_session(hub, s.id, after).map(|e| Ok::<_, Infallible>(to_sse(&e)));
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
 /// Every run's events from now (or after `Last-Event-ID`), followed until
@@ -193,14 +103,6 @@ pub async fn all_events(
         Some(n) => n,
         None => hub.store.last_event().await?,
     };
-    let seen = hub.store.subscribe_events();
-    let follow = Follow {
-        hub,
-        session: None,
-        cursor: after,
-        seen,
-        buf: VecDeque::new(),
-        done: false,
-    };
-    Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()))
+    let events = follow_all(hub, after).map(|e| Ok::<_, Infallible>(to_sse(&e)));
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }

@@ -95,7 +95,7 @@ async fn stopped(hub: &Hub, id: &str) -> Result<Session, ApiError> {
         if s.status != Status::Running || tokio::time::Instant::now() >= deadline {
             return Ok(s);
         }
-        let _ = tokio::time::timeout(super::events::POLL, seen.changed()).await;
+        let _ = tokio::time::timeout(crate::hub::follow::POLL, seen.changed()).await;
     }
 }
 

@@ -8,12 +8,13 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Map;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
 use crate::engine::Accepted;
+use crate::hub::answers::AnswerRequest;
 use crate::hub::view::SessionView;
 use crate::hub::Hub;
 use crate::model::token::Role;
@@ -150,83 +151,6 @@ pub async fn show(
     let s = readable(&hub, &caller, &id).await?;
     let notes = hub.store.notifications(&s.id).await?;
     Ok(Json(SessionView::of(&s, true, notes.last())))
-}
-
-/// An answer to an open gate.
-#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AnswerRequest {
-    /// `approve`, `reject`, `modify` (needs `feedback`), `respond` (needs
-    /// `response`), `edit` (tool calls; needs `args`) or `trust` (tool calls).
-    pub decision: String,
-    /// The gate: its handle `id#n` or its id; needed when several are open.
-    #[serde(default)]
-    pub gate: Option<String>,
-    /// Tool-call gates: which waiting call.
-    #[serde(default)]
-    pub call: Option<String>,
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default)]
-    pub feedback: Option<String>,
-    #[serde(default)]
-    pub response: Option<String>,
-    /// `edit`: the call's new arguments (a JSON object; same tool).
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub args: Option<Value>,
-    /// Variable overrides that come with the answer.
-    #[serde(default)]
-    #[schema(value_type = Object)]
-    pub vars: Map<String, Value>,
-}
-
-impl AnswerRequest {
-    /// The decision it asks for; 422 naming what is missing.
-    pub fn decision(&self) -> Result<Decision, ApiError> {
-        let need = |what: &Option<String>, field: &str| {
-            what.clone()
-                .filter(|t| !t.trim().is_empty())
-                .ok_or_else(|| {
-                    ApiError::unprocessable(
-                        "bad_answer",
-                        format!("`{}` needs a non-empty `{field}`", self.decision),
-                    )
-                })
-        };
-        Ok(match self.decision.as_str() {
-            "approve" => Decision::Approve,
-            "reject" => Decision::Reject {
-                reason: self.reason.clone().filter(|r| !r.trim().is_empty()),
-            },
-            "modify" => Decision::Modify {
-                feedback: need(&self.feedback, "feedback")?,
-            },
-            "respond" => Decision::Respond {
-                text: need(&self.response, "response")?,
-            },
-            "edit" => match &self.args {
-                Some(Value::Object(_)) => Decision::Edit {
-                    arguments: self.args.clone().unwrap_or(Value::Null),
-                },
-                _ => {
-                    return Err(ApiError::unprocessable(
-                        "bad_answer",
-                        "`edit` needs `args`, the call's new arguments as a JSON object",
-                    ))
-                }
-            },
-            "trust" => Decision::Trust,
-            other => {
-                return Err(ApiError::unprocessable(
-                    "bad_answer",
-                    format!(
-                        "decision `{other}` is not one of approve, reject, modify, respond, edit, trust"
-                    ),
-                ))
-            }
-        })
-    }
 }
 
 /// What became of an answer.
@@ -464,7 +388,7 @@ pub async fn link(
     )
     .await?;
     Ok(Json(LinkMade {
-        url: format!("{}/l/{token}", hub.public_url),
+        url: crate::hub::pages::one_tap(&hub.public_url, &token),
         person: req.person,
         gate,
         expires_at: grant.expires_at(),

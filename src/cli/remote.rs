@@ -16,7 +16,8 @@ use super::render::report_view;
 use super::*;
 use crate::api::admin::TokenCreated;
 use crate::api::runs::RunStarted;
-use crate::api::sessions::{AnswerOutcome, AnswerRequest, SessionPage};
+use crate::api::sessions::{AnswerOutcome, SessionPage};
+use crate::hub::answers::AnswerRequest;
 use crate::hub::view::SessionView;
 
 /// How long one look at the run waits for its next event.

@@ -135,7 +135,7 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
         // Through a server: its web inbox shows the run and answers it.
         out.push_str(&format!(
             "   Web:     {}\n",
-            crate::web::session_link(remote.base(), id)
+            crate::hub::pages::session(remote.base(), id)
         ));
     }
     if g.kind == spec::GateKind::ToolCall {

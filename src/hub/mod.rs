@@ -14,11 +14,25 @@
 //! over the hall), [`workflows`] (the named specs runs may start),
 //! [`view`] (the session as API and CLI show it), [`tokens`] (API tokens),
 //! [`repost`] (start-up's paced queue of messages never posted).
+//!
+//! What the doors (`api`, `web`, `slack`, later others) share lives here
+//! too, so that each door uses only the hub and never another door:
+//! [`inbox`] (what waits for whom), [`follow`] (the event stream that says
+//! it changed), [`durations`] (how long, in words), [`pages`] (links to
+//! the web inbox), [`links`] (one-tap links), [`answers`] (an answer
+//! request as a door receives it), [`caller`] (who a request comes from)
+//! and [`problem`] (a refused request, with its status).
 
+pub mod answers;
+pub mod caller;
+pub mod durations;
+pub mod follow;
 pub mod inbox;
 pub mod links;
 pub mod metrics;
 pub mod notifier;
+pub mod pages;
+pub mod problem;
 pub mod repost;
 pub mod tokens;
 pub mod view;
@@ -102,6 +116,10 @@ impl std::ops::Deref for Hub {
 /// 256 KiB: far above any answer or run request, far below harm.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 
+/// Where the service listens unless told otherwise (`STRANDS_BIND`), and
+/// so the hub's public URL until `serve` sets one.
+pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+
 impl Hub {
     pub fn new(store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
         let limits = settings.limits;
@@ -114,7 +132,7 @@ impl Hub {
             wake: Arc::new(tokio::sync::Notify::new()),
             metrics: Arc::new(metrics::Metrics::new()),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
-            public_url: format!("http://{}", crate::serve::config::DEFAULT_BIND),
+            public_url: format!("http://{DEFAULT_BIND}"),
             hall: OnceLock::new(),
             driving: Mutex::new(HashSet::new()),
             tasks: tokio_util::task::TaskTracker::new(),

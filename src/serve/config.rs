@@ -49,7 +49,7 @@ pub struct Overrides {
     pub templates: Option<PathBuf>,
 }
 
-pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+pub use crate::hub::DEFAULT_BIND;
 
 impl Config {
     /// Reads the environment through `get` (tests pass a map). A bad value

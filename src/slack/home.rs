@@ -162,7 +162,7 @@ fn gate_blocks(
         format!("started by {}", who(&s.started_by)),
         format!(
             "waiting {}",
-            crate::web::render::duration((now - g.opened_at).num_seconds().max(0))
+            crate::hub::durations::duration((now - g.opened_at).num_seconds().max(0))
         ),
     ];
     if let Some(t) = g.timeout_at {
@@ -187,7 +187,7 @@ fn gate_blocks(
         "type": "button",
         "text": { "type": "plain_text", "text": "Open in browser" },
         "action_id": "strands_home_open",
-        "url": crate::web::session_link(&app.hub.public_url, &s.id),
+        "url": crate::hub::pages::session(&app.hub.public_url, &s.id),
     });
     if g.kind == GateKind::ToolCall {
         for c in s
@@ -344,7 +344,7 @@ pub async fn view(
         blocks.push(json!({ "type": "context", "elements": [mrkdwn(format!(
             "…and {} more waiting; the web inbox lists them all: {}",
             waiting.len() - shown,
-            app.hub.public_url
+            crate::hub::pages::inbox(&app.hub.public_url)
         ))] }));
     }
     if !mine.is_empty() {
@@ -354,7 +354,7 @@ pub async fn view(
             .map(|s| {
                 format!(
                     "• <{}|{}> `{}` — {}",
-                    crate::web::session_link(&app.hub.public_url, &s.id),
+                    crate::hub::pages::session(&app.hub.public_url, &s.id),
                     esc(&s.workflow),
                     &s.id[..s.id.len().min(8)],
                     s.status
@@ -423,12 +423,10 @@ pub fn watch(app: &App) {
     let app = app.clone();
     tokio::spawn(async move {
         let after = app.hub.store.last_event().await.unwrap_or(0);
-        let events = crate::api::events::follow_all(app.hub.clone(), after);
+        let events = crate::hub::follow::follow_all(app.hub.clone(), after);
         futures_util::pin_mut!(events);
-        let shows =
-            |e: &crate::model::Event| !matches!(e.what, crate::model::EventKind::StepDone { .. });
         while let Some(e) = events.next().await {
-            if !shows(&e) {
+            if !crate::hub::follow::changes_waiting(&e) {
                 continue;
             }
             // Let the burst settle, and take in what else arrived meanwhile.

@@ -17,7 +17,7 @@ use chrono::{TimeDelta, Utc};
 use serde::Deserialize;
 
 use super::{html, Web, WebError};
-use crate::api::auth::Caller;
+use crate::hub::caller::Caller;
 use crate::model::login::{self, Login, LoginScope, NewLogin};
 
 /// The cookie a sign-in lives in.

@@ -202,8 +202,8 @@ pub async fn events(
         Some(n) => n,
         None => web.hub.store.last_event().await?,
     };
-    let pings = crate::api::events::follow_all(web.hub.clone(), after)
-        .filter(|e| std::future::ready(!matches!(e.what, crate::model::EventKind::StepDone { .. })))
+    let pings = crate::hub::follow::follow_all(web.hub.clone(), after)
+        .filter(|e| std::future::ready(crate::hub::follow::changes_waiting(e)))
         .map(|e| {
             Ok(SseEvent::default()
                 .event("change")

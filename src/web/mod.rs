@@ -36,7 +36,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::api::error::ApiError;
+use crate::hub::problem::Problem;
 use crate::hub::Hub;
 
 /// The web inbox's settings.
@@ -86,43 +86,42 @@ impl Web {
     }
 }
 
-pub use crate::webhook::page_link as session_link;
-
 /// A refused web request: sign in first, or a page saying what is wrong
-/// (its status mapped once, by the API's [`ApiError`]). Nothing changed.
+/// (its status mapped once, by the hub's [`Problem`], as the API's is).
+/// Nothing changed.
 #[derive(Debug)]
 pub enum WebError {
     /// Not signed in (or the sign-in ended): to the login page, then back.
     SignIn {
         next: String,
     },
-    Page(ApiError),
+    Page(Problem),
 }
 
-impl From<ApiError> for WebError {
-    fn from(e: ApiError) -> WebError {
+impl From<Problem> for WebError {
+    fn from(e: Problem) -> WebError {
         WebError::Page(e)
     }
 }
 
 impl From<crate::Error> for WebError {
     fn from(e: crate::Error) -> WebError {
-        WebError::Page(ApiError::from(e))
+        WebError::Page(Problem::from(e))
     }
 }
 
 impl From<crate::model::Refusal> for WebError {
     fn from(r: crate::model::Refusal) -> WebError {
-        WebError::Page(ApiError::from(r))
+        WebError::Page(Problem::from(r))
     }
 }
 
 impl WebError {
     pub fn forbidden(m: impl Into<String>) -> WebError {
-        WebError::Page(ApiError::forbidden(m))
+        WebError::Page(Problem::forbidden(m))
     }
     pub fn bad_request(m: impl Into<String>) -> WebError {
-        WebError::Page(ApiError::bad_request(m))
+        WebError::Page(Problem::bad_request(m))
     }
 }
 

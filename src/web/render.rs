@@ -11,6 +11,7 @@ use minijinja::Environment;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::hub::durations::duration;
 
 /// The built-in templates, by name.
 const BUILT_IN: [(&str, &str); 8] = [
@@ -27,21 +28,6 @@ const BUILT_IN: [(&str, &str); 8] = [
 /// The compiled pages.
 pub struct Pages {
     env: Environment<'static>,
-}
-
-/// "3 h 20 min" for a number of seconds.
-pub fn duration(secs: i64) -> String {
-    let s = secs.unsigned_abs();
-    let text = if s < 60 {
-        format!("{s} s")
-    } else if s < 3600 {
-        format!("{} min", s / 60)
-    } else if s < 86_400 {
-        format!("{} h {} min", s / 3600, (s % 3600) / 60)
-    } else {
-        format!("{} d {} h", s / 86_400, (s % 86_400) / 3600)
-    };
-    text
 }
 
 /// "2026-11-23 10:00:05 UTC" for an RFC 3339 time (as serde writes it).
@@ -168,9 +154,6 @@ mod tests {
         assert!(!page.contains("<script>alert(1)"));
         let e = error_page(StatusCode::FORBIDDEN, "<img src=x onerror=alert(1)>");
         assert!(e.contains("&lt;img") && !e.contains("<img src=x"), "{e}");
-        assert_eq!(duration(59), "59 s");
-        assert_eq!(duration(3700), "1 h 1 min");
-        assert_eq!(duration(-120), "2 min");
     }
 
     #[test]

@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::auth::{check_post, Form, Viewer};
 use super::{html, Web, WebError};
-use crate::api::sessions::AnswerRequest;
 use crate::audit::redact::Redactor;
 use crate::audit::AuditKind;
 use crate::engine::Accepted;
+use crate::hub::answers::AnswerRequest;
 use crate::hub::view::{GateView, SessionView};
 use crate::model::{Answer, Refusal, Session};
 
@@ -170,7 +170,10 @@ fn timeline(s: &Session, audit: &[crate::audit::AuditEntry], redactor: &Redactor
         };
         let mut detail = e.detail.clone();
         if let Some(ms) = e.response_ms {
-            let waited = format!("waited {}", super::render::duration((ms / 1000) as i64));
+            let waited = format!(
+                "waited {}",
+                crate::hub::durations::duration((ms / 1000) as i64)
+            );
             detail = Some(match detail {
                 Some(d) => format!("{d} · {waited}"),
                 None => waited,
@@ -401,7 +404,7 @@ pub async fn answer(
         ),
         Ok(Accepted::Recorded(_)) => (true, format!("Recorded: {} decided by you.", req.decision)),
         Err(refusal) => {
-            let status = crate::api::error::ApiError::from(refusal.clone()).status;
+            let status = crate::hub::problem::Problem::from(refusal.clone()).status;
             let s = web.hub.store.get(&s.id).await?;
             return respond_with(&web, &viewer, &s, status, false, refusal_text(&refusal)).await;
         }

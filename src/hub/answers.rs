@@ -1,0 +1,90 @@
+//! Answer requests: an answer to an open gate as a door receives it —
+//! the decision's name and its fields, text as people typed them — before
+//! it is an [`Answer`](crate::model::Answer). The API takes it as JSON,
+//! the web inbox builds it from a form, the CLI sends it; all read the
+//! decision the same way ([`AnswerRequest::decision`]) and are refused
+//! with the same words.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::problem::Problem;
+use crate::model::Decision;
+
+/// An answer to an open gate.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// `approve`, `reject`, `modify` (needs `feedback`), `respond` (needs
+    /// `response`), `edit` (tool calls; needs `args`) or `trust` (tool calls).
+    pub decision: String,
+    /// The gate: its handle `id#n` or its id; needed when several are open.
+    #[serde(default)]
+    pub gate: Option<String>,
+    /// Tool-call gates: which waiting call.
+    #[serde(default)]
+    pub call: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub feedback: Option<String>,
+    #[serde(default)]
+    pub response: Option<String>,
+    /// `edit`: the call's new arguments (a JSON object; same tool).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<Value>,
+    /// Variable overrides that come with the answer.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub vars: Map<String, Value>,
+}
+
+impl AnswerRequest {
+    /// The decision it asks for; 422 naming what is missing.
+    pub fn decision(&self) -> Result<Decision, Problem> {
+        let need = |what: &Option<String>, field: &str| {
+            what.clone()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| {
+                    Problem::unprocessable(
+                        "bad_answer",
+                        format!("`{}` needs a non-empty `{field}`", self.decision),
+                    )
+                })
+        };
+        Ok(match self.decision.as_str() {
+            "approve" => Decision::Approve,
+            "reject" => Decision::Reject {
+                reason: self.reason.clone().filter(|r| !r.trim().is_empty()),
+            },
+            "modify" => Decision::Modify {
+                feedback: need(&self.feedback, "feedback")?,
+            },
+            "respond" => Decision::Respond {
+                text: need(&self.response, "response")?,
+            },
+            "edit" => match &self.args {
+                Some(Value::Object(_)) => Decision::Edit {
+                    arguments: self.args.clone().unwrap_or(Value::Null),
+                },
+                _ => {
+                    return Err(Problem::unprocessable(
+                        "bad_answer",
+                        "`edit` needs `args`, the call's new arguments as a JSON object",
+                    ))
+                }
+            },
+            "trust" => Decision::Trust,
+            other => {
+                return Err(Problem::unprocessable(
+                    "bad_answer",
+                    format!(
+                        "decision `{other}` is not one of approve, reject, modify, respond, edit, trust"
+                    ),
+                ))
+            }
+        })
+    }
+}
