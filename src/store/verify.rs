@@ -14,6 +14,11 @@
 //!   [`Store::list_page`] (the newest-first order index), which must also
 //!   be in order and name each session once;
 //! - the status counters ([`Store::status_counts`]) equal a recount;
+//! - the index by workflow ([`Store::workflow_page`], paged through for
+//!   each workflow) lists exactly that workflow's sessions;
+//! - the index by approver ([`Store::awaiting`], asked once per person or
+//!   group any open gate lists) names exactly the paused sessions whose
+//!   open gates list them;
 //! - the audit chain verifies (the verifier of `strands audit verify`).
 //!
 //! A backup (`strands store backup`) runs the same checks on its copy.
@@ -127,6 +132,9 @@ pub async fn verify(store: &Store) -> Result<Report> {
 
     let mut counted: BTreeMap<Status, u64> = BTreeMap::new();
     let mut seen = BTreeSet::new();
+    // What the indexes by workflow and by approver must hold.
+    let mut by_workflow: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut by_approver: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for id in &ids {
         seen.insert(id.clone());
         let session = match store.load(id).await {
@@ -144,6 +152,13 @@ pub async fn verify(store: &Store) -> Result<Report> {
         };
         r.decoded += 1;
         *counted.entry(session.status).or_default() += 1;
+        by_workflow
+            .entry(session.workflow.clone())
+            .or_default()
+            .insert(id.clone());
+        for (_, approver) in super::awaiting::entries(&session) {
+            by_approver.entry(approver).or_default().insert(id.clone());
+        }
         match listed.get(id) {
             None => r.problems.push(format!(
                 "session {id} ({}) has no summary in the order index",
@@ -171,6 +186,41 @@ pub async fn verify(store: &Store) -> Result<Report> {
         ));
     }
 
+    // The secondary indexes, only when every record decoded (an
+    // undecodable record's workflow and gates are unknown).
+    if r.decoded == r.sessions {
+        for (workflow, want) in &by_workflow {
+            let have = workflow_index(store, workflow).await?;
+            for id in want.difference(&have) {
+                r.problems.push(format!(
+                    "the index of workflow `{workflow}` misses session {id}"
+                ));
+            }
+            for id in have.difference(want) {
+                r.problems.push(format!(
+                    "the index of workflow `{workflow}` lists session {id}, which is not of that workflow"
+                ));
+            }
+        }
+        for (approver, want) in &by_approver {
+            let have: BTreeSet<String> = store
+                .awaiting(std::slice::from_ref(approver))
+                .await?
+                .into_iter()
+                .collect();
+            for id in want.difference(&have) {
+                r.problems.push(format!(
+                    "the index by approver misses session {id} for `{approver}`"
+                ));
+            }
+            for id in have.difference(want) {
+                r.problems.push(format!(
+                    "the index by approver lists session {id} for `{approver}`, whose open gates do not list them"
+                ));
+            }
+        }
+    }
+
     // The counters against the recount; an undecodable record's status is
     // unknown, so the totals only compare when every record decoded.
     let counters: BTreeMap<Status, u64> = store.status_counts().await?.into_iter().collect();
@@ -196,4 +246,22 @@ pub async fn verify(store: &Store) -> Result<Report> {
     }
     r.ok = r.problems.is_empty();
     Ok(r)
+}
+
+/// Every session id the index of `workflow` lists, paged through.
+async fn workflow_index(store: &Store, workflow: &str) -> Result<BTreeSet<String>> {
+    const PAGE: usize = 1000;
+    let mut ids = BTreeSet::new();
+    let mut after: Option<(chrono::DateTime<chrono::Utc>, String)> = None;
+    loop {
+        let page = store
+            .workflow_page(workflow, None, after.clone(), PAGE)
+            .await?;
+        let full = page.len() == PAGE;
+        after = page.last().map(|s| (s.created_at, s.id.clone()));
+        ids.extend(page.into_iter().map(|s| s.id));
+        if !full || after.is_none() {
+            return Ok(ids);
+        }
+    }
 }

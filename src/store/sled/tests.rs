@@ -574,3 +574,55 @@ fn verify_names_each_record_that_disagrees_with_the_indexes() {
     assert!(!all.contains("dddd-4"), "{all}");
     assert_eq!(found.decoded, 2);
 }
+
+/// `store verify` on sled: index entries by workflow and by approver that
+/// went missing are named, session by session.
+#[test]
+fn verify_names_sessions_missing_from_the_workflow_and_approver_indexes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let store = crate::store::Store::open(dir.path()).expect("open");
+    let crate::store::Store::Sled(sled) = &store else {
+        panic!("a sled store");
+    };
+    for id in ["aaaa-1", "bbbb-2"] {
+        sled.create(&mut paused_session(id)).expect("create");
+    }
+    let sound = rt
+        .block_on(crate::store::verify::verify(&store))
+        .expect("verify");
+    assert!(sound.ok, "{sound:?}");
+    // Drop every entry of both indexes (keys `W…` and `A…`).
+    let order = sled.tree(trees::SESSION_ORDER).expect("order tree");
+    let keys: Vec<sled::IVec> = order
+        .iter()
+        .keys()
+        .filter_map(|k| k.ok())
+        .filter(|k| k.first().is_some_and(|b| *b == b'W' || *b == b'A'))
+        .collect();
+    assert!(!keys.is_empty(), "the store keeps both indexes");
+    for k in keys {
+        order.remove(k).expect("remove an index entry");
+    }
+    let found = rt
+        .block_on(crate::store::verify::verify(&store))
+        .expect("verify");
+    assert!(!found.ok);
+    let all = found.problems.join("\n");
+    for id in ["aaaa-1", "bbbb-2"] {
+        assert!(
+            found
+                .problems
+                .iter()
+                .any(|p| p.starts_with("the index of workflow")
+                    && p.ends_with(&format!("misses session {id}"))),
+            "{all}"
+        );
+        assert!(
+            all.contains(&format!("the index by approver misses session {id}")),
+            "{all}"
+        );
+    }
+}
