@@ -4,6 +4,7 @@
 //! workflow) → [`engine`] (run it step by step) → [`gate`] (what a human may
 //! answer) → [`store`] (durable sessions in sled) → [`channel`] (ask a human:
 //! terminal, CLI, Slack — see [`slack`]) → back to [`engine`] to resume.
+//! [`teams`] holds the Microsoft Teams protocol the Teams room will build on.
 //! What happened leaves the process as signed webhooks ([`webhook`]).
 
 pub mod api;
@@ -22,6 +23,7 @@ pub mod serve;
 pub mod slack;
 pub mod spec;
 pub mod store;
+pub mod teams;
 pub mod template;
 pub mod tools;
 pub mod web;

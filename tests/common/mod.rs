@@ -860,6 +860,7 @@ pub mod api;
 pub mod browser;
 pub mod crash;
 pub mod fake_slack;
+pub mod fake_teams;
 pub mod service;
 pub mod slack_story;
 pub mod syscall_kill;

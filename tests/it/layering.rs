@@ -24,7 +24,7 @@ use std::path::Path;
 
 const LAYERS: &[&str] = &[
     "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
-    "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "serve", "cli",
+    "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "teams", "serve", "cli",
 ];
 
 /// The ways in from outside, each off the hub; none may use another.

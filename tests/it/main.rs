@@ -1,8 +1,9 @@
 //! Every integration test in one binary (one link instead of one per
 //! file): the real `strands` binary over 127.0.0.1 against the fakes of
-//! `tests/common` — an OpenAI-compatible model, a Slack Web API, an HTTP
-//! target — plus the property, layering and store-format tests. Each module
-//! is one area; run one with `cargo test --test it cli_tools::`.
+//! `tests/common` — an OpenAI-compatible model, a Slack Web API, a Bot
+//! Framework, an HTTP target — plus the property, layering and store-format
+//! tests. Each module is one area; run one with `cargo test --test it
+//! cli_tools::`.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -53,5 +54,6 @@ mod store_postgres;
 mod store_scale;
 mod store_syncs;
 mod strands_cli_examples;
+mod teams_protocol;
 mod web;
 mod web_browser;

@@ -1,0 +1,53 @@
+//! The Microsoft Teams room's protocol layer: what it takes to trust an
+//! activity the Bot Framework posts to us, and to post one back.
+//!
+//! - [`settings`]: the `TEAMS_*` settings, read once.
+//! - [`auth`]: the inbound check of an activity's `Authorization: Bearer`
+//!   JWT (keys from the Bot Framework's OpenID metadata, cached).
+//! - [`connector`]: the outbound side: a client-credentials token, cached
+//!   and shared, and the Connector REST calls (send, reply, update, create
+//!   a 1:1 conversation), retried on rate limits, to allowed hosts only.
+//!
+//! What this module deliberately does not do (yet): serve `/api/messages`,
+//! read commands, build Adaptive Cards or talk to the hub; that is the
+//! Teams room proper, built on these. Nor does it pace sends per
+//! conversation (Teams allows about 7 operations a second per
+//! conversation): that queue belongs with the room, which knows what it
+//! sends.
+
+pub mod auth;
+pub mod connector;
+pub mod settings;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+pub use settings::TeamsSettings;
+
+/// Where the protocol layer reads the time: the system clock in the
+/// service, a fixed (or hand-advanced) one in tests.
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+/// The system clock.
+pub fn system_clock() -> Clock {
+    Arc::new(Utc::now)
+}
+
+/// How long one request to Microsoft (metadata, keys, token, connector)
+/// may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The HTTP client the Teams calls share: rustls on ring, a timeout, and
+/// no redirects (a redirect could lead off the allowed service hosts).
+pub(crate) fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    // reqwest is built without a default crypto provider (it shares ring
+    // with the other clients); install it once per process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("strands/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
