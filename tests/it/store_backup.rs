@@ -42,6 +42,26 @@ fn backups_log(store: &Path) -> String {
     std::fs::read_to_string(store.join("backups.log")).unwrap_or_default()
 }
 
+/// Opens a store's sled database directly from the test. sled releases
+/// its lock on `db` from a background thread a moment after the last
+/// handle (here, or in a `strands` process just ended) is dropped, so a
+/// busy lock is retried for a few seconds.
+#[track_caller]
+fn open_sled(path: impl AsRef<std::path::Path>, what: &str) -> sled::Db {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match sled::open(path.as_ref()) {
+            Ok(db) => return db,
+            Err(e)
+                if std::time::Instant::now() < until && format!("{e:?}").contains("WouldBlock") =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{what}: {e:?}"),
+        }
+    }
+}
+
 #[test]
 fn verify_passes_a_sound_store_with_its_counts() {
     let s = Sandbox::new();
@@ -70,7 +90,7 @@ fn verify_names_a_session_whose_record_does_not_decode() {
     let good = paused(&s);
     let bad = paused(&s);
     {
-        let db = sled::open(&s.store).expect("open the store with sled");
+        let db = open_sled(&s.store, "open the store with sled");
         let sessions = db.open_tree("sessions").expect("the sessions tree");
         assert!(sessions.get(bad.as_bytes()).expect("get").is_some());
         sessions
@@ -275,7 +295,7 @@ fn a_store_that_does_not_open_names_its_last_backup() {
 
 /// The store's format as sled holds it (`meta` → `format`, u32 big-endian).
 fn format_of(store: &Path) -> u32 {
-    let db = sled::open(store).expect("open with sled");
+    let db = open_sled(store, "open with sled");
     let meta = db.open_tree("meta").expect("meta");
     let v = meta.get(b"format").expect("get").expect("a format");
     u32::from_be_bytes(v.as_ref().try_into().expect("4 bytes"))
@@ -289,7 +309,7 @@ fn a_format_upgrade_backs_the_store_up_first() {
     assert!(current > 2, "{current}");
     {
         // As a release of format 2 left it.
-        let db = sled::open(&s.store).expect("open with sled");
+        let db = open_sled(&s.store, "open with sled");
         let meta = db.open_tree("meta").expect("meta");
         meta.insert(b"format", &2u32.to_be_bytes()).expect("insert");
         db.flush().expect("flush");
@@ -316,7 +336,7 @@ fn a_format_upgrade_backs_the_store_up_first() {
     assert_eq!(format_of(copy), 2);
     assert_eq!(format_of(&s.store), current);
     {
-        let db = sled::open(copy).expect("open the copy with sled");
+        let db = open_sled(copy, "open the copy with sled");
         let sessions = db.open_tree("sessions").expect("sessions");
         assert!(sessions.get(id.as_bytes()).expect("get").is_some());
     }
