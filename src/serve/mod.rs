@@ -1,6 +1,6 @@
 //! `strands serve`: the approval service. One long-running process that
-//! every channel talks to — the HTTP API (`/api/v1`, for code), Slack when
-//! it is configured — over one store, one timer loop and one place runs
+//! every channel talks to — the HTTP API (`/api/v1`, for code), Slack and
+//! Teams when they are configured — over one store, one timer loop and one place runs
 //! are driven ([`crate::hub::Hub`]).
 //!
 //! This module only composes: it reads the configuration ([`config`]),
@@ -53,6 +53,10 @@ pub async fn run(config: Config) -> Result<()> {
             socket_mode = Some(app.clone());
         }
         rooms.push(Arc::new(crate::slack::room::SlackRoom { app }));
+    }
+    if let Some(teams) = &config.teams {
+        let door = crate::teams::door::Door::new(hub.clone(), teams, crate::teams::system_clock())?;
+        router = router.merge(crate::teams::door::router(door));
     }
     let room_names: Vec<&str> = rooms.iter().map(|r| r.name()).collect();
     let room_names = room_names.join(", ");
@@ -107,6 +111,14 @@ pub async fn run(config: Config) -> Result<()> {
             format!("; rooms: {room_names}")
         },
     );
+    if let Some(teams) = &config.teams {
+        tracing::info!(app_id = %teams.app_id, "the Teams room is on");
+        eprintln!(
+            "strands serve: the Teams room is on (app {}): activities at POST {}",
+            teams.app_id,
+            crate::teams::door::MESSAGES_PATH
+        );
+    }
     if socket_mode.is_some() {
         eprintln!("strands serve: Slack over Socket Mode (no public URL needed); connecting");
     }
