@@ -1,11 +1,9 @@
 //! `strands teams conversations`: the Teams conversations the room can
 //! post to (recorded when the bot was added, refreshed by every activity),
-//! read offline from the store (the server must not hold a sled store).
-//!
-//! Not through a running server yet: there is no API route for them.
+//! from the store, or through the server when one holds it (or
+//! `STRANDS_SERVER` is set; `GET /api/v1/teams/conversations`, admins).
 
 use super::*;
-use crate::model::teams::TeamsConversation;
 
 #[derive(Subcommand, Debug)]
 pub enum TeamsCommand {
@@ -26,15 +24,24 @@ impl TeamsCommand {
 
 pub(super) async fn teams(ctx: &Ctx, cmd: TeamsCommand) -> Result<u8> {
     let TeamsCommand::Conversations { json } = cmd;
-    let store = ctx.open().await?;
-    let all = store.teams_conversations().await?;
+    // One shape either way: `TeamsConversation::listed`.
+    let all: Vec<Value> = match &ctx.remote {
+        Some(remote) => super::remote::teams_conversations(remote).await?,
+        None => ctx
+            .open()
+            .await?
+            .teams_conversations()
+            .await?
+            .iter()
+            .map(|c| c.listed())
+            .collect(),
+    };
     if json {
-        let rows: Vec<Value> = all.iter().map(row).collect();
-        outln!("{}", json!({ "conversations": rows, "count": rows.len() }))?;
+        outln!("{}", json!({ "conversations": all, "count": all.len() }))?;
         return Ok(exit::OK);
     }
     if all.is_empty() {
-        eprintln!("no Teams conversations in {}", store.location());
+        eprintln!("no Teams conversations yet (they are recorded when the bot is added to one)");
         return Ok(exit::OK);
     }
     outln!(
@@ -46,39 +53,21 @@ pub(super) async fn teams(ctx: &Ctx, cmd: TeamsCommand) -> Result<u8> {
         "SERVICE HOST",
     )?;
     for c in &all {
+        let s = |k: &str| c[k].as_str().unwrap_or("-").to_string();
+        let last_seen = c["last_seen"]
+            .as_str()
+            .and_then(|v| chrono::DateTime::parse_from_rfc3339(v).ok())
+            .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
+            .unwrap_or_else(|| "-".into());
         outln!(
             "{:<19}  {:<9}  {:<24}  {:<36}  {:<28}  {}",
-            c.last_seen.format("%Y-%m-%d %H:%M:%S"),
-            c.kind.as_str(),
-            c.name.as_deref().unwrap_or("-"),
-            c.tenant_id.as_deref().unwrap_or("-"),
-            host(&c.service_url),
-            c.id,
+            last_seen,
+            s("type"),
+            s("name"),
+            s("tenant_id"),
+            s("service_host"),
+            s("id"),
         )?;
     }
     Ok(exit::OK)
-}
-
-/// The host a service URL names (the URL itself when it has none).
-fn host(url: &str) -> String {
-    url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| url.to_string())
-}
-
-/// One conversation as `--json` prints it.
-fn row(c: &TeamsConversation) -> Value {
-    json!({
-        "id": c.id,
-        "type": c.kind.as_str(),
-        "name": c.name,
-        "tenant_id": c.tenant_id,
-        "channel_id": c.channel_id,
-        "bot_id": c.bot_id,
-        "service_url": c.service_url,
-        "service_host": host(&c.service_url),
-        "first_seen": c.first_seen,
-        "last_seen": c.last_seen,
-    })
 }

@@ -51,6 +51,31 @@ pub struct TeamsConversation {
 }
 
 impl TeamsConversation {
+    /// The reference as `strands teams conversations --json` and
+    /// `GET /api/v1/teams/conversations` list it.
+    pub fn listed(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "type": self.kind.as_str(),
+            "name": self.name,
+            "tenant_id": self.tenant_id,
+            "channel_id": self.channel_id,
+            "bot_id": self.bot_id,
+            "service_url": self.service_url,
+            "service_host": self.service_host(),
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+        })
+    }
+
+    /// The host the service URL names (the URL itself when it has none).
+    pub fn service_host(&self) -> String {
+        url::Url::parse(&self.service_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_else(|| self.service_url.clone())
+    }
+
     /// `self` as it is after `newer` was seen: everything from `newer`
     /// except the first sighting, and a name kept when `newer` has none.
     pub fn refreshed_by(&self, newer: &TeamsConversation) -> TeamsConversation {

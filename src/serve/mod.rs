@@ -57,6 +57,13 @@ pub async fn run(config: Config) -> Result<()> {
     if let Some(teams) = &config.teams {
         let door = crate::teams::door::Door::new(hub.clone(), teams, crate::teams::system_clock())?;
         router = router.merge(crate::teams::door::router(door));
+        // Said before `listening`: whoever waits for that line sees it.
+        tracing::info!(app_id = %teams.app_id, "the Teams room is on");
+        eprintln!(
+            "strands serve: the Teams room is on (app {}): activities at POST {}",
+            teams.app_id,
+            crate::teams::door::MESSAGES_PATH
+        );
     }
     let room_names: Vec<&str> = rooms.iter().map(|r| r.name()).collect();
     let room_names = room_names.join(", ");
@@ -111,14 +118,6 @@ pub async fn run(config: Config) -> Result<()> {
             format!("; rooms: {room_names}")
         },
     );
-    if let Some(teams) = &config.teams {
-        tracing::info!(app_id = %teams.app_id, "the Teams room is on");
-        eprintln!(
-            "strands serve: the Teams room is on (app {}): activities at POST {}",
-            teams.app_id,
-            crate::teams::door::MESSAGES_PATH
-        );
-    }
     if socket_mode.is_some() {
         eprintln!("strands serve: Slack over Socket Mode (no public URL needed); connecting");
     }

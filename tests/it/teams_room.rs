@@ -189,9 +189,13 @@ fn teams_room_records_conversations_and_refuses_forgeries() {
     ] {
         assert!(metrics.body.contains(line), "{line} in\n{}", metrics.body);
     }
+    // Through the server holding the store (its local admin token).
+    let live = conversations(&sandbox);
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0]["service_url"], moved.as_str());
     svc.stop();
 
-    // Offline: the one conversation, at its new address.
+    // Offline, the same: the one conversation, at its new address.
     let all = conversations(&sandbox);
     assert_eq!(all.len(), 1, "{all:?}");
     let c = &all[0];
