@@ -1,7 +1,7 @@
 //! `strands serve`: the approval service. One long-running process that
 //! every channel talks to — the HTTP API (`/api/v1`, for code), Slack and
-//! Teams when they are configured — over one store, one timer loop and one place runs
-//! are driven ([`crate::hub::Hub`]).
+//! Teams when they are configured — over one store, one timer loop and one
+//! place runs are driven ([`crate::hub::Hub`]).
 //!
 //! This module only composes: it reads the configuration ([`config`]),
 //! opens the store and the rooms, mounts their routes beside the API's,
