@@ -179,6 +179,12 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
         .await
         .expect("unposted")
         .is_empty());
+    // Schema 5 came with it: the Teams conversations' table.
+    assert!(store
+        .teams_conversations()
+        .await
+        .expect("Teams conversations")
+        .is_empty());
 }
 
 #[tokio::test]
