@@ -1,5 +1,6 @@
-//! Admin routes: the audit export and API tokens (`strands tokens ...`
-//! goes through these when the CLI talks to a server).
+//! Admin routes: the audit export, API tokens (`strands tokens ...` goes
+//! through these when the CLI talks to a server) and the Teams
+//! conversations the room knows (`strands teams conversations`).
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -136,6 +137,29 @@ pub async fn list_tokens(State(hub): State<Hub>, caller: Caller) -> Result<Json<
     Ok(Json(
         serde_json::json!({ "count": tokens.len(), "tokens": tokens }),
     ))
+}
+
+/// The Teams conversations the room knows (where it can post), by id.
+/// Admins.
+#[utoipa::path(get, path = "/teams/conversations", tag = "admin",
+    security(("bearer" = [])),
+    responses((status = 200, body = Object, description = "`{\"count\": N, \"conversations\": [{id, type, name, tenant_id, channel_id, bot_id, service_url, service_host, first_seen, last_seen}]}`"), (status = 403, body = ErrorBody)))]
+pub async fn teams_conversations(
+    State(hub): State<Hub>,
+    caller: Caller,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Role::Admin)?;
+    let conversations: Vec<Value> = hub
+        .store
+        .teams_conversations()
+        .await?
+        .iter()
+        .map(|c| c.listed())
+        .collect();
+    Ok(Json(serde_json::json!({
+        "count": conversations.len(),
+        "conversations": conversations,
+    })))
 }
 
 /// Revokes the token in use named `name`. Admins.

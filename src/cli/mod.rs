@@ -42,6 +42,7 @@ mod render;
 mod run;
 mod sessions;
 mod store_cmd;
+mod teams;
 mod tokens;
 mod webhooks;
 
@@ -51,6 +52,7 @@ use render::report;
 use run::{resume, run, validate};
 use sessions::{notify, sessions, sweep};
 pub use store_cmd::StoreCommand;
+pub use teams::TeamsCommand;
 pub use webhooks::WebhooksCommand;
 
 #[derive(Parser, Debug)]
@@ -150,6 +152,9 @@ pub enum Command {
     /// Webhook deliveries strands gave up on.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// The Teams room: the conversations it knows (offline, or through the server).
+    #[command(subcommand)]
+    Teams(TeamsCommand),
     /// Check, back up and move the store (sled → PostgreSQL).
     #[command(subcommand)]
     Store(StoreCommand),
@@ -481,6 +486,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Webhooks(cmd) => cmd.json(),
+        Command::Teams(cmd) => cmd.json(),
         Command::Store(cmd) => cmd.json(),
     }
 }
@@ -603,6 +609,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Sessions(SessionsCommand::Show { .. })
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Tokens(_)
+            | Command::Teams(_)
     )
 }
 
@@ -650,6 +657,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
+        Command::Teams(cmd) => teams::teams(&ctx, cmd).await,
         Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(

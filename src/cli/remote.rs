@@ -1,8 +1,8 @@
 //! The CLI as a client of `strands serve`: with `STRANDS_SERVER` and
 //! `STRANDS_TOKEN`, or by itself when a running server holds the store
 //! (it finds `serve.json` there, `crate::serve::discovery`), `run NAME`,
-//! `resume`, `sessions list|show`, `audit export` and `tokens` go through
-//! the HTTP API. The output, the `--json` shapes and the exit codes are
+//! `resume`, `sessions list|show`, `audit export`, `tokens` and
+//! `teams conversations` go through the HTTP API. The output, the `--json` shapes and the exit codes are
 //! the offline ones: sessions are rendered from the same view, refusals
 //! map to the same exit codes, and `run`/`resume` wait — following the
 //! run's events, not polling — until the run stops, as they do offline.
@@ -529,6 +529,13 @@ pub(super) async fn list_tokens(remote: &Remote) -> Result<Vec<Value>> {
         .json(remote.request(Method::GET, "/tokens"), None)
         .await?;
     Ok(v["tokens"].as_array().cloned().unwrap_or_default())
+}
+
+pub(super) async fn teams_conversations(remote: &Remote) -> Result<Vec<Value>> {
+    let v: Value = remote
+        .json(remote.request(Method::GET, "/teams/conversations"), None)
+        .await?;
+    Ok(v["conversations"].as_array().cloned().unwrap_or_default())
 }
 
 pub(super) async fn revoke_token(remote: &Remote, name: &str) -> Result<()> {

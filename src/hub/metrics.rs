@@ -32,6 +32,8 @@ pub struct Metrics {
     refused: Family<Labels, Counter>,
     slack_events: Family<Labels, Counter>,
     socket_connections: Counter,
+    teams_activities: Family<Labels, Counter>,
+    teams_refusals: Family<Labels, Counter>,
     /// Syncs to stable storage the store made, read at scrape time.
     store_syncs: Arc<StoreSyncs>,
 }
@@ -56,6 +58,8 @@ impl Metrics {
         let refused = Family::<Labels, Counter>::default();
         let slack_events = Family::<Labels, Counter>::default();
         let socket_connections = Counter::default();
+        let teams_activities = Family::<Labels, Counter>::default();
+        let teams_refusals = Family::<Labels, Counter>::default();
         let webhooks = Arc::new(WebhookCounters::default());
         let webhooks_failed = Gauge::default();
         registry.register_collector(Box::new(Arc::clone(&webhooks)));
@@ -111,6 +115,16 @@ impl Metrics {
             "Slack Socket Mode connections opened (reconnections included)",
             socket_connections.clone(),
         );
+        registry.register(
+            "teams_activities",
+            "Verified Teams activities, by type",
+            teams_activities.clone(),
+        );
+        registry.register(
+            "teams_refusals",
+            "Teams activities refused, by reason",
+            teams_refusals.clone(),
+        );
         Metrics {
             registry,
             webhooks,
@@ -124,6 +138,8 @@ impl Metrics {
             refused,
             slack_events,
             socket_connections,
+            teams_activities,
+            teams_refusals,
             store_syncs,
         }
     }
@@ -175,6 +191,24 @@ impl Metrics {
         let kind = if ok { kind } else { "other" };
         self.slack_events
             .get_or_create(&vec![("type".into(), kind.into())])
+            .inc();
+    }
+    /// A verified Teams activity; `kind` is its `type` (`message`,
+    /// `invoke`, `conversationUpdate`, …).
+    pub fn teams_activity(&self, kind: &str) {
+        // Activity types are short camelCase words; anything else is
+        // counted under one label rather than growing the family.
+        let ok =
+            !kind.is_empty() && kind.len() <= 64 && kind.bytes().all(|b| b.is_ascii_alphabetic());
+        let kind = if ok { kind } else { "other" };
+        self.teams_activities
+            .get_or_create(&vec![("type".into(), kind.into())])
+            .inc();
+    }
+    /// A refused Teams activity; `reason` is a fixed label.
+    pub fn teams_refused(&self, reason: &str) {
+        self.teams_refusals
+            .get_or_create(&vec![("reason".into(), reason.into())])
             .inc();
     }
     pub fn socket_connected(&self) {

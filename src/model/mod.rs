@@ -15,6 +15,7 @@ pub mod gate;
 pub mod login;
 pub mod pattern;
 pub mod session;
+pub mod teams;
 pub mod timer;
 pub mod token;
 pub mod webhook;

@@ -1,6 +1,6 @@
 //! The service's configuration, read once from the environment (flags may
 //! override): where it listens, the store, the workflows it may start, the
-//! API's limits, and the rooms' own settings (Slack's, when set).
+//! API's limits, and the rooms' own settings (Slack's and Teams', when set).
 //!
 //! | variable | setting |
 //! |---|---|
@@ -12,6 +12,7 @@
 //! | `STRANDS_MAX_BODY_BYTES` | largest request body (256 KiB) |
 //! | `STRANDS_API_RATE_PER_SEC`, `STRANDS_API_BURST` | per-token rate limit (20/s, burst 40) |
 //! | `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, ... | Slack (`crate::slack::config`) |
+//! | `TEAMS_APP_ID`, `TEAMS_APP_PASSWORD`, ... | Teams (`crate::teams::settings`) |
 //! | `STRANDS_WEBHOOK_URL`, `STRANDS_WEBHOOK_SECRET`, ... | webhooks (`crate::webhook::config`) |
 
 use std::net::SocketAddr;
@@ -32,6 +33,8 @@ pub struct Config {
     pub api: crate::api::Limits,
     /// Slack, when configured.
     pub slack: Option<crate::slack::config::Config>,
+    /// The Teams room, when `TEAMS_APP_ID` and `TEAMS_APP_PASSWORD` are set.
+    pub teams: Option<crate::teams::TeamsSettings>,
     /// The web inbox.
     pub web: crate::web::Config,
     /// Outbound webhooks, when `STRANDS_WEBHOOK_URL` is set.
@@ -113,6 +116,8 @@ impl Config {
                 templates: o.templates,
             },
         )?;
+        let teams = crate::teams::TeamsSettings::from_lookup(&get)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let webhooks = crate::webhook::Config::from_lookup(&get, &public_url)?;
         let web = crate::web::Config {
             public_url: public_url.clone(),
@@ -131,6 +136,7 @@ impl Config {
             public_url,
             api,
             slack,
+            teams,
             settings: Arc::new(crate::config::Settings::from_lookup(&get)),
         })
     }
@@ -174,6 +180,10 @@ mod tests {
             let e = cfg(&[(var, val)]).unwrap_err();
             assert!(e.to_string().contains(var), "{var}: {e}");
         }
+        assert!(c.teams.is_none());
+        let e = cfg(&[("TEAMS_APP_ID", "app")]).unwrap_err();
+        assert!(e.to_string().contains("TEAMS_APP_PASSWORD"), "{e}");
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
         let c = cfg(&[("STRANDS_PUBLIC_URL", "https://approvals.example.com/")]).expect("ok");
         assert_eq!(c.public_url, "https://approvals.example.com");
     }

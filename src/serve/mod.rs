@@ -1,7 +1,7 @@
 //! `strands serve`: the approval service. One long-running process that
-//! every channel talks to — the HTTP API (`/api/v1`, for code), Slack when
-//! it is configured — over one store, one timer loop and one place runs
-//! are driven ([`crate::hub::Hub`]).
+//! every channel talks to — the HTTP API (`/api/v1`, for code), Slack and
+//! Teams when they are configured — over one store, one timer loop and one
+//! place runs are driven ([`crate::hub::Hub`]).
 //!
 //! This module only composes: it reads the configuration ([`config`]),
 //! opens the store and the rooms, mounts their routes beside the API's,
@@ -53,6 +53,17 @@ pub async fn run(config: Config) -> Result<()> {
             socket_mode = Some(app.clone());
         }
         rooms.push(Arc::new(crate::slack::room::SlackRoom { app }));
+    }
+    if let Some(teams) = &config.teams {
+        let door = crate::teams::door::Door::new(hub.clone(), teams, crate::teams::system_clock())?;
+        router = router.merge(crate::teams::door::router(door));
+        // Said before `listening`: whoever waits for that line sees it.
+        tracing::info!(app_id = %teams.app_id, "the Teams room is on");
+        eprintln!(
+            "strands serve: the Teams room is on (app {}): activities at POST {}",
+            teams.app_id,
+            crate::teams::door::MESSAGES_PATH
+        );
     }
     let room_names: Vec<&str> = rooms.iter().map(|r| r.name()).collect();
     let room_names = room_names.join(", ");

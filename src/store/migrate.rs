@@ -1,8 +1,8 @@
 //! `strands store migrate --from PATH --to URL`: copies a sled store into
 //! PostgreSQL — sessions, the message index, timers, escalations, queued
-//! answers, the audit chain, events, tokens, sign-ins, keys and the webhook
-//! outbox — in one database transaction, then verifies the audit chain as
-//! it arrived.
+//! answers, the audit chain, events, tokens, sign-ins, keys, the webhook
+//! outbox and the Teams conversation references — in one database
+//! transaction, then verifies the audit chain as it arrived.
 //!
 //! [`Dump`] is what passes between the two backends, in neither's layout:
 //! the sled side fills it (`sled::export`), the PostgreSQL side writes it
@@ -50,6 +50,8 @@ pub struct Dump {
     pub webhook_failed: Vec<Vec<u8>>,
     /// (login id, `Login` JSON).
     pub logins: Vec<(String, Vec<u8>)>,
+    /// `TeamsConversation` JSON.
+    pub teams_conversations: Vec<Vec<u8>>,
 }
 
 /// What a migration did.

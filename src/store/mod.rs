@@ -32,6 +32,7 @@ use std::path::PathBuf;
 
 use crate::error::Result;
 use crate::model::login::Login;
+use crate::model::teams::TeamsConversation;
 use crate::model::token::TokenRecord;
 use crate::model::webhook::{Delivery, Settle};
 use crate::model::{Answer, Notification, OpenGate, Refusal, Session, Status, Summary};
@@ -429,6 +430,16 @@ pub trait Backend: Send + Sync {
     /// for every process on the store (one-tap links are signed with it).
     fn key(&self, name: &str) -> impl Future<Output = Result<Vec<u8>>> + Send;
 
+    /// Records a Teams conversation reference, or refreshes the one stored
+    /// under its id (everything new but its first sighting:
+    /// [`TeamsConversation::refreshed_by`]), atomically.
+    fn put_teams_conversation(
+        &self,
+        conversation: &TeamsConversation,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Every Teams conversation reference, by id.
+    fn teams_conversations(&self) -> impl Future<Output = Result<Vec<TeamsConversation>>> + Send;
+
     /// Takes or renews the lease on driving running session `session` for
     /// replica `owner`, for `ttl`; whether `owner` holds it. A store only
     /// one process opens (sled) always says yes.
@@ -539,6 +550,8 @@ forward! {
     fn login(&self, id: &str) -> Result<Option<Login>>;
     fn end_login(&self, id: &str) -> Result<bool>;
     fn key(&self, name: &str) -> Result<Vec<u8>>;
+    fn put_teams_conversation(&self, conversation: &TeamsConversation) -> Result<()>;
+    fn teams_conversations(&self) -> Result<Vec<TeamsConversation>>;
     fn take_lease(&self, session: &str, owner: &str, ttl: std::time::Duration) -> Result<bool>;
     fn release_lease(&self, session: &str, owner: &str) -> Result<()>;
     fn unleased_running(&self) -> Result<Vec<String>>;

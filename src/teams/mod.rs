@@ -1,5 +1,6 @@
-//! The Microsoft Teams room's protocol layer: what it takes to trust an
-//! activity the Bot Framework posts to us, and to post one back.
+//! The Microsoft Teams room, a door off the hub beside Slack, the web
+//! inbox and the API: what it takes to trust an activity the Bot
+//! Framework posts to us, to post one back, and the way in.
 //!
 //! - [`settings`]: the `TEAMS_*` settings, read once.
 //! - [`auth`]: the inbound check of an activity's `Authorization: Bearer`
@@ -7,16 +8,18 @@
 //! - [`connector`]: the outbound side: a client-credentials token, cached
 //!   and shared, and the Connector REST calls (send, reply, update, create
 //!   a 1:1 conversation), retried on rate limits, to allowed hosts only.
+//! - [`door`]: `POST /api/messages`: activities verified, refusals
+//!   audited, each conversation's reference kept in the store.
 //!
-//! What this module deliberately does not do (yet): serve `/api/messages`,
-//! read commands, build Adaptive Cards or talk to the hub; that is the
-//! Teams room proper, built on these. Nor does it pace sends per
+//! What this module deliberately does not do (yet): read commands, build
+//! Adaptive Cards or answer gates. Nor does it pace sends per
 //! conversation (Teams allows about 7 operations a second per
 //! conversation): that queue belongs with the room, which knows what it
 //! sends.
 
 pub mod auth;
 pub mod connector;
+pub mod door;
 pub mod settings;
 
 use std::sync::Arc;

@@ -273,6 +273,7 @@ fn the_openapi_document_lists_every_route_the_server_answers() {
         ("post", "/api/v1/tokens"),
         ("get", "/api/v1/tokens"),
         ("delete", "/api/v1/tokens/{name}"),
+        ("get", "/api/v1/teams/conversations"),
         ("post", "/api/v1/store/backup"),
         ("get", "/api/v1/openapi.json"),
         ("post", "/workflows/run"),

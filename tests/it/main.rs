@@ -55,5 +55,6 @@ mod store_scale;
 mod store_syncs;
 mod strands_cli_examples;
 mod teams_protocol;
+mod teams_room;
 mod web;
 mod web_browser;

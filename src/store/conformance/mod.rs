@@ -565,6 +565,49 @@ async fn pages_list_newest_first_and_counts_follow(store: Arc<Store>) {
     );
 }
 
+async fn a_teams_conversation_keeps_its_first_sighting(store: Arc<Store>) {
+    use crate::model::teams::{ConversationKind, TeamsConversation};
+    // Whole seconds: both backends keep them exactly.
+    let t0 = chrono::DateTime::from_timestamp(1_770_000_000, 0).expect("a time");
+    let conv = |id: &str, url: &str, at: chrono::DateTime<Utc>| TeamsConversation {
+        id: id.into(),
+        service_url: url.into(),
+        tenant_id: Some("tid".into()),
+        channel_id: "msteams".into(),
+        bot_id: "28:app".into(),
+        kind: ConversationKind::Channel,
+        name: Some("General".into()),
+        first_seen: at,
+        last_seen: at,
+    };
+    assert!(store.teams_conversations().await.expect("list").is_empty());
+    let first = conv(
+        "19:a@thread.tacv2",
+        "https://smba.trafficmanager.net/amer/",
+        t0,
+    );
+    store.put_teams_conversation(&first).await.expect("put");
+    let other = conv("a:personal", "https://smba.trafficmanager.net/amer/", t0);
+    store.put_teams_conversation(&other).await.expect("put");
+    // Seen again, from another region, with no name this time.
+    let later = t0 + TimeDelta::minutes(5);
+    let mut again = conv(
+        "19:a@thread.tacv2",
+        "https://smba.trafficmanager.net/emea/",
+        later,
+    );
+    again.name = None;
+    store.put_teams_conversation(&again).await.expect("refresh");
+    let all = store.teams_conversations().await.expect("list");
+    assert_eq!(all.len(), 2, "{all:?}");
+    let got = all.iter().find(|c| c.id == first.id).expect("listed");
+    assert_eq!(got.first_seen, t0);
+    assert_eq!(got.last_seen, later);
+    assert_eq!(got.service_url, "https://smba.trafficmanager.net/emea/");
+    assert_eq!(got.name.as_deref(), Some("General"));
+    assert_eq!(all.iter().find(|c| c.id == other.id), Some(&other));
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod on_sled {
@@ -615,4 +658,5 @@ conformance! {
     a_session_written_inline_reads_and_moves_its_text,
     counters_equal_a_recount,
     unposted_gates_are_listed_until_posted,
+    a_teams_conversation_keeps_its_first_sighting,
 }

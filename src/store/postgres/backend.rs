@@ -216,6 +216,15 @@ impl crate::store::Backend for PgStore {
     async fn end_login(&self, id: &str) -> Result<bool> {
         PgStore::end_login(self, id).await
     }
+    async fn put_teams_conversation(
+        &self,
+        conversation: &crate::model::teams::TeamsConversation,
+    ) -> Result<()> {
+        PgStore::put_teams_conversation(self, conversation).await
+    }
+    async fn teams_conversations(&self) -> Result<Vec<crate::model::teams::TeamsConversation>> {
+        PgStore::teams_conversations(self).await
+    }
     async fn key(&self, name: &str) -> Result<Vec<u8>> {
         PgStore::key(self, name).await
     }

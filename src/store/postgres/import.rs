@@ -3,6 +3,7 @@
 
 use super::{decode, millis, PgStore};
 use crate::error::{Error, Result};
+use crate::model::teams::TeamsConversation;
 use crate::model::token::TokenRecord;
 use crate::model::webhook::Delivery;
 use crate::model::{Event, Summary};
@@ -11,7 +12,7 @@ use crate::store::Timer;
 
 /// Every table holding data (not the schema's own), cleared by `--force`
 /// (`session_counts` is recounted instead).
-const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins";
+const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins, teams_conversations";
 
 impl PgStore {
     /// Whether the database is empty, holds this dump already, or other data.
@@ -211,6 +212,15 @@ impl PgStore {
             tx.execute(
                 "INSERT INTO web_logins (id, body) VALUES ($1, $2)",
                 &[id, body],
+            )
+            .await
+            .map_err(e)?;
+        }
+        for body in &dump.teams_conversations {
+            let c: TeamsConversation = decode("Teams conversation", body)?;
+            tx.execute(
+                "INSERT INTO teams_conversations (id, first_seen, body) VALUES ($1, $2, $3)",
+                &[&c.id, &c.first_seen, body],
             )
             .await
             .map_err(e)?;

@@ -11,14 +11,14 @@
 //! for what is here a constant array.)
 //!
 //! Documents (sessions, summaries, timers, audit entries, events,
-//! deliveries, tokens, sign-ins) are stored as the same JSON bytes as in
+//! deliveries, tokens, sign-ins, Teams conversations) are stored as the same JSON bytes as in
 //! sled (`bytea`), so a store moves between backends byte for byte; the
 //! columns beside them are what queries filter and order on.
 
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 4;
+pub const VERSION: i32 = 5;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -164,6 +164,16 @@ INSERT INTO unposted (session, gate)
     WHERE s.status = 'paused'
       AND NOT EXISTS (SELECT 1 FROM notifications n
                       WHERE n.session = s.id AND n.gate = g.handle AND n.posted);
+"#,
+    // 5: where the Teams room can post (`teams`): conversation id →
+    // TeamsConversation (JSON); first_seen is the column's (kept on
+    // upsert), not the body's.
+    r#"
+CREATE TABLE teams_conversations (
+    id text PRIMARY KEY,
+    first_seen timestamptz NOT NULL,
+    body bytea NOT NULL
+);
 "#,
 ];
 

@@ -84,6 +84,7 @@ async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
              ALTER TABLE sessions DROP COLUMN workflow;
              DROP TABLE session_outputs, session_counts, unposted;
              ALTER TABLE notifications DROP COLUMN posted;
+             DROP TABLE teams_conversations;
              DELETE FROM strands_schema WHERE version >= 3;
              DELETE FROM meta WHERE key = 'index/gate_approvers';",
         )
@@ -153,9 +154,9 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
         let client = store.client().await.expect("client");
         client
             .batch_execute(
-                "DROP TABLE session_outputs, session_counts, unposted;
+                "DROP TABLE session_outputs, session_counts, unposted, teams_conversations;
                  ALTER TABLE notifications DROP COLUMN posted;
-                 DELETE FROM strands_schema WHERE version = 4;",
+                 DELETE FROM strands_schema WHERE version >= 4;",
             )
             .await
             .expect("downgrade");
@@ -177,6 +178,12 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
         .unposted(None, usize::MAX)
         .await
         .expect("unposted")
+        .is_empty());
+    // Schema 5 came with it: the Teams conversations' table.
+    assert!(store
+        .teams_conversations()
+        .await
+        .expect("Teams conversations")
         .is_empty());
 }
 
@@ -213,6 +220,20 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
     }
     sled.record_notification("b", &notification("review#1", Some("1.2")))
         .expect("posted");
+    let t0 = chrono::DateTime::from_timestamp(1_770_000_000, 0).expect("a time");
+    let conv = crate::model::teams::TeamsConversation {
+        id: "a:personal".into(),
+        service_url: "https://smba.trafficmanager.net/amer/".into(),
+        tenant_id: None,
+        channel_id: "msteams".into(),
+        bot_id: "28:app".into(),
+        kind: crate::model::teams::ConversationKind::Personal,
+        name: None,
+        first_seen: t0,
+        last_seen: t0 + chrono::TimeDelta::hours(1),
+    };
+    sled.put_teams_conversation(&conv)
+        .expect("Teams conversation");
     let dump = sled.export().expect("export");
     let settings = PgSettings::from_env().expect("settings");
     let pg = PgStore::connect(&url, &settings).await.expect("connect");
@@ -234,4 +255,8 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
         ["a"]
     );
     assert_eq!(sled.unposted(None, usize::MAX).expect("unposted"), ["a"]);
+    assert_eq!(
+        pg.teams_conversations().await.expect("Teams conversations"),
+        [conv]
+    );
 }

@@ -289,6 +289,15 @@ impl crate::store::Backend for SledStore {
     async fn key(&self, name: &str) -> Result<Vec<u8>> {
         off_worker(|| SledStore::key(self, name)).await
     }
+    async fn put_teams_conversation(
+        &self,
+        conversation: &crate::model::teams::TeamsConversation,
+    ) -> Result<()> {
+        off_worker(|| SledStore::put_teams_conversation(self, conversation)).await
+    }
+    async fn teams_conversations(&self) -> Result<Vec<crate::model::teams::TeamsConversation>> {
+        off_worker(|| SledStore::teams_conversations(self)).await
+    }
     async fn list_page(
         &self,
         status: Option<Status>,

@@ -101,6 +101,9 @@ impl SledStore {
             let (k, v) = kv?;
             d.logins.push((text(&k), v.to_vec()));
         }
+        for kv in self.tree(trees::TEAMS_CONVERSATIONS)?.iter() {
+            d.teams_conversations.push(kv?.1.to_vec());
+        }
         Ok(d)
     }
 }

@@ -91,6 +91,9 @@ pub mod trees {
     /// session id ++ 0 ++ SHA-256 (hex) of a text → the text: a session's
     /// large texts, apart from its record (`store::sled::outputs`).
     pub const OUTPUTS: &str = "outputs";
+    /// Teams conversation id → `model::teams::TeamsConversation` as JSON:
+    /// where the Teams room can post (`store::sled::teams`).
+    pub const TEAMS_CONVERSATIONS: &str = "teams_conversations";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -904,6 +907,7 @@ mod outputs;
 mod queued;
 pub mod repair;
 mod specs;
+mod teams;
 mod timers;
 mod tokens;
 mod unposted;

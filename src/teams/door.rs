@@ -1,0 +1,297 @@
+//! The Teams room's way in: `POST /api/messages`, where the Bot Framework
+//! delivers activities, mounted by `strands serve` when the room is on.
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /api/messages` | an activity: verified, its conversation remembered, acknowledged |
+//!
+//! The handler is thin: the body is read with the service's size limit
+//! (413 over it), parsed (400 when it is not JSON), and its bearer token
+//! checked by the one [`Verifier`] the server keeps (keys cached). A
+//! refusal answers the status [`Refused::status`] gives with a small JSON
+//! error, counts `strands_teams_refusals_total{reason}` and is audited
+//! (kind, reason, activity type, the claimed `from.aadObjectId`; never the
+//! token); nothing else changes. A verified activity is counted
+//! (`strands_teams_activities_total{type}`) and refreshes its
+//! conversation's reference in the store ([`TeamsConversation`]): Teams
+//! moves `serviceUrl` between regions, so every activity brings the
+//! current one.
+//!
+//! What this does not do yet: read commands from messages, answer card
+//! actions (`invoke`) or post anything: `message` and `invoke` activities
+//! are acknowledged with `{}` and otherwise ignored.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::auth::{Refused, Verifier};
+use super::{Clock, TeamsSettings};
+use crate::audit::{AuditEvent, AuditKind};
+use crate::error::{Error, Result};
+use crate::hub::Hub;
+use crate::model::teams::{ConversationKind, TeamsConversation};
+
+/// The path the Azure Bot's messaging endpoint names.
+pub const MESSAGES_PATH: &str = "/api/messages";
+
+/// What the route shares: the hub and the one verifier.
+#[derive(Clone)]
+pub struct Door(Arc<Inner>);
+
+struct Inner {
+    hub: Hub,
+    verifier: Verifier,
+    clock: Clock,
+}
+
+impl Door {
+    /// The door for `settings`, on `hub`, reading the time from `clock`.
+    pub fn new(hub: Hub, settings: &TeamsSettings, clock: Clock) -> Result<Door> {
+        let verifier = Verifier::new(settings, Arc::clone(&clock))
+            .map_err(|e| Error::Internal(format!("cannot build the Teams HTTP client: {e}")))?;
+        Ok(Door(Arc::new(Inner {
+            hub,
+            verifier,
+            clock,
+        })))
+    }
+}
+
+/// `POST /api/messages`.
+pub fn router(door: Door) -> Router {
+    Router::new()
+        .route(MESSAGES_PATH, post(messages_route))
+        .with_state(door)
+}
+
+/// A small JSON error, the shape the API's refusals have.
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    (
+        status,
+        Json(json!({ "error": { "code": code, "message": message } })),
+    )
+        .into_response()
+}
+
+async fn messages_route(
+    State(door): State<Door>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    let d = &door.0;
+    let bytes: Bytes = match axum::body::to_bytes(body, d.hub.max_body_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            d.hub.metrics.teams_refused("body_too_large");
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "request body too large",
+            );
+        }
+    };
+    let activity: Value = match serde_json::from_slice(&bytes) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            d.hub.metrics.teams_refused("bad_json");
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad_json",
+                "the body is not a JSON activity",
+            );
+        }
+    };
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let kind = activity_type(&activity);
+    if let Err(refused) = d.verifier.verify(authorization, &activity).await {
+        refuse(&door, &refused, &kind, &activity).await;
+        return error(refused.status(), refused.kind(), &refused.to_string());
+    }
+    d.hub.metrics.teams_activity(&kind);
+    let now = (d.clock)();
+    if !removes_the_bot(&activity) {
+        if let Some(conversation) = reference(&activity, now) {
+            if let Err(e) = d.hub.store.put_teams_conversation(&conversation).await {
+                tracing::error!(conversation = %conversation.id, "could not record a Teams conversation: {e}");
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "store",
+                    "the conversation could not be recorded",
+                );
+            }
+            if adds_the_bot(&activity) {
+                tracing::info!(
+                    conversation = %conversation.id,
+                    kind = conversation.kind.as_str(),
+                    "the Teams room was added to a conversation"
+                );
+            }
+        }
+    }
+    // Commands and card actions are not read yet: acknowledged, nothing more.
+    (StatusCode::OK, Json(json!({}))).into_response()
+}
+
+/// Counts, logs and audits a refused activity. The token is never
+/// recorded; what the activity claims is cut short and marked unverified.
+async fn refuse(door: &Door, refused: &Refused, kind: &str, activity: &Value) {
+    let d = &door.0;
+    d.hub.metrics.teams_refused(refused.kind());
+    tracing::warn!(
+        reason = refused.kind(),
+        activity = kind,
+        "refused a Teams activity: {refused}"
+    );
+    let claimed = activity
+        .pointer("/from/aadObjectId")
+        .and_then(Value::as_str)
+        .map(|s| short(s, 64));
+    let mut ev = AuditEvent::new(AuditKind::Refusal, "", "");
+    ev.via = Some("teams".into());
+    ev.detail = Some(format!(
+        "refused a Teams {kind} activity ({}): {}{}",
+        refused.kind(),
+        short(&refused.to_string(), 200),
+        claimed
+            .map(|id| format!("; from.aadObjectId {id} (unverified)"))
+            .unwrap_or_default()
+    ));
+    if let Err(e) = d.hub.store.append_audit(&[ev]).await {
+        tracing::error!("could not audit a refused Teams activity: {e}");
+    }
+}
+
+/// At most `max` characters of `s`.
+fn short(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+/// The activity's `type`, as a label: letters only, else `other`.
+fn activity_type(activity: &Value) -> String {
+    match activity.get("type").and_then(Value::as_str) {
+        Some(t) if !t.is_empty() && t.len() <= 64 && t.bytes().all(|b| b.is_ascii_alphabetic()) => {
+            t.to_string()
+        }
+        _ => "other".into(),
+    }
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Whether `list` (`membersAdded`/`membersRemoved`) names the bot.
+fn names_the_bot(activity: &Value, list: &str) -> bool {
+    let Some(bot) = str_at(activity, "/recipient/id") else {
+        return false;
+    };
+    activity.get("type").and_then(Value::as_str) == Some("conversationUpdate")
+        && activity
+            .get(list)
+            .and_then(Value::as_array)
+            .is_some_and(|members| {
+                members
+                    .iter()
+                    .any(|m| m.get("id").and_then(Value::as_str) == Some(bot))
+            })
+}
+
+/// A `conversationUpdate` that adds the bot: it was installed there.
+fn adds_the_bot(activity: &Value) -> bool {
+    names_the_bot(activity, "membersAdded")
+}
+
+/// A `conversationUpdate` that removes the bot: nothing to refresh.
+fn removes_the_bot(activity: &Value) -> bool {
+    names_the_bot(activity, "membersRemoved")
+}
+
+/// The conversation reference an activity carries, seen at `now`; `None`
+/// when it lacks the conversation id, the service URL or the bot's id.
+fn reference(activity: &Value, now: DateTime<Utc>) -> Option<TeamsConversation> {
+    let kind = match str_at(activity, "/conversation/conversationType") {
+        Some("channel") => ConversationKind::Channel,
+        Some("groupChat") => ConversationKind::GroupChat,
+        Some("personal") => ConversationKind::Personal,
+        _ if activity.pointer("/conversation/isGroup") == Some(&Value::Bool(true)) => {
+            ConversationKind::GroupChat
+        }
+        _ => ConversationKind::Personal,
+    };
+    Some(TeamsConversation {
+        id: str_at(activity, "/conversation/id")?.to_string(),
+        service_url: str_at(activity, "/serviceUrl")?.to_string(),
+        tenant_id: str_at(activity, "/channelData/tenant/id")
+            .or_else(|| str_at(activity, "/conversation/tenantId"))
+            .map(str::to_string),
+        channel_id: str_at(activity, "/channelId")
+            .unwrap_or("msteams")
+            .to_string(),
+        bot_id: str_at(activity, "/recipient/id")?.to_string(),
+        kind,
+        name: str_at(activity, "/conversation/name").map(str::to_string),
+        first_seen: now,
+        last_seen: now,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn install() -> Value {
+        json!({
+            "type": "conversationUpdate",
+            "serviceUrl": "https://smba.trafficmanager.net/amer/",
+            "channelId": "msteams",
+            "recipient": {"id": "28:app"},
+            "conversation": {"id": "19:c@thread.tacv2", "conversationType": "channel", "name": "General", "tenantId": "t0"},
+            "channelData": {"tenant": {"id": "t1"}},
+            "membersAdded": [{"id": "28:app"}],
+        })
+    }
+
+    #[test]
+    fn an_install_is_read_as_a_reference() {
+        let now = Utc::now();
+        let a = install();
+        assert!(adds_the_bot(&a));
+        assert!(!removes_the_bot(&a));
+        let r = reference(&a, now).expect("a reference");
+        assert_eq!(r.id, "19:c@thread.tacv2");
+        assert_eq!(r.kind, ConversationKind::Channel);
+        assert_eq!(r.tenant_id.as_deref(), Some("t1"));
+        assert_eq!(r.bot_id, "28:app");
+        assert_eq!(r.name.as_deref(), Some("General"));
+        let mut gone = a.clone();
+        gone["membersRemoved"] = gone["membersAdded"].take();
+        assert!(removes_the_bot(&gone));
+        let mut bare = a;
+        bare["conversation"] = json!({"id": "a:1", "isGroup": true});
+        assert_eq!(
+            reference(&bare, now).expect("ref").kind,
+            ConversationKind::GroupChat
+        );
+        bare["serviceUrl"] = Value::Null;
+        assert!(reference(&bare, now).is_none());
+    }
+
+    #[test]
+    fn activity_types_are_bounded_labels() {
+        assert_eq!(activity_type(&json!({"type": "message"})), "message");
+        assert_eq!(activity_type(&json!({"type": "a b{"})), "other");
+        assert_eq!(activity_type(&json!({})), "other");
+    }
+}
