@@ -11,7 +11,9 @@
 //! refusal answers the status [`Refused::status`] gives with a small JSON
 //! error, counts `strands_teams_refusals_total{reason}` and is audited
 //! (kind, reason, activity type, the claimed `from.aadObjectId`; never the
-//! token); nothing else changes. A verified activity is counted
+//! token) — one entry each, at most [`AUDITED_REFUSALS_PER_MINUTE`] a
+//! minute, the rest counted only, with one entry saying so; nothing else
+//! changes. A verified activity is counted
 //! (`strands_teams_activities_total{type}`) and refreshes its
 //! conversation's reference in the store ([`TeamsConversation`]): Teams
 //! moves `serviceUrl` between regions, so every activity brings the
@@ -50,6 +52,29 @@ struct Inner {
     hub: Hub,
     verifier: Verifier,
     clock: Clock,
+    /// Refusals audited in the current minute (its start, how many).
+    audited: std::sync::Mutex<(DateTime<Utc>, u32)>,
+}
+
+/// At most this many refused activities a minute get an audit entry each;
+/// the rest are counted in `/metrics` only. Anyone can send a refused
+/// request — an unbounded audit entry per request would let them grow the
+/// hash-chained trail at will.
+pub const AUDITED_REFUSALS_PER_MINUTE: u32 = 60;
+
+/// Whether the refusal seen at `now` gets an audit entry of its own:
+/// `Some(true)` yes, `Some(false)` no but say once that the budget ran out
+/// (this is the first one over it), `None` neither.
+fn audit_budget(window: &mut (DateTime<Utc>, u32), now: DateTime<Utc>) -> Option<bool> {
+    if now - window.0 >= chrono::Duration::minutes(1) || now < window.0 {
+        *window = (now, 0);
+    }
+    window.1 = window.1.saturating_add(1);
+    match window.1 {
+        n if n <= AUDITED_REFUSALS_PER_MINUTE => Some(true),
+        n if n == AUDITED_REFUSALS_PER_MINUTE + 1 => Some(false),
+        _ => None,
+    }
 }
 
 impl Door {
@@ -57,10 +82,12 @@ impl Door {
     pub fn new(hub: Hub, settings: &TeamsSettings, clock: Clock) -> Result<Door> {
         let verifier = Verifier::new(settings, Arc::clone(&clock))
             .map_err(|e| Error::Internal(format!("cannot build the Teams HTTP client: {e}")))?;
+        let start = (clock)();
         Ok(Door(Arc::new(Inner {
             hub,
             verifier,
             clock,
+            audited: std::sync::Mutex::new((start, 0)),
         })))
     }
 }
@@ -152,12 +179,29 @@ async fn refuse(door: &Door, refused: &Refused, kind: &str, activity: &Value) {
         activity = kind,
         "refused a Teams activity: {refused}"
     );
+    let budget = match d.audited.lock() {
+        Ok(mut window) => audit_budget(&mut window, (d.clock)()),
+        Err(_) => Some(true),
+    };
+    let mut ev = AuditEvent::new(AuditKind::Refusal, "", "");
+    ev.via = Some("teams".into());
+    match budget {
+        Some(true) => {}
+        Some(false) => {
+            ev.detail = Some(format!(
+                "more than {AUDITED_REFUSALS_PER_MINUTE} refused Teams activities in a minute: further ones this minute are counted in strands_teams_refusals_total only"
+            ));
+            if let Err(e) = d.hub.store.append_audit(&[ev]).await {
+                tracing::error!("could not audit a refused Teams activity: {e}");
+            }
+            return;
+        }
+        None => return,
+    }
     let claimed = activity
         .pointer("/from/aadObjectId")
         .and_then(Value::as_str)
         .map(|s| short(s, 64));
-    let mut ev = AuditEvent::new(AuditKind::Refusal, "", "");
-    ev.via = Some("teams".into());
     ev.detail = Some(format!(
         "refused a Teams {kind} activity ({}): {}{}",
         refused.kind(),
@@ -286,6 +330,21 @@ mod tests {
         );
         bare["serviceUrl"] = Value::Null;
         assert!(reference(&bare, now).is_none());
+    }
+
+    #[test]
+    fn refusals_are_audited_one_each_up_to_the_budget_a_minute() {
+        let t0 = chrono::Utc::now();
+        let mut window = (t0, 0);
+        for _ in 0..super::AUDITED_REFUSALS_PER_MINUTE {
+            assert_eq!(super::audit_budget(&mut window, t0), Some(true));
+        }
+        // The first over the budget says so once; the rest are not audited.
+        assert_eq!(super::audit_budget(&mut window, t0), Some(false));
+        assert_eq!(super::audit_budget(&mut window, t0), None);
+        // A minute on, the budget is whole again.
+        let later = t0 + chrono::Duration::seconds(61);
+        assert_eq!(super::audit_budget(&mut window, later), Some(true));
     }
 
     #[test]

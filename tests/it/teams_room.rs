@@ -274,3 +274,49 @@ fn teams_without_settings_there_is_no_messages_route() {
     let r = post(&svc, None, b"{}");
     assert_eq!(r.status, 404, "{}", r.body);
 }
+
+/// Anyone can send a request that is refused: a flood of them gets at most
+/// 60 audit entries a minute (and one saying the rest were only counted),
+/// while `/metrics` counts every one.
+#[test]
+fn a_flood_of_refused_activities_does_not_flood_the_audit_trail() {
+    let fake = FakeTeams::start();
+    let sandbox = Sandbox::new();
+    let mut svc = serve(&sandbox, &fake);
+    for _ in 0..75 {
+        let r = post(
+            &svc,
+            None,
+            install(&fake.service_url(), CHANNEL).to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 401, "{}", r.body);
+    }
+    let metrics = svc.get("/metrics").body;
+    let counted: u64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("strands_teams_refusals_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(counted, 75, "{metrics}");
+    svc.stop();
+    let audit = sandbox.strands(&["audit", "export"]);
+    audit.expect_code(0);
+    let teams: Vec<Value> = audit
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|e| e["event"]["via"] == "teams")
+        .collect();
+    assert_eq!(
+        teams.len(),
+        61,
+        "60 refusals and one note: {}",
+        audit.stdout
+    );
+    let last = teams[60]["event"]["detail"].as_str().expect("detail");
+    assert!(
+        last.contains("counted in strands_teams_refusals_total only"),
+        "{last}"
+    );
+    sandbox.strands(&["audit", "verify"]).expect_code(0);
+}
