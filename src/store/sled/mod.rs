@@ -227,14 +227,25 @@ impl SledStore {
         if cleared.conf {
             tracing::warn!("removed sled's torn conf file; sled writes it again");
         }
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(path)
             .flush_every_ms(None)
             // sled's own page cache (default 1 GiB) is what grows with the
             // store; the OS page cache still holds what is read often.
-            .cache_capacity(cache_bytes())
-            .open()
-            .map_err(|e| open_error(path, e))?;
+            .cache_capacity(cache_bytes());
+        let grace = std::time::Instant::now() + REOPEN_GRACE;
+        let db = loop {
+            match config.open() {
+                Err(e)
+                    if lock_busy(&e)
+                        && closed_here_lately(path)
+                        && std::time::Instant::now() < grace =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => break other.map_err(|e| open_error(path, e))?,
+            }
+        };
         let sessions = db.open_tree(trees::SESSIONS)?;
         let summaries = db.open_tree(trees::SUMMARIES)?;
         let messages = db.open_tree(trees::SLACK_MESSAGES)?;
@@ -875,13 +886,53 @@ fn rev_of(bytes: &[u8]) -> Option<u64> {
     serde_json::from_slice::<Rev>(bytes).ok().map(|r| r.rev)
 }
 
-fn open_error(path: &Path, e: sled::Error) -> Error {
+/// Whether sled refused to open because another handle holds its lock.
+fn lock_busy(e: &sled::Error) -> bool {
     let text = e.to_string();
-    let locked = matches!(&e, sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock)
+    matches!(e, sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock)
         || text.contains("lock")
         || text.contains("WouldBlock")
-        || text.contains("temporarily unavailable");
-    if locked {
+        || text.contains("temporarily unavailable")
+}
+
+/// Stores this process closed, and when. sled lets go of its lock on
+/// `db` from a background thread a moment after the last handle drops, so
+/// a store this process has just closed may still read as locked for a
+/// few milliseconds (longer on a loaded machine); reopening it here waits
+/// that out instead of reporting "in use by another process". A store
+/// another process holds is reported at once, as before.
+fn recently_closed(
+) -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, std::time::Instant>> {
+    static CLOSED: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, std::time::Instant>>,
+    > = std::sync::OnceLock::new();
+    CLOSED.get_or_init(Default::default)
+}
+
+/// How long after this process closed a store a busy lock is retried.
+const REOPEN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether this process closed the store at `path` within [`REOPEN_GRACE`].
+fn closed_here_lately(path: &Path) -> bool {
+    recently_closed()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(path).copied())
+        .is_some_and(|at| at.elapsed() < REOPEN_GRACE)
+}
+
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        if let Ok(mut m) = recently_closed().lock() {
+            m.retain(|_, at| at.elapsed() < REOPEN_GRACE);
+            m.insert(self.path.clone(), std::time::Instant::now());
+        }
+    }
+}
+
+fn open_error(path: &Path, e: sled::Error) -> Error {
+    let text = e.to_string();
+    if lock_busy(&e) {
         Error::Store(format!(
             "the session store at {} is in use by another strands process (one process may open it at a time); wait for it to finish, or pass --store / STRANDS_STORE to use another store",
             path.display()

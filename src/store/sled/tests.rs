@@ -626,3 +626,59 @@ fn verify_names_sessions_missing_from_the_workflow_and_approver_indexes() {
         );
     }
 }
+
+/// sled lets go of its lock a moment after the last handle drops: a store
+/// this process just closed is reopened once the lock is free, while one
+/// whose lock nobody here let go of is "in use" at once.
+#[test]
+fn a_store_closed_here_is_reopened_once_its_lock_is_let_go() {
+    use fs2::FileExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store");
+    let store = SledStore::open(&path).expect("open");
+    // What sled's background thread does for a moment: hold the lock.
+    let holder = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path.join("db"))
+        .expect("db");
+    drop(store);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while holder.try_lock_exclusive().is_err() {
+        assert!(std::time::Instant::now() < until, "sled never let go");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(holder);
+    });
+    let started = std::time::Instant::now();
+    let again = SledStore::open(&path).expect("reopened once the lock was let go");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(150));
+    release.join().expect("join");
+    drop(again);
+
+    // A store this process never closed, locked by someone else: at once.
+    let other = tempfile::tempdir().expect("tempdir");
+    let other_path = other.path().join("store");
+    drop(SledStore::open(&other_path).expect("create"));
+    recently_closed()
+        .lock()
+        .expect("registry")
+        .remove(&other_path);
+    let foreign = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(other_path.join("db"))
+        .expect("db");
+    foreign.try_lock_exclusive().expect("lock");
+    let started = std::time::Instant::now();
+    let Err(e) = SledStore::open(&other_path) else {
+        panic!("a store locked elsewhere must not open");
+    };
+    assert!(
+        e.to_string().contains("in use by another strands process"),
+        "{e}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+}
