@@ -19,9 +19,13 @@
 //! moves `serviceUrl` between regions, so every activity brings the
 //! current one.
 //!
-//! What this does not do yet: read commands from messages, answer card
-//! actions (`invoke`) or post anything: `message` and `invoke` activities
-//! are acknowledged with `{}` and otherwise ignored.
+//! A verified `message` with text is a command ([`super::commands`]):
+//! acknowledged with `{}` at once, carried out in the background, and
+//! answered in the conversation through the server's one [`Connector`]
+//! (a reply in the message's thread in a channel, a message elsewhere).
+//!
+//! What this does not do yet: answer card actions (`invoke`), which are
+//! acknowledged with `{}` and otherwise ignored.
 
 use std::sync::Arc;
 
@@ -35,6 +39,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use super::auth::{Refused, Verifier};
+use super::commands::{self, Asked};
+use super::connector::Connector;
 use super::{Clock, TeamsSettings};
 use crate::audit::{AuditEvent, AuditKind};
 use crate::error::{Error, Result};
@@ -51,6 +57,8 @@ pub struct Door(Arc<Inner>);
 struct Inner {
     hub: Hub,
     verifier: Verifier,
+    /// The one connector (and its token cache) replies go out through.
+    connector: Connector,
     clock: Clock,
     /// Refusals audited in the current minute (its start, how many).
     audited: std::sync::Mutex<(DateTime<Utc>, u32)>,
@@ -82,10 +90,13 @@ impl Door {
     pub fn new(hub: Hub, settings: &TeamsSettings, clock: Clock) -> Result<Door> {
         let verifier = Verifier::new(settings, Arc::clone(&clock))
             .map_err(|e| Error::Internal(format!("cannot build the Teams HTTP client: {e}")))?;
+        let connector = Connector::new(settings, Arc::clone(&clock))
+            .map_err(|e| Error::Internal(format!("cannot build the Teams connector: {e}")))?;
         let start = (clock)();
         Ok(Door(Arc::new(Inner {
             hub,
             verifier,
+            connector,
             clock,
             audited: std::sync::Mutex::new((start, 0)),
         })))
@@ -165,8 +176,60 @@ async fn messages_route(
             }
         }
     }
-    // Commands and card actions are not read yet: acknowledged, nothing more.
+    if kind == "message" && activity.get("value").is_none() {
+        command(&door, activity);
+    }
+    // Card actions are not read yet: acknowledged, nothing more.
     (StatusCode::OK, Json(json!({}))).into_response()
+}
+
+/// Carries out the command a verified `message` carries, in the
+/// background, and answers it in the conversation. A message without
+/// text, a sender's object ID or a conversation to answer in is ignored.
+fn command(door: &Door, activity: Value) {
+    let Some(text) = commands::command_text(&activity) else {
+        return;
+    };
+    let (Some(aad), Some(conversation), Some(service_url)) = (
+        str_at(&activity, "/from/aadObjectId"),
+        str_at(&activity, "/conversation/id"),
+        str_at(&activity, "/serviceUrl"),
+    ) else {
+        return;
+    };
+    let (person, conversation, service_url) = (
+        commands::person(aad),
+        conversation.to_string(),
+        service_url.to_string(),
+    );
+    let in_channel = str_at(&activity, "/conversation/conversationType") == Some("channel");
+    let reply_to = str_at(&activity, "/id").map(str::to_string);
+    let tasks = door.0.hub.tasks().clone();
+    let door = door.clone();
+    tasks.spawn(async move {
+        let d = &door.0;
+        let asked = Asked {
+            person: &person,
+            conversation: &conversation,
+        };
+        let said = commands::handle(&d.hub, &asked, &text).await;
+        let reply = json!({ "type": "message", "textFormat": "markdown", "text": said });
+        let sent = match (&reply_to, in_channel) {
+            (Some(id), true) => d
+                .connector
+                .reply(&service_url, &conversation, id, &reply)
+                .await
+                .map(|_| ()),
+            _ => d
+                .connector
+                .send(&service_url, &conversation, &reply)
+                .await
+                .map(|_| ()),
+        };
+        if let Err(e) = sent {
+            tracing::warn!(conversation = %conversation, "could not answer a Teams command: {e}");
+        }
+    });
 }
 
 /// Counts, logs and audits a refused activity. The token is never

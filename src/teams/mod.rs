@@ -10,14 +10,17 @@
 //!   a 1:1 conversation), retried on rate limits, to allowed hosts only.
 //! - [`door`]: `POST /api/messages`: activities verified, refusals
 //!   audited, each conversation's reference kept in the store.
+//! - [`commands`]: `run`, `list`, `status`, `cancel`, `help` from a
+//!   message, through the hub.
 //!
-//! What this module deliberately does not do (yet): read commands, build
-//! Adaptive Cards or answer gates. Nor does it pace sends per
+//! What this module deliberately does not do (yet): build Adaptive Cards
+//! or answer gates from them. Nor does it pace sends per
 //! conversation (Teams allows about 7 operations a second per
 //! conversation): that queue belongs with the room, which knows what it
 //! sends.
 
 pub mod auth;
+pub mod commands;
 pub mod connector;
 pub mod door;
 pub mod settings;
