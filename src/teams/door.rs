@@ -24,8 +24,10 @@
 //! answered in the conversation through the server's one [`Connector`]
 //! (a reply in the message's thread in a channel, a message elsewhere).
 //!
-//! What this does not do yet: answer card actions (`invoke`), which are
-//! acknowledged with `{}` and otherwise ignored.
+//! A card action ([`super::actions`]) — an `invoke` named
+//! `adaptiveCard/action`, or an `Action.Submit` message carrying `value` —
+//! is an answer handed to the hub; the invoke's HTTP response is the
+//! updated card (or why not). Other invokes are acknowledged with `{}`.
 
 use std::sync::Arc;
 
@@ -58,7 +60,7 @@ struct Inner {
     hub: Hub,
     verifier: Verifier,
     /// The one connector (and its token cache) replies go out through.
-    connector: Connector,
+    connector: Arc<Connector>,
     clock: Clock,
     /// Refusals audited in the current minute (its start, how many).
     audited: std::sync::Mutex<(DateTime<Utc>, u32)>,
@@ -96,10 +98,20 @@ impl Door {
         Ok(Door(Arc::new(Inner {
             hub,
             verifier,
-            connector,
+            connector: Arc::new(connector),
             clock,
             audited: std::sync::Mutex::new((start, 0)),
         })))
+    }
+}
+
+impl Door {
+    /// The room that posts approval cards, sharing this door's connector.
+    pub fn room(&self) -> super::room::TeamsRoom {
+        super::room::TeamsRoom {
+            hub: self.0.hub.clone(),
+            connector: Arc::clone(&self.0.connector),
+        }
     }
 }
 
@@ -176,10 +188,16 @@ async fn messages_route(
             }
         }
     }
-    if kind == "message" && activity.get("value").is_none() {
+    if kind == "invoke"
+        && activity.get("name").and_then(Value::as_str) == Some("adaptiveCard/action")
+    {
+        return Json(super::actions::invoke(&d.hub, &activity).await).into_response();
+    }
+    if kind == "message" && activity.get("value").is_some() {
+        super::actions::submit(&d.hub, &d.connector, activity);
+    } else if kind == "message" {
         command(&door, activity);
     }
-    // Card actions are not read yet: acknowledged, nothing more.
     (StatusCode::OK, Json(json!({}))).into_response()
 }
 

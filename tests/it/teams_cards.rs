@@ -1,8 +1,10 @@
 //! The Teams room's commands and approvals, on the real `strands serve`
 //! pointed at the fake Bot Framework and the fake model: a command in a
 //! channel (`@strands run NAME`, `help`, `status`, `list`, `cancel`) is
-//! answered in the conversation through the Connector; the person is the
-//! verified activity's `from.aadObjectId`.
+//! answered in the conversation through the Connector; a run started there
+//! pauses and one Adaptive Card is posted; a card action (`invoke`) is an
+//! answer from the verified activity's `from.aadObjectId`, answered with
+//! the updated card or a refusal.
 
 use std::time::{Duration, Instant};
 
@@ -158,4 +160,209 @@ fn teams_commands_start_list_show_and_cancel_runs() {
 
     send(&w, &said(&w, "m:what", ANN, "frobnicate"));
     assert!(reply_to(&w, "m:what").starts_with("I don't understand"));
+}
+
+/// Waits for the `n`th card posted to the channel; its activity id and body.
+fn card_posted(w: &World, n: usize) -> (usize, Value) {
+    let until = Instant::now() + WAIT;
+    loop {
+        let hits = w.fake.hits();
+        let cards: Vec<(usize, &Hit)> = hits
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.method == "POST" && h.body.get("attachments").is_some())
+            .collect();
+        if cards.len() >= n {
+            let (i, h) = cards[n - 1];
+            return (i, h.body.clone());
+        }
+        assert!(
+            Instant::now() < until,
+            "{} cards within {WAIT:?}, wanted {n}: {hits:#?}\n{}",
+            cards.len(),
+            w.svc.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every `Action.Execute` verb in `v`, nested cards included.
+fn verbs(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    match v {
+        Value::Object(m) => {
+            if m.get("type") == Some(&json!("Action.Execute")) {
+                out.push(m["verb"].as_str().unwrap_or_default().to_string());
+            }
+            for x in m.values() {
+                out.extend(verbs(x));
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
+        _ => {}
+    }
+    out
+}
+
+/// An `adaptiveCard/action` invoke from `aad` on the card `card_id`.
+fn action(w: &World, aad: &str, card_id: &str, verb: &str, data: Value) -> Value {
+    json!({
+        "type": "invoke",
+        "name": "adaptiveCard/action",
+        "id": format!("i:{verb}:{aad}"),
+        "channelId": "msteams",
+        "serviceUrl": w.fake.service_url(),
+        "from": {"id": format!("29:{aad}"), "aadObjectId": aad, "name": "Someone"},
+        "recipient": {"id": BOT, "name": "strands"},
+        "conversation": {"id": CHANNEL, "conversationType": "channel", "isGroup": true},
+        "channelData": {"tenant": {"id": TENANT}},
+        "replyToId": card_id,
+        "value": {"action": {"type": "Action.Execute", "verb": verb, "data": data}},
+    })
+}
+
+/// Sends an invoke; its HTTP answer.
+fn invoke(w: &World, activity: &Value) -> Value {
+    let r = post_activity(
+        &w.svc,
+        &token(&w.fake.service_url(), "signing.key.pem"),
+        activity,
+    );
+    assert_eq!(r.status, 200, "{} {}\n{}", r.status, r.body, w.svc.log());
+    r.json()
+}
+
+fn wait_status(w: &World, id: &str, want: &str) -> Value {
+    let until = Instant::now() + WAIT;
+    loop {
+        let s = w.sandbox.show(id);
+        if s["status"] == want {
+            return s;
+        }
+        assert!(
+            Instant::now() < until,
+            "{id} is {}, wanted {want}\n{}",
+            s["status"],
+            w.svc.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts `deploy` from the channel as Bob; the run's id, once paused.
+fn start(w: &World, msg: &str) -> String {
+    send(w, &said(w, msg, BOB, "run deploy service=api"));
+    let started = reply_to(w, msg);
+    let id = started.split('`').nth(1).expect("the run's id").to_string();
+    wait_status(w, &id, "paused");
+    id
+}
+
+#[test]
+fn teams_a_paused_run_gets_one_card_and_an_approver_decides_it() {
+    let w = world();
+    let id = start(&w, "m:run1");
+    let (_, activity) = card_posted(&w, 1);
+    // The attachment alone, an Adaptive Card 1.5 with the gate's answers.
+    assert!(activity.get("text").is_none(), "{activity}");
+    let attachments = activity["attachments"].as_array().expect("attachments");
+    assert_eq!(attachments.len(), 1);
+    assert_eq!(
+        attachments[0]["contentType"],
+        "application/vnd.microsoft.card.adaptive"
+    );
+    let card = &attachments[0]["content"];
+    assert_eq!(card["type"], "AdaptiveCard");
+    assert_eq!(card["version"], "1.5");
+    assert!(activity.to_string().len() < 28 * 1024);
+    let mut v = verbs(card);
+    v.sort();
+    assert_eq!(v, ["approve", "modify", "reject"], "{card}");
+    let text = card.to_string();
+    assert!(text.contains("Approve the deploy of api?"), "{text}");
+    assert!(text.contains(&format!("teams:{BOB}")), "started by: {text}");
+    assert!(text.contains(&format!("/sessions/{id}")), "{text}");
+    let card_id = "act-card";
+    let data = json!({"session": id, "gate": "review#1"});
+    let llm_before = w.llm.count();
+
+    // Bob may not answer: a refusal message, nothing changes.
+    let refused = invoke(&w, &action(&w, BOB, card_id, "approve", data.clone()));
+    assert_eq!(refused["statusCode"], 200);
+    assert_eq!(
+        refused["type"], "application/vnd.microsoft.activity.message",
+        "{refused}"
+    );
+    assert!(!refused["value"].as_str().expect("why").is_empty());
+    assert_eq!(w.sandbox.show(&id)["status"], "paused");
+
+    // Ann approves: the decided card, naming her; the run completes.
+    let ok = invoke(&w, &action(&w, ANN, card_id, "approve", data.clone()));
+    assert_eq!(
+        ok["type"], "application/vnd.microsoft.card.adaptive",
+        "{ok}"
+    );
+    let decided = ok["value"].to_string();
+    assert!(
+        decided.contains(&format!("Approved by teams:{ANN}")),
+        "{decided}"
+    );
+    assert!(verbs(&ok["value"]).is_empty(), "no buttons left: {decided}");
+    wait_status(&w, &id, "completed");
+    assert_eq!(w.llm.count(), llm_before + 1, "the deployer ran once");
+
+    // Teams retries the invoke: decided once, the same card.
+    let again = invoke(&w, &action(&w, ANN, card_id, "approve", data));
+    assert_eq!(again, ok);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(w.llm.count(), llm_before + 1);
+    let cards = w
+        .fake
+        .hits()
+        .iter()
+        .filter(|h| h.body.get("attachments").is_some())
+        .count();
+    assert_eq!(cards, 1, "one card for one gate");
+
+    // The refused action is in the audit trail, by Bob, through Teams.
+    let audit = w.sandbox.strands(&["audit", "export"]);
+    audit.expect_code(0);
+    assert!(
+        audit
+            .stdout
+            .lines()
+            .any(|l| l.contains("refusal") && l.contains(&format!("teams:{BOB}"))),
+        "{}",
+        audit.stdout
+    );
+}
+
+#[test]
+fn teams_reject_and_modify_from_the_card_carry_their_text() {
+    let w = world();
+    let id = start(&w, "m:run-r");
+    card_posted(&w, 1);
+    let data = json!({"session": id, "gate": "review#1", "reason": "too risky today"});
+    let r = invoke(&w, &action(&w, ANN, "act-r", "reject", data));
+    let decided = r["value"].to_string();
+    assert!(
+        decided.contains(&format!("Rejected by teams:{ANN}")),
+        "{decided}"
+    );
+    assert!(decided.contains("Reason: too risky today"), "{decided}");
+    let shown = wait_status(&w, &id, "rejected").to_string();
+    assert!(shown.contains("too risky today"), "{shown}");
+
+    // Modify: the feedback reaches the model when the step runs again.
+    let id = start(&w, "m:run-m");
+    card_posted(&w, 2);
+    let before = w.llm.count();
+    let data = json!({"session": id, "gate": "review#1", "feedback": "use a canary first"});
+    let r = invoke(&w, &action(&w, ANN, "act-m", "modify", data));
+    assert_eq!(r["type"], "application/vnd.microsoft.card.adaptive", "{r}");
+    w.llm.wait_for_requests(before + 1, WAIT);
+    let asked = w.llm.request(before + 1).user();
+    assert!(asked.contains("use a canary first"), "{asked}");
+    // Asked again: a second card for the new asking of the gate.
+    card_posted(&w, 3);
 }
