@@ -366,3 +366,67 @@ fn teams_reject_and_modify_from_the_card_carry_their_text() {
     // Asked again: a second card for the new asking of the gate.
     card_posted(&w, 3);
 }
+
+#[test]
+fn teams_a_restart_does_not_post_twice_and_a_submit_updates_the_card() {
+    let mut w = world();
+    let id = start(&w, "m:run-s");
+    card_posted(&w, 1);
+    let shown = w.sandbox.show(&id);
+    let card_id = shown["notification"]["ts"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the card's activity id in {shown}"))
+        .to_string();
+    assert_eq!(
+        shown["notification"]["channel"],
+        format!("teams:{CHANNEL}"),
+        "{shown}"
+    );
+
+    // Started again: the gate was asked, so nothing is posted again.
+    w.svc.stop();
+    w.svc.restart();
+    std::thread::sleep(Duration::from_millis(700));
+    let cards = |w: &World| {
+        w.fake
+            .hits()
+            .iter()
+            .filter(|h| h.body.get("attachments").is_some() && h.method == "POST")
+            .count()
+    };
+    assert_eq!(cards(&w), 1, "{}", w.svc.log());
+
+    // Action.Submit: a message with `value`, replying to the card.
+    let mut submit = said(&w, "m:submit", ANN, "");
+    submit.as_object_mut().expect("object").remove("text");
+    submit.as_object_mut().expect("object").remove("entities");
+    submit["replyToId"] = json!(card_id);
+    submit["value"] = json!({"verb": "approve", "session": id, "gate": "review#1"});
+    send(&w, &submit);
+    wait_status(&w, &id, "completed");
+    let path_end = format!("/activities/{card_id}");
+    let until = Instant::now() + WAIT;
+    let put = loop {
+        if let Some(h) = w
+            .fake
+            .hits()
+            .into_iter()
+            .find(|h| h.method == "PUT" && h.path.ends_with(&path_end))
+        {
+            break h;
+        }
+        assert!(
+            Instant::now() < until,
+            "no PUT of the card: {:#?}",
+            w.fake.hits()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(put.body.get("text").is_none(), "{}", put.body);
+    let updated = put.body.to_string();
+    assert!(
+        updated.contains(&format!("Approved by teams:{ANN}")),
+        "{updated}"
+    );
+    assert!(verbs(&put.body).is_empty(), "{updated}");
+}
