@@ -24,9 +24,16 @@ use crate::spec::GateKind;
 /// The attachment's content type.
 pub const CONTENT_TYPE: &str = "application/vnd.microsoft.card.adaptive";
 
-/// Teams refuses activities over about 28 KB; the preview is cut to keep
-/// the card well under it.
+/// Teams refuses activities over about 28 KB: the card is kept under this
+/// many bytes of JSON, the preview cut (halved until it fits, then left
+/// out) to make it so.
+pub const MAX_CARD_BYTES: usize = 24 * 1024;
+
+/// The most of the preview a card starts with.
 pub const MAX_PREVIEW_CHARS: usize = 12_000;
+
+/// The most of the prompt a card shows.
+pub const MAX_PROMPT_CHARS: usize = 3_000;
 
 /// The message activity carrying `card` and nothing else.
 pub fn activity(card: Value) -> Value {
@@ -54,11 +61,11 @@ fn text(t: impl Into<String>) -> Value {
 }
 
 /// The facts both cards start with.
-fn facts(session: &Session, gate: &str) -> Vec<Value> {
+fn facts(workflow: &str, id: &str, started_by: &str, gate: &str) -> Vec<Value> {
     vec![
         json!({
             "type": "TextBlock",
-            "text": format!("Approval needed: {}", session.workflow),
+            "text": format!("Approval needed: {workflow}"),
             "weight": "Bolder",
             "size": "Medium",
             "wrap": true,
@@ -66,10 +73,10 @@ fn facts(session: &Session, gate: &str) -> Vec<Value> {
         json!({
             "type": "FactSet",
             "facts": [
-                {"title": "Workflow", "value": session.workflow},
+                {"title": "Workflow", "value": workflow},
                 {"title": "Gate", "value": gate},
-                {"title": "Started by", "value": session.started_by},
-                {"title": "Run", "value": session.id},
+                {"title": "Started by", "value": started_by},
+                {"title": "Run", "value": id},
             ],
         }),
     ]
@@ -111,26 +118,79 @@ fn form(title: &str, verb: &str, input: &str, label: &str, required: bool, data:
     })
 }
 
-/// The card asking for `gate` of `session`, at `now`.
+/// The card asking for `gate` of `session`, at `now`, under
+/// [`MAX_CARD_BYTES`].
 pub fn approval(
     session: &Session,
     gate: &OpenGate,
     public_url: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Value {
-    let mut body = facts(session, &format!("{} ({})", gate.id, gate.position));
-    body.push(text(gate.prompt.clone()));
+    let run = Run {
+        workflow: &session.workflow,
+        id: &session.id,
+        started_by: &session.started_by,
+    };
+    approval_of(&run, gate, public_url, now)
+}
+
+/// What the card says about the run.
+struct Run<'a> {
+    workflow: &'a str,
+    id: &'a str,
+    started_by: &'a str,
+}
+
+fn approval_of(
+    run: &Run<'_>,
+    gate: &OpenGate,
+    public_url: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
+    let mut budget = MAX_PREVIEW_CHARS;
+    loop {
+        let card = approval_with(run, gate, public_url, now, budget);
+        let size = serde_json::to_string(&card).map_or(0, |t| t.len());
+        if size <= MAX_CARD_BYTES || budget == 0 {
+            return card;
+        }
+        budget = if budget > 64 { budget / 2 } else { 0 };
+    }
+}
+
+/// The card with at most `budget` characters of the preview.
+fn approval_with(
+    run: &Run<'_>,
+    gate: &OpenGate,
+    public_url: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    budget: usize,
+) -> Value {
+    let mut body = facts(
+        run.workflow,
+        run.id,
+        run.started_by,
+        &format!("{} ({})", gate.id, gate.position),
+    );
+    body.push(text(
+        gate.prompt
+            .chars()
+            .take(MAX_PROMPT_CHARS)
+            .collect::<String>(),
+    ));
     if gate.show_preview && !gate.context.trim().is_empty() {
         let (preview, cut) = gate.preview();
-        let shown: String = preview.chars().take(MAX_PREVIEW_CHARS).collect();
+        let shown: String = preview.chars().take(budget).collect();
         let cut = cut + preview.chars().count() - shown.chars().count();
-        body.push(json!({
-            "type": "TextBlock",
-            "text": shown,
-            "wrap": true,
-            "fontType": "Monospace",
-            "separator": true,
-        }));
+        if !shown.is_empty() {
+            body.push(json!({
+                "type": "TextBlock",
+                "text": shown,
+                "wrap": true,
+                "fontType": "Monospace",
+                "separator": true,
+            }));
+        }
         if cut > 0 {
             body.push(json!({
                 "type": "TextBlock",
@@ -161,7 +221,7 @@ pub fn approval(
             }
         )));
     }
-    let data = json!({ "session": session.id, "gate": gate.handle() });
+    let data = json!({ "session": run.id, "gate": gate.handle() });
     let mut actions = Vec::new();
     if gate.kind == GateKind::Hitl {
         actions.push(form(
@@ -187,14 +247,14 @@ pub fn approval(
             "Modify", "modify", "feedback", "Feedback", true, &data,
         ));
     }
-    actions.push(open_in_browser(public_url, &session.id));
+    actions.push(open_in_browser(public_url, run.id));
     card(body, actions)
 }
 
 /// The card once gate `gate_id` of `session` was decided by `answer`:
 /// who, when, the reason or feedback; no buttons but the browser's.
 pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &str) -> Value {
-    let mut body = facts(session, gate_id);
+    let mut body = facts(&session.workflow, &session.id, &session.started_by, gate_id);
     body[0]["text"] = json!(format!("Decided: {}", session.workflow));
     let verb = answer.decision.verb();
     let mut verb_cap = verb.to_string();
@@ -222,4 +282,100 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
         body.push(text(d));
     }
     card(body, vec![open_in_browser(public_url, &session.id)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Fallback, Position};
+
+    fn gate(kind: GateKind, context: &str) -> OpenGate {
+        let now = chrono::Utc::now();
+        OpenGate {
+            id: "review".into(),
+            instance: 1,
+            order: 1,
+            kind,
+            position: Position::Step(1),
+            prompt: "Ship it?".into(),
+            context: context.into(),
+            show_preview: true,
+            preview_length: 100_000,
+            default: None,
+            fallback: Fallback::Cancel,
+            opened_at: now,
+            timeout_at: Some(now + chrono::TimeDelta::minutes(90)),
+            require_reason: true,
+            channel: None,
+            approvers: Vec::new(),
+            approvals_required: 2,
+            allow_self_approval: None,
+            approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
+            notify_dm: false,
+            trigger: None,
+        }
+    }
+
+    const RUN: Run<'static> = Run {
+        workflow: "deploy",
+        id: "s1",
+        started_by: "teams:aad-1",
+    };
+
+    fn verbs(v: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        match v {
+            Value::Object(m) => {
+                if m.get("type") == Some(&json!("Action.Execute")) {
+                    out.push(m["verb"].as_str().unwrap_or_default().to_string());
+                }
+                m.values().for_each(|x| out.extend(verbs(x)));
+            }
+            Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
+            _ => {}
+        }
+        out
+    }
+
+    #[test]
+    fn a_card_offers_what_the_gate_allows_and_says_what_it_waits_for() {
+        let now = chrono::Utc::now();
+        let manual = approval_of(
+            &RUN,
+            &gate(GateKind::ManualGate, "the plan"),
+            "http://x",
+            now,
+        );
+        assert_eq!(manual["version"], "1.5");
+        assert_eq!(verbs(&manual), ["approve", "reject", "modify"]);
+        let text = manual.to_string();
+        for want in [
+            "Ship it?",
+            "the plan",
+            "teams:aad-1",
+            "then: reject",
+            "Approvals: 0 of 2",
+            "http://x/sessions/s1",
+            "\"isRequired\":true",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+        let hitl = approval_of(&RUN, &gate(GateKind::Hitl, "q"), "http://x", now);
+        assert_eq!(verbs(&hitl), ["respond", "approve", "reject"]);
+    }
+
+    #[test]
+    fn a_huge_preview_is_cut_to_keep_the_card_under_the_limit() {
+        let now = chrono::Utc::now();
+        for context in ["x".repeat(200_000), "\u{1}\u{10FFFF}".repeat(50_000)] {
+            let c = approval_of(&RUN, &gate(GateKind::ManualGate, &context), "http://x", now);
+            let size = serde_json::to_string(&activity(c.clone()))
+                .expect("json")
+                .len();
+            assert!(size <= MAX_CARD_BYTES + 200, "{size}");
+            assert!(c.to_string().contains("more characters"), "the cut is said");
+        }
+    }
 }
