@@ -7,8 +7,12 @@
 //! after a restart never posts twice; a failed post is recorded with its
 //! error.
 //!
+//! When a gate is answered — on the card, in the browser, by the CLI, a
+//! `cancel` or a timeout — its cards are updated to show the decision,
+//! without buttons.
+//!
 //! What this room does not do yet: progress lines, reminders, escalated
-//! copies, showing a timeout on the card, or cards for tool-call gates.
+//! copies, or cards for tool-call gates.
 
 use std::sync::Arc;
 
@@ -22,7 +26,7 @@ use crate::channel::Progress;
 use crate::error::Result;
 use crate::hub::Hub;
 use crate::model::timer::{EscalationWhy, Fired};
-use crate::model::{Notification, OpenGate, Session, Status};
+use crate::model::{Answer, GateEventKind, Notification, OpenGate, Session, Status};
 use crate::spec::{EscalationTarget, GateKind};
 
 pub struct TeamsRoom {
@@ -72,6 +76,60 @@ impl TeamsRoom {
                 if let Err(e) = self.post(session, gate).await {
                     tracing::error!(session = %session.id, gate = %handle, "approval card not posted: {e}");
                 }
+            }
+        }
+    }
+
+    /// A gate was answered (here, in the browser, the CLI, a `cancel`, a
+    /// timeout): every card that asked for it shows the decision, without
+    /// buttons.
+    async fn show_answer(&self, session: &Session, gate_id: &str, answer: &Answer) {
+        let Some(handle) = session.history.iter().rev().find_map(|e| match &e.what {
+            GateEventKind::Answered { .. } if e.gate == gate_id => {
+                Some(format!("{}#{}", e.gate, e.instance))
+            }
+            _ => None,
+        }) else {
+            return;
+        };
+        let cards: Vec<(String, String)> = self
+            .hub
+            .store
+            .notifications(&session.id)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.gate == handle)
+            .filter_map(|n| {
+                let conversation = n.channel.strip_prefix(PLACE_PREFIX)?.to_string();
+                Some((conversation, n.ts?))
+            })
+            .collect();
+        if cards.is_empty() {
+            return;
+        }
+        let known = self
+            .hub
+            .store
+            .teams_conversations()
+            .await
+            .unwrap_or_default();
+        let decided = card::activity(card::decided(
+            session,
+            gate_id,
+            answer,
+            &self.hub.public_url,
+        ));
+        for (conversation, id) in cards {
+            let Some(c) = known.iter().find(|c| c.id == conversation) else {
+                continue;
+            };
+            if let Err(e) = self
+                .connector
+                .update(&c.service_url, &c.id, &id, &decided)
+                .await
+            {
+                tracing::warn!(session = %session.id, "could not update a Teams approval card: {e}");
             }
         }
     }
@@ -141,8 +199,12 @@ impl Room for TeamsRoom {
         Box::pin(self.ask_all(session))
     }
 
-    fn progress<'a>(&'a self, _: &'a Session, _: &'a Progress) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+    fn progress<'a>(&'a self, session: &'a Session, event: &'a Progress) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Progress::GateAnswered { gate, answer } = event {
+                self.show_answer(session, gate, answer).await;
+            }
+        })
     }
 
     fn unasked<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, bool> {

@@ -157,6 +157,26 @@ fn teams_commands_start_list_show_and_cancel_runs() {
     }
     let shown = w.sandbox.show(&id).to_string();
     assert!(shown.contains(&format!("teams:{ANN}")), "{shown}");
+    // The run's card shows the decision, its buttons gone.
+    let until = Instant::now() + WAIT;
+    let put = loop {
+        if let Some(h) = w.fake.hits().into_iter().find(|h| h.method == "PUT") {
+            break h;
+        }
+        assert!(
+            Instant::now() < until,
+            "no PUT of the card: {:#?}",
+            w.fake.hits()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let updated = put.body.to_string();
+    assert!(
+        updated.contains(&format!("Rejected by teams:{ANN}")),
+        "{updated}"
+    );
+    assert!(updated.contains("cancelled by"), "{updated}");
+    assert!(verbs(&put.body).is_empty(), "{updated}");
 
     send(&w, &said(&w, "m:what", ANN, "frobnicate"));
     assert!(reply_to(&w, "m:what").starts_with("I don't understand"));
@@ -320,7 +340,7 @@ fn teams_a_paused_run_gets_one_card_and_an_approver_decides_it() {
         .fake
         .hits()
         .iter()
-        .filter(|h| h.body.get("attachments").is_some())
+        .filter(|h| h.method == "POST" && h.body.get("attachments").is_some())
         .count();
     assert_eq!(cards, 1, "one card for one gate");
 
