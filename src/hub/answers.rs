@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::problem::Problem;
-use crate::model::Decision;
+use crate::model::{Decision, Refusal};
 
 /// An answer to an open gate.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
@@ -86,5 +86,21 @@ impl AnswerRequest {
                 ))
             }
         })
+    }
+}
+
+/// What a refused answer is told, in every room (a click in Slack, a card
+/// action or a command in Teams): who already decided and when, or why the
+/// intake said no.
+pub fn refusal_text(r: &Refusal) -> String {
+    match r {
+        Refusal::AlreadyAnswered(a) => format!(
+            "already {} by {} at {}",
+            a.decision.verb(),
+            crate::model::mention(&a.by),
+            a.at.format("%Y-%m-%d %H:%M:%S UTC")
+        ),
+        Refusal::NotOpen(s) => format!("this run is {s}; there is nothing to decide"),
+        other => other.to_string(),
     }
 }

@@ -56,6 +56,7 @@ pub async fn run(config: Config) -> Result<()> {
     }
     if let Some(teams) = &config.teams {
         let door = crate::teams::door::Door::new(hub.clone(), teams, crate::teams::system_clock())?;
+        rooms.push(Arc::new(door.room()));
         router = router.merge(crate::teams::door::router(door));
         // Said before `listening`: whoever waits for that line sees it.
         tracing::info!(app_id = %teams.app_id, "the Teams room is on");

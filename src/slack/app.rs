@@ -836,16 +836,7 @@ fn capitalize(s: &str) -> String {
     }
 }
 
-/// What a refused click is told.
+/// What a refused click is told ([`crate::hub::answers::refusal_text`]).
 pub fn refusal_text(r: &Refusal) -> String {
-    match r {
-        Refusal::AlreadyAnswered(a) => format!(
-            "already {} by {} at {}",
-            a.decision.verb(),
-            mention(&a.by),
-            a.at.format("%Y-%m-%d %H:%M:%S UTC")
-        ),
-        Refusal::NotOpen(s) => format!("this run is {s}; there is nothing to decide"),
-        other => other.to_string(),
-    }
+    crate::hub::answers::refusal_text(r)
 }

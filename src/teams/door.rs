@@ -19,9 +19,15 @@
 //! moves `serviceUrl` between regions, so every activity brings the
 //! current one.
 //!
-//! What this does not do yet: read commands from messages, answer card
-//! actions (`invoke`) or post anything: `message` and `invoke` activities
-//! are acknowledged with `{}` and otherwise ignored.
+//! A verified `message` with text is a command ([`super::commands`]):
+//! acknowledged with `{}` at once, carried out in the background, and
+//! answered in the conversation through the server's one [`Connector`]
+//! (a reply in the message's thread in a channel, a message elsewhere).
+//!
+//! A card action ([`super::actions`]) — an `invoke` named
+//! `adaptiveCard/action`, or an `Action.Submit` message carrying `value` —
+//! is an answer handed to the hub; the invoke's HTTP response is the
+//! updated card (or why not). Other invokes are acknowledged with `{}`.
 
 use std::sync::Arc;
 
@@ -35,6 +41,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use super::auth::{Refused, Verifier};
+use super::commands::{self, Asked};
+use super::connector::Connector;
 use super::{Clock, TeamsSettings};
 use crate::audit::{AuditEvent, AuditKind};
 use crate::error::{Error, Result};
@@ -51,6 +59,8 @@ pub struct Door(Arc<Inner>);
 struct Inner {
     hub: Hub,
     verifier: Verifier,
+    /// The one connector (and its token cache) replies go out through.
+    connector: Arc<Connector>,
     clock: Clock,
     /// Refusals audited in the current minute (its start, how many).
     audited: std::sync::Mutex<(DateTime<Utc>, u32)>,
@@ -82,13 +92,26 @@ impl Door {
     pub fn new(hub: Hub, settings: &TeamsSettings, clock: Clock) -> Result<Door> {
         let verifier = Verifier::new(settings, Arc::clone(&clock))
             .map_err(|e| Error::Internal(format!("cannot build the Teams HTTP client: {e}")))?;
+        let connector = Connector::new(settings, Arc::clone(&clock))
+            .map_err(|e| Error::Internal(format!("cannot build the Teams connector: {e}")))?;
         let start = (clock)();
         Ok(Door(Arc::new(Inner {
             hub,
             verifier,
+            connector: Arc::new(connector),
             clock,
             audited: std::sync::Mutex::new((start, 0)),
         })))
+    }
+}
+
+impl Door {
+    /// The room that posts approval cards, sharing this door's connector.
+    pub fn room(&self) -> super::room::TeamsRoom {
+        super::room::TeamsRoom {
+            hub: self.0.hub.clone(),
+            connector: Arc::clone(&self.0.connector),
+        }
     }
 }
 
@@ -165,8 +188,66 @@ async fn messages_route(
             }
         }
     }
-    // Commands and card actions are not read yet: acknowledged, nothing more.
+    if kind == "invoke"
+        && activity.get("name").and_then(Value::as_str) == Some("adaptiveCard/action")
+    {
+        return Json(super::actions::invoke(&d.hub, &activity).await).into_response();
+    }
+    if kind == "message" && activity.get("value").is_some() {
+        super::actions::submit(&d.hub, &d.connector, activity);
+    } else if kind == "message" {
+        command(&door, activity);
+    }
     (StatusCode::OK, Json(json!({}))).into_response()
+}
+
+/// Carries out the command a verified `message` carries, in the
+/// background, and answers it in the conversation. A message without
+/// text, a sender's object ID or a conversation to answer in is ignored.
+fn command(door: &Door, activity: Value) {
+    let Some(text) = commands::command_text(&activity) else {
+        return;
+    };
+    let (Some(aad), Some(conversation), Some(service_url)) = (
+        str_at(&activity, "/from/aadObjectId"),
+        str_at(&activity, "/conversation/id"),
+        str_at(&activity, "/serviceUrl"),
+    ) else {
+        return;
+    };
+    let (person, conversation, service_url) = (
+        commands::person(aad),
+        conversation.to_string(),
+        service_url.to_string(),
+    );
+    let in_channel = str_at(&activity, "/conversation/conversationType") == Some("channel");
+    let reply_to = str_at(&activity, "/id").map(str::to_string);
+    let tasks = door.0.hub.tasks().clone();
+    let door = door.clone();
+    tasks.spawn(async move {
+        let d = &door.0;
+        let asked = Asked {
+            person: &person,
+            conversation: &conversation,
+        };
+        let said = commands::handle(&d.hub, &asked, &text).await;
+        let reply = json!({ "type": "message", "textFormat": "markdown", "text": said });
+        let sent = match (&reply_to, in_channel) {
+            (Some(id), true) => d
+                .connector
+                .reply(&service_url, &conversation, id, &reply)
+                .await
+                .map(|_| ()),
+            _ => d
+                .connector
+                .send(&service_url, &conversation, &reply)
+                .await
+                .map(|_| ()),
+        };
+        if let Err(e) = sent {
+            tracing::warn!(conversation = %conversation, "could not answer a Teams command: {e}");
+        }
+    });
 }
 
 /// Counts, logs and audits a refused activity. The token is never

@@ -10,16 +10,27 @@
 //!   a 1:1 conversation), retried on rate limits, to allowed hosts only.
 //! - [`door`]: `POST /api/messages`: activities verified, refusals
 //!   audited, each conversation's reference kept in the store.
+//! - [`commands`]: `run`, `list`, `status`, `cancel`, `help` from a
+//!   message, through the hub.
+//! - [`card`]: the approval card (Adaptive Card 1.5), asking and decided.
+//! - [`room`]: the room off the hall that posts a card when a run started
+//!   from Teams pauses.
+//! - [`actions`]: a card's action (invoke or submit) as an answer, through
+//!   the hub.
 //!
-//! What this module deliberately does not do (yet): read commands, build
-//! Adaptive Cards or answer gates. Nor does it pace sends per
+//! What this module deliberately does not do (yet): reminders, escalations
+//! or timeouts on cards, or cards for tool-call gates. Nor does it pace sends per
 //! conversation (Teams allows about 7 operations a second per
 //! conversation): that queue belongs with the room, which knows what it
 //! sends.
 
+pub mod actions;
 pub mod auth;
+pub mod card;
+pub mod commands;
 pub mod connector;
 pub mod door;
+pub mod room;
 pub mod settings;
 
 use std::sync::Arc;

@@ -16,13 +16,13 @@ use crate::common::fake_teams::{self, FakeTeams, APP_ID};
 use crate::common::service::{run_to_exit, HttpReply, ServeConfig, Service};
 use crate::common::Sandbox;
 
-const BOT: &str = "28:app-id-1";
-const CHANNEL: &str = "19:general@thread.tacv2";
-const TENANT: &str = "tid-ours";
-const PERSON: &str = "aad-0000-ann";
+pub(crate) const BOT: &str = "28:app-id-1";
+pub(crate) const CHANNEL: &str = "19:general@thread.tacv2";
+pub(crate) const TENANT: &str = "tid-ours";
+pub(crate) const PERSON: &str = "aad-0000-ann";
 
 /// A PKCS#1 PEM fixture as the DER `jsonwebtoken` signs with.
-fn private_key(name: &str) -> EncodingKey {
+pub(crate) fn private_key(name: &str) -> EncodingKey {
     let pem = fake_teams::fixture(name);
     let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
     let der = base64::engine::general_purpose::STANDARD
@@ -33,7 +33,7 @@ fn private_key(name: &str) -> EncodingKey {
 
 /// A Bot Framework token for `service_url`, valid now, signed by the
 /// fixture key `key_file` under kid `k1`.
-fn token(service_url: &str, key_file: &str) -> String {
+pub(crate) fn token(service_url: &str, key_file: &str) -> String {
     let t = chrono::Utc::now().timestamp();
     let claims = json!({
         "iss": "https://api.botframework.com",
@@ -77,7 +77,7 @@ fn message(service_url: &str, conversation: &str) -> Value {
 }
 
 /// POSTs `body` to `/api/messages` with `Bearer token` (if any).
-fn post(svc: &Service, token: Option<&str>, body: &[u8]) -> HttpReply {
+pub(crate) fn post(svc: &Service, token: Option<&str>, body: &[u8]) -> HttpReply {
     let mut headers = vec![("Content-Type".to_string(), "application/json".to_string())];
     if let Some(t) = token {
         headers.push(("Authorization".into(), format!("Bearer {t}")));
@@ -85,7 +85,7 @@ fn post(svc: &Service, token: Option<&str>, body: &[u8]) -> HttpReply {
     svc.request("POST", "/api/messages", &headers, body)
 }
 
-fn post_activity(svc: &Service, token: &str, activity: &Value) -> HttpReply {
+pub(crate) fn post_activity(svc: &Service, token: &str, activity: &Value) -> HttpReply {
     post(svc, Some(token), activity.to_string().as_bytes())
 }
 

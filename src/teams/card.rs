@@ -1,0 +1,381 @@
+//! The approval card: an Adaptive Card 1.5 asking for one open gate, and
+//! the same card once it is decided (who, when, the reason; no buttons).
+//!
+//! The card shows the workflow, the gate, its prompt, the redacted preview
+//! the gate keeps (the one Slack shows: [`OpenGate::preview`]), who started
+//! the run, the timeout and what it does, and the quorum's progress. Its
+//! actions are `Action.Execute` with verbs `approve`, `reject` (a `reason`
+//! input, required when the gate requires one), `modify` (a `feedback`
+//! input, manual gates) and `respond` (a `response` input, `hitl` gates),
+//! each carrying `{session, gate}` as data; "Open in browser" opens the
+//! run's page. The data is only where to answer: who answers is always the
+//! verified activity's sender.
+//!
+//! Posted as an activity with the attachment alone (no `text` beside it:
+//! Teams would show both).
+
+use chrono::SecondsFormat;
+use serde_json::{json, Value};
+
+use crate::hub::{durations, pages};
+use crate::model::{Answer, Decision, OpenGate, Session};
+use crate::spec::GateKind;
+
+/// The attachment's content type.
+pub const CONTENT_TYPE: &str = "application/vnd.microsoft.card.adaptive";
+
+/// Teams refuses activities over about 28 KB: the card is kept under this
+/// many bytes of JSON, the preview cut (halved until it fits, then left
+/// out) to make it so.
+pub const MAX_CARD_BYTES: usize = 24 * 1024;
+
+/// The most of the preview a card starts with.
+pub const MAX_PREVIEW_CHARS: usize = 12_000;
+
+/// The most of the prompt a card shows.
+pub const MAX_PROMPT_CHARS: usize = 3_000;
+
+/// The message activity carrying `card` and nothing else.
+pub fn activity(card: Value) -> Value {
+    json!({
+        "type": "message",
+        "attachments": [{ "contentType": CONTENT_TYPE, "content": card }],
+    })
+}
+
+fn card(body: Vec<Value>, actions: Vec<Value>) -> Value {
+    let mut c = json!({
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": "1.5",
+        "body": body,
+    });
+    if !actions.is_empty() {
+        c["actions"] = Value::Array(actions);
+    }
+    c
+}
+
+fn text(t: impl Into<String>) -> Value {
+    json!({ "type": "TextBlock", "text": t.into(), "wrap": true })
+}
+
+/// The facts both cards start with.
+fn facts(workflow: &str, id: &str, started_by: &str, gate: &str) -> Vec<Value> {
+    vec![
+        json!({
+            "type": "TextBlock",
+            "text": format!("Approval needed: {workflow}"),
+            "weight": "Bolder",
+            "size": "Medium",
+            "wrap": true,
+        }),
+        json!({
+            "type": "FactSet",
+            "facts": [
+                {"title": "Workflow", "value": workflow},
+                {"title": "Gate", "value": gate},
+                {"title": "Started by", "value": started_by},
+                {"title": "Run", "value": id},
+            ],
+        }),
+    ]
+}
+
+fn open_in_browser(public_url: &str, session_id: &str) -> Value {
+    json!({
+        "type": "Action.OpenUrl",
+        "title": "Open in browser",
+        "url": pages::session(public_url, session_id),
+    })
+}
+
+fn execute(title: &str, verb: &str, data: &Value) -> Value {
+    json!({ "type": "Action.Execute", "title": title, "verb": verb, "data": data })
+}
+
+/// An action that shows a small form: one text input and its button.
+fn form(title: &str, verb: &str, input: &str, label: &str, required: bool, data: &Value) -> Value {
+    let mut field = json!({
+        "type": "Input.Text",
+        "id": input,
+        "label": label,
+        "isMultiline": true,
+        "maxLength": 2000,
+    });
+    if required {
+        field["isRequired"] = json!(true);
+        field["errorMessage"] = json!(format!("{label} is required"));
+    }
+    json!({
+        "type": "Action.ShowCard",
+        "title": title,
+        "card": {
+            "type": "AdaptiveCard",
+            "body": [field],
+            "actions": [execute(title, verb, data)],
+        },
+    })
+}
+
+/// The card asking for `gate` of `session`, at `now`, under
+/// [`MAX_CARD_BYTES`].
+pub fn approval(
+    session: &Session,
+    gate: &OpenGate,
+    public_url: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
+    let run = Run {
+        workflow: &session.workflow,
+        id: &session.id,
+        started_by: &session.started_by,
+    };
+    approval_of(&run, gate, public_url, now)
+}
+
+/// What the card says about the run.
+struct Run<'a> {
+    workflow: &'a str,
+    id: &'a str,
+    started_by: &'a str,
+}
+
+fn approval_of(
+    run: &Run<'_>,
+    gate: &OpenGate,
+    public_url: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
+    let mut budget = MAX_PREVIEW_CHARS;
+    loop {
+        let card = approval_with(run, gate, public_url, now, budget);
+        let size = serde_json::to_string(&card).map_or(0, |t| t.len());
+        if size <= MAX_CARD_BYTES || budget == 0 {
+            return card;
+        }
+        budget = if budget > 64 { budget / 2 } else { 0 };
+    }
+}
+
+/// The card with at most `budget` characters of the preview.
+fn approval_with(
+    run: &Run<'_>,
+    gate: &OpenGate,
+    public_url: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    budget: usize,
+) -> Value {
+    let mut body = facts(
+        run.workflow,
+        run.id,
+        run.started_by,
+        &format!("{} ({})", gate.id, gate.position),
+    );
+    body.push(text(
+        gate.prompt
+            .chars()
+            .take(MAX_PROMPT_CHARS)
+            .collect::<String>(),
+    ));
+    if gate.show_preview && !gate.context.trim().is_empty() {
+        let (preview, cut) = gate.preview();
+        let shown: String = preview.chars().take(budget).collect();
+        let cut = cut + preview.chars().count() - shown.chars().count();
+        if !shown.is_empty() {
+            body.push(json!({
+                "type": "TextBlock",
+                "text": shown,
+                "wrap": true,
+                "fontType": "Monospace",
+                "separator": true,
+            }));
+        }
+        if cut > 0 {
+            body.push(json!({
+                "type": "TextBlock",
+                "text": format!("… {cut} more characters: open the run in the browser"),
+                "isSubtle": true,
+                "wrap": true,
+            }));
+        }
+    }
+    if let Some(at) = gate.timeout_at {
+        body.push(text(format!(
+            "Times out in {} ({}); then: {}",
+            durations::duration((at - now).num_seconds()),
+            at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            gate.fallback.name()
+        )));
+    }
+    if gate.approvals_required > 1 {
+        let who: Vec<&str> = gate.approvals.iter().map(|a| a.by.as_str()).collect();
+        body.push(text(format!(
+            "Approvals: {} of {}{}",
+            gate.approvals.len(),
+            gate.approvals_required,
+            if who.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", who.join(", "))
+            }
+        )));
+    }
+    let data = json!({ "session": run.id, "gate": gate.handle() });
+    let mut actions = Vec::new();
+    if gate.kind == GateKind::Hitl {
+        actions.push(form(
+            "Answer",
+            "respond",
+            "response",
+            "Your answer",
+            true,
+            &data,
+        ));
+    }
+    actions.push(execute("Approve", "approve", &data));
+    actions.push(form(
+        "Reject",
+        "reject",
+        "reason",
+        "Reason",
+        gate.require_reason,
+        &data,
+    ));
+    if gate.kind == GateKind::ManualGate {
+        actions.push(form(
+            "Modify", "modify", "feedback", "Feedback", true, &data,
+        ));
+    }
+    actions.push(open_in_browser(public_url, run.id));
+    card(body, actions)
+}
+
+/// The card once gate `gate_id` of `session` was decided by `answer`:
+/// who, when, the reason or feedback; no buttons but the browser's.
+pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &str) -> Value {
+    let mut body = facts(&session.workflow, &session.id, &session.started_by, gate_id);
+    body[0]["text"] = json!(format!("Decided: {}", session.workflow));
+    let verb = answer.decision.verb();
+    let mut verb_cap = verb.to_string();
+    if let Some(first) = verb_cap.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    body.push(json!({
+        "type": "TextBlock",
+        "text": format!(
+            "{verb_cap} by {} at {}",
+            answer.by,
+            answer.at.format("%Y-%m-%d %H:%M:%S UTC")
+        ),
+        "weight": "Bolder",
+        "wrap": true,
+        "color": if matches!(answer.decision, Decision::Approve) { "Good" } else { "Attention" },
+    }));
+    let detail = match &answer.decision {
+        Decision::Reject { reason: Some(r) } => Some(format!("Reason: {r}")),
+        Decision::Modify { feedback } => Some(format!("Feedback: {feedback}")),
+        Decision::Respond { text } => Some(format!("Answer: {text}")),
+        _ => None,
+    };
+    if let Some(d) = detail {
+        body.push(text(d));
+    }
+    card(body, vec![open_in_browser(public_url, &session.id)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Fallback, Position};
+
+    fn gate(kind: GateKind, context: &str) -> OpenGate {
+        let now = chrono::Utc::now();
+        OpenGate {
+            id: "review".into(),
+            instance: 1,
+            order: 1,
+            kind,
+            position: Position::Step(1),
+            prompt: "Ship it?".into(),
+            context: context.into(),
+            show_preview: true,
+            preview_length: 100_000,
+            default: None,
+            fallback: Fallback::Cancel,
+            opened_at: now,
+            timeout_at: Some(now + chrono::TimeDelta::minutes(90)),
+            require_reason: true,
+            channel: None,
+            approvers: Vec::new(),
+            approvals_required: 2,
+            allow_self_approval: None,
+            approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
+            notify_dm: false,
+            trigger: None,
+        }
+    }
+
+    const RUN: Run<'static> = Run {
+        workflow: "deploy",
+        id: "s1",
+        started_by: "teams:aad-1",
+    };
+
+    fn verbs(v: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        match v {
+            Value::Object(m) => {
+                if m.get("type") == Some(&json!("Action.Execute")) {
+                    out.push(m["verb"].as_str().unwrap_or_default().to_string());
+                }
+                m.values().for_each(|x| out.extend(verbs(x)));
+            }
+            Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
+            _ => {}
+        }
+        out
+    }
+
+    #[test]
+    fn a_card_offers_what_the_gate_allows_and_says_what_it_waits_for() {
+        let now = chrono::Utc::now();
+        let manual = approval_of(
+            &RUN,
+            &gate(GateKind::ManualGate, "the plan"),
+            "http://x",
+            now,
+        );
+        assert_eq!(manual["version"], "1.5");
+        assert_eq!(verbs(&manual), ["approve", "reject", "modify"]);
+        let text = manual.to_string();
+        for want in [
+            "Ship it?",
+            "the plan",
+            "teams:aad-1",
+            "then: reject",
+            "Approvals: 0 of 2",
+            "http://x/sessions/s1",
+            "\"isRequired\":true",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+        let hitl = approval_of(&RUN, &gate(GateKind::Hitl, "q"), "http://x", now);
+        assert_eq!(verbs(&hitl), ["respond", "approve", "reject"]);
+    }
+
+    #[test]
+    fn a_huge_preview_is_cut_to_keep_the_card_under_the_limit() {
+        let now = chrono::Utc::now();
+        for context in ["x".repeat(200_000), "\u{1}\u{10FFFF}".repeat(50_000)] {
+            let c = approval_of(&RUN, &gate(GateKind::ManualGate, &context), "http://x", now);
+            let size = serde_json::to_string(&activity(c.clone()))
+                .expect("json")
+                .len();
+            assert!(size <= MAX_CARD_BYTES + 200, "{size}");
+            assert!(c.to_string().contains("more characters"), "the cut is said");
+        }
+    }
+}
