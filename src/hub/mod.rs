@@ -32,6 +32,7 @@ pub mod links;
 pub mod metrics;
 pub mod notifier;
 pub mod pages;
+pub mod places;
 pub mod problem;
 pub mod repost;
 pub mod tokens;

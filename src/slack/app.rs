@@ -92,7 +92,8 @@ impl App {
     /// Where approval messages for `session` go: the channel the open gate
     /// names, else the one the run's command chose (its `--channel`,
     /// `STRANDS_APPROVAL_CHANNEL`, or the channel it came from), else
-    /// `STRANDS_APPROVAL_CHANNEL`.
+    /// `STRANDS_APPROVAL_CHANNEL` — except a run started in another room
+    /// (Teams), which Slack asks only where its gate names a channel.
     pub fn approval_channel(&self, session: &Session) -> Option<String> {
         self.channel_for(session, session.first_gate())
     }
@@ -103,9 +104,15 @@ impl App {
         session: &Session,
         gate: Option<&crate::model::OpenGate>,
     ) -> Option<String> {
-        gate.and_then(|g| g.channel.clone())
-            .or_else(|| session.origin.as_ref().map(|o| o.approval_channel.clone()))
-            .or_else(|| self.config.approval_channel.clone())
+        let named = gate.and_then(|g| g.channel.clone());
+        match session.origin.as_ref().map(|o| o.approval_channel.clone()) {
+            // A run started in another room (Teams) is asked there; Slack
+            // asks only where its gate names a channel.
+            Some(place) if !crate::hub::places::is_slack(&place) => named,
+            origin => named
+                .or(origin)
+                .or_else(|| self.config.approval_channel.clone()),
+        }
     }
 
     /// Takes `answer` for the gate the message `channel`/`ts` asks about,
@@ -805,9 +812,12 @@ impl App {
     }
 }
 
-/// Whether the message asking for gate `handle` was posted.
+/// Whether the Slack message asking for gate `handle` was posted (a card
+/// another room posted does not count).
 pub fn posted(notes: &[Notification], handle: &str) -> bool {
-    notes.iter().any(|n| n.gate == handle && n.ts.is_some())
+    notes
+        .iter()
+        .any(|n| n.gate == handle && n.ts.is_some() && crate::hub::places::is_slack(&n.channel))
 }
 
 /// The notification text of a tool-approval message.
@@ -839,4 +849,32 @@ fn capitalize(s: &str) -> String {
 /// What a refused click is told ([`crate::hub::answers::refusal_text`]).
 pub fn refusal_text(r: &Refusal) -> String {
     crate::hub::answers::refusal_text(r)
+}
+
+#[cfg(test)]
+mod place_tests {
+    use super::posted;
+    use crate::model::Notification;
+
+    fn note(channel: &str, ts: Option<&str>) -> Notification {
+        Notification {
+            gate: "review#1".into(),
+            channel: channel.into(),
+            ts: ts.map(str::to_string),
+            thread_ts: None,
+            at: chrono::Utc::now(),
+            error: None,
+            copies: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_card_another_room_posted_is_not_slacks_message() {
+        assert!(!posted(
+            &[note("teams:19:a@thread.tacv2", Some("1:card"))],
+            "review#1"
+        ));
+        assert!(posted(&[note("C0123456789", Some("1700.1"))], "review#1"));
+        assert!(!posted(&[note("C0123456789", None)], "review#1"));
+    }
 }

@@ -29,7 +29,7 @@ pub const HELP: &str = "Commands (mention me first in a channel):\n\n\
 
 /// The place prefix of a Teams conversation in a run's origin and its
 /// approval records: `teams:<conversation id>`.
-pub const PLACE_PREFIX: &str = "teams:";
+pub const PLACE_PREFIX: &str = crate::hub::places::TEAMS;
 
 /// The identity of the Entra object ID `aad`, as answers record it.
 pub fn person(aad: &str) -> String {
