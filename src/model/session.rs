@@ -26,6 +26,15 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order listings and counters show them.
+    pub const ALL: [Status; 5] = [
+        Status::Running,
+        Status::Paused,
+        Status::Completed,
+        Status::Failed,
+        Status::Rejected,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",

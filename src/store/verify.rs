@@ -76,14 +76,6 @@ impl Report {
     }
 }
 
-const STATUSES: [Status; 5] = [
-    Status::Running,
-    Status::Paused,
-    Status::Completed,
-    Status::Failed,
-    Status::Rejected,
-];
-
 /// Runs every check on `store`. A problem with the data is in the report;
 /// an error is the store failing to answer at all.
 pub async fn verify(store: &Store) -> Result<Report> {
@@ -224,7 +216,7 @@ pub async fn verify(store: &Store) -> Result<Report> {
     // The counters against the recount; an undecodable record's status is
     // unknown, so the totals only compare when every record decoded.
     let counters: BTreeMap<Status, u64> = store.status_counts().await?.into_iter().collect();
-    for st in STATUSES {
+    for st in Status::ALL {
         let have = counters.get(&st).copied().unwrap_or(0);
         let want = counted.get(&st).copied().unwrap_or(0);
         r.statuses.insert(st.to_string(), want);

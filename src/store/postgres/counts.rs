@@ -34,14 +34,6 @@ fn sql(what: &str, e: tokio_postgres::Error) -> Error {
     Error::Store(format!("{what}: {}", super::db_message(&e)))
 }
 
-const STATUSES: [Status; 5] = [
-    Status::Running,
-    Status::Paused,
-    Status::Completed,
-    Status::Failed,
-    Status::Rejected,
-];
-
 /// Moves one session from status `old` (`None`: it is new) to `new`
 /// (`None`: deleted) in the counters.
 pub(super) async fn count_in(
@@ -115,7 +107,7 @@ pub(super) async fn track_in(
 
 /// Recounts every status (after a bulk import).
 pub(super) async fn recount_in(tx: &Transaction<'_>) -> Result<()> {
-    let all: Vec<&str> = STATUSES.iter().map(|s| s.as_str()).collect();
+    let all: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
     tx.execute(
         "INSERT INTO session_counts (status, n)
          SELECT st, (SELECT count(*) FROM sessions WHERE status = st) FROM unnest($1::text[]) AS st
@@ -135,7 +127,7 @@ impl PgStore {
             .query("SELECT status, n FROM session_counts", &[])
             .await
             .map_err(|e| self.err("count sessions", e))?;
-        Ok(STATUSES
+        Ok(Status::ALL
             .iter()
             .map(|st| {
                 let n = rows

@@ -37,14 +37,6 @@ fn status_byte(s: Status) -> u8 {
     }
 }
 
-const STATUSES: [Status; 5] = [
-    Status::Running,
-    Status::Paused,
-    Status::Completed,
-    Status::Failed,
-    Status::Rejected,
-];
-
 /// The key of `id` created at `created` in order `prefix`.
 pub(super) fn order_key(prefix: u8, created: DateTime<Utc>, id: &str) -> Vec<u8> {
     scoped_key(&[prefix], created, id)
@@ -174,7 +166,7 @@ impl SledStore {
                 }
                 counts[usize::from(status_byte(s.status) - 1)] += 1;
             }
-            for s in STATUSES {
+            for s in Status::ALL {
                 ix.insert(
                     count_key(s),
                     &counts[usize::from(status_byte(s) - 1)].to_be_bytes(),
@@ -264,7 +256,7 @@ impl SledStore {
     pub fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
         let ix = self.order()?;
         let mut out = Vec::new();
-        for s in STATUSES {
+        for s in Status::ALL {
             out.push((s, read_count(ix.get(count_key(s))?)));
         }
         Ok(out)
