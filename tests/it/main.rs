@@ -56,6 +56,7 @@ mod store_syncs;
 mod strands_cli_examples;
 mod teams_cards;
 mod teams_protocol;
+mod teams_replicas;
 mod teams_room;
 mod web;
 mod web_browser;
