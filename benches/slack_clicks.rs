@@ -36,10 +36,9 @@ use common::fake_slack::{
     block_actions_payload, http, interaction_body, signed, ApprovalMessage, Bot, FakeSlack,
     Signing, ACK_DEADLINE,
 };
+use common::figures::{cpu_model, env_usize, fire, fmt_d, marker, stats, Shot, Stats};
 use common::{FakeLlm, Sandbox};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const REQUESTER: &str = "U01REQUESTER";
@@ -50,75 +49,6 @@ const OPS: &str = "C0OPS";
 const SETTLE: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------- helpers
-
-fn env_usize(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a non-negative integer")),
-        Err(_) => default,
-    }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// The `<n>` of the first `[bench-id:<n>]` in `text`.
-fn marker(text: &str) -> Option<usize> {
-    let tag = "[bench-id:";
-    let at = text.find(tag)? + tag.len();
-    let rest = &text[at..];
-    let end = rest.find(']')?;
-    rest[..end].parse().ok()
-}
-
-fn fmt_d(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 1e-3 {
-        format!("{:.1} µs", s * 1e6)
-    } else if s < 1.0 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{s:.2} s")
-    }
-}
-
-struct Stats {
-    n: usize,
-    p50: Duration,
-    p90: Duration,
-    p99: Duration,
-    max: Duration,
-}
-
-/// Nearest-rank percentiles.
-fn stats(mut xs: Vec<Duration>) -> Option<Stats> {
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort();
-    let rank = |q: f64| {
-        let r = (q * xs.len() as f64).ceil() as usize;
-        xs[r.clamp(1, xs.len()) - 1]
-    };
-    Some(Stats {
-        n: xs.len(),
-        p50: rank(0.50),
-        p90: rank(0.90),
-        p99: rank(0.99),
-        max: xs[xs.len() - 1],
-    })
-}
 
 struct Row {
     metric: String,
@@ -245,65 +175,16 @@ fn ack_histogram_delta(before: &HashMap<String, f64>, after: &HashMap<String, f6
 
 // ---------------------------------------------------------------- load
 
-/// One click sent by the load generator.
-struct Shot {
-    /// Index into the round's bodies.
-    i: usize,
-    sent: Instant,
-    /// How far after its scheduled instant it was sent.
-    late: Duration,
-    took: Duration,
-    status: Option<u16>,
-    body: String,
-    error: Option<String>,
-}
-
-/// Sends `bodies[i]` to `url` at `t0 + i / rate`, open loop, from `clients`
-/// threads; returns the shots in index order.
-fn fire(urls: &[String], bodies: &[String], rate: f64, clients: usize) -> Vec<Shot> {
-    let period = Duration::from_secs_f64(1.0 / rate);
-    let next = AtomicUsize::new(0);
-    let shots = Mutex::new(Vec::with_capacity(bodies.len()));
-    let t0 = Instant::now() + Duration::from_millis(100);
-    std::thread::scope(|s| {
-        for _ in 0..clients.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= bodies.len() {
-                    break;
-                }
-                let due = t0 + period * i as u32;
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
-                }
-                let (mut headers, body) = signed(Signing::Valid, bodies[i].as_bytes());
-                headers.push((
-                    "Content-Type".into(),
-                    "application/x-www-form-urlencoded".into(),
-                ));
-                let sent = Instant::now();
-                let res = http("POST", &urls[i % urls.len()], &headers, &body);
-                let took = sent.elapsed();
-                let (status, body, error) = match res {
-                    Ok(r) => (Some(r.status), r.body, None),
-                    Err(e) => (None, String::new(), Some(e.to_string())),
-                };
-                shots.lock().expect("shots").push(Shot {
-                    i,
-                    sent,
-                    late: sent.saturating_duration_since(due),
-                    took,
-                    status,
-                    body,
-                    error,
-                });
-            });
-        }
-    });
-    let mut shots = shots.into_inner().expect("shots");
-    shots.sort_by_key(|s| s.i);
-    shots
+/// Sends `bodies[i]` signed to `urls[i % len]`, open loop (see [`common::figures::fire`]).
+fn fire_clicks(urls: &[String], bodies: &[String], rate: f64, clients: usize) -> Vec<Shot> {
+    fire(bodies.len(), rate, clients, |i| {
+        let (mut headers, body) = signed(Signing::Valid, bodies[i].as_bytes());
+        headers.push((
+            "Content-Type".into(),
+            "application/x-www-form-urlencoded".into(),
+        ));
+        http("POST", &urls[i % urls.len()], &headers, &body)
+    })
 }
 
 /// The signed-body-to-be of an Approve click on `msg` by `user`.
@@ -457,7 +338,7 @@ fn main() {
     let m0 = scrape(&bot);
     let slack_mark = slack.len();
     let llm_mark = llm.count();
-    let shots1 = fire(&interactions, &bodies, rate, clients);
+    let shots1 = fire_clicks(&interactions, &bodies, rate, clients);
     println!();
     let acked1 = summarize("round 1 (first approve per message)", &shots1, rate);
 
@@ -507,7 +388,7 @@ fn main() {
         .collect();
     let slack_mark2 = slack.len();
     let llm_mark2 = llm.count();
-    let shots2 = fire(&interactions, &bodies, rate, clients);
+    let shots2 = fire_clicks(&interactions, &bodies, rate, clients);
     let acked2 = summarize("round 2 (duplicate click, already decided)", &shots2, rate);
     let told = |slack: &FakeSlack| {
         slack

@@ -12,12 +12,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::teams_room::{post_activity, token, BOT, CHANNEL, TENANT};
+use super::teams_room::post_activity;
 use crate::common::fake_teams::FakeTeams;
 use crate::common::service::{write_workflows, HttpReply, ServeConfig, Service};
 use crate::common::slack_story::{answered, DEPLOY};
+use crate::common::teams_driver::{card_action, command, token};
 use crate::common::{FakeLlm, Sandbox};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -46,25 +47,12 @@ fn database(name: &str) -> Option<String> {
     rt.block_on(strands::store::postgres::testdb::database(name))
 }
 
-/// An activity in the channel from `aad`, with `extra` fields merged in.
-fn activity(fake: &FakeTeams, id: &str, aad: &str, extra: Value) -> Value {
-    let mut a = json!({
-        "id": id,
-        "channelId": "msteams",
-        "serviceUrl": fake.service_url(),
-        "from": {"id": format!("29:{aad}"), "aadObjectId": aad, "name": format!("Person {aad}")},
-        "recipient": {"id": BOT, "name": "strands"},
-        "conversation": {"id": CHANNEL, "conversationType": "channel", "isGroup": true},
-        "channelData": {"tenant": {"id": TENANT}},
-    });
-    if let (Some(a), Value::Object(extra)) = (a.as_object_mut(), extra) {
-        a.extend(extra);
-    }
-    a
-}
-
 fn signed(svc: &Service, fake: &FakeTeams, activity: &Value) -> HttpReply {
-    post_activity(svc, &token(&fake.service_url(), "signing.key.pem"), activity)
+    post_activity(
+        svc,
+        &token(&fake.service_url(), "signing.key.pem"),
+        activity,
+    )
 }
 
 fn wait_status(sandbox: &Sandbox, id: &str, status: &str) -> Value {
@@ -118,12 +106,11 @@ fn teams_invokes_split_across_two_replicas_decide_once() {
     let mut b = Service::launch(cfg);
 
     // Started through replica A, from the channel.
-    let run = activity(
-        &fake,
+    let run = command(
+        &fake.service_url(),
         "m:run",
         "aad-requester",
-        json!({"type": "message", "text": "<at>strands</at> run deploy service=api",
-               "entities": [{"type": "mention", "mentioned": {"id": BOT, "name": "strands"}, "text": "<at>strands</at>"}]}),
+        "run deploy service=api",
     );
     let r = signed(&a, &fake, &run);
     assert_eq!(r.status, 200, "{} {}", r.body, a.log());
@@ -150,13 +137,13 @@ fn teams_invokes_split_across_two_replicas_decide_once() {
                 let svc = if i % 2 == 0 { &a } else { &b };
                 let (fake, barrier, id) = (&fake, barrier.clone(), &id);
                 s.spawn(move || {
-                    let click = activity(
-                        fake,
+                    let click = card_action(
+                        &fake.service_url(),
                         &format!("i:{i}"),
                         &approver(i),
-                        json!({"type": "invoke", "name": "adaptiveCard/action", "replyToId": "card-1",
-                               "value": {"action": {"type": "Action.Execute", "verb": "approve",
-                                                    "data": {"session": id, "gate": "review#1"}}}}),
+                        "approve",
+                        id,
+                        "review#1",
                     );
                     barrier.wait();
                     signed(svc, fake, &click)

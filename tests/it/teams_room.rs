@@ -8,44 +8,14 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 
 use crate::common::fake_teams::{self, FakeTeams, APP_ID};
 use crate::common::service::{run_to_exit, HttpReply, ServeConfig, Service};
 use crate::common::Sandbox;
 
-pub(crate) const BOT: &str = "28:app-id-1";
-pub(crate) const CHANNEL: &str = "19:general@thread.tacv2";
-pub(crate) const TENANT: &str = "tid-ours";
+pub(crate) use crate::common::teams_driver::{token, BOT, CHANNEL, TENANT};
 pub(crate) const PERSON: &str = "aad-0000-ann";
-
-/// A PKCS#1 PEM fixture as the DER `jsonwebtoken` signs with.
-pub(crate) fn private_key(name: &str) -> EncodingKey {
-    let pem = fake_teams::fixture(name);
-    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-    let der = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .expect("PEM body is base64");
-    EncodingKey::from_rsa_der(&der)
-}
-
-/// A Bot Framework token for `service_url`, valid now, signed by the
-/// fixture key `key_file` under kid `k1`.
-pub(crate) fn token(service_url: &str, key_file: &str) -> String {
-    let t = chrono::Utc::now().timestamp();
-    let claims = json!({
-        "iss": "https://api.botframework.com",
-        "aud": APP_ID,
-        "serviceurl": service_url,
-        "nbf": t - 60,
-        "exp": t + 3600,
-    });
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = Some("k1".into());
-    jsonwebtoken::encode(&header, &claims, &private_key(key_file)).expect("signs")
-}
 
 /// The install: the bot added to a channel.
 fn install(service_url: &str, conversation: &str) -> Value {
