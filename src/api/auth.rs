@@ -51,7 +51,7 @@ impl FromRequestParts<Hub> for Caller {
             let person = person.to_str().unwrap_or_default().trim();
             if !token::valid_name(person) {
                 return Err(ApiError::bad_request(format!(
-                    "{ACT_AS} must be a name of letters, digits, `-`, `_`, `.` or `@`"
+                    "{ACT_AS} must be a name of letters, digits, `-`, `_`, `.`, `:` or `@`"
                 )));
             }
             name = person.to_string();

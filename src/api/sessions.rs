@@ -358,7 +358,7 @@ pub async fn link(
     if !crate::model::token::valid_name(&req.person) {
         return Err(ApiError::unprocessable(
             "bad_link",
-            "`for` must be a name of letters, digits, `-`, `_`, `.` or `@`",
+            "`for` must be a name of letters, digits, `-`, `_`, `.`, `:` or `@`",
         ));
     }
     let hours = req.hours.unwrap_or(24);

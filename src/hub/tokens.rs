@@ -13,7 +13,7 @@ use crate::store::Store;
 /// Why a token was not made; nothing was written.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TokenRefusal {
-    #[error("`{0}` cannot be a token name: use letters, digits, `-`, `_`, `.` or `@`, at most 64 characters")]
+    #[error("`{0}` cannot be a token name: use letters, digits, `-`, `_`, `.`, `:` or `@`, at most 64 characters")]
     BadName(String),
     #[error("a token named `{0}` is in use; revoke it first")]
     NameTaken(String),

@@ -143,13 +143,14 @@ pub fn matches(record: &TokenRecord, secret: &str) -> bool {
 }
 
 /// Whether a token name can be an identity: letters, digits, `-`, `_`,
-/// `.`, `@`, at most 64 characters.
+/// `.`, `@`, and `:` (a room's people: `teams:<AAD object id>`), at most 64
+/// characters.
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@'))
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@' | b':'))
 }
 
 #[cfg(test)]
@@ -195,5 +196,6 @@ mod tests {
         t.revoked_at = Some(now);
         assert!(!t.usable(now));
         assert!(valid_name("alice@corp.example") && !valid_name("a b") && !valid_name(""));
+        assert!(valid_name("teams:00000000-0000-0000-0000-0000000000020"));
     }
 }

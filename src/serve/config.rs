@@ -118,6 +118,11 @@ impl Config {
         )?;
         let teams = crate::teams::TeamsSettings::from_lookup(&get)
             .map_err(|e| Error::Usage(e.to_string()))?;
+        if teams.as_ref().is_some_and(|t| t.local_playground) && !bind.ip().is_loopback() {
+            return Err(Error::Usage(format!(
+                "TEAMS_LOCAL_PLAYGROUND=1 takes unauthenticated activities, so strands serve must listen on a loopback address, not {bind}: set STRANDS_BIND=127.0.0.1:PORT (or unset the mode)"
+            )));
+        }
         let webhooks = crate::webhook::Config::from_lookup(&get, &public_url)?;
         let web = crate::web::Config {
             public_url: public_url.clone(),

@@ -59,12 +59,20 @@ pub async fn run(config: Config) -> Result<()> {
         rooms.push(Arc::new(door.room()));
         router = router.merge(crate::teams::door::router(door));
         // Said before `listening`: whoever waits for that line sees it.
-        tracing::info!(app_id = %teams.app_id, "the Teams room is on");
-        eprintln!(
-            "strands serve: the Teams room is on (app {}): activities at POST {}",
-            teams.app_id,
-            crate::teams::door::MESSAGES_PATH
-        );
+        if teams.local_playground {
+            tracing::warn!("the Teams room is UNAUTHENTICATED (TEAMS_LOCAL_PLAYGROUND=1), for local testing with the Agents Playground only");
+            eprintln!(
+                "strands serve: WARNING: the Teams room is unauthenticated for local testing (TEAMS_LOCAL_PLAYGROUND=1): activities at POST {} are taken from this machine only, without a token",
+                crate::teams::door::MESSAGES_PATH
+            );
+        } else {
+            tracing::info!(app_id = %teams.app_id, "the Teams room is on");
+            eprintln!(
+                "strands serve: the Teams room is on (app {}): activities at POST {}",
+                teams.app_id,
+                crate::teams::door::MESSAGES_PATH
+            );
+        }
     }
     let room_names: Vec<&str> = rooms.iter().map(|r| r.name()).collect();
     let room_names = room_names.join(", ");
@@ -123,14 +131,19 @@ pub async fn run(config: Config) -> Result<()> {
         eprintln!("strands serve: Slack over Socket Mode (no public URL needed); connecting");
     }
     let stopping = hub.stopping.clone();
-    let served = axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            // Event streams end now; in-flight requests finish.
-            stopping.cancel();
-        })
-        .await
-        .map_err(|e| Error::io("the HTTP server stopped", e));
+    // Peers' addresses reach the handlers (the Teams local mode takes
+    // activities from loopback only).
+    let served = axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        // Event streams end now; in-flight requests finish.
+        stopping.cancel();
+    })
+    .await
+    .map_err(|e| Error::io("the HTTP server stopped", e));
     if left.is_ok() {
         discovery::withdraw(&hub, &config.store).await;
     }

@@ -78,6 +78,9 @@ pub enum Refused {
     WrongTenant,
     #[error("the signing keys could not be fetched: {0}")]
     KeysUnavailable(String),
+    /// The local Playground mode takes activities from this machine only.
+    #[error("the local Playground mode takes activities only from this machine: {0}")]
+    NotLocal(&'static str),
 }
 
 impl Refused {
@@ -110,6 +113,7 @@ impl Refused {
             Refused::NotEndorsed(_) => "not_endorsed",
             Refused::WrongTenant => "wrong_tenant",
             Refused::KeysUnavailable(_) => "keys_unavailable",
+            Refused::NotLocal(_) => "not_local",
         }
     }
 }

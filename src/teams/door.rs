@@ -19,6 +19,12 @@
 //! moves `serviceUrl` between regions, so every activity brings the
 //! current one.
 //!
+//! In the local Playground mode (`TEAMS_LOCAL_PLAYGROUND=1`, see
+//! [`super::settings`]) there is no token to check: an activity is taken
+//! only from a loopback peer, naming a loopback `http://` `serviceUrl`
+//! ([`local_check`]); anything else is refused (401) and audited like a bad
+//! token.
+//!
 //! A verified `message` with text is a command ([`super::commands`]):
 //! acknowledged with `{}` at once, carried out in the background, and
 //! answered in the conversation through the server's one [`Connector`]
@@ -29,6 +35,7 @@
 //! is an answer handed to the hub; the invoke's HTTP response is the
 //! updated card (or why not). Other invokes are acknowledged with `{}`.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -59,6 +66,8 @@ pub struct Door(Arc<Inner>);
 struct Inner {
     hub: Hub,
     verifier: Verifier,
+    /// The local Playground mode: loopback instead of a token.
+    local: bool,
     /// The one connector (and its token cache) replies go out through.
     connector: Arc<Connector>,
     clock: Clock,
@@ -98,6 +107,7 @@ impl Door {
         Ok(Door(Arc::new(Inner {
             hub,
             verifier,
+            local: settings.local_playground,
             connector: Arc::new(connector),
             clock,
             audited: std::sync::Mutex::new((start, 0)),
@@ -133,6 +143,7 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
 
 async fn messages_route(
     State(door): State<Door>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
@@ -163,7 +174,18 @@ async fn messages_route(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let kind = activity_type(&activity);
-    if let Err(refused) = d.verifier.verify(authorization, &activity).await {
+    let checked = if d.local {
+        let peer = extensions
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .map(|c| c.0);
+        local_check(peer, &activity)
+    } else {
+        d.verifier
+            .verify(authorization, &activity)
+            .await
+            .map(|_| ())
+    };
+    if let Err(refused) = checked {
         refuse(&door, &refused, &kind, &activity).await;
         return error(refused.status(), refused.kind(), &refused.to_string());
     }
@@ -199,6 +221,32 @@ async fn messages_route(
         command(&door, activity);
     }
     (StatusCode::OK, Json(json!({}))).into_response()
+}
+
+/// The local Playground mode's check, in place of a token: the request
+/// came from this machine, and the activity's `serviceUrl` (where answers
+/// go) is plain HTTP on this machine too.
+pub fn local_check(peer: Option<SocketAddr>, activity: &Value) -> std::result::Result<(), Refused> {
+    match peer {
+        Some(p) if p.ip().is_loopback() => {}
+        Some(_) => return Err(Refused::NotLocal("the request came from another machine")),
+        None => return Err(Refused::NotLocal("the request's peer address is unknown")),
+    }
+    let url = str_at(activity, "/serviceUrl")
+        .and_then(|u| url::Url::parse(u).ok())
+        .ok_or(Refused::NotLocal("the activity has no serviceUrl"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if url.scheme() != "http" || !loopback {
+        return Err(Refused::NotLocal(
+            "the activity's serviceUrl is not http:// on localhost, 127.0.0.1 or [::1]",
+        ));
+    }
+    Ok(())
 }
 
 /// Carries out the command a verified `message` carries, in the
@@ -375,6 +423,39 @@ fn reference(activity: &Value, now: DateTime<Utc>) -> Option<TeamsConversation> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_local_mode_takes_activities_from_this_machine_only() {
+        let here: SocketAddr = "127.0.0.1:40000".parse().expect("addr");
+        let v6: SocketAddr = "[::1]:40000".parse().expect("addr");
+        let away: SocketAddr = "10.0.0.7:40000".parse().expect("addr");
+        let at = |u: &str| json!({"type": "message", "serviceUrl": u});
+        for ok in [
+            "http://localhost:56000/_connector",
+            "http://127.0.0.1:56000/_connector",
+            "http://[::1]:56000/_connector",
+        ] {
+            assert_eq!(local_check(Some(here), &at(ok)), Ok(()), "{ok}");
+            assert_eq!(local_check(Some(v6), &at(ok)), Ok(()), "{ok}");
+        }
+        for bad in [
+            "https://smba.trafficmanager.net/amer/",
+            "http://10.0.0.7:56000/_connector",
+            "http://localhost.evil.example/_connector",
+            "https://localhost:56000/_connector",
+            "not a url",
+        ] {
+            let r = local_check(Some(here), &at(bad));
+            assert!(matches!(r, Err(Refused::NotLocal(_))), "{bad}: {r:?}");
+        }
+        let r = local_check(Some(away), &at("http://localhost:56000/_connector"));
+        assert!(matches!(r, Err(Refused::NotLocal(_))), "{r:?}");
+        assert_eq!(
+            local_check(None, &at("http://localhost:1/")).map_err(|e| e.status()),
+            Err(StatusCode::UNAUTHORIZED)
+        );
+        assert!(local_check(Some(here), &json!({"type": "message"})).is_err());
+    }
 
     fn install() -> Value {
         json!({

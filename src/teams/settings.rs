@@ -13,6 +13,15 @@
 //! | `TEAMS_ALLOW_HTTP_LOOPBACK=1` | also plain-HTTP loopback service URLs (tests only) |
 //! | `TEAMS_MAX_ATTEMPTS` | connector attempts per call, retries included (4) |
 //! | `TEAMS_RETRY_BASE_MS` | the first retry's backoff before jitter (500) |
+//! | `TEAMS_LOCAL_PLAYGROUND=1` | the room, unauthenticated, for Microsoft's Agents Playground on this machine |
+//!
+//! The local Playground mode (issue 31) turns the room on *without* an app:
+//! Microsoft 365 Agents Playground, started without a client id, sends
+//! activities with no token and wants none on its connector. So it is
+//! refused with `TEAMS_APP_ID`/`TEAMS_APP_PASSWORD` set (a real bot must
+//! never run unauthenticated), `strands serve` refuses it on a non-loopback
+//! bind, and the door accepts only loopback peers naming a loopback
+//! `http://` service URL ([`crate::teams::door`]).
 //!
 //! What this does not do: read the process environment itself (the caller
 //! hands in a lookup), or check that the URLs answer.
@@ -56,7 +65,13 @@ pub struct TeamsSettings {
     pub max_attempts: u32,
     /// The first retry's backoff, doubled after each retry, plus jitter.
     pub retry_base: Duration,
+    /// `TEAMS_LOCAL_PLAYGROUND=1`: no app, no tokens either way; loopback
+    /// only (see the module doc).
+    pub local_playground: bool,
 }
+
+/// The app id the room goes by in the local Playground mode (no Entra app).
+pub const LOCAL_PLAYGROUND_APP: &str = "local-playground";
 
 /// A setting that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,7 +104,19 @@ impl TeamsSettings {
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty())
         };
+        let local_playground = flag(get("TEAMS_LOCAL_PLAYGROUND"));
         let (app_id, app_password) = match (get("TEAMS_APP_ID"), get("TEAMS_APP_PASSWORD")) {
+            (Some(_), _) | (_, Some(_)) if local_playground => {
+                return Err(SettingsError::Invalid {
+                    name: "TEAMS_LOCAL_PLAYGROUND",
+                    value: "1".into(),
+                    why: "the local Playground mode is unauthenticated, so it cannot run with TEAMS_APP_ID or TEAMS_APP_PASSWORD set: unset them, or the mode",
+                })
+            }
+            (None, None) if local_playground => (
+                LOCAL_PLAYGROUND_APP.to_string(),
+                SecretString::from(String::new()),
+            ),
             (None, None) => return Ok(None),
             (Some(_), None) => {
                 return Err(SettingsError::Missing {
@@ -176,9 +203,10 @@ impl TeamsSettings {
             token_url,
             accept_tenant_issuer,
             service_url_hosts,
-            allow_http_loopback: flag(get("TEAMS_ALLOW_HTTP_LOOPBACK")),
+            allow_http_loopback: local_playground || flag(get("TEAMS_ALLOW_HTTP_LOOPBACK")),
             max_attempts,
             retry_base,
+            local_playground,
         }))
     }
 }
@@ -203,6 +231,33 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         TeamsSettings::from_lookup(|k| env.get(k).cloned())
+    }
+
+    #[test]
+    fn the_local_playground_mode_needs_no_app_and_refuses_one() {
+        let s = parse(&[("TEAMS_LOCAL_PLAYGROUND", "1")])
+            .expect("parses")
+            .expect("the room is on");
+        assert!(s.local_playground);
+        assert!(s.allow_http_loopback);
+        assert_eq!(s.app_id, LOCAL_PLAYGROUND_APP);
+        for creds in [
+            vec![("TEAMS_LOCAL_PLAYGROUND", "1"), ("TEAMS_APP_ID", "a")],
+            vec![("TEAMS_LOCAL_PLAYGROUND", "1"), ("TEAMS_APP_PASSWORD", "p")],
+            vec![
+                ("TEAMS_LOCAL_PLAYGROUND", "1"),
+                ("TEAMS_APP_ID", "a"),
+                ("TEAMS_APP_PASSWORD", "p"),
+            ],
+        ] {
+            let e = parse(&creds).expect_err("refused").to_string();
+            assert!(e.contains("TEAMS_LOCAL_PLAYGROUND"), "{e}");
+            assert!(e.contains("unauthenticated"), "{e}");
+        }
+        let real = parse(&[("TEAMS_APP_ID", "a"), ("TEAMS_APP_PASSWORD", "p")])
+            .expect("parses")
+            .expect("on");
+        assert!(!real.local_playground);
     }
 
     #[test]

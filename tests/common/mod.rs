@@ -862,6 +862,7 @@ pub mod crash;
 pub mod fake_slack;
 pub mod fake_teams;
 pub mod figures;
+pub mod playground;
 pub mod service;
 pub mod slack_story;
 pub mod syscall_kill;

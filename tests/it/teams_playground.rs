@@ -1,0 +1,373 @@
+//! The Teams room against Microsoft's own Teams emulator: the real
+//! `strands serve` in the local Playground mode (`TEAMS_LOCAL_PLAYGROUND=1`)
+//! and the real Microsoft 365 Agents Playground (npm, pinned), driven over
+//! its HTTP API as its test tenant's users, reading what the bot posted
+//! from its conversation stream ([`crate::common::playground`]). Plus the
+//! mode's refusals, which need no Playground.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::playground::{is_card, Playground, User};
+use crate::common::service::{run_to_exit, write_workflows, ServeConfig, Service};
+use crate::common::slack_story::DEPLOY;
+use crate::common::{FakeLlm, Sandbox};
+
+const WAIT: Duration = Duration::from_secs(20);
+/// Alex Wilber, the Playground's current user: `user-id-0`.
+const ALEX: &str = "00000000-0000-0000-0000-0000000000020";
+
+struct World {
+    pg: Playground,
+    llm: FakeLlm,
+    sandbox: Sandbox,
+    svc: Service,
+}
+
+fn local(sandbox: &Sandbox, dir: &std::path::Path) -> ServeConfig {
+    ServeConfig::api(sandbox, dir)
+        .with("TEAMS_LOCAL_PLAYGROUND", Some("1"))
+        .with("TEAMS_APP_ID", None)
+        .with("TEAMS_APP_PASSWORD", None)
+        .with("TEAMS_RETRY_BASE_MS", Some("10"))
+}
+
+/// `strands serve` in the local mode, deploy approved by Alex alone, and
+/// the Playground pointed at it; `None` when the Playground is missing.
+fn world() -> Option<World> {
+    let llm = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let deploy = DEPLOY.replace(
+        "\nagents:",
+        // The personal chat holds Alex alone: he starts and approves.
+        &format!(
+            "\nsecurity:\n  approvers: [\"teams:{ALEX}\"]\n  allow_self_approval: true\nagents:"
+        ),
+    );
+    let dir = write_workflows(&sandbox, &llm, &[("deploy", &deploy)]);
+    let svc = Service::launch(local(&sandbox, &dir));
+    let pg = Playground::start(&format!("{}/api/messages", svc.url))?;
+    Some(World {
+        pg,
+        llm,
+        sandbox,
+        svc,
+    })
+}
+
+impl World {
+    fn status(&self, id: &str, want: &str) -> Value {
+        let until = Instant::now() + WAIT;
+        loop {
+            let s = self.sandbox.show(id);
+            if s["status"] == want {
+                return s;
+            }
+            assert!(
+                Instant::now() < until,
+                "{id} is {}, wanted {want}\n{}\n--- playground\n{}",
+                s["status"],
+                self.svc.log(),
+                self.pg.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The only run's id, once there is one.
+    fn run_id(&self, nth: usize) -> String {
+        let until = Instant::now() + WAIT;
+        loop {
+            let out = self.sandbox.strands(&["sessions", "list", "--json"]);
+            let v: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+            let mut ids: Vec<(String, String)> = v
+                .as_array()
+                .or_else(|| v["sessions"].as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| {
+                            Some((
+                                s["created_at"].as_str().unwrap_or_default().to_string(),
+                                s["id"].as_str()?.to_string(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            ids.sort();
+            if ids.len() >= nth {
+                return ids[nth - 1].1.clone();
+            }
+            assert!(
+                Instant::now() < until,
+                "no run {nth}: {}\n{}",
+                out.stdout,
+                self.svc.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The `data` of the card's `Action.Execute` with `verb`.
+fn action_data(card: &Value, verb: &str) -> Value {
+    fn find(v: &Value, verb: &str) -> Option<Value> {
+        match v {
+            Value::Object(m) => {
+                if m.get("type") == Some(&json!("Action.Execute"))
+                    && m.get("verb") == Some(&json!(verb))
+                {
+                    return m.get("data").cloned();
+                }
+                m.values().find_map(|x| find(x, verb))
+            }
+            Value::Array(a) => a.iter().find_map(|x| find(x, verb)),
+            _ => None,
+        }
+    }
+    find(card, verb).unwrap_or_else(|| panic!("no {verb} on {card:#}"))
+}
+
+/// Every `Action.Execute` verb on a card.
+fn verbs(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    match v {
+        Value::Object(m) => {
+            if m.get("type") == Some(&json!("Action.Execute")) {
+                out.push(m["verb"].as_str().unwrap_or_default().to_string());
+            }
+            m.values().for_each(|x| out.extend(verbs(x)));
+        }
+        Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
+        _ => {}
+    }
+    out
+}
+
+fn card_content(message: &Value) -> Value {
+    message["attachments"]
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x["contentType"] == "application/vnd.microsoft.card.adaptive")
+        })
+        .map(|x| x["content"].clone())
+        .unwrap_or_else(|| panic!("no card in {message:#}"))
+}
+
+/// Someone who decided, as the card names them.
+fn names(text: &str, who: &User) -> bool {
+    text.contains(&who.name) || text.contains(&who.aad)
+}
+
+#[test]
+fn playground_personal_chat_run_card_and_approve() {
+    let Some(w) = world() else { return };
+    let alex = w.pg.user(0);
+    assert_eq!(
+        alex.aad, ALEX,
+        "the Playground's tenant changed: re-check the pinned facts"
+    );
+    let chat = w.pg.personal_chat();
+
+    w.pg.say(&chat, &alex, "run deploy service=api", false);
+    let id = w.run_id(1);
+    w.status(&id, "paused");
+    let posted = w.pg.card(1);
+    let message = &posted["message"];
+    // Sent as a card alone: the Playground gives a split message no id.
+    let card_id = message["messageId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the card has an id: {posted:#}"))
+        .to_string();
+    let card = card_content(message);
+    assert_eq!(card["version"], "1.5", "{card}");
+    let mut v = verbs(&card);
+    v.sort();
+    assert_eq!(v, ["approve", "modify", "reject"], "{card}");
+    assert!(
+        card.to_string().contains("Approve the deploy of api?"),
+        "{card}"
+    );
+    let data = action_data(&card, "approve");
+    let before = w.llm.count();
+
+    // Alex approves: the answer is the decided card, which the Playground
+    // stores as the card; the run resumes once.
+    let r = w.pg.execute(&chat, &card_id, &alex, "approve", &data);
+    assert_eq!(r.status, 200, "{} {}\n{}", r.status, r.body, w.svc.log());
+    let ok = r.json();
+    assert_eq!(
+        ok["type"], "application/vnd.microsoft.card.adaptive",
+        "{ok}"
+    );
+    let decided = ok["value"].to_string();
+    assert!(decided.contains("Approved by"), "{decided}");
+    assert!(names(&decided, &alex), "{decided}");
+    assert!(verbs(&ok["value"]).is_empty(), "no buttons left: {decided}");
+    w.status(&id, "completed");
+
+    // Teams (and the Playground) may send the click again: decided once.
+    let again = w.pg.execute(&chat, &card_id, &alex, "approve", &data);
+    assert_eq!(again.json(), ok);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(w.llm.count(), before + 1, "the deployer ran once");
+    let cards =
+        w.pg.events()
+            .iter()
+            .filter(|e| e["action"] == "createMessage" && is_card(&e["message"]))
+            .count();
+    assert_eq!(cards, 1, "one card for one gate");
+}
+
+#[test]
+fn playground_channel_mention_refusal_reject_with_reason_and_decided_elsewhere() {
+    let Some(w) = world() else { return };
+    let (alex, megan) = (w.pg.user(0), w.pg.user(1));
+    let channel = w.pg.channel();
+
+    // @mention in the channel: the run starts, its card in the post's thread.
+    let post = w.pg.say(&channel, &alex, "run deploy service=db", true);
+    let thread = format!("{channel};messageid={post}");
+    let id = w.run_id(1);
+    w.status(&id, "paused");
+    let posted = w.pg.card(1);
+    assert_eq!(
+        posted["actionConversationId"], thread,
+        "the card is in the thread: {posted:#}"
+    );
+    let card_id = posted["message"]["messageId"]
+        .as_str()
+        .expect("card id")
+        .to_string();
+    let approve = action_data(&card_content(&posted["message"]), "approve");
+    // Megan is not an approver: refused on the card, nothing changes.
+    let r = w.pg.execute(&thread, &card_id, &megan, "approve", &approve);
+    assert_eq!(r.status, 200, "{} {}", r.status, r.body);
+    let refused = r.json();
+    assert_eq!(
+        refused["type"], "application/vnd.microsoft.activity.message",
+        "{refused}"
+    );
+    assert_eq!(w.sandbox.show(&id)["status"], "paused");
+    let audit = w.sandbox.strands(&["audit", "export"]);
+    assert!(
+        audit
+            .stdout
+            .lines()
+            .any(|l| l.contains("refusal") && l.contains(&megan.aad)),
+        "{}",
+        audit.stdout
+    );
+
+    let mut data = action_data(&card_content(&posted["message"]), "reject");
+    data["reason"] = json!("not during the freeze");
+    let r = w.pg.execute(&thread, &card_id, &alex, "reject", &data);
+    let decided = r.json()["value"].to_string();
+    assert!(decided.contains("Rejected by"), "{}", r.body);
+    assert!(decided.contains("not during the freeze"), "{decided}");
+    let shown = w.status(&id, "rejected").to_string();
+    assert!(shown.contains("not during the freeze"), "{shown}");
+
+    // A second run, decided from the CLI: the Playground's card is updated.
+    let post = w.pg.say(&channel, &alex, "run deploy service=web", true);
+    let id = w.run_id(2);
+    w.status(&id, "paused");
+    let posted = w.pg.card(2);
+    assert_eq!(
+        posted["actionConversationId"],
+        format!("{channel};messageid={post}")
+    );
+    let card_id = posted["message"]["messageId"]
+        .as_str()
+        .expect("card id")
+        .to_string();
+    let out = w
+        .sandbox
+        .strands(&["resume", &id, "--approve", "--as", &format!("teams:{ALEX}")]);
+    assert!(
+        out.code == 0 || out.code == 19,
+        "resume: {} {}",
+        out.stdout,
+        out.stderr
+    );
+    let update = w.pg.wait_for("the card's update", |e| {
+        e["action"] == "updateMessage" && e["message"]["messageId"] == card_id.as_str()
+    });
+    let text = update["message"].to_string();
+    assert!(text.contains("Approved by"), "{text}");
+    assert!(verbs(&update["message"]).is_empty(), "{text}");
+}
+
+#[test]
+fn the_local_mode_refuses_what_it_cannot_trust() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.path().join("workflows");
+    std::fs::create_dir_all(&dir).expect("workflows");
+    let cfg = local(&sandbox, &dir);
+
+    // Not on a loopback address.
+    let out = run_to_exit(
+        &cfg.clone().with("STRANDS_BIND", Some("0.0.0.0:0")),
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(2), "{}", out.output);
+    assert!(
+        out.output.contains("TEAMS_LOCAL_PLAYGROUND"),
+        "{}",
+        out.output
+    );
+    assert!(out.output.contains("loopback"), "{}", out.output);
+
+    // Not with a real bot's credentials.
+    let out = run_to_exit(
+        &cfg.clone()
+            .with("TEAMS_APP_ID", Some("app"))
+            .with("TEAMS_APP_PASSWORD", Some("secret-value-1")),
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(2), "{}", out.output);
+    assert!(out.output.contains("unauthenticated"), "{}", out.output);
+    assert!(!out.output.contains("secret-value-1"), "{}", out.output);
+
+    // Running: a serviceUrl off this machine is refused and audited.
+    let svc = Service::launch(cfg);
+    assert!(svc.log().contains("unauthenticated"), "{}", svc.log());
+    for service_url in [
+        "https://smba.trafficmanager.net/amer/",
+        "http://10.1.2.3:3978/_connector",
+    ] {
+        let activity = json!({
+            "type": "message", "id": "m1", "channelId": "msteams", "serviceUrl": service_url,
+            "from": {"id": "user-id-0", "aadObjectId": ALEX},
+            "recipient": {"id": "bot"}, "conversation": {"id": "c1", "conversationType": "personal"},
+            "text": "run deploy",
+        });
+        let r = svc.request(
+            "POST",
+            "/api/messages",
+            &[("Content-Type".to_string(), "application/json".to_string())],
+            activity.to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 401, "{service_url}: {} {}", r.status, r.body);
+        assert!(r.body.contains("not_local"), "{}", r.body);
+    }
+    let audit = sandbox.strands(&["audit", "export"]);
+    assert_eq!(
+        audit
+            .stdout
+            .lines()
+            .filter(|l| l.contains("not_local"))
+            .count(),
+        2,
+        "{}",
+        audit.stdout
+    );
+    let listed = sandbox.strands(&["teams", "conversations", "--json"]);
+    assert!(
+        !listed.stdout.contains("c1"),
+        "nothing recorded: {}",
+        listed.stdout
+    );
+}
