@@ -360,12 +360,17 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         outln!("Failure:   {} (exit {})", f.message, f.code)?;
     }
     if let Some(n) = &v.notification {
+        let (room, what, key) = if crate::hub::places::is_slack(&n.channel) {
+            ("Slack:", "approval message", "ts")
+        } else {
+            ("Teams:", "approval card", "activity")
+        };
         match (&n.ts, &n.error) {
             (_, Some(err)) => outln!(
-                "Slack:     approval message NOT posted for {} ({err}); `strands sessions notify {id}` posts it again",
+                "{room:<10} {what} NOT posted for {} ({err}); `strands sessions notify {id}` posts it again",
                 n.gate
             )?,
-            (Some(ts), None) => outln!("Slack:     approval message for {} in {} (ts {ts})", n.gate, n.channel)?,
+            (Some(ts), None) => outln!("{room:<10} {what} for {} in {} ({key} {ts})", n.gate, n.channel)?,
             (None, None) => {}
         }
     }
