@@ -11,8 +11,12 @@
 //! run's page. The data is only where to answer: who answers is always the
 //! verified activity's sender.
 //!
+//! A tool-call gate gets the tool-call card instead ([`tools`];
+//! [`for_gate`] picks).
+//!
 //! Posted as an activity with the attachment alone (no `text` beside it:
-//! Teams would show both).
+//! Teams would show both). Every card the Teams tests see is checked by
+//! Microsoft's Adaptive Cards parser (`tests/teams-cards`).
 
 pub mod tools;
 

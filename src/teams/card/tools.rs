@@ -21,8 +21,9 @@
 //!   decides it, the intake checks it again).
 //!
 //! "Open in browser" ends the card. The card stays under
-//! [`super::MAX_CARD_BYTES`]: the arguments shown are cut (halved until it
-//! fits), then the edit forms are left out.
+//! [`super::MAX_CARD_BYTES`]: the arguments shown are cut (halved, down to
+//! a few lines), then the edit forms are left out, then the arguments are
+//! cut further, down to none.
 
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
@@ -40,6 +41,8 @@ pub const MAX_CALLS: usize = 10;
 const ARGS_TOTAL: usize = 12_000;
 const ARGS_MIN: usize = 800;
 const ARGS_MAX: usize = 2_800;
+/// The least arguments shown before edit forms are left out to fit.
+const ARGS_FLOOR: usize = 200;
 
 /// The longest arguments an edit form starts with; longer ones are edited
 /// in the browser.
@@ -65,22 +68,37 @@ pub fn card_for(
 ) -> Value {
     let (shown, _) = calls::shown(session, MAX_CALLS);
     let start = (ARGS_TOTAL / shown.len().max(1)).clamp(ARGS_MIN, ARGS_MAX);
-    let mut draw = Draw {
-        budget: start,
-        edits: true,
-    };
+    // Shorter arguments first (down to a few lines), then no edit forms,
+    // then shorter arguments again, down to none.
+    let mut plans = Vec::new();
+    let mut budget = start;
+    while budget >= ARGS_FLOOR {
+        plans.push(Draw {
+            budget,
+            edits: true,
+        });
+        budget /= 2;
+    }
+    let mut budget = start;
     loop {
-        let c = draw_card(session, handle, redactor, public_url, notice, &draw);
-        let size = serde_json::to_string(&c).map_or(0, |t| t.len());
-        if size <= super::MAX_CARD_BYTES || (draw.budget == 0 && !draw.edits) {
-            return c;
+        plans.push(Draw {
+            budget,
+            edits: false,
+        });
+        if budget == 0 {
+            break;
         }
-        if draw.budget > 0 {
-            draw.budget = if draw.budget > 64 { draw.budget / 2 } else { 0 };
-        } else {
-            draw.edits = false;
+        budget = if budget > 64 { budget / 2 } else { 0 };
+    }
+    let mut last = Value::Null;
+    for draw in &plans {
+        last = draw_card(session, handle, redactor, public_url, notice, draw);
+        let size = serde_json::to_string(&last).map_or(0, |t| t.len());
+        if size <= super::MAX_CARD_BYTES {
+            break;
         }
     }
+    last
 }
 
 fn draw_card(
@@ -336,4 +354,150 @@ fn outcome_line(o: &Outcome, tool: &str, redactor: &Redactor) -> Value {
         "color": if good { "Good" } else { "Attention" },
         "wrap": true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ApprovalRequest, CallState, Status};
+    use crate::tools::Risk;
+    use serde_json::Map;
+
+    fn call(i: usize, args: Value, trustable: bool) -> PendingCall {
+        PendingCall {
+            call: crate::provider::ToolCall {
+                id: format!("call_{i}"),
+                name: "deploy_api".into(),
+                arguments: args.clone(),
+            },
+            digest: crate::tools::digest("deploy_api", &args),
+            request: Some(ApprovalRequest {
+                prompt: format!("Approve call {i}?"),
+                description: format!("POST /{i}"),
+                reversible: false,
+                risk: Risk::High,
+                trustable,
+            }),
+            state: CallState::Waiting,
+        }
+    }
+
+    fn session(calls: Vec<PendingCall>) -> Session {
+        let now = chrono::Utc::now();
+        Session {
+            id: "s1".into(),
+            workflow: "ops".into(),
+            spec_path: "ops.yaml".into(),
+            spec_hash: String::new(),
+            spec_snapshot: String::new(),
+            pattern: "chain".into(),
+            status: Status::Paused,
+            created_at: now,
+            updated_at: now,
+            started_by: "teams:aad-1".into(),
+            variables: Map::new(),
+            state: crate::model::PatternState::Chain {
+                next: 0,
+                steps: vec![None],
+            },
+            format: crate::model::SESSION_FORMAT,
+            gates: Default::default(),
+            pending: None,
+            human_feedback: None,
+            hitl_response: None,
+            history: Vec::new(),
+            gates_opened: 1,
+            usage: Default::default(),
+            output: None,
+            artifacts: Vec::new(),
+            out_dir: ".".into(),
+            overwrite_artifacts: false,
+            work_dir: None,
+            failure: None,
+            origin: None,
+            agent_turn: Some(crate::model::AgentTurn {
+                position: crate::model::Position::Step(0),
+                agent: "operator".into(),
+                system: String::new(),
+                messages: Vec::new(),
+                turns: 1,
+                calls,
+            }),
+            trusted_tools: Default::default(),
+            denied_calls: Default::default(),
+            audit: Vec::new(),
+            arm: Vec::new(),
+            events: Vec::new(),
+            triggers_fired: Default::default(),
+            final_approved: false,
+            in_flight: Default::default(),
+            rev: 1,
+        }
+    }
+
+    fn verbs(v: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        match v {
+            Value::Object(m) => {
+                if m.get("type") == Some(&json!("Action.Execute")) {
+                    out.push(m["verb"].as_str().unwrap_or_default().to_string());
+                }
+                m.values().for_each(|x| out.extend(verbs(x)));
+            }
+            Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
+            _ => {}
+        }
+        out
+    }
+
+    #[test]
+    fn each_waiting_call_gets_its_actions_and_trust_only_where_allowed() {
+        let s = session(vec![
+            call(1, json!({"path": "/a"}), true),
+            call(2, json!({"path": "/b", "api_key": "k-123"}), false),
+        ]);
+        let c = card_for(&s, "tools#1", &Redactor::default(), "http://x", None);
+        assert_eq!(c["version"], "1.5");
+        // The second call's key is hidden, so it is not offered for editing.
+        assert_eq!(
+            verbs(&c),
+            ["approve", "reject", "edit", "trust", "approve", "reject"]
+        );
+        let text = c.to_string();
+        assert!(
+            !text.contains("k-123") && text.contains("[REDACTED]"),
+            "{text}"
+        );
+        assert!(text.contains("http://x/sessions/s1"));
+
+        let mut decided = s.clone();
+        for pc in &mut decided.agent_turn.as_mut().expect("turn").calls {
+            pc.state = CallState::Rejected {
+                by: "teams:aad-2".into(),
+                reason: Some("not today".into()),
+            };
+        }
+        let c = card_for(&decided, "tools#1", &Redactor::default(), "http://x", None);
+        assert!(verbs(&c).is_empty(), "{c}");
+        assert!(c.to_string().contains("Rejected by teams:aad-2: not today"));
+    }
+
+    #[test]
+    fn many_huge_calls_stay_under_the_card_limit() {
+        let calls = (1..=12)
+            .map(|i| call(i, json!({"body": "x".repeat(3_900), "path": "/p"}), true))
+            .collect();
+        let c = card_for(
+            &session(calls),
+            "tools#1",
+            &Redactor::default(),
+            "http://x",
+            None,
+        );
+        let size = serde_json::to_string(&c).expect("json").len();
+        assert!(size <= super::super::MAX_CARD_BYTES, "{size}");
+        let text = c.to_string();
+        assert!(text.contains("2 more calls (2 waiting)"), "{text}");
+        assert!(text.contains("more characters of arguments"), "{text}");
+    }
 }
