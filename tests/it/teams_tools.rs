@@ -470,14 +470,19 @@ fn teams_approve_runs_a_call_once_and_trust_is_offered_where_allowed() {
     assert!(verbs_for(&again["value"], WEB).is_empty());
     assert_eq!(w.llm.count(), 1);
 
-    // Trust on the other call approves it and the tool for the run.
-    let trusted = click(&w, ANN, &w.card_id, "trust", API, json!({}));
-    let shown = trusted["value"].to_string();
-    assert!(
-        shown.contains(&format!("Trusted by teams:{ANN}")),
-        "{shown}"
-    );
-    assert!(executes(&trusted["value"]).is_empty(), "{shown}");
+    // Trust on the other call — as an Action.Submit (older clients): the
+    // card is updated in place; the trust approves the tool for the run.
+    let mut data = data_of(&w.card["attachments"][0]["content"], API, "trust");
+    data["verb"] = json!("trust");
+    let mut submit = said(&w, "m:submit", ANN, "");
+    let m = submit.as_object_mut().expect("object");
+    m.remove("text");
+    m.remove("entities");
+    m.insert("replyToId".into(), json!(w.card_id));
+    m.insert("value".into(), data);
+    send(&w, &submit);
+    let updated = put_saying(&w, &w.card_id, &format!("Trusted by teams:{ANN}"));
+    assert!(executes(&updated).is_empty(), "{updated}");
     let s = wait_status(&w, "completed");
     assert_eq!(
         w.target.count("POST", "/rollout/web"),
