@@ -20,11 +20,13 @@
 //! [`inbox`] (what waits for whom), [`follow`] (the event stream that says
 //! it changed), [`durations`] (how long, in words), [`pages`] (links to
 //! the web inbox), [`links`] (one-tap links), [`answers`] (an answer
-//! request as a door receives it), [`caller`] (who a request comes from)
+//! request as a door receives it), [`calls`] (a tool-call gate's calls as
+//! a room shows them), [`caller`] (who a request comes from)
 //! and [`problem`] (a refused request, with its status).
 
 pub mod answers;
 pub mod caller;
+pub mod calls;
 pub mod durations;
 pub mod follow;
 pub mod inbox;

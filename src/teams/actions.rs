@@ -14,6 +14,16 @@
 //! message saying why not. A retried invoke (Teams retries) finds the gate
 //! already answered by the same person the same way and gets the same
 //! decided card. A submit updates the card in place (PUT).
+//!
+//! Tool-call cards ([`card::tools`]): the data also names the `call`, and
+//! the verbs are `approve`, `reject` (the reason in the input the data's
+//! `input` names), `edit` (the arguments as JSON in that input) and
+//! `trust`, each one call's decision through the same intake (which checks
+//! an edit keeps the tool and fits its schema, and trust only where the
+//! spec allows it). The answer is the card re-drawn: each decided call says
+//! how and by whom, without buttons; other copies of it are updated by PUT.
+//! An edit that is not JSON, or that the intake refuses, is answered with
+//! the card and the reason on it; nothing changed.
 
 use std::sync::Arc;
 
@@ -21,21 +31,23 @@ use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::card;
-use super::commands::{person, place};
+use super::commands::{person, place, PLACE_PREFIX};
 use super::connector::Connector;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::engine::Accepted;
 use crate::hub::answers::{refusal_text, AnswerRequest};
 use crate::hub::Hub;
-use crate::model::{Answer, Refusal};
+use crate::model::{Answer, Refusal, Session};
+use crate::spec::GateKind;
 
 /// The invoke response's type for a card.
 const CARD_RESPONSE: &str = "application/vnd.microsoft.card.adaptive";
 /// The invoke response's type for a message.
 const MESSAGE_RESPONSE: &str = "application/vnd.microsoft.activity.message";
 
-/// The HTTP response to a verified `adaptiveCard/action` invoke.
-pub async fn invoke(hub: &Hub, activity: &Value) -> Value {
+/// The HTTP response to a verified `adaptiveCard/action` invoke. Other
+/// copies of a tool-call card are updated in the background.
+pub async fn invoke(hub: &Hub, connector: &Arc<Connector>, activity: &Value) -> Value {
     let action = activity.pointer("/value/action");
     let verb = action
         .and_then(|a| a.get("verb"))
@@ -46,7 +58,16 @@ pub async fn invoke(hub: &Hub, activity: &Value) -> Value {
         .cloned()
         .unwrap_or(Value::Null);
     match decide(hub, activity, verb, &data).await {
-        Ok(card) => json!({ "statusCode": 200, "type": CARD_RESPONSE, "value": card }),
+        Ok(shown) => {
+            if let Some((session, handle)) = &shown.changed {
+                let except = str_at(activity, "/replyToId").map(|id| {
+                    let conversation = str_at(activity, "/conversation/id").unwrap_or_default();
+                    (conversation.to_string(), id.to_string())
+                });
+                update_copies(hub, connector, session, handle, &shown.card, except);
+            }
+            json!({ "statusCode": 200, "type": CARD_RESPONSE, "value": shown.card })
+        }
         Err(why) => json!({ "statusCode": 200, "type": MESSAGE_RESPONSE, "value": why }),
     }
 }
@@ -70,10 +91,27 @@ pub fn submit(hub: &Hub, connector: &Arc<Connector>, activity: Value) {
         ) else {
             return;
         };
+        // A refusal shown on the card is said in the conversation instead:
+        // a PUT would show it to everyone.
+        let outcome = match outcome {
+            Ok(Shown {
+                notice: Some(why), ..
+            }) => Err(why),
+            other => other,
+        };
         let sent = match (outcome, str_at(&activity, "/replyToId")) {
-            (Ok(c), Some(card_id)) => {
+            (Ok(shown), Some(card_id)) => {
+                if let Some((session, handle)) = &shown.changed {
+                    let except = Some((conversation.to_string(), card_id.to_string()));
+                    update_copies(&hub, &connector, session, handle, &shown.card, except);
+                }
                 connector
-                    .update(service_url, conversation, card_id, &card::activity(c))
+                    .update(
+                        service_url,
+                        conversation,
+                        card_id,
+                        &card::activity(shown.card),
+                    )
                     .await
             }
             (Ok(_), None) => Ok(()),
@@ -92,6 +130,71 @@ pub fn submit(hub: &Hub, connector: &Arc<Connector>, activity: Value) {
     });
 }
 
+/// Updates, in the background, every card posted for gate `handle` of
+/// `session_id` but `except` (the one the action came from: its own answer
+/// updates it) to show `shown`.
+fn update_copies(
+    hub: &Hub,
+    connector: &Arc<Connector>,
+    session_id: &str,
+    handle: &str,
+    shown: &Value,
+    except: Option<(String, String)>,
+) {
+    let (hub2, connector) = (hub.clone(), Arc::clone(connector));
+    let (session_id, handle, activity) = (
+        session_id.to_string(),
+        handle.to_string(),
+        card::activity(shown.clone()),
+    );
+    hub.tasks().spawn(async move {
+        let notes = hub2
+            .store
+            .notifications(&session_id)
+            .await
+            .unwrap_or_default();
+        let copies: Vec<(String, String)> = notes
+            .into_iter()
+            .filter(|n| n.gate == handle)
+            .filter_map(|n| Some((n.channel.strip_prefix(PLACE_PREFIX)?.to_string(), n.ts?)))
+            .filter(|c| except.as_ref() != Some(c))
+            .collect();
+        if copies.is_empty() {
+            return;
+        }
+        let known = hub2.store.teams_conversations().await.unwrap_or_default();
+        for (conversation, id) in copies {
+            let Some(c) = known.iter().find(|c| c.id == conversation) else {
+                continue;
+            };
+            if let Err(e) = connector
+                .update(&c.service_url, &c.id, &id, &activity)
+                .await
+            {
+                tracing::warn!(session = %session_id, "could not update a Teams tool-call card: {e}");
+            }
+        }
+    });
+}
+
+/// What an accepted action shows: the card; for a tool-call decision, the
+/// gate whose other cards show it too; a refusal shown on the card.
+struct Shown {
+    card: Value,
+    changed: Option<(String, String)>,
+    notice: Option<String>,
+}
+
+impl Shown {
+    fn card(card: Value) -> Shown {
+        Shown {
+            card,
+            changed: None,
+            notice: None,
+        }
+    }
+}
+
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer)
         .and_then(Value::as_str)
@@ -102,17 +205,41 @@ fn text_of(data: &Value, key: &str) -> Option<String> {
     data.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// What was typed for a tool call's form: the input the data names
+/// (`input`: `reason.N`, `args.N`), else `key` itself.
+fn typed(data: &Value, key: &str) -> Option<Value> {
+    let named = data
+        .get("input")
+        .and_then(Value::as_str)
+        .filter(|i| i.starts_with(key))
+        .and_then(|i| data.get(i));
+    named.or_else(|| data.get(key)).cloned()
+}
+
+/// The edited arguments of an `edit`: a JSON object, typed as text (or
+/// given as an object); why not.
+fn edited_args(data: &Value) -> std::result::Result<Value, String> {
+    match typed(data, "args") {
+        Some(Value::String(t)) => serde_json::from_str::<Value>(t.trim()).map_err(|e| {
+            format!("the arguments are not valid JSON ({e}); edit them and send again")
+        }),
+        Some(v @ Value::Object(_)) => Ok(v),
+        Some(_) | None => Err("the edit carries no arguments".into()),
+    }
+}
+
 /// Takes the answer an action carries: the card to show, or why not.
 async fn decide(
     hub: &Hub,
     activity: &Value,
     verb: &str,
     data: &Value,
-) -> std::result::Result<Value, String> {
+) -> std::result::Result<Shown, String> {
     let conversation = str_at(activity, "/conversation/id").unwrap_or_default();
     let who = str_at(activity, "/from/aadObjectId").map(person);
     let session_id = text_of(data, "session").unwrap_or_default();
     let handle = text_of(data, "gate").unwrap_or_default();
+    let call = text_of(data, "call").filter(|c| !c.is_empty());
     let refuse = |why: String| {
         let (who, session_id, handle) = (who.clone(), session_id.clone(), handle.clone());
         async move {
@@ -134,7 +261,11 @@ async fn decide(
     if session_id.is_empty() || handle.is_empty() {
         return refuse("this card is not an approval request I know".into()).await;
     }
-    if !matches!(verb, "approve" | "reject" | "modify" | "respond") {
+    let offered = match call {
+        None => matches!(verb, "approve" | "reject" | "modify" | "respond"),
+        Some(_) => matches!(verb, "approve" | "reject" | "edit" | "trust"),
+    };
+    if !offered {
         return refuse(format!("`{verb}` is not an answer this card offers")).await;
     }
     // The card the action came from must be the one posted for this gate.
@@ -153,24 +284,53 @@ async fn decide(
             }
         }
     }
+    let session = match hub.store.load(&session_id).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return refuse("that run no longer exists".into()).await,
+        Err(e) => return Err(format!("could not read the run: {e}")),
+    };
+    let tool_gate = call.is_some()
+        || session
+            .open_gate(&handle)
+            .is_some_and(|g| g.kind == GateKind::ToolCall);
+    // What is refused on a tool-call card is said on it; nothing changed.
+    let on_card = |session: &Session, why: String| Shown {
+        card: tool_card(hub, session, &handle, call.as_deref(), None, Some(&why)),
+        changed: None,
+        notice: Some(why),
+    };
+    let args = if verb == "edit" {
+        match edited_args(data) {
+            Ok(a) => Some(a),
+            Err(why) => {
+                audit_refused(hub, conversation, &session_id, &handle, Some(&who), &why).await;
+                return Ok(on_card(&session, why));
+            }
+        }
+    } else {
+        None
+    };
+    let typed_text = |key: &str| match typed(data, key) {
+        Some(Value::String(t)) => Some(t),
+        _ => None,
+    };
     let request = AnswerRequest {
         decision: verb.to_string(),
         gate: Some(handle.clone()),
-        call: None,
-        reason: text_of(data, "reason"),
+        call: call.clone(),
+        reason: if tool_gate {
+            typed_text("reason")
+        } else {
+            text_of(data, "reason")
+        },
         feedback: text_of(data, "feedback"),
         response: text_of(data, "response"),
-        args: None,
+        args,
         vars: Map::new(),
     };
     let decision = match request.decision() {
         Ok(d) => d,
         Err(p) => return refuse(p.message).await,
-    };
-    let session = match hub.store.load(&session_id).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return refuse("that run no longer exists".into()).await,
-        Err(e) => return Err(format!("could not read the run: {e}")),
     };
     let gate_id = handle.split('#').next().unwrap_or(&handle).to_string();
     let answer = Answer {
@@ -179,32 +339,99 @@ async fn decide(
         at: Utc::now(),
         via: "teams".into(),
         vars: Default::default(),
-        call: None,
+        call: call.clone(),
     };
     // Teams has no user groups of its own: membership is never claimed.
     let member_of = |_: &str| false;
     let asker = hub.asker(&who, &member_of);
     let url = &hub.public_url;
-    match hub
+    let outcome = hub
         .answer(&session.id, Some(&handle), answer.clone(), &asker)
-        .await
-    {
-        Ok(Ok(Accepted::Counted(s))) => Ok(match s.open_gate(&handle) {
+        .await;
+    if tool_gate {
+        return match outcome {
+            Ok(Ok(accepted)) => {
+                let s = accepted.session();
+                Ok(Shown {
+                    card: tool_card(hub, s, &handle, call.as_deref(), Some(&answer), None),
+                    changed: Some((s.id.clone(), handle.clone())),
+                    notice: None,
+                })
+            }
+            // A retry of a decision already taken: the card as it stands.
+            Ok(Err(Refusal::AlreadyAnswered(first)))
+                if first.by == who
+                    && std::mem::discriminant(&first.decision)
+                        == std::mem::discriminant(&answer.decision) =>
+            {
+                Ok(Shown::card(tool_card(
+                    hub,
+                    &session,
+                    &handle,
+                    call.as_deref(),
+                    Some(&first),
+                    None,
+                )))
+            }
+            // The intake audited it; an answer that does not fit (a bad
+            // edit, trust where it is not allowed) is said on the card.
+            Ok(Err(Refusal::BadAnswer(why))) => Ok(on_card(&session, why)),
+            Ok(Err(refusal)) => Err(refusal_text(&refusal)),
+            Err(e) => Err(format!("could not take the answer: {e}")),
+        };
+    }
+    match outcome {
+        Ok(Ok(Accepted::Counted(s))) => Ok(Shown::card(match s.open_gate(&handle) {
             Some(g) => card::approval(&s, g, url, Utc::now()),
             None => card::decided(&s, &gate_id, &answer, url),
-        }),
-        Ok(Ok(accepted)) => Ok(card::decided(accepted.session(), &gate_id, &answer, url)),
+        })),
+        Ok(Ok(accepted)) => Ok(Shown::card(card::decided(
+            accepted.session(),
+            &gate_id,
+            &answer,
+            url,
+        ))),
         // A retry of an answer already taken: the same decided card.
         Ok(Err(Refusal::AlreadyAnswered(first)))
             if first.by == who
                 && std::mem::discriminant(&first.decision)
                     == std::mem::discriminant(&answer.decision) =>
         {
-            Ok(card::decided(&session, &gate_id, &first, url))
+            Ok(Shown::card(card::decided(&session, &gate_id, &first, url)))
         }
         // The intake audited it.
         Ok(Err(refusal)) => Err(refusal_text(&refusal)),
         Err(e) => Err(format!("could not take the answer: {e}")),
+    }
+}
+
+/// The tool-call card of gate `handle` as `session` stands. When the run
+/// has moved on to other calls (a late retry), the decided card of
+/// `answer` instead.
+fn tool_card(
+    hub: &Hub,
+    session: &Session,
+    handle: &str,
+    call: Option<&str>,
+    answer: Option<&Answer>,
+    notice: Option<&str>,
+) -> Value {
+    let ours = session
+        .agent_turn
+        .as_ref()
+        .is_some_and(|t| call.is_none_or(|id| t.calls.iter().any(|c| c.call.id == id)));
+    match (ours, answer) {
+        (false, Some(a)) => {
+            let gate_id = handle.split('#').next().unwrap_or(handle);
+            card::decided(session, gate_id, a, &hub.public_url)
+        }
+        _ => card::tools::card_for(
+            session,
+            handle,
+            &card::redactor(hub, session),
+            &hub.public_url,
+            notice,
+        ),
     }
 }
 

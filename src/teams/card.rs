@@ -11,13 +11,19 @@
 //! run's page. The data is only where to answer: who answers is always the
 //! verified activity's sender.
 //!
+//! A tool-call gate gets the tool-call card instead ([`tools`];
+//! [`for_gate`] picks).
+//!
 //! Posted as an activity with the attachment alone (no `text` beside it:
-//! Teams would show both).
+//! Teams would show both). Every card the Teams tests see is checked by
+//! Microsoft's Adaptive Cards parser (`tests/teams-cards`).
+
+pub mod tools;
 
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
 
-use crate::hub::{durations, pages};
+use crate::hub::{durations, pages, Hub};
 use crate::model::{Answer, Decision, OpenGate, Session};
 use crate::spec::GateKind;
 
@@ -116,6 +122,32 @@ fn form(title: &str, verb: &str, input: &str, label: &str, required: bool, data:
             "actions": [execute(title, verb, data)],
         },
     })
+}
+
+/// The card asking for `gate` of `session` now: the approval card, or for
+/// a tool-call gate the tool-call card ([`tools`]) with the arguments
+/// through the spec's redactor.
+pub fn for_gate(hub: &Hub, session: &Session, gate: &OpenGate) -> Value {
+    if gate.kind == GateKind::ToolCall {
+        tools::card_for(
+            session,
+            &gate.handle(),
+            &redactor(hub, session),
+            &hub.public_url,
+            None,
+        )
+    } else {
+        approval(session, gate, &hub.public_url, chrono::Utc::now())
+    }
+}
+
+/// What people are shown of `session` goes through its spec's redactor
+/// (`security.redact` and the built-in secret patterns).
+pub fn redactor(hub: &Hub, session: &Session) -> crate::audit::redact::Redactor {
+    hub.engine()
+        .spec(session)
+        .map(|spec| spec.redactor.clone())
+        .unwrap_or_default()
 }
 
 /// The card asking for `gate` of `session`, at `now`, under

@@ -213,7 +213,7 @@ async fn messages_route(
     if kind == "invoke"
         && activity.get("name").and_then(Value::as_str) == Some("adaptiveCard/action")
     {
-        return Json(super::actions::invoke(&d.hub, &activity).await).into_response();
+        return Json(super::actions::invoke(&d.hub, &d.connector, &activity).await).into_response();
     }
     if kind == "message" && activity.get("value").is_some() {
         super::actions::submit(&d.hub, &d.connector, activity);

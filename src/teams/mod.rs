@@ -12,14 +12,15 @@
 //!   audited, each conversation's reference kept in the store.
 //! - [`commands`]: `run`, `list`, `status`, `cancel`, `help` from a
 //!   message, through the hub.
-//! - [`card`]: the approval card (Adaptive Card 1.5), asking and decided.
+//! - [`card`]: the approval card (Adaptive Card 1.5), asking and decided,
+//!   and the tool-call card ([`card::tools`]).
 //! - [`room`]: the room off the hall that posts a card when a run started
 //!   from Teams pauses.
 //! - [`actions`]: a card's action (invoke or submit) as an answer, through
 //!   the hub.
 //!
 //! What this module deliberately does not do (yet): reminders, escalations
-//! or timeouts on cards, or cards for tool-call gates. Nor does it pace sends per
+//! or timeouts on cards. Nor does it pace sends per
 //! conversation (Teams allows about 7 operations a second per
 //! conversation): that queue belongs with the room, which knows what it
 //! sends.

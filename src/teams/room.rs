@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::hub::Hub;
 use crate::model::timer::{EscalationWhy, Fired};
 use crate::model::{Answer, GateEventKind, Notification, OpenGate, Session, Status};
-use crate::spec::{EscalationTarget, GateKind};
+use crate::spec::EscalationTarget;
 
 pub struct TeamsRoom {
     pub hub: Hub,
@@ -56,7 +56,6 @@ fn unposted(session: &Session, notes: &[Notification]) -> Vec<String> {
     }
     session
         .open_gates()
-        .filter(|g| g.kind != GateKind::ToolCall)
         .map(|g| g.handle())
         .filter(|h| !posted(notes, h))
         .collect()
@@ -152,12 +151,7 @@ impl TeamsRoom {
                 "the Teams conversation {conversation} is not known"
             )),
             Some(c) => {
-                let activity = card::activity(card::approval(
-                    session,
-                    gate,
-                    &self.hub.public_url,
-                    Utc::now(),
-                ));
+                let activity = card::activity(card::for_gate(&self.hub, session, gate));
                 self.connector
                     .send(&c.service_url, &c.id, &activity)
                     .await

@@ -83,6 +83,8 @@ struct Inner {
     faults: Mutex<VecDeque<Fault>>,
     hits: Mutex<Vec<Hit>>,
     ids: AtomicUsize,
+    /// Cards a test got elsewhere (invoke responses), to validate too.
+    noted: Mutex<Vec<(String, Value)>>,
 }
 
 /// The running fake; cheap to clone.
@@ -197,6 +199,36 @@ impl FakeTeams {
     /// Every request that reached a Connector route, in order.
     pub fn hits(&self) -> Vec<Hit> {
         self.inner.hits.lock().expect("lock").clone()
+    }
+
+    /// Keeps `card` (or an invoke response carrying one) to be validated
+    /// with the cards the fake received.
+    pub fn note_card(&self, label: &str, card: &Value) {
+        self.inner
+            .noted
+            .lock()
+            .expect("lock")
+            .push((label.to_string(), card.clone()));
+    }
+
+    /// Every card sent or updated through the Connector (as the activity
+    /// that carried it) and every card noted, labelled.
+    pub fn cards(&self) -> Vec<(String, Value)> {
+        let mut out: Vec<(String, Value)> = self
+            .hits()
+            .into_iter()
+            .filter(|h| h.body.get("attachments").is_some())
+            .map(|h| (format!("{} {}", h.method, h.path), h.body))
+            .collect();
+        out.extend(self.inner.noted.lock().expect("lock").iter().cloned());
+        out
+    }
+
+    /// Every card of [`FakeTeams::cards`] passes Microsoft's Adaptive
+    /// Cards parser ([`super::card_schema`]).
+    #[track_caller]
+    pub fn assert_cards_valid(&self) {
+        super::card_schema::assert_valid(&self.cards());
     }
 }
 

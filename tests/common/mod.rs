@@ -858,6 +858,7 @@ pub fn invalid_spec(yaml: &str, expect: &[(&str, &str)]) {
 
 pub mod api;
 pub mod browser;
+pub mod card_schema;
 pub mod crash;
 pub mod fake_slack;
 pub mod fake_teams;

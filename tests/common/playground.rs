@@ -49,6 +49,8 @@ pub struct Playground {
     config: Value,
     stream: Arc<Mutex<Vec<Value>>>,
     log: Arc<Mutex<String>>,
+    /// Cards the bot answered invokes with.
+    answered: Mutex<Vec<(String, Value)>>,
     _dir: tempfile::TempDir,
 }
 
@@ -163,6 +165,7 @@ impl Playground {
             config,
             stream,
             log,
+            answered: Mutex::new(Vec::new()),
             _dir: dir,
         })
     }
@@ -251,7 +254,7 @@ impl Playground {
         verb: &str,
         data: &Value,
     ) -> HttpReply {
-        self.post(
+        let r = self.post(
             "/_conversation/v1/invoke",
             &json!({
                 "name": "adaptiveCard/action",
@@ -260,7 +263,43 @@ impl Playground {
                 "conversation": {"id": conversation},
                 "replyToId": card_id,
             }),
-        )
+        );
+        let answer = r.json();
+        if answer["type"] == "application/vnd.microsoft.card.adaptive" {
+            self.answered.lock().expect("answered").push((
+                format!("invoke {verb} on {card_id}"),
+                answer["value"].clone(),
+            ));
+        }
+        r
+    }
+
+    /// Every card the bot posted, updated or answered an invoke with passes
+    /// Microsoft's Adaptive Cards parser ([`super::card_schema`]).
+    #[track_caller]
+    pub fn assert_cards_valid(&self) {
+        let mut cards: Vec<(String, Value)> = self
+            .events()
+            .into_iter()
+            .filter(|e| is_card(&e["message"]))
+            .flat_map(|e| {
+                let label = format!(
+                    "{} {}",
+                    e["action"].as_str().unwrap_or("?"),
+                    e["message"]["messageId"].as_str().unwrap_or("?")
+                );
+                e["message"]["attachments"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|a| a["contentType"] == "application/vnd.microsoft.card.adaptive")
+                    .map(move |a| (label.clone(), a["content"].clone()))
+            })
+            .collect();
+        cards.extend(self.answered.lock().expect("answered").iter().cloned());
+        assert!(!cards.is_empty(), "no card to check");
+        super::card_schema::assert_valid(&cards);
     }
 
     /// Everything the conversation stream carried so far.

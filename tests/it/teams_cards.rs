@@ -35,6 +35,16 @@ struct World {
     svc: Service,
 }
 
+/// At the end of every test, each card the fake received or an invoke was
+/// answered with passes Microsoft's Adaptive Cards parser.
+impl Drop for World {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.fake.assert_cards_valid();
+        }
+    }
+}
+
 fn world() -> World {
     let fake = FakeTeams::start();
     let llm = FakeLlm::start();
@@ -249,7 +259,12 @@ fn invoke(w: &World, activity: &Value) -> Value {
         activity,
     );
     assert_eq!(r.status, 200, "{} {}\n{}", r.status, r.body, w.svc.log());
-    r.json()
+    let answer: Value = r.json();
+    let label = format!("invoke {}", activity["id"].as_str().unwrap_or_default());
+    if answer["type"] == "application/vnd.microsoft.card.adaptive" {
+        w.fake.note_card(&label, &answer);
+    }
+    answer
 }
 
 fn wait_status(w: &World, id: &str, want: &str) -> Value {

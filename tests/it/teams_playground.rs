@@ -219,6 +219,7 @@ fn playground_personal_chat_run_card_and_approve() {
             .filter(|e| e["action"] == "createMessage" && is_card(&e["message"]))
             .count();
     assert_eq!(cards, 1, "one card for one gate");
+    w.pg.assert_cards_valid();
 }
 
 #[test]
@@ -298,6 +299,7 @@ fn playground_channel_mention_refusal_reject_with_reason_and_decided_elsewhere()
     let text = update["message"].to_string();
     assert!(text.contains("Approved by"), "{text}");
     assert!(verbs(&update["message"]).is_empty(), "{text}");
+    w.pg.assert_cards_valid();
 }
 
 #[test]

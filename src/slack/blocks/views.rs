@@ -10,12 +10,13 @@
 //! much was left out; everything else is cut by the templates. Nothing here
 //! renders, escapes or checks Block Kit limits.
 
-use chrono::SecondsFormat;
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::limits::{cut_for_section, BUTTON_VALUE_MAX, CODE_BLOCK_MAX};
+use crate::hub::calls::{self, Outcome};
 use crate::model::{Answer, Decision, OpenGate};
-use crate::model::{CallState, GateEventKind, PendingCall, Session};
+use crate::model::{CallState, PendingCall, Session};
 use crate::spec::GateKind;
 
 /// Calls one tool-approval message shows; waiting calls come first, the
@@ -365,57 +366,35 @@ impl ToolCallView {
     }
 }
 
-/// The answer a human gave to call `call` of gate `handle`, if any.
+/// The answer a human gave to call `call` of gate `handle`, if any (the
+/// hub's reading, shared with the other rooms).
 pub fn call_answer<'a>(session: &'a Session, handle: &str, call: &str) -> Option<&'a Answer> {
-    session.history.iter().rev().find_map(|e| match &e.what {
-        GateEventKind::Answered { answer, .. }
-            if answer.call.as_deref() == Some(call)
-                && format!("{}#{}", e.gate, e.instance) == handle =>
-        {
-            Some(answer)
-        }
-        _ => None,
-    })
+    calls::answer_to(session, handle, call)
 }
 
+/// How a call was decided, as the templates name it: the hub's reading
+/// ([`calls::outcome`]).
 fn call_outcome(session: &Session, handle: &str, pc: &PendingCall) -> Option<CallOutcomeView> {
-    let outcome = |kind: &str, by: Option<String>, at: Option<String>, detail: Option<String>| {
-        Some(CallOutcomeView {
+    let at = |t: DateTime<Utc>| Some(t.to_rfc3339_opts(SecondsFormat::Secs, true));
+    let view = |kind: &str, by: Option<String>, at: Option<String>, detail: Option<String>| {
+        CallOutcomeView {
             kind: kind.to_string(),
             by,
             at,
             detail,
-        })
+        }
     };
-    if pc.state == CallState::Waiting {
-        return None;
-    }
-    if let Some(a) = call_answer(session, handle, &pc.call.id) {
-        let (kind, detail) = match &a.decision {
-            Decision::Edit { .. } => ("edit", None),
-            Decision::Trust => ("trust", None),
-            Decision::Reject { reason } => ("reject", reason.clone()),
-            _ => ("approve", None),
-        };
-        let at = a.at.to_rfc3339_opts(SecondsFormat::Secs, true);
-        return outcome(kind, Some(a.by.clone()), Some(at), detail);
-    }
-    match &pc.state {
-        CallState::Waiting => None,
-        CallState::Approved { by, .. } if by == "policy" => outcome("policy", None, None, None),
-        CallState::Approved { by, .. } => match by.strip_prefix("trust by ") {
-            Some(who) => outcome("trusted", Some(who.to_string()), None, None),
-            None => outcome("approve", Some(by.clone()), None, None),
-        },
-        CallState::Rejected { by, reason } => {
-            outcome("reject", Some(by.clone()), None, reason.clone())
-        }
-        CallState::Running => outcome("running", None, None, None),
-        CallState::Done { result } if result.is_error => {
-            outcome("not_run", None, None, Some(result.content.clone()))
-        }
-        CallState::Done { .. } => outcome("done", None, None, None),
-    }
+    Some(match calls::outcome(session, handle, pc)? {
+        Outcome::Approved { by, at: t } => view("approve", Some(by), t.and_then(at), None),
+        Outcome::Edited { by, at: t } => view("edit", Some(by), at(t), None),
+        Outcome::Trusted { by, at: t } => view("trust", Some(by), at(t), None),
+        Outcome::ByTrust { by } => view("trusted", Some(by), None, None),
+        Outcome::Rejected { by, at: t, reason } => view("reject", Some(by), t.and_then(at), reason),
+        Outcome::Policy => view("policy", None, None, None),
+        Outcome::Running => view("running", None, None, None),
+        Outcome::Done => view("done", None, None, None),
+        Outcome::NotRun(why) => view("not_run", None, None, Some(why)),
+    })
 }
 
 /// The template name of a gate kind.
@@ -433,6 +412,7 @@ mod tests {
     use super::super::samples::fixtures::*;
     use super::super::samples::sample_approval;
     use super::*;
+    use crate::model::GateEventKind;
     use serde_json::{json, Map, Value};
 
     #[test]
