@@ -5,6 +5,9 @@
 //! wait for one fetch rather than each making their own. [`Connector`]
 //! sends an activity, replies in a thread, updates an activity in place,
 //! and opens a 1:1 conversation, each on the `serviceUrl` Teams gave us.
+//! Calls to one conversation are paced (see [`super::pace`]) so that
+//! Teams' per-conversation limits are never exceeded; every attempt, a
+//! retry too, waits for its slot.
 //!
 //! A `serviceUrl` arrives inside activities, so it is checked before any
 //! request (the token included) is made: HTTPS to an allowed host, or,
@@ -12,12 +15,13 @@
 //! followed. Rate limits and flaky gateways (429, 412, 502, 504) and
 //! failures to connect are retried with exponential backoff and jitter, a
 //! `Retry-After` taking the place of one wait, at most `max_attempts`
-//! attempts in all; anything else fails at once.
+//! attempts in all. A 401 from the Connector drops the cached token and
+//! the call is made once more with a fresh one; a second 401 is reported.
+//! Anything else fails at once, with a hint for the statuses whose cause
+//! is known (401, 403, 404, 413).
 //!
-//! What this does not do: pace sends per conversation (Teams allows about
-//! 7 operations a second per conversation; that queue belongs with the
-//! room), build activities or cards (the caller hands in JSON), or keep
-//! conversation references.
+//! What this does not do: build activities or cards (the caller hands in
+//! JSON), keep conversation references, or pace the per-tenant limit.
 
 use std::time::Duration;
 
@@ -28,6 +32,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use super::pace::Pacer;
 use super::{Clock, TeamsSettings};
 use crate::retry::{Retry, RetryPolicy, Transient};
 
@@ -47,7 +52,7 @@ pub enum ConnectorError {
     #[error("service URL {url:?} refused: {why}")]
     ServiceUrlRefused { url: String, why: &'static str },
     /// The server answered with a status that is not 2xx.
-    #[error("{what}: HTTP {status} after {attempts} attempt(s): {body}")]
+    #[error("{what}: HTTP {status}{} after {attempts} attempt(s): {body}", status_hint(*.status))]
     Status {
         what: String,
         status: u16,
@@ -62,6 +67,17 @@ pub enum ConnectorError {
     BadAnswer { what: String, why: String },
     #[error("could not set up the HTTP client: {0}")]
     Client(String),
+}
+
+/// What a status is known to mean, for the error's reader.
+fn status_hint(status: u16) -> &'static str {
+    match status {
+        401 => " (the bot's token was refused, a fresh one too: check TEAMS_APP_ID, TEAMS_APP_PASSWORD and TEAMS_TENANT_ID against the Azure Bot)",
+        403 => " (the bot may not post here: removed from the conversation, or the app not installed for the user)",
+        404 => " (no such conversation or activity: ConversationNotFound, or the bot was removed, or a wrong activity ID)",
+        413 => " (the activity is too large for Teams: at most about 100 KB, cards under 28 KB)",
+        _ => "",
+    }
 }
 
 /// What one attempt hit.
@@ -117,14 +133,23 @@ impl Patience {
 
     /// Sends what `build` builds until it answers 2xx, fails in a way
     /// retrying cannot fix, or the attempts are spent; the answer's JSON
-    /// body (`Null` when empty). `what` names the call in errors.
+    /// body (`Null` when empty). `what` names the call in errors. With
+    /// `pace`, each attempt first waits for a slot in that conversation.
     async fn run(
         &self,
         what: &str,
+        pace: Option<(&Pacer, &str)>,
         build: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<Value, ConnectorError> {
         let attempts = std::sync::atomic::AtomicU32::new(0);
         let attempt = || async {
+            if let Some((pacer, conversation)) = pace {
+                let waited = pacer.wait(conversation).await;
+                if !waited.is_zero() {
+                    let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+                    tracing::debug!(what, waited_ms, "teams: paced");
+                }
+            }
             attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let response = build()
                 .send()
@@ -254,7 +279,7 @@ impl TokenClient {
         })?;
         let answer = self
             .patience
-            .run(&what, || {
+            .run(&what, None, || {
                 self.http
                     .post(&self.token_url)
                     .header(
@@ -288,6 +313,19 @@ impl TokenClient {
         });
         Ok(token)
     }
+
+    /// Drops the cached token if it is still `refused` (a caller that
+    /// already got a fresh one keeps it), so that the next
+    /// [`TokenClient::token`] fetches a new one.
+    pub async fn forget(&self, refused: &SecretString) {
+        let mut cached = self.cached.lock().await;
+        if cached
+            .as_ref()
+            .is_some_and(|c| c.access_token.expose_secret() == refused.expose_secret())
+        {
+            *cached = None;
+        }
+    }
 }
 
 /// Whom a new 1:1 conversation is with.
@@ -307,6 +345,7 @@ pub struct Connector {
     hosts: Vec<String>,
     allow_http_loopback: bool,
     patience: Patience,
+    pacer: Pacer,
 }
 
 impl Connector {
@@ -319,7 +358,13 @@ impl Connector {
             hosts: settings.service_url_hosts.clone(),
             allow_http_loopback: settings.allow_http_loopback,
             patience: Patience::new(settings),
+            pacer: Pacer::default(),
         })
+    }
+
+    /// The pacer the calls to one conversation wait on.
+    pub fn pacer(&self) -> &Pacer {
+        &self.pacer
     }
 
     /// The token client the calls use.
@@ -377,7 +422,9 @@ impl Connector {
             service_url,
             &["v3", "conversations", conversation_id, "activities"],
         )?;
-        let answer = self.call(Method::POST, url.clone(), activity).await?;
+        let answer = self
+            .call(Method::POST, url.clone(), activity, Some(conversation_id))
+            .await?;
         id_of(&answer, &url, &Method::POST)
     }
 
@@ -400,7 +447,9 @@ impl Connector {
                 reply_to_id,
             ],
         )?;
-        let answer = self.call(Method::POST, url.clone(), activity).await?;
+        let answer = self
+            .call(Method::POST, url.clone(), activity, Some(conversation_id))
+            .await?;
         id_of(&answer, &url, &Method::POST)
     }
 
@@ -422,7 +471,8 @@ impl Connector {
                 activity_id,
             ],
         )?;
-        self.call(Method::PUT, url, activity).await?;
+        self.call(Method::PUT, url, activity, Some(conversation_id))
+            .await?;
         Ok(())
     }
 
@@ -440,22 +490,48 @@ impl Connector {
             "tenantId": who.tenant_id,
             "channelData": {"tenant": {"id": who.tenant_id}},
         });
-        let answer = self.call(Method::POST, url.clone(), &body).await?;
+        let answer = self.call(Method::POST, url.clone(), &body, None).await?;
         id_of(&answer, &url, &Method::POST)
     }
 
-    /// One call with the bot's token, retried as the module's doc says.
-    async fn call(&self, method: Method, url: Url, body: &Value) -> Result<Value, ConnectorError> {
-        let token = self.tokens.token().await?;
+    /// One call with the bot's token, paced in `conversation` when given
+    /// and retried as the module's doc says; after a 401, once more with a
+    /// fresh token.
+    async fn call(
+        &self,
+        method: Method,
+        url: Url,
+        body: &Value,
+        conversation: Option<&str>,
+    ) -> Result<Value, ConnectorError> {
         let what = describe(&method, &url);
-        self.patience
-            .run(&what, || {
-                self.http
-                    .request(method.clone(), url.clone())
-                    .bearer_auth(token.expose_secret())
-                    .json(body)
-            })
-            .await
+        let pace = conversation.map(|c| (&self.pacer, c));
+        let attempt = |token: SecretString| {
+            let (method, url, what) = (&method, &url, &what);
+            async move {
+                self.patience
+                    .run(what, pace, || {
+                        self.http
+                            .request(method.clone(), url.clone())
+                            .bearer_auth(token.expose_secret())
+                            .json(body)
+                    })
+                    .await
+            }
+        };
+        let token = self.tokens.token().await?;
+        match attempt(token.clone()).await {
+            Err(ConnectorError::Status { status: 401, .. }) => {
+                tracing::warn!(
+                    what,
+                    "teams: the Connector refused the token; fetching a fresh one"
+                );
+                self.tokens.forget(&token).await;
+                let fresh = self.tokens.token().await?;
+                attempt(fresh).await
+            }
+            answer => answer,
+        }
     }
 }
 
