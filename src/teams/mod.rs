@@ -10,6 +10,7 @@
 //!   a 1:1 conversation), retried on rate limits, to allowed hosts only.
 //! - [`pace`]: the calls to one conversation spaced within Teams' limits
 //!   (7 a second, 8 in 2 s, 60 in 30 s, 1,800 an hour).
+//! - [`package`]: the app package (manifest and icons) to upload to Teams.
 //! - [`door`]: `POST /api/messages`: activities verified, refusals
 //!   audited, each conversation's reference kept in the store.
 //! - [`commands`]: `run`, `list`, `status`, `cancel`, `help` from a
@@ -30,6 +31,7 @@ pub mod commands;
 pub mod connector;
 pub mod door;
 pub mod pace;
+pub mod package;
 pub mod room;
 pub mod settings;
 
