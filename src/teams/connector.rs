@@ -52,12 +52,14 @@ pub enum ConnectorError {
     #[error("service URL {url:?} refused: {why}")]
     ServiceUrlRefused { url: String, why: &'static str },
     /// The server answered with a status that is not 2xx.
-    #[error("{what}: HTTP {status}{} after {attempts} attempt(s): {body}", status_hint(*.status))]
+    #[error("{what}: HTTP {status}{hint} after {attempts} attempt(s): {body}")]
     Status {
         what: String,
         status: u16,
         attempts: u32,
         body: String,
+        /// What the status likely means here (empty, or ` (…)`).
+        hint: &'static str,
     },
     /// No answer.
     #[error("{what}: {error}")]
@@ -69,13 +71,22 @@ pub enum ConnectorError {
     Client(String),
 }
 
-/// What a status is known to mean, for the error's reader.
-fn status_hint(status: u16) -> &'static str {
+/// What a status from the Connector is known to mean, for the error's
+/// reader.
+fn connector_hint(status: u16) -> &'static str {
     match status {
         401 => " (the bot's token was refused, a fresh one too: check TEAMS_APP_ID, TEAMS_APP_PASSWORD and TEAMS_TENANT_ID against the Azure Bot)",
         403 => " (the bot may not post here: removed from the conversation, or the app not installed for the user)",
         404 => " (no such conversation or activity: ConversationNotFound, or the bot was removed, or a wrong activity ID)",
         413 => " (the activity is too large for Teams: at most about 100 KB, cards under 28 KB)",
+        _ => "",
+    }
+}
+
+/// What a status from the token endpoint is known to mean.
+fn token_hint(status: u16) -> &'static str {
+    match status {
+        400 | 401 => " (check TEAMS_APP_ID, TEAMS_APP_PASSWORD and TEAMS_TENANT_ID against the app registration)",
         _ => "",
     }
 }
@@ -133,11 +144,13 @@ impl Patience {
 
     /// Sends what `build` builds until it answers 2xx, fails in a way
     /// retrying cannot fix, or the attempts are spent; the answer's JSON
-    /// body (`Null` when empty). `what` names the call in errors. With
-    /// `pace`, each attempt first waits for a slot in that conversation.
+    /// body (`Null` when empty). `what` names the call in errors, `hint`
+    /// says what a status means. With `pace`, each attempt first waits for
+    /// a slot in that conversation.
     async fn run(
         &self,
         what: &str,
+        hint: fn(u16) -> &'static str,
         pace: Option<(&Pacer, &str)>,
         build: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<Value, ConnectorError> {
@@ -190,6 +203,7 @@ impl Patience {
                 status: status.as_u16(),
                 attempts: attempts.load(std::sync::atomic::Ordering::Relaxed),
                 body,
+                hint: hint(status.as_u16()),
             },
             Failure::Transport { error } => ConnectorError::Transport {
                 what: what.to_string(),
@@ -279,7 +293,7 @@ impl TokenClient {
         })?;
         let answer = self
             .patience
-            .run(&what, None, || {
+            .run(&what, token_hint, None, || {
                 self.http
                     .post(&self.token_url)
                     .header(
@@ -360,11 +374,6 @@ impl Connector {
             patience: Patience::new(settings),
             pacer: Pacer::default(),
         })
-    }
-
-    /// The pacer the calls to one conversation wait on.
-    pub fn pacer(&self) -> &Pacer {
-        &self.pacer
     }
 
     /// The token client the calls use.
@@ -510,7 +519,7 @@ impl Connector {
             let (method, url, what) = (&method, &url, &what);
             async move {
                 self.patience
-                    .run(what, pace, || {
+                    .run(what, connector_hint, pace, || {
                         self.http
                             .request(method.clone(), url.clone())
                             .bearer_auth(token.expose_secret())

@@ -62,7 +62,7 @@ pub const TEAMS_WINDOWS: [Window; 4] = [
 ];
 
 /// How much longer than Teams' each window is counted.
-pub const MARGIN: Duration = Duration::from_millis(50);
+pub const MARGIN: Duration = Duration::from_millis(100);
 
 /// How often conversations with nothing recent are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
