@@ -514,7 +514,7 @@ impl Connector {
         conversation: Option<&str>,
     ) -> Result<Value, ConnectorError> {
         let what = describe(&method, &url);
-        let pace = conversation.map(|c| (&self.pacer, c));
+        let pace = conversation.map(|c| (&self.pacer, pace_key(c)));
         let attempt = |token: SecretString| {
             let (method, url, what) = (&method, &url, &what);
             async move {
@@ -542,6 +542,15 @@ impl Connector {
             answer => answer,
         }
     }
+}
+
+/// The conversation a call is paced in: a channel thread
+/// (`19:…@thread.tacv2;messageid=…`) counts with its channel, which is the
+/// cautious reading of Teams' per-conversation limits.
+fn pace_key(conversation_id: &str) -> &str {
+    conversation_id
+        .split_once(';')
+        .map_or(conversation_id, |(channel, _)| channel)
 }
 
 /// `METHOD url` for messages.
@@ -631,6 +640,15 @@ mod tests {
             .endpoint("https://smba.trafficmanager.net/teams", &["v3"])
             .expect("allowed");
         assert_eq!(url.as_str(), "https://smba.trafficmanager.net/teams/v3");
+    }
+
+    #[test]
+    fn teams_a_thread_is_paced_with_its_channel() {
+        assert_eq!(
+            pace_key("19:abc@thread.tacv2;messageid=1700000000000"),
+            "19:abc@thread.tacv2"
+        );
+        assert_eq!(pace_key("a:1on1"), "a:1on1");
     }
 
     #[test]
