@@ -152,7 +152,7 @@ pub enum Command {
     /// Webhook deliveries strands gave up on.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
-    /// The Teams room: the conversations it knows (offline, or through the server).
+    /// The Teams room: the conversations it knows (offline, or through the server), its app package.
     #[command(subcommand)]
     Teams(TeamsCommand),
     /// Check, back up and move the store (sled → PostgreSQL).
@@ -609,8 +609,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Sessions(SessionsCommand::Show { .. })
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Tokens(_)
-            | Command::Teams(_)
-    )
+    ) || matches!(c, Command::Teams(t) if t.remote())
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {

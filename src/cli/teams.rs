@@ -2,6 +2,10 @@
 //! post to (recorded when the bot was added, refreshed by every activity),
 //! from the store, or through the server when one holds it (or
 //! `STRANDS_SERVER` is set; `GET /api/v1/teams/conversations`, admins).
+//!
+//! `strands teams package`: the app package to upload to Teams (the
+//! manifest filled with the app ID, and the icons), written as a zip;
+//! offline, no store.
 
 use super::*;
 
@@ -12,18 +16,80 @@ pub enum TeamsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write the app package to upload to Teams (manifest.json, color.png, outline.png).
+    Package {
+        /// The bot's Entra app ID (default: TEAMS_APP_ID).
+        #[arg(long, value_name = "ID")]
+        app_id: Option<String>,
+        /// Where to write the zip.
+        #[arg(long, value_name = "FILE", default_value = "strands-teams-app.zip")]
+        out: PathBuf,
+        /// The host strands is reached at, for the manifest's developer
+        /// URLs and validDomains.
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+    },
 }
 
 impl TeamsCommand {
     pub(super) fn json(&self) -> bool {
         match self {
             TeamsCommand::Conversations { json } => *json,
+            TeamsCommand::Package { .. } => false,
         }
+    }
+
+    /// Whether the command may go through a server.
+    pub(super) fn remote(&self) -> bool {
+        matches!(self, TeamsCommand::Conversations { .. })
     }
 }
 
+/// `strands teams package`: the zip, written to `out`.
+fn package(app_id: Option<String>, out: &std::path::Path, host: Option<&str>) -> Result<u8> {
+    use crate::teams::package;
+    let app_id = app_id
+        .filter(|id| !id.trim().is_empty())
+        .or_else(|| crate::teams::TeamsSettings::app_id_from_lookup(|k| std::env::var(k).ok()))
+        .ok_or_else(|| {
+            Error::Usage(
+                "no app ID: pass --app-id ID or set TEAMS_APP_ID (the Entra app's Application (client) ID)"
+                    .into(),
+            )
+        })?;
+    let manifest = package::manifest(package::Fill {
+        app_id: &app_id,
+        version: env!("CARGO_PKG_VERSION"),
+        host,
+    })
+    .map_err(|e| match e {
+        package::PackageError::AppId(_) | package::PackageError::Host(_) => {
+            Error::Usage(e.to_string())
+        }
+        _ => Error::Internal(e.to_string()),
+    })?;
+    let zip = package::zip(&manifest).map_err(|e| Error::Internal(e.to_string()))?;
+    std::fs::write(out, zip).map_err(|e| Error::io(format!("writing {}", out.display()), e))?;
+    outln!("{}", out.display())?;
+    eprintln!(
+        "the Teams app package for app ID {app_id}: in Teams, Apps → Manage your apps → Upload an app"
+    );
+    if host.is_none() {
+        eprintln!(
+            "its developer URLs name {}; pass --host HOST to name yours",
+            package::HOST_PLACEHOLDER
+        );
+    }
+    Ok(exit::OK)
+}
+
 pub(super) async fn teams(ctx: &Ctx, cmd: TeamsCommand) -> Result<u8> {
-    let TeamsCommand::Conversations { json } = cmd;
+    let json = match cmd {
+        TeamsCommand::Conversations { json } => json,
+        TeamsCommand::Package { app_id, out, host } => {
+            return package(app_id, &out, host.as_deref())
+        }
+    };
     // One shape either way: `TeamsConversation::listed`.
     let all: Vec<Value> = match &ctx.remote {
         Some(remote) => super::remote::teams_conversations(remote).await?,

@@ -8,7 +8,9 @@
 //!    anything else (`none`, `HS256`, …) is refused before any key lookup;
 //! 2. the key: from the OpenID metadata's `jwks_uri`, cached and refreshed
 //!    every 24 h; a `kid` not in the cache fetches the keys again, at most
-//!    once an hour;
+//!    once an hour; a fetch that fails is not tried again for a minute
+//!    ([`FETCH_COOL_DOWN`]; 10 s while there are no keys at all), and the
+//!    cached keys go on being used meanwhile;
 //! 3. the signature, `iss` (`https://api.botframework.com`, plus the bot's
 //!    own tenant issuers when opted in), `aud` (the app ID), and `exp`/`nbf`
 //!    with five minutes' leeway against the injected clock;
@@ -44,6 +46,11 @@ pub const LEEWAY_SECS: u64 = 300;
 pub const KEYS_MAX_AGE: TimeDelta = TimeDelta::hours(24);
 /// How often an unknown `kid` may fetch the keys again.
 pub const UNKNOWN_KID_REFETCH: TimeDelta = TimeDelta::hours(1);
+/// After a failed fetch, how long the cached keys are used before the
+/// next try (the metadata endpoint down must not cost a fetch per request).
+pub const FETCH_COOL_DOWN: TimeDelta = TimeDelta::minutes(1);
+/// The same, while no keys were ever fetched (nothing verifies meanwhile).
+pub const FIRST_FETCH_COOL_DOWN: TimeDelta = TimeDelta::seconds(10);
 
 /// Why an activity was refused: for the audit line, the metrics label
 /// ([`Refused::kind`]) and the HTTP status ([`Refused::status`]). Never
@@ -155,6 +162,41 @@ struct KeyCache {
     fetched_at: Option<DateTime<Utc>>,
     /// When an unknown `kid` last made us fetch.
     unknown_refetch_at: Option<DateTime<Utc>>,
+    /// The last fetch that failed, when, and why.
+    failed: Option<(DateTime<Utc>, String)>,
+}
+
+impl KeyCache {
+    /// Whether a fetch failed too recently to try again at `now`.
+    fn cooling_down(&self, now: DateTime<Utc>) -> bool {
+        let pause = if self.keys.is_empty() {
+            FIRST_FETCH_COOL_DOWN
+        } else {
+            FETCH_COOL_DOWN
+        };
+        self.failed
+            .as_ref()
+            .is_some_and(|(at, _)| now - *at < pause)
+    }
+
+    /// Records what a fetch at `now` brought.
+    fn fetched(&mut self, now: DateTime<Utc>, result: Result<HashMap<String, Arc<Key>>, String>) {
+        match result {
+            Ok(keys) => {
+                self.keys = keys;
+                self.fetched_at = Some(now);
+                self.failed = None;
+            }
+            Err(why) => {
+                tracing::warn!(
+                    %why,
+                    cached_keys = self.keys.len(),
+                    "teams: fetching the signing keys failed; not trying again for a while"
+                );
+                self.failed = Some((now, why));
+            }
+        }
+    }
 }
 
 /// Checks inbound activities' tokens. One per service; cheap to share
@@ -265,39 +307,39 @@ impl Verifier {
     }
 
     /// The key `kid`, from the cache when it is fresh; otherwise fetched
-    /// (every 24 h, or for an unknown `kid` at most once an hour). The lock
-    /// is held across a fetch, so concurrent requests share one.
+    /// (every 24 h, or for an unknown `kid` at most once an hour), unless a
+    /// fetch failed within the cool-down: then the cached keys are used.
+    /// The lock is held across a fetch, so concurrent requests share one.
     async fn key(&self, kid: &str) -> Result<Arc<Key>, Refused> {
         let now = (self.clock)();
         let mut cache = self.keys.lock().await;
         let stale = cache.fetched_at.is_none_or(|at| now - at >= KEYS_MAX_AGE);
-        if stale {
-            match self.fetch_keys().await {
-                Ok(keys) => {
-                    cache.keys = keys;
-                    cache.fetched_at = Some(now);
-                }
-                // Old keys stay usable while the fetch fails.
-                Err(why) if cache.keys.is_empty() => return Err(Refused::KeysUnavailable(why)),
-                Err(why) => tracing::warn!(%why, "teams: keeping cached signing keys"),
-            }
+        // At most one fetch per request.
+        let mut fetched = false;
+        if stale && !cache.cooling_down(now) {
+            let result = self.fetch_keys().await;
+            cache.fetched(now, result);
+            fetched = true;
+        }
+        if cache.keys.is_empty() {
+            let why = cache
+                .failed
+                .as_ref()
+                .map_or_else(|| "no keys yet".to_string(), |(_, why)| why.clone());
+            return Err(Refused::KeysUnavailable(why));
         }
         if let Some(key) = cache.keys.get(kid) {
             return Ok(key.clone());
         }
-        let may_refetch = !stale
+        let may_refetch = !fetched
+            && !cache.cooling_down(now)
             && cache
                 .unknown_refetch_at
                 .is_none_or(|at| now - at >= UNKNOWN_KID_REFETCH);
         if may_refetch {
             cache.unknown_refetch_at = Some(now);
-            match self.fetch_keys().await {
-                Ok(keys) => {
-                    cache.keys = keys;
-                    cache.fetched_at = Some(now);
-                }
-                Err(why) => tracing::warn!(%why, "teams: refetching signing keys failed"),
-            }
+            let result = self.fetch_keys().await;
+            cache.fetched(now, result);
         }
         cache
             .keys

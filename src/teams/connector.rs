@@ -5,6 +5,9 @@
 //! wait for one fetch rather than each making their own. [`Connector`]
 //! sends an activity, replies in a thread, updates an activity in place,
 //! and opens a 1:1 conversation, each on the `serviceUrl` Teams gave us.
+//! Calls to one conversation are paced (see [`super::pace`]) so that
+//! Teams' per-conversation limits are never exceeded; every attempt, a
+//! retry too, waits for its slot.
 //!
 //! A `serviceUrl` arrives inside activities, so it is checked before any
 //! request (the token included) is made: HTTPS to an allowed host, or,
@@ -12,12 +15,13 @@
 //! followed. Rate limits and flaky gateways (429, 412, 502, 504) and
 //! failures to connect are retried with exponential backoff and jitter, a
 //! `Retry-After` taking the place of one wait, at most `max_attempts`
-//! attempts in all; anything else fails at once.
+//! attempts in all. A 401 from the Connector drops the cached token and
+//! the call is made once more with a fresh one; a second 401 is reported.
+//! Anything else fails at once, with a hint for the statuses whose cause
+//! is known (401, 403, 404, 413).
 //!
-//! What this does not do: pace sends per conversation (Teams allows about
-//! 7 operations a second per conversation; that queue belongs with the
-//! room), build activities or cards (the caller hands in JSON), or keep
-//! conversation references.
+//! What this does not do: build activities or cards (the caller hands in
+//! JSON), keep conversation references, or pace the per-tenant limit.
 
 use std::time::Duration;
 
@@ -28,6 +32,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use super::pace::Pacer;
 use super::{Clock, TeamsSettings};
 use crate::retry::{Retry, RetryPolicy, Transient};
 
@@ -47,12 +52,14 @@ pub enum ConnectorError {
     #[error("service URL {url:?} refused: {why}")]
     ServiceUrlRefused { url: String, why: &'static str },
     /// The server answered with a status that is not 2xx.
-    #[error("{what}: HTTP {status} after {attempts} attempt(s): {body}")]
+    #[error("{what}: HTTP {status}{hint} after {attempts} attempt(s): {body}")]
     Status {
         what: String,
         status: u16,
         attempts: u32,
         body: String,
+        /// What the status likely means here (empty, or ` (…)`).
+        hint: &'static str,
     },
     /// No answer.
     #[error("{what}: {error}")]
@@ -62,6 +69,26 @@ pub enum ConnectorError {
     BadAnswer { what: String, why: String },
     #[error("could not set up the HTTP client: {0}")]
     Client(String),
+}
+
+/// What a status from the Connector is known to mean, for the error's
+/// reader.
+fn connector_hint(status: u16) -> &'static str {
+    match status {
+        401 => " (the bot's token was refused, a fresh one too: check TEAMS_APP_ID, TEAMS_APP_PASSWORD and TEAMS_TENANT_ID against the Azure Bot)",
+        403 => " (the bot may not post here: removed from the conversation, or the app not installed for the user)",
+        404 => " (no such conversation or activity: ConversationNotFound, or the bot was removed, or a wrong activity ID)",
+        413 => " (the activity is too large for Teams: at most about 100 KB, cards under 28 KB)",
+        _ => "",
+    }
+}
+
+/// What a status from the token endpoint is known to mean.
+fn token_hint(status: u16) -> &'static str {
+    match status {
+        400 | 401 => " (check TEAMS_APP_ID, TEAMS_APP_PASSWORD and TEAMS_TENANT_ID against the app registration)",
+        _ => "",
+    }
 }
 
 /// What one attempt hit.
@@ -117,14 +144,25 @@ impl Patience {
 
     /// Sends what `build` builds until it answers 2xx, fails in a way
     /// retrying cannot fix, or the attempts are spent; the answer's JSON
-    /// body (`Null` when empty). `what` names the call in errors.
+    /// body (`Null` when empty). `what` names the call in errors, `hint`
+    /// says what a status means. With `pace`, each attempt first waits for
+    /// a slot in that conversation.
     async fn run(
         &self,
         what: &str,
+        hint: fn(u16) -> &'static str,
+        pace: Option<(&Pacer, &str)>,
         build: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<Value, ConnectorError> {
         let attempts = std::sync::atomic::AtomicU32::new(0);
         let attempt = || async {
+            if let Some((pacer, conversation)) = pace {
+                let waited = pacer.wait(conversation).await;
+                if !waited.is_zero() {
+                    let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+                    tracing::debug!(what, waited_ms, "teams: paced");
+                }
+            }
             attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let response = build()
                 .send()
@@ -165,6 +203,7 @@ impl Patience {
                 status: status.as_u16(),
                 attempts: attempts.load(std::sync::atomic::Ordering::Relaxed),
                 body,
+                hint: hint(status.as_u16()),
             },
             Failure::Transport { error } => ConnectorError::Transport {
                 what: what.to_string(),
@@ -254,7 +293,7 @@ impl TokenClient {
         })?;
         let answer = self
             .patience
-            .run(&what, || {
+            .run(&what, token_hint, None, || {
                 self.http
                     .post(&self.token_url)
                     .header(
@@ -288,6 +327,19 @@ impl TokenClient {
         });
         Ok(token)
     }
+
+    /// Drops the cached token if it is still `refused` (a caller that
+    /// already got a fresh one keeps it), so that the next
+    /// [`TokenClient::token`] fetches a new one.
+    pub async fn forget(&self, refused: &SecretString) {
+        let mut cached = self.cached.lock().await;
+        if cached
+            .as_ref()
+            .is_some_and(|c| c.access_token.expose_secret() == refused.expose_secret())
+        {
+            *cached = None;
+        }
+    }
 }
 
 /// Whom a new 1:1 conversation is with.
@@ -307,6 +359,7 @@ pub struct Connector {
     hosts: Vec<String>,
     allow_http_loopback: bool,
     patience: Patience,
+    pacer: Pacer,
     /// The local Playground mode: its connector takes no token, and none
     /// is fetched.
     local: bool,
@@ -322,6 +375,7 @@ impl Connector {
             hosts: settings.service_url_hosts.clone(),
             allow_http_loopback: settings.allow_http_loopback,
             patience: Patience::new(settings),
+            pacer: Pacer::default(),
             local: settings.local_playground,
         })
     }
@@ -381,7 +435,9 @@ impl Connector {
             service_url,
             &["v3", "conversations", conversation_id, "activities"],
         )?;
-        let answer = self.call(Method::POST, url.clone(), activity).await?;
+        let answer = self
+            .call(Method::POST, url.clone(), activity, Some(conversation_id))
+            .await?;
         id_of(&answer, &url, &Method::POST)
     }
 
@@ -404,7 +460,9 @@ impl Connector {
                 reply_to_id,
             ],
         )?;
-        let answer = self.call(Method::POST, url.clone(), activity).await?;
+        let answer = self
+            .call(Method::POST, url.clone(), activity, Some(conversation_id))
+            .await?;
         id_of(&answer, &url, &Method::POST)
     }
 
@@ -426,7 +484,8 @@ impl Connector {
                 activity_id,
             ],
         )?;
-        self.call(Method::PUT, url, activity).await?;
+        self.call(Method::PUT, url, activity, Some(conversation_id))
+            .await?;
         Ok(())
     }
 
@@ -444,28 +503,64 @@ impl Connector {
             "tenantId": who.tenant_id,
             "channelData": {"tenant": {"id": who.tenant_id}},
         });
-        let answer = self.call(Method::POST, url.clone(), &body).await?;
+        let answer = self.call(Method::POST, url.clone(), &body, None).await?;
         id_of(&answer, &url, &Method::POST)
     }
 
-    /// One call with the bot's token, retried as the module's doc says.
-    async fn call(&self, method: Method, url: Url, body: &Value) -> Result<Value, ConnectorError> {
-        let token = match self.local {
-            true => None,
-            false => Some(self.tokens.token().await?),
-        };
+    /// One call with the bot's token, paced in `conversation` when given
+    /// and retried as the module's doc says; after a 401, once more with a
+    /// fresh token.
+    async fn call(
+        &self,
+        method: Method,
+        url: Url,
+        body: &Value,
+        conversation: Option<&str>,
+    ) -> Result<Value, ConnectorError> {
         let what = describe(&method, &url);
-        self.patience
-            .run(&what, || {
-                let request = self.http.request(method.clone(), url.clone());
-                match &token {
-                    Some(t) => request.bearer_auth(t.expose_secret()),
-                    None => request,
-                }
-                .json(body)
-            })
-            .await
+        let pace = conversation.map(|c| (&self.pacer, pace_key(c)));
+        let attempt = |token: Option<SecretString>| {
+            let (method, url, what) = (&method, &url, &what);
+            async move {
+                self.patience
+                    .run(what, connector_hint, pace, || {
+                        let request = self.http.request(method.clone(), url.clone());
+                        match &token {
+                            Some(t) => request.bearer_auth(t.expose_secret()),
+                            None => request,
+                        }
+                        .json(body)
+                    })
+                    .await
+            }
+        };
+        if self.local {
+            // The Playground's connector takes no token; none is fetched.
+            return attempt(None).await;
+        }
+        let token = self.tokens.token().await?;
+        match attempt(Some(token.clone())).await {
+            Err(ConnectorError::Status { status: 401, .. }) => {
+                tracing::warn!(
+                    what,
+                    "teams: the Connector refused the token; fetching a fresh one"
+                );
+                self.tokens.forget(&token).await;
+                let fresh = self.tokens.token().await?;
+                attempt(Some(fresh)).await
+            }
+            answer => answer,
+        }
     }
+}
+
+/// The conversation a call is paced in: a channel thread
+/// (`19:…@thread.tacv2;messageid=…`) counts with its channel, which is the
+/// cautious reading of Teams' per-conversation limits.
+fn pace_key(conversation_id: &str) -> &str {
+    conversation_id
+        .split_once(';')
+        .map_or(conversation_id, |(channel, _)| channel)
 }
 
 /// `METHOD url` for messages.
@@ -555,6 +650,15 @@ mod tests {
             .endpoint("https://smba.trafficmanager.net/teams", &["v3"])
             .expect("allowed");
         assert_eq!(url.as_str(), "https://smba.trafficmanager.net/teams/v3");
+    }
+
+    #[test]
+    fn teams_a_thread_is_paced_with_its_channel() {
+        assert_eq!(
+            pace_key("19:abc@thread.tacv2;messageid=1700000000000"),
+            "19:abc@thread.tacv2"
+        );
+        assert_eq!(pace_key("a:1on1"), "a:1on1");
     }
 
     #[test]

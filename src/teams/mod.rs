@@ -8,6 +8,9 @@
 //! - [`connector`]: the outbound side: a client-credentials token, cached
 //!   and shared, and the Connector REST calls (send, reply, update, create
 //!   a 1:1 conversation), retried on rate limits, to allowed hosts only.
+//! - [`pace`]: the calls to one conversation spaced within Teams' limits
+//!   (7 a second, 8 in 2 s, 60 in 30 s, 1,800 an hour).
+//! - [`package`]: the app package (manifest and icons) to upload to Teams.
 //! - [`door`]: `POST /api/messages`: activities verified, refusals
 //!   audited, each conversation's reference kept in the store.
 //! - [`commands`]: `run`, `list`, `status`, `cancel`, `help` from a
@@ -20,10 +23,7 @@
 //!   the hub.
 //!
 //! What this module deliberately does not do (yet): reminders, escalations
-//! or timeouts on cards. Nor does it pace sends per
-//! conversation (Teams allows about 7 operations a second per
-//! conversation): that queue belongs with the room, which knows what it
-//! sends.
+//! or timeouts on cards.
 
 pub mod actions;
 pub mod auth;
@@ -31,6 +31,8 @@ pub mod card;
 pub mod commands;
 pub mod connector;
 pub mod door;
+pub mod pace;
+pub mod package;
 pub mod room;
 pub mod settings;
 

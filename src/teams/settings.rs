@@ -92,6 +92,14 @@ pub enum SettingsError {
 }
 
 impl TeamsSettings {
+    /// `TEAMS_APP_ID` alone, for what needs the app's ID but not the
+    /// room's credentials (`strands teams package`). Blank counts as unset.
+    pub fn app_id_from_lookup(get: impl Fn(&str) -> Option<String>) -> Option<String> {
+        get("TEAMS_APP_ID")
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
     /// The settings from `get` (the environment, or a map in tests):
     /// `Ok(None)` when the room is off (neither app ID nor password set),
     /// an error when only one of them is set or a value does not parse.

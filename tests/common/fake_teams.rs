@@ -5,6 +5,7 @@
 //!
 //! Routes (`P` is [`FakeTeams::port`]):
 //! - `GET /v1/.well-known/openidconfiguration` → `{issuer, jwks_uri, …}`
+//!   (503 while set down)
 //! - `GET /v1/.well-known/keys` → the key set (rotatable; fetches counted)
 //! - `POST /{tenant}/oauth2/v2.0/token` → checks the form and the client
 //!   secret, answers `{token_type, expires_in, access_token: "fake-N"}`
@@ -13,13 +14,14 @@
 //! - `PUT /v3/conversations/{c}/activities/{a}` → `{id: a}`
 //!
 //! The Connector routes require `Authorization: Bearer fake-N` for a token
-//! the fake issued, record every request, and answer queued faults first.
+//! the fake issued and has not revoked, record every request, and answer
+//! queued faults first.
 //!
 //! What it does not fake: Teams itself (no activities are posted to the
 //! bot), message sizes, or conversation state.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -77,6 +79,7 @@ struct Inner {
     keys: Mutex<Vec<Value>>,
     jwks_fetches: AtomicUsize,
     metadata_fetches: AtomicUsize,
+    metadata_down: AtomicBool,
     token_calls: AtomicUsize,
     expires_in: AtomicI64,
     issued: Mutex<Vec<String>>,
@@ -177,6 +180,17 @@ impl FakeTeams {
         self.inner.metadata_fetches.load(Ordering::SeqCst)
     }
 
+    /// Answers the metadata with 503 while `down`.
+    pub fn set_metadata_down(&self, down: bool) {
+        self.inner.metadata_down.store(down, Ordering::SeqCst);
+    }
+
+    /// Revokes every token issued so far: the Connector answers 401 to
+    /// them, as to a token it does not know.
+    pub fn revoke_tokens(&self) {
+        self.inner.issued.lock().expect("lock").clear();
+    }
+
     /// How many tokens were asked for (refused requests included).
     pub fn token_calls(&self) -> usize {
         self.inner.token_calls.load(Ordering::SeqCst)
@@ -232,13 +246,17 @@ impl FakeTeams {
     }
 }
 
-async fn metadata(State(s): State<Arc<Inner>>) -> Json<Value> {
+async fn metadata(State(s): State<Arc<Inner>>) -> Response {
     s.metadata_fetches.fetch_add(1, Ordering::SeqCst);
+    if s.metadata_down.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
+    }
     Json(json!({
         "issuer": "https://api.botframework.com",
         "jwks_uri": format!("http://127.0.0.1:{}/v1/.well-known/keys", s.port),
         "id_token_signing_alg_values_supported": ["RS256"],
     }))
+    .into_response()
 }
 
 async fn keys(State(s): State<Arc<Inner>>) -> Json<Value> {

@@ -683,5 +683,224 @@ async fn teams_a_wrong_client_secret_gets_no_token() {
         "{err}"
     );
     assert!(!err.to_string().contains("not-the-secret"), "{err}");
+    assert!(err.to_string().contains("check TEAMS_APP_ID"), "{err}");
     assert!(fake.hits().is_empty(), "nothing sent without a token");
+}
+
+// ---------------------------------------------------------------------------
+// Robustness: pacing, a refused token, answers not worth retrying, keys
+// ---------------------------------------------------------------------------
+
+/// The most of `times` in any window of `span` (half-open).
+fn busiest(times: &[std::time::Instant], span: Duration) -> usize {
+    times
+        .iter()
+        .map(|start| {
+            times
+                .iter()
+                .filter(|t| **t >= *start && t.duration_since(*start) < span)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn teams_sends_to_one_conversation_are_paced_and_another_is_not_slowed() {
+    let fake = FakeTeams::start();
+    let (c, _) = connector(&fake, &[]);
+    let c = Arc::new(c);
+    let url = fake.service_url();
+    // The token first, so that the race below is only the pacing.
+    c.tokens().token().await.expect("a token");
+    const OTHER: &str = "a:other-1on1";
+    let started = std::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..20 {
+        let (c, url) = (c.clone(), url.clone());
+        tasks.spawn(async move { c.send(&url, CONV, &message(&format!("busy {n}"))).await });
+    }
+    for n in 0..3 {
+        let (c, url) = (c.clone(), url.clone());
+        tasks.spawn(async move { c.send(&url, OTHER, &message(&format!("other {n}"))).await });
+    }
+    while let Some(sent) = tasks.join_next().await {
+        sent.expect("joined").expect("sent");
+    }
+    let hits = fake.hits();
+    let at_path = |conv: &str| -> Vec<std::time::Instant> {
+        let path = format!("/v3/conversations/{conv}/activities");
+        hits.iter()
+            .filter(|h| h.path == path)
+            .map(|h| h.at)
+            .collect()
+    };
+    let mut busy = at_path(CONV);
+    busy.sort();
+    let other = at_path(OTHER);
+    assert_eq!((busy.len(), other.len()), (20, 3));
+    assert!(hits.iter().all(|h| h.status == 200), "no 429 needed");
+    assert!(busiest(&busy, Duration::from_secs(1)) <= 7, "7 a second");
+    assert!(busiest(&busy, Duration::from_secs(2)) <= 8, "8 in 2 s");
+    let busy_took = busy.iter().max().expect("hits").duration_since(started);
+    assert!(busy_took >= Duration::from_secs(3), "paced: {busy_took:?}");
+    // The other conversation's calls all went before the busy one's 8th,
+    // which waited for the first second to pass.
+    let other_last = *other.iter().max().expect("hits");
+    assert!(
+        other_last < busy[7],
+        "the other conversation was not slowed: {:?} vs {:?}",
+        other_last.duration_since(started),
+        busy[7].duration_since(started)
+    );
+}
+
+#[tokio::test]
+async fn teams_a_401_fetches_a_fresh_token_once() {
+    let fake = FakeTeams::start();
+    let (c, _) = connector(&fake, &[]);
+    let url = fake.service_url();
+    c.send(&url, CONV, &message("1")).await.expect("sent");
+
+    // The Connector stops taking the token: one 401, one new token, sent.
+    fake.revoke_tokens();
+    c.send(&url, CONV, &message("2"))
+        .await
+        .expect("sent with a fresh token");
+    assert_eq!(fake.token_calls(), 2);
+    let seen: Vec<_> = fake
+        .hits()
+        .into_iter()
+        .map(|h| (h.status, h.bearer.unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (200, "fake-1".to_string()),
+            (401, "fake-1".to_string()),
+            (200, "fake-2".to_string())
+        ]
+    );
+
+    // The fresh token refused too: reported, not looped.
+    fake.revoke_tokens();
+    fake.fail_next(&[Fault::Status(401)]);
+    let err = c
+        .update(&url, CONV, "act-1", &message("3"))
+        .await
+        .expect_err("refused twice");
+    assert!(
+        matches!(err, ConnectorError::Status { status: 401, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("token was refused"), "{err}");
+    assert_eq!(fake.token_calls(), 3, "one fresh token, no more");
+    assert_eq!(fake.hits().len(), 5);
+}
+
+#[tokio::test]
+async fn teams_413_and_404_are_reported_not_retried() {
+    let fake = FakeTeams::start();
+    let (c, _) = connector(&fake, &[]);
+    let url = fake.service_url();
+    fake.fail_next(&[Fault::Status(413)]);
+    let err = c
+        .send(&url, CONV, &message("huge"))
+        .await
+        .expect_err("too large");
+    assert!(
+        matches!(
+            err,
+            ConnectorError::Status {
+                status: 413,
+                attempts: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("too large for Teams"), "{err}");
+
+    fake.fail_next(&[Fault::Status(404)]);
+    let err = c
+        .update(&url, CONV, "act-gone", &message("edited"))
+        .await
+        .expect_err("not found");
+    assert!(
+        matches!(
+            err,
+            ConnectorError::Status {
+                status: 404,
+                attempts: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no such conversation"), "{err}");
+    assert_eq!(fake.hits().len(), 2, "neither was retried");
+    assert_eq!(fake.token_calls(), 1);
+}
+
+#[tokio::test]
+async fn teams_a_failed_key_refresh_cools_down_on_the_cached_keys() {
+    let fake = FakeTeams::start();
+    let (v, at) = verifier(&fake, &[]);
+    let mut long = claims(&fake);
+    long["exp"] = json!(now().timestamp() + 48 * 3600);
+    let token = bearer(&sign(&long));
+    let act = activity(&fake, TENANT);
+    v.verify(Some(&token), &act).await.expect("ok");
+    assert_eq!(fake.metadata_fetches(), 1);
+
+    // A day on, the metadata is down: one try, then the cached keys.
+    fake.set_metadata_down(true);
+    advance(&at, TimeDelta::hours(24));
+    for _ in 0..5 {
+        v.verify(Some(&token), &act)
+            .await
+            .expect("the cached keys still verify");
+        advance(&at, TimeDelta::seconds(10));
+    }
+    assert_eq!(fake.metadata_fetches(), 2, "one try in the cool-down");
+    // An unknown kid does not fetch in the cool-down either.
+    let k9 = sign_with(&long, "k9", "signing.key.pem");
+    assert_eq!(
+        refused(&v, &fake, Some(&k9)).await,
+        Refused::UnknownKey("k9".into())
+    );
+    assert_eq!(fake.metadata_fetches(), 2);
+
+    // After the cool-down: one more try (still down), then up again.
+    advance(&at, TimeDelta::seconds(11));
+    v.verify(Some(&token), &act).await.expect("cached");
+    v.verify(Some(&token), &act).await.expect("cached");
+    assert_eq!(fake.metadata_fetches(), 3);
+    fake.set_metadata_down(false);
+    advance(&at, TimeDelta::minutes(1));
+    v.verify(Some(&token), &act).await.expect("refreshed");
+    assert_eq!(fake.metadata_fetches(), 4);
+    assert_eq!(fake.jwks_fetches(), 2);
+    v.verify(Some(&token), &act).await.expect("fresh again");
+    assert_eq!(fake.metadata_fetches(), 4, "fresh for another day");
+}
+
+#[tokio::test]
+async fn teams_no_keys_at_all_is_tried_again_after_a_short_pause() {
+    let fake = FakeTeams::start();
+    fake.set_metadata_down(true);
+    let (v, at) = verifier(&fake, &[]);
+    let token = sign(&claims(&fake));
+    for _ in 0..3 {
+        let r = refused(&v, &fake, Some(&token)).await;
+        assert!(matches!(r, Refused::KeysUnavailable(_)), "{r:?}");
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    assert_eq!(fake.metadata_fetches(), 1);
+    fake.set_metadata_down(false);
+    advance(&at, TimeDelta::seconds(10));
+    v.verify(Some(&bearer(&token)), &activity(&fake, TENANT))
+        .await
+        .expect("keys fetched after the pause");
+    assert_eq!(fake.metadata_fetches(), 2);
 }
