@@ -13,25 +13,33 @@
 //! - [`commands`]: `run`, `list`, `status`, `cancel`, `help` from a
 //!   message, through the hub.
 //! - [`card`]: the approval card (Adaptive Card 1.5), asking and decided.
-//! - [`room`]: the room off the hall that posts a card when a run started
-//!   from Teams pauses.
+//! - [`room`]: the room off the hall: one card per open gate, in the
+//!   conversation a run was started from or `TEAMS_APPROVALS_CONVERSATION`,
+//!   recorded so a restart never posts twice; the decision shown on every
+//!   card.
+//! - [`dms`]: 1:1 cards (`notify: dm`, escalations to a person).
+//! - [`timers`]: reminders in a card's thread, escalated copies, timeouts
+//!   shown on the cards.
+//! - [`names`]: who decided, by the name Teams gave (display only).
 //! - [`actions`]: a card's action (invoke or submit) as an answer, through
 //!   the hub.
 //!
-//! What this module deliberately does not do (yet): reminders, escalations
-//! or timeouts on cards, or cards for tool-call gates. Nor does it pace sends per
-//! conversation (Teams allows about 7 operations a second per
-//! conversation): that queue belongs with the room, which knows what it
-//! sends.
+//! What this module deliberately does not do (yet): cards for tool-call
+//! gates. Nor does it pace sends per conversation (Teams allows about 7
+//! operations a second per conversation): that queue belongs with the
+//! room, which knows what it sends.
 
 pub mod actions;
 pub mod auth;
 pub mod card;
 pub mod commands;
 pub mod connector;
+pub mod dms;
 pub mod door;
+pub mod names;
 pub mod room;
 pub mod settings;
+pub mod timers;
 
 use std::sync::Arc;
 use std::time::Duration;

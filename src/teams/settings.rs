@@ -56,6 +56,10 @@ pub struct TeamsSettings {
     pub max_attempts: u32,
     /// The first retry's backoff, doubled after each retry, plus jitter.
     pub retry_base: Duration,
+    /// `TEAMS_APPROVALS_CONVERSATION`: the conversation (a `conversation.id`
+    /// the bot has seen) where runs started elsewhere — the CLI, the API,
+    /// Slack, the browser — get their approval cards.
+    pub approvals_conversation: Option<String>,
 }
 
 /// A setting that cannot be used.
@@ -179,6 +183,8 @@ impl TeamsSettings {
             allow_http_loopback: flag(get("TEAMS_ALLOW_HTTP_LOOPBACK")),
             max_attempts,
             retry_base,
+            approvals_conversation: get("TEAMS_APPROVALS_CONVERSATION")
+                .map(|c| c.strip_prefix("teams:").unwrap_or(&c).to_string()),
         }))
     }
 }
@@ -260,6 +266,7 @@ mod tests {
             ("TEAMS_ALLOW_HTTP_LOOPBACK", "1"),
             ("TEAMS_MAX_ATTEMPTS", "2"),
             ("TEAMS_RETRY_BASE_MS", "10"),
+            ("TEAMS_APPROVALS_CONVERSATION", " 19:ops@thread.tacv2 "),
         ])
         .expect("parses")
         .expect("on");
@@ -274,6 +281,10 @@ mod tests {
         assert!(s.allow_http_loopback);
         assert_eq!(s.max_attempts, 2);
         assert_eq!(s.retry_base, Duration::from_millis(10));
+        assert_eq!(
+            s.approvals_conversation.as_deref(),
+            Some("19:ops@thread.tacv2")
+        );
 
         let s = parse(&[
             ("TEAMS_APP_ID", "app"),

@@ -51,7 +51,7 @@ impl PgStore {
         tx.execute(
             "INSERT INTO notifications (session, gate, body, posted) VALUES ($1, $2, $3, $4)
              ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body, posted = EXCLUDED.posted",
-            &[&session, &n.gate, &body, &n.ts.is_some()],
+            &[&session, &n.record_key(), &body, &n.ts.is_some()],
         )
         .await
         .map_err(|e| self.err("record notification", e))?;

@@ -14,13 +14,19 @@ use super::*;
 
 type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
 
+/// Whether some room posted the message asking for gate `handle` (each
+/// room keeps its own record: [`crate::model::Notification::record_key`]).
 fn posted(notes: &TransactionalTree, session: &str, handle: &str) -> TxResult<bool> {
-    let Some(v) = notes.get(gate_key(session, handle))? else {
-        return Ok(false);
-    };
-    Ok(serde_json::from_slice::<crate::model::Notification>(&v)
-        .map(|n| n.ts.is_some())
-        .unwrap_or(false))
+    for key in [handle.to_string(), format!("{handle}@teams")] {
+        if let Some(v) = notes.get(gate_key(session, &key))? {
+            if serde_json::from_slice::<crate::model::Notification>(&v)
+                .is_ok_and(|n| n.ts.is_some())
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// Keeps `session`'s entry right, inside the caller's transaction.
