@@ -163,10 +163,16 @@ mod tests {
 
     #[test]
     fn teams_people_are_named_by_object_id_once() {
-        let who: Vec<String> = ["teams:a1", "U0ALICE", "teams:a1", "teams:19:x@thread", "teams:"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let who: Vec<String> = [
+            "teams:a1",
+            "U0ALICE",
+            "teams:a1",
+            "teams:19:x@thread",
+            "teams:",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         assert_eq!(teams_people(&who), ["a1"]);
         let c = with_head(json!({"body": [{"type": "TextBlock", "text": "x"}]}), "hi");
         assert_eq!(c["body"][0]["text"], "hi");

@@ -141,7 +141,12 @@ impl TeamsRoom {
     }
 
     /// Replaces each of `cards` (Teams places only) with `activity`.
-    pub(super) async fn update_all(&self, session: &Session, cards: &[MessageRef], activity: &Value) {
+    pub(super) async fn update_all(
+        &self,
+        session: &Session,
+        cards: &[MessageRef],
+        activity: &Value,
+    ) {
         for (place, id) in cards {
             let Some(conversation) = place.strip_prefix(PLACE_PREFIX) else {
                 continue;

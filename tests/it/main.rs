@@ -55,6 +55,7 @@ mod store_scale;
 mod store_syncs;
 mod strands_cli_examples;
 mod teams_cards;
+mod teams_delivery;
 mod teams_protocol;
 mod teams_room;
 mod web;
