@@ -564,3 +564,138 @@ fn teams_a_reminder_comes_in_the_cards_thread() {
     assert_eq!(reminders, 1, "max_reminders: 1");
     assert_eq!(w.sandbox.show(&id)["status"], "paused");
 }
+
+#[test]
+fn teams_an_escalation_to_a_teams_person_sends_a_card_that_decides() {
+    const BOSS: &str = "aad-0000-boss";
+    let workflow = deploy(
+        &approvers(&[ANN]),
+        &format!(
+            "        escalation_timeout: 0.03\n        escalation_target: [\"teams:{BOSS}\"]\n"
+        ),
+    );
+    let w = world_with(&workflow, &[]);
+    send(&w, &install(&w, CHANNEL));
+    let id = start(&w, CHANNEL, "m:run", CAROL);
+    let (_, card_id, _) = wait_for(&w, "the card", |hits| {
+        cards_in(hits, CHANNEL).into_iter().next()
+    });
+    let chat = wait_for(&w, "a 1:1 chat with the boss", |hits| {
+        hits.iter()
+            .enumerate()
+            .find(|(_, h)| h.path == "/v3/conversations" && h.status == 200)
+            .map(|(i, h)| {
+                assert_eq!(h.body["members"][0]["id"], BOSS, "{}", h.body);
+                id_of(hits, i)
+            })
+    });
+    let (_, copy, body) = wait_for(&w, "the escalated card", |hits| {
+        cards_in(hits, &chat).into_iter().next()
+    });
+    let text = body.to_string();
+    assert!(text.contains("Escalated") && text.contains(&id), "{text}");
+    assert_eq!(w.sandbox.show(&id)["status"], "paused");
+
+    // The boss is an approver now, and decides from the copy.
+    let data = json!({"session": id, "gate": "review#1"});
+    let ok = act(&w, &chat, (BOSS, "The Boss"), &copy, "approve", data);
+    assert!(
+        ok["value"].to_string().contains("Approved by The Boss"),
+        "{ok}"
+    );
+    wait_status(&w, &id, "completed");
+    for card in [&card_id, &copy] {
+        let put = updated(&w, card);
+        assert!(put.to_string().contains("Approved by The Boss"), "{put}");
+        assert!(verbs(&put).is_empty(), "{put}");
+    }
+}
+
+#[test]
+fn teams_with_slack_on_a_cli_run_is_asked_in_both_rooms_once() {
+    use crate::common::fake_slack::{Bot, BotConfig, FakeSlack};
+    let fake = FakeTeams::start();
+    let slack = FakeSlack::start();
+    let llm = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let workflow = deploy(&approvers(&[ANN]), "");
+    let dir = write_workflows(&sandbox, &llm, &[("deploy", &workflow)]);
+    let mut cfg = BotConfig::new(&sandbox, &slack, &dir)
+        .with("TEAMS_APPROVALS_CONVERSATION", Some(APPROVALS))
+        .with("STRANDS_REPOST_INTERVAL_MS", Some("0"));
+    for (k, v) in fake.env(&[("TEAMS_SERVICE_URL_HOSTS", "127.0.0.1")]) {
+        cfg = cfg.with(&k, Some(&v));
+    }
+    let mut bot = Bot::launch(&slack, cfg);
+    let here = fake.service_url();
+    let mut added = json!({
+        "type": "conversationUpdate",
+        "id": "install",
+        "channelId": "msteams",
+        "serviceUrl": here,
+        "from": {"id": "29:carol", "aadObjectId": CAROL},
+        "recipient": {"id": BOT, "name": "strands"},
+        "conversation": {"id": APPROVALS, "conversationType": "channel", "isGroup": true},
+        "channelData": {"tenant": {"id": TENANT}},
+        "membersAdded": [{"id": BOT}],
+    });
+    let r = post_activity(&bot, &token(&here, "signing.key.pem"), &added);
+    assert_eq!(r.status, 200, "{}", bot.log());
+    bot.stop();
+    let spec = sandbox.spec("deploy.yaml", &workflow, &llm);
+    let id = run_paused(&sandbox, &spec);
+
+    let teams_cards = |fake: &FakeTeams| cards_in(&fake.hits(), APPROVALS);
+    let counts = |fake: &FakeTeams| (slack.approvals().len(), teams_cards(fake).len());
+    bot.restart();
+    slack.wait_for_approval();
+    let until = Instant::now() + WAIT;
+    while teams_cards(&fake).is_empty() {
+        assert!(Instant::now() < until, "no Teams card\n{}", bot.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(QUIET);
+    assert_eq!(counts(&fake), (1, 1), "{}", bot.log());
+
+    // Restarted: each room's record stands; nobody posts again.
+    bot.stop();
+    bot.restart();
+    std::thread::sleep(QUIET);
+    assert_eq!(counts(&fake), (1, 1), "{}", bot.log());
+
+    // Decided in Teams: the run goes on once.
+    let (_, card_id, _) = teams_cards(&fake).remove(0);
+    added["type"] = json!("invoke");
+    added["name"] = json!("adaptiveCard/action");
+    added["id"] = json!("i:approve");
+    added["from"] = json!({"id": "29:ann", "aadObjectId": ANN, "name": "Ann Lee"});
+    added["replyToId"] = json!(card_id);
+    added["value"] = json!({"action": {"type": "Action.Execute", "verb": "approve",
+        "data": {"session": id, "gate": "review#1"}}});
+    added
+        .as_object_mut()
+        .expect("object")
+        .remove("membersAdded");
+    let r = post_activity(&bot, &token(&here, "signing.key.pem"), &added);
+    assert!(
+        r.json()["value"]
+            .to_string()
+            .contains("Approved by Ann Lee"),
+        "{}",
+        r.body
+    );
+    let until = Instant::now() + WAIT;
+    while sandbox.show(&id)["status"] != "completed" {
+        assert!(Instant::now() < until, "{}", bot.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Slack was asked once and never told of a Teams place.
+    assert!(
+        slack
+            .calls()
+            .iter()
+            .all(|c| !c.channel().starts_with("teams:")),
+        "{}",
+        slack.describe()
+    );
+}
