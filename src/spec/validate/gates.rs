@@ -322,7 +322,7 @@ impl Validator {
                 self.error(
                     wloc,
                     format!("{label}: {what} needs an escalation_target"),
-                    Some("escalation_target: [U0123ABCD]   # users (U…), groups (S…) or a channel (C… / #name)".into()),
+                    Some("escalation_target: [U0123ABCD]   # users (U…), groups (S…), a channel (C… / #name), teams:<Entra object ID or conversation id>".into()),
                 );
             }
             (Some(t), false) => self.error(
@@ -630,5 +630,26 @@ mod timing_tests {
             }
             other => panic!("expected diagnostics, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn teams_escalation_targets_are_people_or_conversations() {
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        escalation_timeout: 5\n        escalation_target: [\"#ops\", \"teams:aad-1\", \"teams:19:x@thread.tacv2\"]\n",
+        ));
+        // A Slack channel and a Teams conversation are not two channels.
+        assert_eq!(
+            g.timers.escalation_target,
+            vec![
+                EscalationTarget::Channel("ops".into()),
+                EscalationTarget::User("teams:aad-1".into()),
+                EscalationTarget::Channel("teams:19:x@thread.tacv2".into()),
+            ]
+        );
+        assert_eq!(
+            EscalationTarget::User("teams:aad-1".into()).mention(),
+            "teams:aad-1"
+        );
+        assert!(EscalationTarget::parse("teams:").is_err());
     }
 }

@@ -183,4 +183,50 @@ mod tests {
             ["p3", "p4", "p5"]
         );
     }
+
+    #[test]
+    fn each_room_keeps_its_own_record_of_a_gate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SledStore::open(dir.path()).expect("store");
+        store.create(&mut paused_session("p1")).expect("create");
+        let handle = store
+            .load("p1")
+            .expect("load")
+            .expect("p1")
+            .first_gate()
+            .expect("gate")
+            .handle();
+        let note = |channel: &str, ts: &str| crate::model::Notification {
+            gate: handle.clone(),
+            channel: channel.into(),
+            ts: Some(ts.into()),
+            thread_ts: None,
+            at: Utc::now(),
+            error: None,
+            copies: Vec::new(),
+        };
+        store
+            .record_notification("p1", &note("teams:19:a@thread.tacv2", "act-1"))
+            .expect("record");
+        // Posted by Teams alone: taken out, and a checkpoint keeps it out.
+        assert!(store.unposted(None, 10).expect("read").is_empty());
+        let mut p1 = store.load("p1").expect("load").expect("p1");
+        store.checkpoint(&mut p1).expect("checkpoint");
+        assert!(store.unposted(None, 10).expect("read").is_empty());
+        // Slack's message does not replace the card, nor the card Slack's.
+        store
+            .record_notification("p1", &note("C1", "1.2"))
+            .expect("record");
+        let notes = store.notifications("p1").expect("notes");
+        let mut places: Vec<&str> = notes.iter().map(|n| n.channel.as_str()).collect();
+        places.sort();
+        assert_eq!(places, ["C1", "teams:19:a@thread.tacv2"]);
+        for (place, ts) in [("C1", "1.2"), ("teams:19:a@thread.tacv2", "act-1")] {
+            let t = store
+                .message_target(place, ts)
+                .expect("read")
+                .expect("indexed");
+            assert_eq!(t.gate, handle);
+        }
+    }
 }
