@@ -699,3 +699,70 @@ fn teams_with_slack_on_a_cli_run_is_asked_in_both_rooms_once() {
         slack.describe()
     );
 }
+
+#[test]
+fn teams_with_slack_on_a_card_that_failed_is_posted_at_the_next_start_up_once() {
+    use crate::common::fake_slack::{Bot, BotConfig, FakeSlack};
+    let fake = FakeTeams::start();
+    let slack = FakeSlack::start();
+    let llm = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let workflow = deploy(&approvers(&[ANN]), "");
+    let spec = sandbox.spec("deploy.yaml", &workflow, &llm);
+    let id = run_paused(&sandbox, &spec);
+    let dir = write_workflows(&sandbox, &llm, &[("deploy", &workflow)]);
+    let mut cfg = BotConfig::new(&sandbox, &slack, &dir)
+        .with("TEAMS_APPROVALS_CONVERSATION", Some(APPROVALS))
+        .with("STRANDS_REPOST_INTERVAL_MS", Some("0"));
+    for (k, v) in fake.env(&[("TEAMS_SERVICE_URL_HOSTS", "127.0.0.1")]) {
+        cfg = cfg.with(&k, Some(&v));
+    }
+    // The approvals conversation is not known yet: Slack asks, Teams fails.
+    let mut bot = Bot::launch(&slack, cfg);
+    slack.wait_for_approval();
+    let until = Instant::now() + WAIT;
+    while !bot.log().contains("approval card not posted") {
+        assert!(Instant::now() < until, "{}", bot.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let here = fake.service_url();
+    let added = json!({
+        "type": "conversationUpdate",
+        "id": "install",
+        "channelId": "msteams",
+        "serviceUrl": here,
+        "from": {"id": "29:carol", "aadObjectId": CAROL},
+        "recipient": {"id": BOT, "name": "strands"},
+        "conversation": {"id": APPROVALS, "conversationType": "channel", "isGroup": true},
+        "channelData": {"tenant": {"id": TENANT}},
+        "membersAdded": [{"id": BOT}],
+    });
+    let r = post_activity(&bot, &token(&here, "signing.key.pem"), &added);
+    assert_eq!(r.status, 200, "{}", bot.log());
+    assert!(cards_in(&fake.hits(), APPROVALS).is_empty());
+
+    // Started again: the card that failed is posted; Slack is not asked again.
+    let counts = || {
+        (
+            slack.approvals().len(),
+            cards_in(&fake.hits(), APPROVALS).len(),
+        )
+    };
+    bot.stop();
+    bot.restart();
+    let until = Instant::now() + WAIT;
+    while counts().1 == 0 {
+        assert!(Instant::now() < until, "no Teams card\n{}", bot.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(QUIET);
+    assert_eq!(counts(), (1, 1), "{}", bot.log());
+    assert!(cards_in(&fake.hits(), APPROVALS)[0]
+        .2
+        .to_string()
+        .contains(&id));
+    bot.stop();
+    bot.restart();
+    std::thread::sleep(QUIET);
+    assert_eq!(counts(), (1, 1), "{}", bot.log());
+}

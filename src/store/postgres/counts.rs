@@ -94,6 +94,8 @@ pub(super) async fn track_in(
              SELECT $1, g FROM unnest($2::text[]) AS g
              WHERE NOT EXISTS (SELECT 1 FROM notifications n
                                WHERE n.session = $1 AND n.gate IN (g, g || '@teams') AND n.posted)
+                OR EXISTS (SELECT 1 FROM notifications n
+                           WHERE n.session = $1 AND n.gate IN (g, g || '@teams') AND NOT n.posted)
              ON CONFLICT DO NOTHING",
         )
         .await

@@ -444,9 +444,7 @@ impl SledStore {
                 for k in &index {
                     msg.insert(k.as_slice(), target.as_slice())?;
                 }
-                if n.ts.is_some() {
-                    unposted::posted_now(up, session, &n.gate)?;
-                }
+                unposted::recorded(up, t, session, &n.gate)?;
                 Ok(())
             });
         res.map_err(|e| Error::Store(format!("record notification: {e:?}")))?;
