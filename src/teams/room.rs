@@ -238,10 +238,12 @@ impl TeamsRoom {
             Err(e) => (None, Some(e)),
         };
         let mut copies = Vec::new();
-        if gate.notify_dm {
+        // The 1:1 copies go with a posted card (a card that failed is asked
+        // again, copies and all).
+        if gate.notify_dm && ts.is_some() {
             let (sent, failed) = super::dms::post(self, session, gate, reference.as_ref()).await;
             copies = sent;
-            if ts.is_some() && !failed.is_empty() {
+            if !failed.is_empty() {
                 // The card asks; the record says which copies did not go.
                 error = Some(failed.join("; "));
             }
