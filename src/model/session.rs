@@ -358,6 +358,21 @@ pub struct Notification {
     pub copies: Vec<(String, String)>,
 }
 
+impl Notification {
+    /// What the store keys this record by within its session: the gate
+    /// handle for Slack's message, `<handle>@teams` for a Teams card — each
+    /// room asking for the same gate keeps its own record (with Slack and
+    /// Teams both on, a run started from the CLI is asked in both).
+    pub fn record_key(&self) -> String {
+        // `hub::places::TEAMS`, which this layer sits below.
+        if self.channel.starts_with("teams:") {
+            format!("{}@teams", self.gate)
+        } else {
+            self.gate.clone()
+        }
+    }
+}
+
 impl Session {
     /// Every open gate, in the order they were opened.
     pub fn open_gates(&self) -> impl Iterator<Item = &OpenGate> {

@@ -438,7 +438,8 @@ impl App {
             all.extend(esc.messages);
         }
         let mut seen = HashSet::new();
-        all.retain(|m| seen.insert(m.clone()));
+        // Another room's copies (Teams cards) are that room's to update.
+        all.retain(|m| crate::hub::places::is_slack(&m.0) && seen.insert(m.clone()));
         all
     }
 

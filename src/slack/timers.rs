@@ -19,7 +19,8 @@ use crate::model::{Answer, Decision, GateEventKind, OpenGate, Session};
 use crate::spec::{EscalationTarget, Fallback};
 use crate::store::Fired;
 
-/// The message that asked for gate `handle` of session `id`, if any.
+/// The Slack message that asked for gate `handle` of session `id`, if any
+/// (a Teams card for the same gate is the Teams room's).
 pub async fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model::Notification> {
     app.hub
         .store
@@ -27,7 +28,7 @@ pub async fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model:
         .await
         .ok()?
         .into_iter()
-        .find(|n| n.gate == handle)
+        .find(|n| n.gate == handle && crate::hub::places::is_slack(&n.channel))
 }
 
 /// Replaces the buttons of `messages` with what `answer` did.
@@ -107,10 +108,12 @@ async fn post_copies(
             EscalationTarget::Channel(c) => Some(c.clone()),
             _ => None,
         })
+        .filter(|c| crate::hub::places::is_slack(c))
         .collect();
     if places.is_empty() {
+        // A `teams:` person is the Teams room's to ask.
         places.extend(targets.iter().filter_map(|t| match t {
-            EscalationTarget::User(u) => Some(u.clone()),
+            EscalationTarget::User(u) if crate::hub::places::is_slack(u) => Some(u.clone()),
             _ => None,
         }));
         let groups = targets
@@ -370,7 +373,14 @@ pub async fn escalate(
 
 /// A timeout's answer on every message that asked ("⏱ Timed out → ...").
 pub async fn timed_out(app: &App, session: &Session, fired: &Fired) {
-    show_answer(app, session, &fired.gate, &fired.messages, &fired.answer).await;
+    // Another room's messages (Teams cards) are that room's to update.
+    let mine: Vec<(String, String)> = fired
+        .messages
+        .iter()
+        .filter(|(place, _)| crate::hub::places::is_slack(place))
+        .cloned()
+        .collect();
+    show_answer(app, session, &fired.gate, &mine, &fired.answer).await;
 }
 
 #[cfg(test)]

@@ -467,6 +467,9 @@ impl EscalationTarget {
     /// How the target is named in a message (a mention for people).
     pub fn mention(&self) -> String {
         match self {
+            EscalationTarget::User(u) | EscalationTarget::Channel(u) if u.starts_with("teams:") => {
+                u.clone()
+            }
             EscalationTarget::User(u) => format!("<@{u}>"),
             EscalationTarget::Group(g) => format!("<!subteam^{g}>"),
             EscalationTarget::Channel(c) if looks_like_channel_id(c) => format!("<#{c}>"),
@@ -474,9 +477,19 @@ impl EscalationTarget {
         }
     }
 
-    /// Parses one `escalation_target` entry.
+    /// Parses one `escalation_target` entry. A Teams target keeps its
+    /// `teams:` prefix: `teams:<Entra object ID>` is a person (sent the
+    /// request 1:1), `teams:<conversation id>` (Teams' ids have a `:`,
+    /// `19:…@thread.tacv2`) a conversation the request is posted in.
     pub fn parse(raw: &str) -> std::result::Result<Self, String> {
         let t = raw.trim();
+        if let Some(rest) = t.strip_prefix("teams:") {
+            return match rest {
+                "" => Err(format!("`{t}` names no Teams person or conversation")),
+                r if r.contains(':') => Ok(EscalationTarget::Channel(t.to_string())),
+                _ => Ok(EscalationTarget::User(t.to_string())),
+            };
+        }
         let id = |s: &str| {
             s.len() > 1
                 && s.chars()
@@ -505,7 +518,7 @@ impl EscalationTarget {
             }
         }
         Err(format!(
-            "`{t}` is not a Slack user id (U…), user group id (S…) or channel (C… or #name)"
+            "`{t}` is not a Slack user id (U…), user group id (S…) or channel (C… or #name), nor teams:<Entra object ID or conversation id>"
         ))
     }
 }

@@ -241,7 +241,11 @@ fn approval_with(
         )));
     }
     if gate.approvals_required > 1 {
-        let who: Vec<&str> = gate.approvals.iter().map(|a| a.by.as_str()).collect();
+        let who: Vec<String> = gate
+            .approvals
+            .iter()
+            .map(|a| super::names::shown(&a.by))
+            .collect();
         body.push(text(format!(
             "Approvals: {} of {}{}",
             gate.approvals.len(),
@@ -293,13 +297,14 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
     if let Some(first) = verb_cap.get_mut(0..1) {
         first.make_ascii_uppercase();
     }
+    let at = answer.at.format("%Y-%m-%d %H:%M:%S UTC");
     body.push(json!({
         "type": "TextBlock",
-        "text": format!(
-            "{verb_cap} by {} at {}",
-            answer.by,
-            answer.at.format("%Y-%m-%d %H:%M:%S UTC")
-        ),
+        "text": if answer.via == "timeout" {
+            format!("⏱ Timed out at {at} → {}", timeout_outcome(&answer.decision))
+        } else {
+            format!("{verb_cap} by {} at {at}", super::names::shown(&answer.by))
+        },
         "weight": "Bolder",
         "wrap": true,
         "color": if matches!(answer.decision, Decision::Approve) { "Good" } else { "Attention" },
@@ -314,6 +319,19 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
         body.push(text(d));
     }
     card(body, vec![open_in_browser(public_url, &session.id)])
+}
+
+/// What a timeout's fallback did, as a timed-out card says it (the
+/// Slack room's words: "rejected by fallback", ...).
+fn timeout_outcome(decision: &Decision) -> String {
+    match decision {
+        Decision::Approve => "approved by fallback".into(),
+        Decision::Reject { .. } => "rejected by fallback".into(),
+        Decision::Respond { text } => format!("answered \"{text}\" (the default)"),
+        Decision::Skip => "skipped by fallback".into(),
+        Decision::Abort { .. } => "aborted by fallback: the run failed".into(),
+        other => other.verb().into(),
+    }
 }
 
 #[cfg(test)]

@@ -71,6 +71,10 @@ struct Inner {
     /// The one connector (and its token cache) replies go out through.
     connector: Arc<Connector>,
     clock: Clock,
+    /// Where runs started elsewhere are asked, and the bot's app ID (for
+    /// the 1:1 conversations it opens): what the room needs of the settings.
+    approvals: Option<String>,
+    app_id: String,
     /// Refusals audited in the current minute (its start, how many).
     audited: std::sync::Mutex<(DateTime<Utc>, u32)>,
 }
@@ -110,6 +114,8 @@ impl Door {
             local: settings.local_playground,
             connector: Arc::new(connector),
             clock,
+            approvals: settings.approvals_conversation.clone(),
+            app_id: settings.app_id.clone(),
             audited: std::sync::Mutex::new((start, 0)),
         })))
     }
@@ -118,10 +124,12 @@ impl Door {
 impl Door {
     /// The room that posts approval cards, sharing this door's connector.
     pub fn room(&self) -> super::room::TeamsRoom {
-        super::room::TeamsRoom {
-            hub: self.0.hub.clone(),
-            connector: Arc::clone(&self.0.connector),
-        }
+        super::room::TeamsRoom::new(
+            self.0.hub.clone(),
+            Arc::clone(&self.0.connector),
+            self.0.approvals.clone(),
+            self.0.app_id.clone(),
+        )
     }
 }
 
@@ -190,6 +198,13 @@ async fn messages_route(
         return error(refused.status(), refused.kind(), &refused.to_string());
     }
     d.hub.metrics.teams_activity(&kind);
+    // The sender's name, for cards (display only; identity is the aad).
+    if let (Some(aad), Some(name)) = (
+        str_at(&activity, "/from/aadObjectId"),
+        str_at(&activity, "/from/name"),
+    ) {
+        super::names::seen(aad, name);
+    }
     let now = (d.clock)();
     if !removes_the_bot(&activity) {
         if let Some(conversation) = reference(&activity, now) {

@@ -17,24 +17,30 @@
 //!   message, through the hub.
 //! - [`card`]: the approval card (Adaptive Card 1.5), asking and decided,
 //!   and the tool-call card ([`card::tools`]).
-//! - [`room`]: the room off the hall that posts a card when a run started
-//!   from Teams pauses.
+//! - [`room`]: the room off the hall: one card per open gate, in the
+//!   conversation a run was started from or `TEAMS_APPROVALS_CONVERSATION`,
+//!   recorded so a restart never posts twice; the decision shown on every
+//!   card.
+//! - [`dms`]: 1:1 cards (`notify: dm`, escalations to a person).
+//! - [`timers`]: reminders in a card's thread, escalated copies, timeouts
+//!   shown on the cards.
+//! - [`names`]: who decided, by the name Teams gave (display only).
 //! - [`actions`]: a card's action (invoke or submit) as an answer, through
 //!   the hub.
-//!
-//! What this module deliberately does not do (yet): reminders, escalations
-//! or timeouts on cards.
 
 pub mod actions;
 pub mod auth;
 pub mod card;
 pub mod commands;
 pub mod connector;
+pub mod dms;
 pub mod door;
+pub mod names;
 pub mod pace;
 pub mod package;
 pub mod room;
 pub mod settings;
+pub mod timers;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,22 +1,34 @@
-//! Teams as a room off the service's hall ([`crate::channel::hall::Room`]):
-//! a run started from a Teams conversation (its origin's approval place is
-//! `teams:<conversation id>`) is asked there with an approval card
-//! ([`super::card`]) when it pauses, once per open gate. Each card posted
-//! is recorded with the run (`record_notification`, place
-//! `teams:<conversation id>`, the card's activity id), so asking again
-//! after a restart never posts twice; a failed post is recorded with its
-//! error.
+//! Teams as a room off the service's hall ([`crate::channel::hall::Room`]).
 //!
-//! When a gate is answered — on the card, in the browser, by the CLI, a
-//! `cancel` or a timeout — its cards are updated to show the decision,
-//! without buttons.
+//! - **Where a run is asked.** A run started from a Teams conversation
+//!   (its origin's approval place is `teams:<conversation id>`) is asked
+//!   there; any other run (the CLI, the API, Slack, the browser) in
+//!   `TEAMS_APPROVALS_CONVERSATION` when it is set, else not in Teams.
+//!   With Slack on too, Slack keeps asking where it did: the card is asked
+//!   beside its message, and each room keeps its own record of the gate
+//!   ([`crate::model::Notification::record_key`]).
+//! - **Asking.** One approval card ([`super::card`]) per open gate, when
+//!   the run pauses, in a conversation the bot has seen (a stored
+//!   reference). Each card is recorded with the run (`record_notification`,
+//!   place `teams:<conversation id>`, the card's activity id), so asking
+//!   again — start-up asks rooms for `unasked` runs ([`crate::hub::repost`])
+//!   — never posts twice; a failed post is recorded with its error (and
+//!   logged once) and asked again at the next start-up.
+//! - **`notify: dm`.** Each approver named `teams:<Entra object ID>` also
+//!   gets the card in a 1:1 chat ([`super::dms`]); the copies are recorded
+//!   with the card and updated with it.
+//! - **Timers** ([`super::timers`]): reminders in the card's thread,
+//!   escalated copies to `teams:` targets, a timeout shown on every card.
+//! - **Answers.** When a gate is answered — on a card, in the browser, by
+//!   the CLI, a `cancel` — its cards (the card, its 1:1 copies, escalated
+//!   copies) show the decision, without buttons.
 //!
-//! What this room does not do yet: progress lines, reminders, escalated
-//! copies, or cards for tool-call gates.
+//! What this room does not do yet: progress lines in a card's thread.
 
 use std::sync::Arc;
 
 use chrono::Utc;
+use serde_json::Value;
 
 use super::card;
 use super::commands::PLACE_PREFIX;
@@ -25,6 +37,7 @@ use crate::channel::hall::{BoxFuture, MessageRef, Room};
 use crate::channel::Progress;
 use crate::error::Result;
 use crate::hub::Hub;
+use crate::model::teams::TeamsConversation;
 use crate::model::timer::{EscalationWhy, Fired};
 use crate::model::{Answer, GateEventKind, Notification, OpenGate, Session, Status};
 use crate::spec::EscalationTarget;
@@ -32,36 +45,124 @@ use crate::spec::EscalationTarget;
 pub struct TeamsRoom {
     pub hub: Hub,
     pub connector: Arc<Connector>,
+    /// `TEAMS_APPROVALS_CONVERSATION`: where runs started elsewhere are asked.
+    pub approvals: Option<String>,
+    /// The bot's app ID, for the 1:1 conversations it opens.
+    pub app_id: String,
 }
 
-/// The Teams conversation a run is asked in, if it was started from one.
-fn conversation_of(session: &Session) -> Option<&str> {
-    session
-        .origin
-        .as_ref()
-        .and_then(|o| o.approval_channel.strip_prefix(PLACE_PREFIX))
+/// Whether `place` is a Teams conversation's.
+pub(super) fn is_teams(place: &str) -> bool {
+    place.starts_with(PLACE_PREFIX)
+}
+
+/// The Teams card that asked for gate `handle` (not Slack's message).
+pub(super) fn card_note<'a>(notes: &'a [Notification], handle: &str) -> Option<&'a Notification> {
+    notes
+        .iter()
+        .rev()
+        .find(|n| n.gate == handle && is_teams(&n.channel))
 }
 
 /// Whether a card for gate `handle` was posted.
 fn posted(notes: &[Notification], handle: &str) -> bool {
-    notes
-        .iter()
-        .any(|n| n.gate == handle && n.channel.starts_with(PLACE_PREFIX) && n.ts.is_some())
-}
-
-/// The gates of `session` this room asks for and has not asked yet.
-fn unposted(session: &Session, notes: &[Notification]) -> Vec<String> {
-    if conversation_of(session).is_none() || session.status != Status::Paused {
-        return Vec::new();
-    }
-    session
-        .open_gates()
-        .map(|g| g.handle())
-        .filter(|h| !posted(notes, h))
-        .collect()
+    card_note(notes, handle).is_some_and(|n| n.ts.is_some())
 }
 
 impl TeamsRoom {
+    pub fn new(
+        hub: Hub,
+        connector: Arc<Connector>,
+        approvals: Option<String>,
+        app_id: String,
+    ) -> TeamsRoom {
+        TeamsRoom {
+            hub,
+            connector,
+            approvals,
+            app_id,
+        }
+    }
+
+    /// The Teams conversation `session` is asked in: its origin's, if it
+    /// was started from Teams, else the approvals conversation.
+    pub(super) fn conversation_of<'a>(&'a self, session: &'a Session) -> Option<&'a str> {
+        match session.origin.as_ref().map(|o| o.approval_channel.as_str()) {
+            Some(place) if is_teams(place) => place.strip_prefix(PLACE_PREFIX),
+            _ => self.approvals.as_deref(),
+        }
+    }
+
+    /// The gates of `session` this room asks for and has not asked yet.
+    fn unposted(&self, session: &Session, notes: &[Notification]) -> Vec<String> {
+        if self.conversation_of(session).is_none() || session.status != Status::Paused {
+            return Vec::new();
+        }
+        session
+            .open_gates()
+            .map(|g| g.handle())
+            .filter(|h| !posted(notes, h))
+            .collect()
+    }
+
+    /// The stored reference of conversation `id`, if the bot knows it.
+    pub(super) async fn reference(&self, id: &str) -> Option<TeamsConversation> {
+        match self.hub.store.teams_conversations().await {
+            Ok(all) => all.into_iter().find(|c| c.id == id),
+            Err(e) => {
+                tracing::error!("cannot read the Teams conversations: {e}");
+                None
+            }
+        }
+    }
+
+    /// The card that asked for gate `handle` of `session`, if one did.
+    pub(super) async fn note(&self, session: &str, handle: &str) -> Option<Notification> {
+        let notes = self.hub.store.notifications(session).await.ok()?;
+        card_note(&notes, handle).cloned()
+    }
+
+    /// Every Teams card asking for gate `handle`: the card, its 1:1 copies
+    /// (`notify: dm`) and its escalated copies, each once.
+    async fn cards(&self, session: &str, handle: &str) -> Vec<MessageRef> {
+        let mut all: Vec<MessageRef> = Vec::new();
+        if let Some(n) = self.note(session, handle).await {
+            all.extend(n.ts.clone().map(|ts| (n.channel.clone(), ts)));
+            all.extend(n.copies);
+        }
+        if let Ok(Some(esc)) = self.hub.store.escalation(session, handle).await {
+            all.extend(esc.messages);
+        }
+        let mut seen = std::collections::HashSet::new();
+        all.retain(|m| is_teams(&m.0) && seen.insert(m.clone()));
+        all
+    }
+
+    /// Replaces each of `cards` (Teams places only) with `activity`.
+    pub(super) async fn update_all(
+        &self,
+        session: &Session,
+        cards: &[MessageRef],
+        activity: &Value,
+    ) {
+        for (place, id) in cards {
+            let Some(conversation) = place.strip_prefix(PLACE_PREFIX) else {
+                continue;
+            };
+            let Some(c) = self.reference(conversation).await else {
+                tracing::warn!(session = %session.id, conversation, "cannot update a card in a Teams conversation the bot does not know");
+                continue;
+            };
+            if let Err(e) = self
+                .connector
+                .update(&c.service_url, &c.id, id, activity)
+                .await
+            {
+                tracing::warn!(session = %session.id, "could not update a Teams approval card: {e}");
+            }
+        }
+    }
+
     async fn ask_all(&self, session: &Session) {
         let notes = match self.hub.store.notifications(&session.id).await {
             Ok(n) => n,
@@ -70,8 +171,9 @@ impl TeamsRoom {
                 return;
             }
         };
-        for handle in unposted(session, &notes) {
+        for handle in self.unposted(session, &notes) {
             if let Some(gate) = session.open_gate(&handle) {
+                // Logged once here; the record says why, for `sessions show`.
                 if let Err(e) = self.post(session, gate).await {
                     tracing::error!(session = %session.id, gate = %handle, "approval card not posted: {e}");
                 }
@@ -91,64 +193,30 @@ impl TeamsRoom {
         }) else {
             return;
         };
-        let cards: Vec<(String, String)> = self
-            .hub
-            .store
-            .notifications(&session.id)
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|n| n.gate == handle)
-            .filter_map(|n| {
-                let conversation = n.channel.strip_prefix(PLACE_PREFIX)?.to_string();
-                Some((conversation, n.ts?))
-            })
-            .collect();
+        let cards = self.cards(&session.id, &handle).await;
         if cards.is_empty() {
             return;
         }
-        let known = self
-            .hub
-            .store
-            .teams_conversations()
-            .await
-            .unwrap_or_default();
         let decided = card::activity(card::decided(
             session,
             gate_id,
             answer,
             &self.hub.public_url,
         ));
-        for (conversation, id) in cards {
-            let Some(c) = known.iter().find(|c| c.id == conversation) else {
-                continue;
-            };
-            if let Err(e) = self
-                .connector
-                .update(&c.service_url, &c.id, &id, &decided)
-                .await
-            {
-                tracing::warn!(session = %session.id, "could not update a Teams approval card: {e}");
-            }
-        }
+        self.update_all(session, &cards, &decided).await;
     }
 
-    /// Posts the card for `gate` and records it (or why it failed).
+    /// Posts the card for `gate` (and its 1:1 copies, `notify: dm`) and
+    /// records it, or why it failed.
     async fn post(&self, session: &Session, gate: &OpenGate) -> Result<()> {
-        let Some(conversation) = conversation_of(session) else {
+        let Some(conversation) = self.conversation_of(session) else {
             return Ok(());
         };
         let place = format!("{PLACE_PREFIX}{conversation}");
-        let reference = self
-            .hub
-            .store
-            .teams_conversations()
-            .await?
-            .into_iter()
-            .find(|c| c.id == conversation);
-        let sent = match reference {
+        let reference = self.reference(conversation).await;
+        let sent = match &reference {
             None => Err(format!(
-                "the Teams conversation {conversation} is not known"
+                "the Teams conversation {conversation} is not known: the bot has not been added to it, or has had no activity from it"
             )),
             Some(c) => {
                 let activity = card::activity(card::for_gate(&self.hub, session, gate));
@@ -158,27 +226,39 @@ impl TeamsRoom {
                     .map_err(|e| e.to_string())
             }
         };
-        let (ts, error) = match sent {
+        let (ts, mut error) = match sent {
             Ok(id) => (Some(id), None),
             Err(e) => (None, Some(e)),
         };
+        let mut copies = Vec::new();
+        // The 1:1 copies go with a posted card (a card that failed is asked
+        // again, copies and all).
+        if gate.notify_dm && ts.is_some() {
+            let (sent, failed) = super::dms::post(self, session, gate, reference.as_ref()).await;
+            copies = sent;
+            if !failed.is_empty() {
+                // The card asks; the record says which copies did not go.
+                error = Some(failed.join("; "));
+            }
+        }
         let n = Notification {
             gate: gate.handle(),
             channel: place,
-            ts,
+            ts: ts.clone(),
             thread_ts: None,
             at: Utc::now(),
             error: error.clone(),
-            copies: Vec::new(),
+            copies,
         };
         self.hub.store.record_notification(&session.id, &n).await?;
-        match error {
-            None => {
+        match (ts, error) {
+            (Some(_), _) => {
                 self.hub.metrics.gate_opened();
                 Ok(())
             }
-            Some(e) => Err(crate::error::Error::Runtime(format!(
-                "the approval card was not posted: {e}"
+            (None, e) => Err(crate::error::Error::Runtime(format!(
+                "the approval card was not posted: {}",
+                e.unwrap_or_default()
             ))),
         }
     }
@@ -209,7 +289,7 @@ impl Room for TeamsRoom {
                 .notifications(&session.id)
                 .await
                 .unwrap_or_default();
-            !unposted(session, &notes).is_empty()
+            !self.unposted(session, &notes).is_empty()
         })
     }
 
@@ -219,37 +299,44 @@ impl Room for TeamsRoom {
         handle: &'a str,
     ) -> BoxFuture<'a, Vec<MessageRef>> {
         Box::pin(async move {
-            self.hub
-                .store
-                .notifications(&session.id)
+            // The card and its 1:1 copies (escalated copies are the engine's
+            // to add).
+            self.note(&session.id, handle)
                 .await
-                .unwrap_or_default()
+                .map(|n| n.ts.map(|ts| (n.channel, ts)).into_iter().chain(n.copies))
                 .into_iter()
-                .filter(|n| n.gate == handle && n.channel.starts_with(PLACE_PREFIX))
-                .filter_map(|n| Some((n.channel, n.ts?)))
+                .flatten()
                 .collect()
         })
     }
 
-    fn remind<'a>(&'a self, _: &'a Session, _: &'a OpenGate, _: u32, _: u32) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+    fn remind<'a>(
+        &'a self,
+        session: &'a Session,
+        gate: &'a OpenGate,
+        n: u32,
+        of: u32,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(super::timers::remind(self, session, gate, n, of))
     }
 
     fn escalate<'a>(
         &'a self,
-        _: &'a Session,
-        _: &'a OpenGate,
-        _: &'a [EscalationTarget],
-        _: &'a EscalationWhy,
+        session: &'a Session,
+        gate: &'a OpenGate,
+        targets: &'a [EscalationTarget],
+        why: &'a EscalationWhy,
     ) -> BoxFuture<'a, Vec<MessageRef>> {
-        Box::pin(async { Vec::new() })
+        Box::pin(super::timers::escalate(self, session, gate, targets, why))
     }
 
-    fn timed_out<'a>(&'a self, _: &'a Session, _: &'a Fired) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+    fn timed_out<'a>(&'a self, session: &'a Session, fired: &'a Fired) -> BoxFuture<'a, ()> {
+        Box::pin(super::timers::timed_out(self, session, fired))
     }
 
     fn can_escalate(&self) -> bool {
-        false
+        // A card can go to any conversation the bot knows, or 1:1 to a
+        // person of a tenant it knows.
+        true
     }
 }

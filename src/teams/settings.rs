@@ -68,6 +68,10 @@ pub struct TeamsSettings {
     /// `TEAMS_LOCAL_PLAYGROUND=1`: no app, no tokens either way; loopback
     /// only (see the module doc).
     pub local_playground: bool,
+    /// `TEAMS_APPROVALS_CONVERSATION`: the conversation (a `conversation.id`
+    /// the bot has seen) where runs started elsewhere — the CLI, the API,
+    /// Slack, the browser — get their approval cards.
+    pub approvals_conversation: Option<String>,
 }
 
 /// The app id the room goes by in the local Playground mode (no Entra app).
@@ -215,6 +219,8 @@ impl TeamsSettings {
             max_attempts,
             retry_base,
             local_playground,
+            approvals_conversation: get("TEAMS_APPROVALS_CONVERSATION")
+                .map(|c| c.strip_prefix("teams:").unwrap_or(&c).to_string()),
         }))
     }
 }
@@ -323,6 +329,7 @@ mod tests {
             ("TEAMS_ALLOW_HTTP_LOOPBACK", "1"),
             ("TEAMS_MAX_ATTEMPTS", "2"),
             ("TEAMS_RETRY_BASE_MS", "10"),
+            ("TEAMS_APPROVALS_CONVERSATION", " 19:ops@thread.tacv2 "),
         ])
         .expect("parses")
         .expect("on");
@@ -337,6 +344,10 @@ mod tests {
         assert!(s.allow_http_loopback);
         assert_eq!(s.max_attempts, 2);
         assert_eq!(s.retry_base, Duration::from_millis(10));
+        assert_eq!(
+            s.approvals_conversation.as_deref(),
+            Some("19:ops@thread.tacv2")
+        );
 
         let s = parse(&[
             ("TEAMS_APP_ID", "app"),

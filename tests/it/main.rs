@@ -56,6 +56,7 @@ mod store_syncs;
 mod strands_cli_examples;
 mod teams_card_schema;
 mod teams_cards;
+mod teams_delivery;
 mod teams_package;
 mod teams_playground;
 mod teams_protocol;

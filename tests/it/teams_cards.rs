@@ -338,10 +338,7 @@ fn teams_a_paused_run_gets_one_card_and_an_approver_decides_it() {
         "{ok}"
     );
     let decided = ok["value"].to_string();
-    assert!(
-        decided.contains(&format!("Approved by teams:{ANN}")),
-        "{decided}"
-    );
+    assert!(decided.contains("Approved by Someone"), "{decided}");
     assert!(verbs(&ok["value"]).is_empty(), "no buttons left: {decided}");
     wait_status(&w, &id, "completed");
     assert_eq!(w.llm.count(), llm_before + 1, "the deployer ran once");
@@ -380,10 +377,7 @@ fn teams_reject_and_modify_from_the_card_carry_their_text() {
     let data = json!({"session": id, "gate": "review#1", "reason": "too risky today"});
     let r = invoke(&w, &action(&w, ANN, "act-r", "reject", data));
     let decided = r["value"].to_string();
-    assert!(
-        decided.contains(&format!("Rejected by teams:{ANN}")),
-        "{decided}"
-    );
+    assert!(decided.contains("Rejected by Someone"), "{decided}");
     assert!(decided.contains("Reason: too risky today"), "{decided}");
     let shown = wait_status(&w, &id, "rejected").to_string();
     assert!(shown.contains("too risky today"), "{shown}");

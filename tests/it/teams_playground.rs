@@ -156,9 +156,9 @@ fn card_content(message: &Value) -> Value {
         .unwrap_or_else(|| panic!("no card in {message:#}"))
 }
 
-/// Someone who decided, as the card names them.
+/// Someone who decided, as the card names them: by the name Teams gave.
 fn names(text: &str, who: &User) -> bool {
-    text.contains(&who.name) || text.contains(&who.aad)
+    text.contains(&format!("by {}", who.name))
 }
 
 #[test]
@@ -268,6 +268,7 @@ fn playground_channel_mention_refusal_reject_with_reason_and_decided_elsewhere()
     let decided = r.json()["value"].to_string();
     assert!(decided.contains("Rejected by"), "{}", r.body);
     assert!(decided.contains("not during the freeze"), "{decided}");
+    assert!(names(&decided, &alex), "{decided}");
     let shown = w.status(&id, "rejected").to_string();
     assert!(shown.contains("not during the freeze"), "{shown}");
 

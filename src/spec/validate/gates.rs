@@ -135,11 +135,15 @@ impl Validator {
             "channel" => false,
             "dm" => {
                 let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
-                if !approvers.iter().any(|a| crate::model::is_slack_user(a)) {
+                let direct = |a: &String| {
+                    crate::model::is_slack_user(a)
+                        || a.strip_prefix("teams:").is_some_and(|id| !id.is_empty())
+                };
+                if !approvers.iter().any(direct) {
                     self.error(
                         at(n),
                         format!(
-                            "{label}: notify: dm sends each approver named by Slack user id a direct message, but {} no Slack user",
+                            "{label}: notify: dm sends each approver named by Slack user id (or teams:<Entra object ID>) a direct message, but {} no such person",
                             if s.approvers.is_some() {
                                 "its approvers name"
                             } else {
@@ -298,7 +302,7 @@ impl Validator {
             }
             let channels = escalation_target
                 .iter()
-                .filter(|t| matches!(t, EscalationTarget::Channel(_)))
+                .filter(|t| matches!(t, EscalationTarget::Channel(c) if !c.starts_with("teams:")))
                 .count();
             if channels > 1 {
                 self.error(
@@ -318,7 +322,7 @@ impl Validator {
                 self.error(
                     wloc,
                     format!("{label}: {what} needs an escalation_target"),
-                    Some("escalation_target: [U0123ABCD]   # users (U…), groups (S…) or a channel (C… / #name)".into()),
+                    Some("escalation_target: [U0123ABCD]   # users (U…), groups (S…), a channel (C… / #name), teams:<Entra object ID or conversation id>".into()),
                 );
             }
             (Some(t), false) => self.error(
@@ -528,7 +532,12 @@ mod timing_tests {
             "      - type: manual_gate\n        prompt: ok?\n        approvers: [alice, S0LEADS1]\n        notify: dm\n",
         ));
         assert_eq!((d[0].line, d[0].column), (16, 17), "{d:#?}");
-        assert!(d[0].message.contains("no Slack user"), "{d:#?}");
+        assert!(d[0].message.contains("no such person"), "{d:#?}");
+        // Teams people (`teams:<Entra object ID>`) get a 1:1 card.
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        approvers: [\"teams:aad-1\"]\n        notify: dm\n",
+        ));
+        assert!(g.notify_dm);
         let d = errors(&spec(
             "      - type: manual_gate\n        prompt: ok?\n        notify: dm\n",
         ));
@@ -621,5 +630,26 @@ mod timing_tests {
             }
             other => panic!("expected diagnostics, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn teams_escalation_targets_are_people_or_conversations() {
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        escalation_timeout: 5\n        escalation_target: [\"#ops\", \"teams:aad-1\", \"teams:19:x@thread.tacv2\"]\n",
+        ));
+        // A Slack channel and a Teams conversation are not two channels.
+        assert_eq!(
+            g.timers.escalation_target,
+            vec![
+                EscalationTarget::Channel("ops".into()),
+                EscalationTarget::User("teams:aad-1".into()),
+                EscalationTarget::Channel("teams:19:x@thread.tacv2".into()),
+            ]
+        );
+        assert_eq!(
+            EscalationTarget::User("teams:aad-1".into()).mention(),
+            "teams:aad-1"
+        );
+        assert!(EscalationTarget::parse("teams:").is_err());
     }
 }

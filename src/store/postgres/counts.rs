@@ -93,7 +93,9 @@ pub(super) async fn track_in(
              INSERT INTO unposted (session, gate)
              SELECT $1, g FROM unnest($2::text[]) AS g
              WHERE NOT EXISTS (SELECT 1 FROM notifications n
-                               WHERE n.session = $1 AND n.gate = g AND n.posted)
+                               WHERE n.session = $1 AND n.gate IN (g, g || '@teams') AND n.posted)
+                OR EXISTS (SELECT 1 FROM notifications n
+                           WHERE n.session = $1 AND n.gate IN (g, g || '@teams') AND NOT n.posted)
              ON CONFLICT DO NOTHING",
         )
         .await

@@ -51,19 +51,31 @@ impl PgStore {
         tx.execute(
             "INSERT INTO notifications (session, gate, body, posted) VALUES ($1, $2, $3, $4)
              ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body, posted = EXCLUDED.posted",
-            &[&session, &n.gate, &body, &n.ts.is_some()],
+            &[&session, &n.record_key(), &body, &n.ts.is_some()],
         )
         .await
         .map_err(|e| self.err("record notification", e))?;
         if let Some(ts) = &n.ts {
             index_in(&tx, &n.channel, ts, session, &n.gate).await?;
-            tx.execute(
-                "DELETE FROM unposted WHERE session = $1 AND gate = $2",
-                &[&session, &n.gate],
-            )
-            .await
-            .map_err(|e| self.err("record notification", e))?;
         }
+        // The gate is asked when every room that recorded a message for it
+        // posted it (each room keeps its own row: `record_key`); a room's
+        // failed post puts a paused run's gate back for start-up to ask.
+        tx.execute(
+            "WITH asked AS (
+                 SELECT bool_and(posted) AS all_posted FROM notifications
+                 WHERE session = $1 AND gate IN ($2, $2 || '@teams')),
+             gone AS (
+                 DELETE FROM unposted WHERE session = $1 AND gate = $2
+                 AND (SELECT all_posted FROM asked))
+             INSERT INTO unposted (session, gate)
+             SELECT $1, $2 WHERE NOT (SELECT all_posted FROM asked)
+                 AND EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND status = 'paused')
+             ON CONFLICT DO NOTHING",
+            &[&session, &n.gate],
+        )
+        .await
+        .map_err(|e| self.err("record notification", e))?;
         // The copies sent to approvers directly: a click on any finds the gate.
         for (channel, ts) in &n.copies {
             index_in(&tx, channel, ts, session, &n.gate).await?;

@@ -260,3 +260,52 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
         [conv]
     );
 }
+
+#[tokio::test]
+async fn each_room_keeps_its_own_record_and_a_failed_card_is_asked_again() {
+    use crate::store::sled::tests::paused_session;
+    let Some(url) = testdb::database("rooms").await else {
+        return;
+    };
+    let settings = PgSettings::from_env().expect("settings");
+    let store = PgStore::connect(&url, &settings).await.expect("connect");
+    store
+        .create(&mut paused_session("p1"))
+        .await
+        .expect("create");
+    let unposted = || async { store.unposted(None, usize::MAX).await.expect("unposted") };
+    assert_eq!(unposted().await, ["p1"]);
+    // Slack posted: asked.
+    store
+        .record_notification("p1", &notification("review#1", Some("1.2")))
+        .await
+        .expect("posted");
+    assert!(unposted().await.is_empty());
+    // The Teams card beside it failed: asked again at start-up, and a
+    // checkpoint keeps it so; Slack's record stands.
+    let mut card = notification("review#1", None);
+    card.channel = "teams:19:a@thread.tacv2".into();
+    card.error = Some("not known".into());
+    store
+        .record_notification("p1", &card)
+        .await
+        .expect("failed");
+    assert_eq!(unposted().await, ["p1"]);
+    let mut p1 = store.load("p1").await.expect("load").expect("p1");
+    store.checkpoint(&mut p1).await.expect("checkpoint");
+    assert_eq!(unposted().await, ["p1"]);
+    assert_eq!(store.notifications("p1").await.expect("notes").len(), 2);
+    // Posted: every room asked.
+    card.ts = Some("act-1".into());
+    store
+        .record_notification("p1", &card)
+        .await
+        .expect("posted");
+    assert!(unposted().await.is_empty());
+    let t = store
+        .message_target("teams:19:a@thread.tacv2", "act-1")
+        .await
+        .expect("read")
+        .expect("indexed");
+    assert_eq!(t.gate, "review#1");
+}

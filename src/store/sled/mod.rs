@@ -435,7 +435,7 @@ impl SledStore {
                 .map(|ts| message_key(&n.channel, ts))
                 .chain(n.copies.iter().map(|(c, ts)| message_key(c, ts)))
                 .collect();
-        let key = gate_key(session, &n.gate);
+        let key = gate_key(session, &n.record_key());
         let record = encode("notification", n)?;
         let unposted = self.tree(trees::UNPOSTED)?;
         let res: std::result::Result<(), TransactionError<String>> =
@@ -444,9 +444,7 @@ impl SledStore {
                 for k in &index {
                     msg.insert(k.as_slice(), target.as_slice())?;
                 }
-                if n.ts.is_some() {
-                    unposted::posted_now(up, session, &n.gate)?;
-                }
+                unposted::recorded(up, t, session, &n.gate)?;
                 Ok(())
             });
         res.map_err(|e| Error::Store(format!("record notification: {e:?}")))?;

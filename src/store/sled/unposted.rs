@@ -3,8 +3,11 @@
 //! `unposted` tree holds session id → the JSON list of its open gate
 //! handles with no posted message; it is written in the same transaction
 //! as the session (a pause adds its unposted gates, any other status clears
-//! the entry) and in the same one as a posted message (which takes its gate
-//! out). A run that changed status without a write here (an answer
+//! the entry) and in the same one as a room's record of a message: a gate
+//! is out once every room that recorded a message for it posted it (Slack
+//! and Teams keep a record each), and back in when a room's post failed —
+//! so a Teams card that failed beside a posted Slack message is asked again
+//! at start-up, and only there. A run that changed status without a write here (an answer
 //! recorded) keeps a stale entry until its next checkpoint; start-up skips
 //! it after one load.
 
@@ -14,13 +17,21 @@ use super::*;
 
 type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
 
+/// Whether gate `handle` was asked: some room recorded its message, and
+/// every room that recorded one posted it (each room keeps its own record:
+/// [`crate::model::Notification::record_key`]; a Teams card that failed
+/// beside a posted Slack message is asked again at start-up).
 fn posted(notes: &TransactionalTree, session: &str, handle: &str) -> TxResult<bool> {
-    let Some(v) = notes.get(gate_key(session, handle))? else {
-        return Ok(false);
-    };
-    Ok(serde_json::from_slice::<crate::model::Notification>(&v)
-        .map(|n| n.ts.is_some())
-        .unwrap_or(false))
+    let mut any = false;
+    for key in [handle.to_string(), format!("{handle}@teams")] {
+        if let Some(v) = notes.get(gate_key(session, &key))? {
+            match serde_json::from_slice::<crate::model::Notification>(&v) {
+                Ok(n) if n.ts.is_some() => any = true,
+                _ => return Ok(false),
+            }
+        }
+    }
+    Ok(any)
 }
 
 /// Keeps `session`'s entry right, inside the caller's transaction.
@@ -49,12 +60,32 @@ pub(super) fn track(
     Ok(())
 }
 
-/// Takes gate `handle` of `session` out of its entry (its message posted).
-pub(super) fn posted_now(
+/// After a message for gate `handle` of `session` was recorded (`notes`
+/// holds it): the gate leaves the entry when it is asked ([`posted`]), and
+/// comes back when a room's post failed.
+pub(super) fn recorded(
     unposted: &TransactionalTree,
+    notes: &TransactionalTree,
     session: &str,
     handle: &str,
 ) -> TxResult<()> {
+    if !posted(notes, session, handle)? {
+        let key = session.as_bytes();
+        let mut left: Vec<String> = match unposted.get(key)? {
+            Some(v) => serde_json::from_slice(&v).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        if !left.iter().any(|h| h == handle) {
+            left.push(handle.to_string());
+            unposted.insert(key, serde_json::to_vec(&left).unwrap_or_default())?;
+        }
+        return Ok(());
+    }
+    posted_now(unposted, session, handle)
+}
+
+/// Takes gate `handle` of `session` out of its entry (its message posted).
+fn posted_now(unposted: &TransactionalTree, session: &str, handle: &str) -> TxResult<()> {
     let key = session.as_bytes();
     let Some(v) = unposted.get(key)? else {
         return Ok(());
@@ -176,5 +207,51 @@ mod tests {
             store.unposted(Some("p20"), 9).expect("read"),
             ["p3", "p4", "p5"]
         );
+    }
+
+    #[test]
+    fn each_room_keeps_its_own_record_of_a_gate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SledStore::open(dir.path()).expect("store");
+        store.create(&mut paused_session("p1")).expect("create");
+        let handle = store
+            .load("p1")
+            .expect("load")
+            .expect("p1")
+            .first_gate()
+            .expect("gate")
+            .handle();
+        let note = |channel: &str, ts: &str| crate::model::Notification {
+            gate: handle.clone(),
+            channel: channel.into(),
+            ts: Some(ts.into()),
+            thread_ts: None,
+            at: Utc::now(),
+            error: None,
+            copies: Vec::new(),
+        };
+        store
+            .record_notification("p1", &note("teams:19:a@thread.tacv2", "act-1"))
+            .expect("record");
+        // Posted by Teams alone: taken out, and a checkpoint keeps it out.
+        assert!(store.unposted(None, 10).expect("read").is_empty());
+        let mut p1 = store.load("p1").expect("load").expect("p1");
+        store.checkpoint(&mut p1).expect("checkpoint");
+        assert!(store.unposted(None, 10).expect("read").is_empty());
+        // Slack's message does not replace the card, nor the card Slack's.
+        store
+            .record_notification("p1", &note("C1", "1.2"))
+            .expect("record");
+        let notes = store.notifications("p1").expect("notes");
+        let mut places: Vec<&str> = notes.iter().map(|n| n.channel.as_str()).collect();
+        places.sort();
+        assert_eq!(places, ["C1", "teams:19:a@thread.tacv2"]);
+        for (place, ts) in [("C1", "1.2"), ("teams:19:a@thread.tacv2", "act-1")] {
+            let t = store
+                .message_target(place, ts)
+                .expect("read")
+                .expect("indexed");
+            assert_eq!(t.gate, handle);
+        }
     }
 }

@@ -1,0 +1,66 @@
+//! Display names of Teams people, for cards only: "Approved by Ann Lee
+//! at …" rather than `teams:<Entra object ID>`. A name is taken from a
+//! verified activity's `from.name`, keyed by its `from.aadObjectId` (the
+//! identity answers record) — never from a card's data. It is display
+//! only: who may answer, and what the store and the audit trail record,
+//! is always `teams:<aad>`.
+//!
+//! What this does not do: keep names across a restart (a person's name
+//! comes back with their next activity; until then the card shows
+//! `teams:<aad>`), or look names up in Microsoft Graph.
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+
+use super::commands::PLACE_PREFIX;
+
+/// The most names kept (a bound on what anyone sending activities can grow).
+const MAX_NAMES: usize = 10_000;
+
+/// The longest name kept, in characters.
+const MAX_NAME_CHARS: usize = 120;
+
+static NAMES: LazyLock<Mutex<HashMap<String, String>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A verified activity came from `aad`, called `name`.
+pub fn seen(aad: &str, name: &str) {
+    let name: String = name.trim().chars().take(MAX_NAME_CHARS).collect();
+    if aad.is_empty() || name.is_empty() {
+        return;
+    }
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if names.len() >= MAX_NAMES && !names.contains_key(aad) {
+        return;
+    }
+    names.insert(aad.to_string(), name);
+}
+
+/// How `who` (an identity as answers record it) is shown on a card: a
+/// Teams person's name when one was seen, else `who` as it is.
+pub fn shown(who: &str) -> String {
+    let Some(aad) = who.strip_prefix(PLACE_PREFIX) else {
+        return who.to_string();
+    };
+    NAMES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(aad)
+        .cloned()
+        .unwrap_or_else(|| who.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn teams_names_show_people_and_leave_the_rest() {
+        assert_eq!(shown("teams:aad-names-1"), "teams:aad-names-1");
+        seen("aad-names-1", "  Ann Lee ");
+        assert_eq!(shown("teams:aad-names-1"), "Ann Lee");
+        assert_eq!(shown("alice"), "alice");
+        seen("aad-names-2", "");
+        assert_eq!(shown("teams:aad-names-2"), "teams:aad-names-2");
+    }
+}
