@@ -374,3 +374,146 @@ fn the_local_mode_refuses_what_it_cannot_trust() {
         listed.stdout
     );
 }
+
+/// One agent asking for two state-changing calls at once; Alex approves
+/// (alone in his personal chat, so he may approve what he started).
+const OPS: &str = r#"
+version: 0
+name: ops
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+security:
+  approvers: ["teams:00000000-0000-0000-0000-0000000000020"]
+  allow_self_approval: true
+tools:
+  http_executors:
+    - id: deploy_api
+      base_url: $TARGET
+      description: The deploy API.
+agents:
+  operator:
+    prompt: You are the OPERATOR.
+    tools: [deploy_api]
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: operator
+        input: Roll out web and api.
+"#;
+
+#[test]
+fn playground_tool_call_card_approve_one_reject_one_with_a_reason() {
+    use crate::common::fake_slack::FakeTarget;
+    use crate::common::{assistant_turns, tool_call, Behaviour, Say};
+    let llm = FakeLlm::start_with(Behaviour::scripted(|_, body| {
+        if assistant_turns(body) == 0 {
+            Say::Calls(vec![
+                tool_call(
+                    "call_web",
+                    "deploy_api",
+                    json!({"method": "POST", "path": "/rollout/web"}),
+                ),
+                tool_call(
+                    "call_api",
+                    "deploy_api",
+                    json!({"method": "POST", "path": "/rollout/api"}),
+                ),
+            ])
+        } else {
+            Say::Text("FINISHED".into())
+        }
+    }));
+    let target = FakeTarget::start();
+    let sandbox = Sandbox::new();
+    let dir = write_workflows(
+        &sandbox,
+        &llm,
+        &[("ops", &OPS.replace("$TARGET", &target.url))],
+    );
+    let svc = Service::launch(local(&sandbox, &dir));
+    let Some(pg) = Playground::start(&format!("{}/api/messages", svc.url)) else {
+        return;
+    };
+    let w = World {
+        pg,
+        llm,
+        sandbox,
+        svc,
+    };
+    let alex = w.pg.user(0);
+    let chat = w.pg.personal_chat();
+    w.pg.say(&chat, &alex, "run ops", false);
+    let id = w.run_id(1);
+    w.status(&id, "paused");
+    let posted = w.pg.card(1);
+    let card_id = posted["message"]["messageId"]
+        .as_str()
+        .expect("card id")
+        .to_string();
+    let card = card_content(&posted["message"]);
+    let calls = |card: &Value, verb: &str, call: &str| -> Option<Value> {
+        fn all(v: &Value, out: &mut Vec<Value>) {
+            match v {
+                Value::Object(m) => {
+                    if m.get("type") == Some(&json!("Action.Execute")) {
+                        out.push(v.clone());
+                    }
+                    m.values().for_each(|x| all(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| all(x, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        all(card, &mut out);
+        out.into_iter()
+            .find(|a| a["verb"] == verb && a["data"]["call"] == call)
+            .map(|a| a["data"].clone())
+    };
+    let approve = calls(&card, "approve", "call_web").expect("approve for call_web");
+    let mut reject = calls(&card, "reject", "call_api").expect("reject for call_api");
+    reject["reason"] = json!("not on a Friday");
+
+    let r = w.pg.execute(&chat, &card_id, &alex, "approve", &approve);
+    assert_eq!(
+        r.json()["type"],
+        "application/vnd.microsoft.card.adaptive",
+        "{}",
+        r.body
+    );
+    let redrawn = r.json()["value"].clone();
+    assert!(
+        calls(&redrawn, "approve", "call_web").is_none(),
+        "web decided: {redrawn:#}"
+    );
+    assert!(
+        calls(&redrawn, "reject", "call_api").is_some(),
+        "api still waits: {redrawn:#}"
+    );
+    let r = w.pg.execute(&chat, &card_id, &alex, "reject", &reject);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        verbs(&r.json()["value"]).is_empty(),
+        "all decided: {}",
+        r.body
+    );
+
+    w.status(&id, "completed");
+    assert_eq!(
+        target.count("POST", "/rollout/web"),
+        1,
+        "approved: run once"
+    );
+    assert_eq!(
+        target.count("POST", "/rollout/api"),
+        0,
+        "rejected: never run"
+    );
+    // The reason reached the model with the rejected call's result.
+    let last = w.llm.last().body.to_string();
+    assert!(last.contains("not on a Friday"), "{last}");
+    w.pg.assert_cards_valid();
+}
