@@ -25,14 +25,12 @@
 //! An edit that is not JSON, or that the intake refuses, is answered with
 //! the card and the reason on it; nothing changed.
 
-use std::sync::Arc;
-
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::card;
 use super::commands::{person, place, PLACE_PREFIX};
-use super::connector::Connector;
+use super::room::TeamsRoom;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::engine::Accepted;
 use crate::hub::answers::{refusal_text, AnswerRequest};
@@ -47,7 +45,8 @@ const MESSAGE_RESPONSE: &str = "application/vnd.microsoft.activity.message";
 
 /// The HTTP response to a verified `adaptiveCard/action` invoke. Other
 /// copies of a tool-call card are updated in the background.
-pub async fn invoke(hub: &Hub, connector: &Arc<Connector>, activity: &Value) -> Value {
+pub async fn invoke(room: &TeamsRoom, activity: &Value) -> Value {
+    let hub = &room.hub;
     let action = activity.pointer("/value/action");
     let verb = action
         .and_then(|a| a.get("verb"))
@@ -64,7 +63,7 @@ pub async fn invoke(hub: &Hub, connector: &Arc<Connector>, activity: &Value) -> 
                     let conversation = str_at(activity, "/conversation/id").unwrap_or_default();
                     (conversation.to_string(), id.to_string())
                 });
-                update_copies(hub, connector, session, handle, &shown.card, except);
+                update_copies(room, session, handle, &shown.card, except);
             }
             json!({ "statusCode": 200, "type": CARD_RESPONSE, "value": shown.card })
         }
@@ -74,17 +73,17 @@ pub async fn invoke(hub: &Hub, connector: &Arc<Connector>, activity: &Value) -> 
 
 /// A verified `Action.Submit`: answered in the background; the card is
 /// updated in place, or a refusal is said in the conversation.
-pub fn submit(hub: &Hub, connector: &Arc<Connector>, activity: Value) {
-    let (hub, connector) = (hub.clone(), Arc::clone(connector));
-    let tasks = hub.tasks().clone();
+pub fn submit(room: TeamsRoom, activity: Value) {
+    let tasks = room.hub.tasks().clone();
     tasks.spawn(async move {
+        let (hub, connector) = (&room.hub, &room.connector);
         let data = activity.get("value").cloned().unwrap_or(Value::Null);
         let verb = data
             .get("verb")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let outcome = decide(&hub, &activity, &verb, &data).await;
+        let outcome = decide(hub, &activity, &verb, &data).await;
         let (Some(service_url), Some(conversation)) = (
             str_at(&activity, "/serviceUrl"),
             str_at(&activity, "/conversation/id"),
@@ -103,7 +102,7 @@ pub fn submit(hub: &Hub, connector: &Arc<Connector>, activity: Value) {
             (Ok(shown), Some(card_id)) => {
                 if let Some((session, handle)) = &shown.changed {
                     let except = Some((conversation.to_string(), card_id.to_string()));
-                    update_copies(&hub, &connector, session, handle, &shown.card, except);
+                    update_copies(&room, session, handle, &shown.card, except);
                 }
                 connector
                     .update(
@@ -130,55 +129,35 @@ pub fn submit(hub: &Hub, connector: &Arc<Connector>, activity: Value) {
     });
 }
 
-/// Updates, in the background, every card posted for gate `handle` of
-/// `session_id` but `except` (the one the action came from: its own answer
-/// updates it) to show `shown`.
+/// Updates, in the background, every card asking for gate `handle` of
+/// `session_id` — the card, its 1:1 and escalated copies
+/// ([`TeamsRoom::cards`]) — but `except` (the one the action came from: its
+/// own answer updates it) to show `shown`.
 fn update_copies(
-    hub: &Hub,
-    connector: &Arc<Connector>,
+    room: &TeamsRoom,
     session_id: &str,
     handle: &str,
     shown: &Value,
     except: Option<(String, String)>,
 ) {
-    let (hub2, connector) = (hub.clone(), Arc::clone(connector));
+    let room = room.clone();
     let (session_id, handle, activity) = (
         session_id.to_string(),
         handle.to_string(),
         card::activity(shown.clone()),
     );
-    hub.tasks().spawn(async move {
-        let notes = hub2
-            .store
-            .notifications(&session_id)
-            .await
-            .unwrap_or_default();
-        let copies: Vec<(String, String)> = notes
-            .into_iter()
-            .filter(|n| n.gate == handle)
-            .filter_map(|n| Some((n.channel.strip_prefix(PLACE_PREFIX)?.to_string(), n.ts?)))
-            .filter(|c| except.as_ref() != Some(c))
-            .collect();
-        if copies.is_empty() {
-            return;
-        }
-        let known = hub2.store.teams_conversations().await.unwrap_or_default();
-        for (conversation, id) in copies {
-            let Some(c) = known.iter().find(|c| c.id == conversation) else {
-                continue;
-            };
-            if let Err(e) = connector
-                .update(&c.service_url, &c.id, &id, &activity)
-                .await
-            {
-                tracing::warn!(session = %session_id, "could not update a Teams tool-call card: {e}");
-            }
-        }
+    let except = except.map(|(conversation, id)| (format!("{PLACE_PREFIX}{conversation}"), id));
+    let tasks = room.hub.tasks().clone();
+    tasks.spawn(async move {
+        let mut copies = room.cards(&session_id, &handle).await;
+        copies.retain(|c| except.as_ref() != Some(c));
+        room.update_all(&session_id, &copies, &activity).await;
     });
 }
 
-/// What an accepted action shows: the card; for a tool-call decision, the
-/// gate whose other cards show it too; a refusal shown on the card.
+/// What an accepted action shows: the card; for a tool-call decision or a
+/// quorum's progress, the gate whose other cards show it too; a refusal
+/// shown on the card.
 struct Shown {
     card: Value,
     changed: Option<(String, String)>,
@@ -381,10 +360,16 @@ async fn decide(
         };
     }
     match outcome {
-        Ok(Ok(Accepted::Counted(s))) => Ok(Shown::card(match s.open_gate(&handle) {
-            Some(g) => card::approval(&s, g, url, Utc::now()),
-            None => card::decided(&s, &gate_id, &answer, url),
-        })),
+        // A quorum still gathering: this card and its other copies (1:1,
+        // escalated) show the progress, buttons kept.
+        Ok(Ok(Accepted::Counted(s))) => Ok(Shown {
+            changed: Some((s.id.clone(), handle.clone())),
+            notice: None,
+            card: match s.open_gate(&handle) {
+                Some(g) => card::approval(&s, g, url, Utc::now()),
+                None => card::decided(&s, &gate_id, &answer, url),
+            },
+        }),
         Ok(Ok(accepted)) => Ok(Shown::card(card::decided(
             accepted.session(),
             &gate_id,

@@ -228,10 +228,10 @@ async fn messages_route(
     if kind == "invoke"
         && activity.get("name").and_then(Value::as_str) == Some("adaptiveCard/action")
     {
-        return Json(super::actions::invoke(&d.hub, &d.connector, &activity).await).into_response();
+        return Json(super::actions::invoke(&door.room(), &activity).await).into_response();
     }
     if kind == "message" && activity.get("value").is_some() {
-        super::actions::submit(&d.hub, &d.connector, activity);
+        super::actions::submit(door.room(), activity);
     } else if kind == "message" {
         command(&door, activity);
     }

@@ -42,6 +42,7 @@ use crate::model::timer::{EscalationWhy, Fired};
 use crate::model::{Answer, GateEventKind, Notification, OpenGate, Session, Status};
 use crate::spec::EscalationTarget;
 
+#[derive(Clone)]
 pub struct TeamsRoom {
     pub hub: Hub,
     pub connector: Arc<Connector>,
@@ -124,7 +125,7 @@ impl TeamsRoom {
 
     /// Every Teams card asking for gate `handle`: the card, its 1:1 copies
     /// (`notify: dm`) and its escalated copies, each once.
-    async fn cards(&self, session: &str, handle: &str) -> Vec<MessageRef> {
+    pub(super) async fn cards(&self, session: &str, handle: &str) -> Vec<MessageRef> {
         let mut all: Vec<MessageRef> = Vec::new();
         if let Some(n) = self.note(session, handle).await {
             all.extend(n.ts.clone().map(|ts| (n.channel.clone(), ts)));
@@ -139,18 +140,17 @@ impl TeamsRoom {
     }
 
     /// Replaces each of `cards` (Teams places only) with `activity`.
-    pub(super) async fn update_all(
-        &self,
-        session: &Session,
-        cards: &[MessageRef],
-        activity: &Value,
-    ) {
+    pub(super) async fn update_all(&self, session: &str, cards: &[MessageRef], activity: &Value) {
         for (place, id) in cards {
             let Some(conversation) = place.strip_prefix(PLACE_PREFIX) else {
                 continue;
             };
             let Some(c) = self.reference(conversation).await else {
-                tracing::warn!(session = %session.id, conversation, "cannot update a card in a Teams conversation the bot does not know");
+                tracing::warn!(
+                    session,
+                    conversation,
+                    "cannot update a card in a Teams conversation the bot does not know"
+                );
                 continue;
             };
             if let Err(e) = self
@@ -158,7 +158,7 @@ impl TeamsRoom {
                 .update(&c.service_url, &c.id, id, activity)
                 .await
             {
-                tracing::warn!(session = %session.id, "could not update a Teams approval card: {e}");
+                tracing::warn!(session, "could not update a Teams approval card: {e}");
             }
         }
     }
@@ -203,7 +203,7 @@ impl TeamsRoom {
             answer,
             &self.hub.public_url,
         ));
-        self.update_all(session, &cards, &decided).await;
+        self.update_all(&session.id, &cards, &decided).await;
     }
 
     /// Posts the card for `gate` (and its 1:1 copies, `notify: dm`) and

@@ -178,5 +178,5 @@ pub async fn timed_out(room: &TeamsRoom, session: &Session, fired: &Fired) {
         &fired.answer,
         &room.hub.public_url,
     ));
-    room.update_all(session, &cards, &shown).await;
+    room.update_all(&session.id, &cards, &shown).await;
 }

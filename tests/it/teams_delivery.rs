@@ -399,9 +399,11 @@ fn teams_a_run_typed_in_a_personal_chat_is_asked_and_approved_there() {
 
 #[test]
 fn teams_a_quorum_of_two_shows_progress_then_decides_once() {
+    // With 1:1 copies: the progress shows on every copy, not only the card
+    // clicked.
     let workflow = deploy(
         &format!("{}  approvals_required: 2\n", approvers(&[ANN, BOB])),
-        "",
+        "        notify: dm\n",
     );
     let w = world_with(&workflow, &[]);
     send(&w, &install(&w, CHANNEL));
@@ -435,6 +437,19 @@ fn teams_a_quorum_of_two_shows_progress_then_decides_once() {
     );
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(w.sandbox.show(&id)["status"], "paused");
+    // Both 1:1 copies (posted to conversations other than the channel) are
+    // updated with the progress; the clicked card is answered, not PUT.
+    let copies = wait_for(&w, "the progress on both 1:1 copies", |hits| {
+        let puts: Vec<&Hit> = hits
+            .iter()
+            .filter(|h| h.method == "PUT" && h.body.to_string().contains("1 of 2"))
+            .collect();
+        (puts.len() >= 2).then(|| puts.iter().map(|h| decoded(&h.path)).collect::<Vec<_>>())
+    });
+    assert!(
+        copies.iter().all(|p| !p.contains(CHANNEL)),
+        "the channel card is answered by the invoke: {copies:?}"
+    );
 
     let second = act(&w, CHANNEL, (BOB, "Bob Roe"), &card_id, "approve", data);
     let decided = second["value"].to_string();
