@@ -12,8 +12,9 @@
 //! Set-up: the real release binary (`strands serve`) with the Teams room on,
 //! between the fake Bot Framework (OpenID metadata, JWKS, token endpoint,
 //! connector) and the fake model of `tests/common`, in-process axum servers
-//! on 127.0.0.1. N signed `@strands run bench id=<n>` channel messages start
-//! N runs of a chain (agent → manual_gate → agent); once the N cards are
+//! on 127.0.0.1. N signed `@strands run bench id=<n>` messages in 40 channels
+//! (the room paces each conversation to Teams' limits) start N runs of a
+//! chain (agent → manual_gate → agent); once the N cards are
 //! posted, round 1 sends one signed approve invoke per run on an open-loop
 //! schedule, each a fresh HTTP/1.1 connection with its own Bot Framework
 //! token verification (RS256 against the cached JWKS). Measured per invoke:
@@ -40,6 +41,15 @@ use common::{FakeLlm, Sandbox};
 const REQUESTER: &str = "aad-bench-requester";
 const APPROVER: &str = "aad-bench-approver";
 const SETTLE: Duration = Duration::from_secs(180);
+/// Runs are started from this many channels: Teams allows a bot about 60
+/// messages in 30 s per conversation (the room paces to that), so 400 runs
+/// in one channel would take minutes to be asked.
+const CHANNELS: usize = 40;
+
+/// The channel run `i` is started from.
+fn conversation(i: usize) -> String {
+    format!("19:bench-{}@thread.tacv2", i % CHANNELS)
+}
 
 /// The `session` of the first `Action.Execute` in `v`.
 fn session_of(v: &Value) -> Option<String> {

@@ -335,7 +335,7 @@ fn timeout_outcome(decision: &Decision) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{Fallback, Position};
 
@@ -374,7 +374,8 @@ mod tests {
         started_by: "teams:aad-1",
     };
 
-    fn verbs(v: &Value) -> Vec<String> {
+    /// Every `Action.Execute` verb on a card (also for `card::tools`' tests).
+    pub(crate) fn verbs(v: &Value) -> Vec<String> {
         let mut out = Vec::new();
         match v {
             Value::Object(m) => {

@@ -89,3 +89,37 @@ pub fn card_action(
                                     "data": {"session": session, "gate": gate}}}}),
     )
 }
+
+/// Every `Action.Execute` on a card (or an activity carrying one) as
+/// `(verb, data)`, nested cards included, in order.
+pub fn executes(v: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    match v {
+        Value::Object(m) => {
+            if m.get("type") == Some(&json!("Action.Execute")) {
+                out.push((
+                    m["verb"].as_str().unwrap_or_default().to_string(),
+                    m["data"].clone(),
+                ));
+            }
+            m.values().for_each(|x| out.extend(executes(x)));
+        }
+        Value::Array(a) => a.iter().for_each(|x| out.extend(executes(x))),
+        _ => {}
+    }
+    out
+}
+
+/// Every `Action.Execute` verb on a card: none once it is decided.
+pub fn verbs(v: &Value) -> Vec<String> {
+    executes(v).into_iter().map(|(verb, _)| verb).collect()
+}
+
+/// The `data` of the card's first `Action.Execute` with `verb` (and, for a
+/// tool-call card, `call`).
+pub fn action_data(card: &Value, verb: &str, call: Option<&str>) -> Option<Value> {
+    executes(card)
+        .into_iter()
+        .find(|(v, d)| v == verb && call.is_none_or(|c| d["call"] == c))
+        .map(|(_, d)| d)
+}

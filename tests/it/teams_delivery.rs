@@ -17,6 +17,7 @@ use super::teams_room::{post_activity, token, BOT, CHANNEL, TENANT};
 use crate::common::fake_teams::{FakeTeams, Hit};
 use crate::common::service::{write_workflows, ServeConfig, Service};
 use crate::common::slack_story::DEPLOY;
+use crate::common::teams_driver::verbs;
 use crate::common::{run_paused, FakeLlm, Sandbox};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -208,22 +209,6 @@ fn wait_status(w: &World, id: &str, want: &str) -> Value {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Every `Action.Execute` verb in `v`.
-fn verbs(v: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    match v {
-        Value::Object(m) => {
-            if m.get("type") == Some(&json!("Action.Execute")) {
-                out.push(m["verb"].as_str().unwrap_or_default().to_string());
-            }
-            m.values().for_each(|x| out.extend(verbs(x)));
-        }
-        Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
-        _ => {}
-    }
-    out
 }
 
 /// The PUT that replaced card `card_id`, once it came.

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::common::playground::{is_card, Playground, User};
 use crate::common::service::{run_to_exit, write_workflows, ServeConfig, Service};
 use crate::common::slack_story::DEPLOY;
+use crate::common::teams_driver::{action_data, verbs};
 use crate::common::{FakeLlm, Sandbox};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -110,41 +111,6 @@ impl World {
     }
 }
 
-/// The `data` of the card's `Action.Execute` with `verb`.
-fn action_data(card: &Value, verb: &str) -> Value {
-    fn find(v: &Value, verb: &str) -> Option<Value> {
-        match v {
-            Value::Object(m) => {
-                if m.get("type") == Some(&json!("Action.Execute"))
-                    && m.get("verb") == Some(&json!(verb))
-                {
-                    return m.get("data").cloned();
-                }
-                m.values().find_map(|x| find(x, verb))
-            }
-            Value::Array(a) => a.iter().find_map(|x| find(x, verb)),
-            _ => None,
-        }
-    }
-    find(card, verb).unwrap_or_else(|| panic!("no {verb} on {card:#}"))
-}
-
-/// Every `Action.Execute` verb on a card.
-fn verbs(v: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    match v {
-        Value::Object(m) => {
-            if m.get("type") == Some(&json!("Action.Execute")) {
-                out.push(m["verb"].as_str().unwrap_or_default().to_string());
-            }
-            m.values().for_each(|x| out.extend(verbs(x)));
-        }
-        Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
-        _ => {}
-    }
-    out
-}
-
 fn card_content(message: &Value) -> Value {
     message["attachments"]
         .as_array()
@@ -190,7 +156,7 @@ fn playground_personal_chat_run_card_and_approve() {
         card.to_string().contains("Approve the deploy of api?"),
         "{card}"
     );
-    let data = action_data(&card, "approve");
+    let data = action_data(&card, "approve", None).expect("approve on the card");
     let before = w.llm.count();
 
     // Alex approves: the answer is the decided card, which the Playground
@@ -242,7 +208,8 @@ fn playground_channel_mention_refusal_reject_with_reason_and_decided_elsewhere()
         .as_str()
         .expect("card id")
         .to_string();
-    let approve = action_data(&card_content(&posted["message"]), "approve");
+    let approve = action_data(&card_content(&posted["message"]), "approve", None)
+        .expect("approve on the card");
     // Megan is not an approver: refused on the card, nothing changes.
     let r = w.pg.execute(&thread, &card_id, &megan, "approve", &approve);
     assert_eq!(r.status, 200, "{} {}", r.status, r.body);
@@ -262,7 +229,8 @@ fn playground_channel_mention_refusal_reject_with_reason_and_decided_elsewhere()
         audit.stdout
     );
 
-    let mut data = action_data(&card_content(&posted["message"]), "reject");
+    let mut data =
+        action_data(&card_content(&posted["message"]), "reject", None).expect("reject on the card");
     data["reason"] = json!("not during the freeze");
     let r = w.pg.execute(&thread, &card_id, &alex, "reject", &data);
     let decided = r.json()["value"].to_string();
@@ -375,34 +343,16 @@ fn the_local_mode_refuses_what_it_cannot_trust() {
     );
 }
 
-/// One agent asking for two state-changing calls at once; Alex approves
-/// (alone in his personal chat, so he may approve what he started).
-const OPS: &str = r#"
-version: 0
-name: ops
-runtime:
-  provider: openai
-  model_id: fake-model
-  host: $HOST
-security:
-  approvers: ["teams:00000000-0000-0000-0000-0000000000020"]
-  allow_self_approval: true
-tools:
-  http_executors:
-    - id: deploy_api
-      base_url: $TARGET
-      description: The deploy API.
-agents:
-  operator:
-    prompt: You are the OPERATOR.
-    tools: [deploy_api]
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: operator
-        input: Roll out web and api.
-"#;
+/// The Teams tool-call tests' spec (one agent, an HTTP API whose POSTs
+/// wait for a human), approved by Alex — alone in his personal chat, so he
+/// may approve what he started.
+fn ops_spec(target: &str) -> String {
+    super::teams_tools::OPS_SPEC
+        .replace("teams:aad-0000-ann", &format!("teams:{ALEX}"))
+        .replace("security:\n", "security:\n  allow_self_approval: true\n")
+        .replace("$TRUST", "false")
+        .replace("$TARGET", target)
+}
 
 #[test]
 fn playground_tool_call_card_approve_one_reject_one_with_a_reason() {
@@ -428,11 +378,7 @@ fn playground_tool_call_card_approve_one_reject_one_with_a_reason() {
     }));
     let target = FakeTarget::start();
     let sandbox = Sandbox::new();
-    let dir = write_workflows(
-        &sandbox,
-        &llm,
-        &[("ops", &OPS.replace("$TARGET", &target.url))],
-    );
+    let dir = write_workflows(&sandbox, &llm, &[("ops", &ops_spec(&target.url))]);
     let svc = Service::launch(local(&sandbox, &dir));
     let Some(pg) = Playground::start(&format!("{}/api/messages", svc.url)) else {
         return;
@@ -454,27 +400,8 @@ fn playground_tool_call_card_approve_one_reject_one_with_a_reason() {
         .expect("card id")
         .to_string();
     let card = card_content(&posted["message"]);
-    let calls = |card: &Value, verb: &str, call: &str| -> Option<Value> {
-        fn all(v: &Value, out: &mut Vec<Value>) {
-            match v {
-                Value::Object(m) => {
-                    if m.get("type") == Some(&json!("Action.Execute")) {
-                        out.push(v.clone());
-                    }
-                    m.values().for_each(|x| all(x, out));
-                }
-                Value::Array(a) => a.iter().for_each(|x| all(x, out)),
-                _ => {}
-            }
-        }
-        let mut out = Vec::new();
-        all(card, &mut out);
-        out.into_iter()
-            .find(|a| a["verb"] == verb && a["data"]["call"] == call)
-            .map(|a| a["data"].clone())
-    };
-    let approve = calls(&card, "approve", "call_web").expect("approve for call_web");
-    let mut reject = calls(&card, "reject", "call_api").expect("reject for call_api");
+    let approve = action_data(&card, "approve", Some("call_web")).expect("approve for call_web");
+    let mut reject = action_data(&card, "reject", Some("call_api")).expect("reject for call_api");
     reject["reason"] = json!("not on a Friday");
 
     let r = w.pg.execute(&chat, &card_id, &alex, "approve", &approve);
@@ -486,11 +413,11 @@ fn playground_tool_call_card_approve_one_reject_one_with_a_reason() {
     );
     let redrawn = r.json()["value"].clone();
     assert!(
-        calls(&redrawn, "approve", "call_web").is_none(),
+        action_data(&redrawn, "approve", Some("call_web")).is_none(),
         "web decided: {redrawn:#}"
     );
     assert!(
-        calls(&redrawn, "reject", "call_api").is_some(),
+        action_data(&redrawn, "reject", Some("call_api")).is_some(),
         "api still waits: {redrawn:#}"
     );
     let r = w.pg.execute(&chat, &card_id, &alex, "reject", &reject);

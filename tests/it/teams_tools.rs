@@ -18,6 +18,7 @@ use crate::common::fake_slack::FakeTarget;
 use crate::common::fake_teams::{FakeTeams, Hit};
 use crate::common::service::{write_workflows, ServeConfig, Service};
 use crate::common::slack_story::answered;
+use crate::common::teams_driver::executes;
 use crate::common::{assistant_turns, tool_call, Behaviour, FakeLlm, Sandbox, Say};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -31,7 +32,7 @@ const CARD: &str = "application/vnd.microsoft.card.adaptive";
 
 /// One agent with an HTTP API tool; POSTs change state, so each waits for
 /// a human; Ann approves. `$TRUST` is `enable_trust`.
-const OPS_SPEC: &str = r#"
+pub(crate) const OPS_SPEC: &str = r#"
 version: 0
 name: ops
 runtime:
@@ -204,25 +205,6 @@ fn send(w: &World, activity: &Value) {
         activity,
     );
     assert_eq!(r.status, 200, "{} {}\n{}", r.status, r.body, w.svc.log());
-}
-
-/// Every `Action.Execute` in `v` as `(verb, data)`, nested cards included.
-fn executes(v: &Value) -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    match v {
-        Value::Object(m) => {
-            if m.get("type") == Some(&json!("Action.Execute")) {
-                out.push((
-                    m["verb"].as_str().unwrap_or_default().to_string(),
-                    m["data"].clone(),
-                ));
-            }
-            m.values().for_each(|x| out.extend(executes(x)));
-        }
-        Value::Array(a) => a.iter().for_each(|x| out.extend(executes(x))),
-        _ => {}
-    }
-    out
 }
 
 /// The verbs offered for `call`, in order.

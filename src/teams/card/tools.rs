@@ -360,6 +360,7 @@ fn outcome_line(o: &Outcome, tool: &str, redactor: &Redactor) -> Value {
 mod tests {
     use super::*;
     use crate::model::{ApprovalRequest, CallState, Status};
+    use crate::teams::card::tests::verbs;
     use crate::tools::Risk;
     use serde_json::Map;
 
@@ -433,21 +434,6 @@ mod tests {
             in_flight: Default::default(),
             rev: 1,
         }
-    }
-
-    fn verbs(v: &Value) -> Vec<String> {
-        let mut out = Vec::new();
-        match v {
-            Value::Object(m) => {
-                if m.get("type") == Some(&json!("Action.Execute")) {
-                    out.push(m["verb"].as_str().unwrap_or_default().to_string());
-                }
-                m.values().for_each(|x| out.extend(verbs(x)));
-            }
-            Value::Array(a) => a.iter().for_each(|x| out.extend(verbs(x))),
-            _ => {}
-        }
-        out
     }
 
     #[test]
