@@ -37,20 +37,22 @@ pub struct Waiting {
 pub fn may_answer(hub: &Hub, who: &str, s: &Session, g: &crate::model::OpenGate) -> bool {
     let nobody = |_: &str| false;
     let asker = hub.asker(who, &nobody);
-    crate::engine::intake::authorize(g, s, &Decision::Reject { reason: None }, &asker).is_ok()
-        || crate::engine::intake::authorize(g, s, &Decision::Approve, &asker).is_ok()
+    let people = hub.people();
+    crate::engine::intake::authorize(g, s, &Decision::Reject { reason: None }, &asker, &people)
+        .is_ok()
+        || crate::engine::intake::authorize(g, s, &Decision::Approve, &asker, &people).is_ok()
 }
 
 /// Who may read a session: operators and admins any; an approver the
 /// sessions it started, answered, or may answer now.
 pub fn may_read(hub: &Hub, who: &str, role: Role, s: &Session) -> bool {
-    if role >= Role::Operator || s.started_by == who {
+    let people = hub.people();
+    if role >= Role::Operator || people.same(&s.started_by, who) {
         return true;
     }
-    let answered = s
-        .history
-        .iter()
-        .any(|e| matches!(&e.what, GateEventKind::Answered { answer, .. } if answer.by == who));
+    let answered = s.history.iter().any(
+        |e| matches!(&e.what, GateEventKind::Answered { answer, .. } if people.same(&answer.by, who)),
+    );
     answered || s.open_gates().any(|g| may_answer(hub, who, s, g))
 }
 
@@ -83,6 +85,7 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
 pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result<Vec<Waiting>> {
     let now = hub.clock.now();
     let mut out = Vec::new();
+    hub.fresh_people().await?;
     for id in candidates(hub, who, &[], workflow).await? {
         let Some(s) = hub.store.load(&id).await? else {
             continue;
@@ -117,7 +120,8 @@ pub async fn candidates(
     groups: &[String],
     workflow: Option<&str>,
 ) -> Result<Vec<String>> {
-    if hub.settings.admins.iter().any(|a| a == who) {
+    let people = hub.people();
+    if hub.settings.admins.iter().any(|a| people.same(a, who)) {
         const PAGE: usize = 512;
         let mut out = Vec::new();
         let mut after = None;
@@ -136,6 +140,16 @@ pub async fn candidates(
     }
     let mut keys = vec![who.to_string(), crate::store::awaiting::ANYONE.to_string()];
     keys.extend(groups.iter().cloned());
+    // A person known to the directory: gates listing them by name, by any
+    // of their identities, or one of their groups.
+    if let Some(p) = people.person_of(who) {
+        keys.extend(p.keys().into_iter().map(|(k, _)| k));
+        keys.extend(
+            p.groups
+                .iter()
+                .map(|g| format!("{}{g}", crate::model::person::GROUP_PREFIX)),
+        );
+    }
     hub.store.awaiting(&keys).await
 }
 
@@ -267,6 +281,7 @@ mod tests {
                         s,
                         &crate::model::Decision::Reject { reason: None },
                         &asker,
+                        &Default::default(),
                     )
                     .is_ok()
                 })

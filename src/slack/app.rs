@@ -285,7 +285,8 @@ impl App {
         let groups = self.groups_of(session, handle, user).await;
         let member_of = |g: &str| groups.contains(g);
         let asker = self.hub.asker(user, &member_of);
-        crate::engine::intake::authorize(gate, session, &decision, &asker)
+        let people = self.hub.fresh_people().await.unwrap_or_default();
+        crate::engine::intake::authorize(gate, session, &decision, &asker, &people)
     }
 
     /// A user group's members, cached for five minutes.

@@ -31,6 +31,7 @@ mod messages;
 mod outputs;
 pub mod schema;
 mod sessions;
+mod people;
 mod teams;
 mod timers;
 mod tokens;

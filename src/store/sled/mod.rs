@@ -94,6 +94,9 @@ pub mod trees {
     /// Teams conversation id → `model::teams::TeamsConversation` as JSON:
     /// where the Teams room can post (`store::sled::teams`).
     pub const TEAMS_CONVERSATIONS: &str = "teams_conversations";
+    /// `directory` → the people directory, a JSON list of
+    /// `model::person::Person` (`store::sled::people`).
+    pub const PEOPLE: &str = "people";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -956,6 +959,7 @@ mod outputs;
 mod queued;
 pub mod repair;
 mod specs;
+mod people;
 mod teams;
 mod timers;
 mod tokens;
