@@ -28,6 +28,7 @@ pub mod admin;
 pub mod auth;
 pub mod error;
 pub mod events;
+pub mod people;
 pub mod runs;
 pub mod seed;
 pub mod sessions;
@@ -126,6 +127,9 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::revoke_token))
         .routes(routes!(admin::teams_conversations))
         .routes(routes!(admin::store_backup))
+        .routes(routes!(people::list, people::add))
+        .routes(routes!(people::show, people::edit, people::remove))
+        .routes(routes!(people::import))
         .routes(routes!(openapi));
     let seed = OpenApiRouter::new()
         .routes(routes!(seed::run))

@@ -547,3 +547,28 @@ pub(super) async fn revoke_token(remote: &Remote, name: &str) -> Result<()> {
         .await
         .map(|_| ())
 }
+
+/// `method path` with an optional JSON body, for the admin commands whose
+/// answer is printed as it comes (`strands people …`); `Value::Null` for
+/// an empty answer.
+pub(super) async fn call(
+    remote: &Remote,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Value> {
+    let mut r = remote.request(method, path);
+    if let Some(b) = body {
+        r = r.json(b);
+    }
+    let resp = remote.send(r, None).await?;
+    if resp.status() == StatusCode::NO_CONTENT {
+        return Ok(Value::Null);
+    }
+    resp.json::<Value>().await.map_err(|e| {
+        Error::Runtime(format!(
+            "{} sent an answer this CLI cannot read: {e}",
+            remote.origin
+        ))
+    })
+}
