@@ -48,12 +48,12 @@ mod tokens;
 mod webhooks;
 
 use audit::audit;
+pub use people::PeopleCommand;
 pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
 use sessions::{notify, sessions, sweep};
 pub use store_cmd::StoreCommand;
-pub use people::PeopleCommand;
 pub use teams::TeamsCommand;
 pub use webhooks::WebhooksCommand;
 

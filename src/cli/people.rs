@@ -93,8 +93,11 @@ impl PeopleCommand {
 }
 
 fn person(v: Value) -> Result<Person> {
-    serde_json::from_value(v)
-        .map_err(|e| Error::Runtime(format!("the server sent a person this CLI cannot read: {e}")))
+    serde_json::from_value(v).map_err(|e| {
+        Error::Runtime(format!(
+            "the server sent a person this CLI cannot read: {e}"
+        ))
+    })
 }
 
 fn show(p: &Person, json: bool) -> Result<()> {
@@ -121,7 +124,10 @@ fn show(p: &Person, json: bool) -> Result<()> {
 }
 
 fn path(name: &str) -> String {
-    format!("/people/{}", url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>())
+    format!(
+        "/people/{}",
+        url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>()
+    )
 }
 
 pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
@@ -164,7 +170,9 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
             if json {
                 outln!("{}", json!({ "count": all.len(), "people": all }))?;
             } else if all.is_empty() {
-                eprintln!("nobody yet; add someone with `strands people add NAME --slack U… --email …`");
+                eprintln!(
+                    "nobody yet; add someone with `strands people add NAME --slack U… --email …`"
+                );
             } else {
                 outln!(
                     "{:<16}  {:<12}  {:<28}  {:<12}  {:<20}  TEAMS",
@@ -182,7 +190,11 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                         d(&p.slack),
                         d(&p.email),
                         d(&p.unix),
-                        if p.groups.is_empty() { "-".into() } else { p.groups.join(",") },
+                        if p.groups.is_empty() {
+                            "-".into()
+                        } else {
+                            p.groups.join(",")
+                        },
                         d(&p.teams)
                     )?;
                 }
@@ -218,8 +230,12 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 groups: (no_groups || !flags.groups.is_empty()).then_some(flags.groups),
             };
             let p = match &ctx.remote {
-                Some(r) => person(call(r, Method::PATCH, &path(&name), Some(&json!(patch))).await?)?,
-                None => crate::people::edit(&ctx.open().await?, &name, &patch, &ctx.who, "cli").await?,
+                Some(r) => {
+                    person(call(r, Method::PATCH, &path(&name), Some(&json!(patch))).await?)?
+                }
+                None => {
+                    crate::people::edit(&ctx.open().await?, &name, &patch, &ctx.who, "cli").await?
+                }
             };
             if json {
                 show(&p, true)?;
@@ -244,10 +260,17 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
             let done = match &ctx.remote {
                 Some(r) => {
                     let body = json!({ "source": source, "rows": rows });
-                    serde_json::from_value(call(r, Method::POST, "/people/import", Some(&body)).await?)
-                        .map_err(|e| Error::Runtime(format!("the server's answer is unreadable: {e}")))?
+                    serde_json::from_value(
+                        call(r, Method::POST, "/people/import", Some(&body)).await?,
+                    )
+                    .map_err(|e| {
+                        Error::Runtime(format!("the server's answer is unreadable: {e}"))
+                    })?
                 }
-                None => crate::people::import(&ctx.open().await?, &source, rows, &ctx.who, "cli").await?,
+                None => {
+                    crate::people::import(&ctx.open().await?, &source, rows, &ctx.who, "cli")
+                        .await?
+                }
             };
             if json {
                 outln!("{}", json!(done))?;

@@ -1,7 +1,7 @@
 //! The CLI as a client of `strands serve`: with `STRANDS_SERVER` and
 //! `STRANDS_TOKEN`, or by itself when a running server holds the store
 //! (it finds `serve.json` there, `crate::serve::discovery`), `run NAME`,
-//! `resume`, `sessions list|show`, `audit export`, `tokens` and
+//! `resume`, `sessions list|show`, `audit export`, `tokens`, `people` and
 //! `teams conversations` go through the HTTP API. The output, the `--json` shapes and the exit codes are
 //! the offline ones: sessions are rendered from the same view, refusals
 //! map to the same exit codes, and `run`/`resume` wait — following the

@@ -87,9 +87,7 @@ fn is_slack_user(id: &str) -> bool {
 }
 
 fn is_aad(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
 }
 
 /// An email address: `local@domain.tld`, no spaces, one `@`.
@@ -388,7 +386,9 @@ mod tests {
         bob.slack = Some("U04ALICE".into());
         let e = Directory::new(vec![alice(), bob]).unwrap_err().to_string();
         assert!(
-            e.contains("U04ALICE") && e.contains("alice's Slack id") && e.contains("bob's Slack id"),
+            e.contains("U04ALICE")
+                && e.contains("alice's Slack id")
+                && e.contains("bob's Slack id"),
             "{e}"
         );
         let e = Directory::new(vec![alice(), Person::named("alice")])

@@ -38,7 +38,9 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Row>> {
     }
 }
 
-const COLUMNS: [&str; 7] = ["name", "slack", "teams", "email", "tokens", "unix", "groups"];
+const COLUMNS: [&str; 7] = [
+    "name", "slack", "teams", "email", "tokens", "unix", "groups",
+];
 
 fn parse_csv(source: &str, text: &str) -> Result<Vec<Row>> {
     let mut reader = csv::ReaderBuilder::new()
@@ -149,7 +151,10 @@ pub fn merge(source: &str, now: Vec<Person>, rows: &[Row]) -> Result<(Vec<Person
             return Err(at(
                 source,
                 row.line,
-                format!("`{}` is listed twice (lines {first} and {})", p.name, row.line),
+                format!(
+                    "`{}` is listed twice (lines {first} and {})",
+                    p.name, row.line
+                ),
             ));
         }
         match all.iter_mut().find(|o| o.name == p.name) {
@@ -213,7 +218,10 @@ mod tests {
         let bad = "name,email\nalice,alice@corp.example\nbob,not-an-address\n";
         let rows = parse("p.csv", bad).expect("parsed");
         let e = merge("p.csv", Vec::new(), &rows).unwrap_err().to_string();
-        assert!(e.starts_with("p.csv:3: ") && e.contains("not an email"), "{e}");
+        assert!(
+            e.starts_with("p.csv:3: ") && e.contains("not an email"),
+            "{e}"
+        );
         let rows = parse("people.csv", CSV).expect("csv");
         let (once, c1) = merge("people.csv", Vec::new(), &rows).expect("first");
         assert_eq!(c1.added, 2);
@@ -224,6 +232,9 @@ mod tests {
             .and_then(|(now, _)| merge("c.csv", now, &parse("c.csv", clash)?))
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("c.csv:2: ") && e.contains("alice") && e.contains("carol"), "{e}");
+        assert!(
+            e.starts_with("c.csv:2: ") && e.contains("alice") && e.contains("carol"),
+            "{e}"
+        );
     }
 }

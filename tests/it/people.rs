@@ -71,7 +71,10 @@ fn people_import_is_all_or_nothing_and_idempotent() {
     // The same file again changes nothing.
     let out = sandbox.strands(&["people", "import", "people.csv", "--json"]);
     out.expect_code(0);
-    assert_eq!(out.json(), json!({"added": 0, "changed": 0, "unchanged": 2}));
+    assert_eq!(
+        out.json(),
+        json!({"added": 0, "changed": 0, "unchanged": 2})
+    );
     assert_eq!(
         sandbox.strands(&["people", "list", "--json"]).stdout,
         before.stdout
@@ -80,12 +83,25 @@ fn people_import_is_all_or_nothing_and_idempotent() {
     // add, edit, show, remove; a bad address is refused when added.
     let out = sandbox.strands(&["people", "add", "zoe", "--email", "zoe@@corp"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("not an email address"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not an email address"),
+        "{}",
+        out.stderr
+    );
     sandbox
-        .strands(&["people", "add", "zoe", "--slack", "U04ZOE", "--group", "finance"])
+        .strands(&[
+            "people", "add", "zoe", "--slack", "U04ZOE", "--group", "finance",
+        ])
         .expect_code(0);
     sandbox
-        .strands(&["people", "edit", "zoe", "--email", "zoe@corp.example", "--no-groups"])
+        .strands(&[
+            "people",
+            "edit",
+            "zoe",
+            "--email",
+            "zoe@corp.example",
+            "--no-groups",
+        ])
         .expect_code(0);
     let zoe = sandbox.strands(&["people", "show", "zoe", "--json"]);
     zoe.expect_code(0);
@@ -116,10 +132,14 @@ fn one_person_on_slack_and_the_api_is_one_person_for_self_approval_and_quorum() 
     let mut bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec)]);
     // Through the running server, as an admin would.
     sandbox
-        .strands(&["people", "add", "rita", "--slack", REQUESTER, "--token", "rita-web"])
+        .strands(&[
+            "people", "add", "rita", "--slack", REQUESTER, "--token", "rita-web",
+        ])
         .expect_code(0);
     sandbox
-        .strands(&["people", "add", "ana", "--slack", APPROVER, "--token", "ana-web"])
+        .strands(&[
+            "people", "add", "ana", "--slack", APPROVER, "--token", "ana-web",
+        ])
         .expect_code(0);
     let list = sandbox.strands(&["people", "list", "--json"]);
     assert_eq!(list.json()["count"], 2, "{}", list.stdout);
@@ -130,7 +150,13 @@ fn one_person_on_slack_and_the_api_is_one_person_for_self_approval_and_quorum() 
     // approving her own run.
     let (id, msg) = deploy_paused(&bot, &slack);
     let answers = format!("/api/v1/sessions/{id}/answers");
-    let r = call(&bot, "POST", &answers, Some(&rita), Some(&json!({ "decision": "approve" })));
+    let r = call(
+        &bot,
+        "POST",
+        &answers,
+        Some(&rita),
+        Some(&json!({ "decision": "approve" })),
+    );
     let why = expect_error(&r, 403, "forbidden");
     assert!(why.contains("you started this run"), "{why}");
 
@@ -139,7 +165,13 @@ fn one_person_on_slack_and_the_api_is_one_person_for_self_approval_and_quorum() 
         .reply
         .expect_prompt_ok("ana's approval in Slack", &bot);
     slack.wait_for_update(&msg, |c| c.text().contains("1 of 2 approvals"));
-    let r = call(&bot, "POST", &answers, Some(&ana), Some(&json!({ "decision": "approve" })));
+    let r = call(
+        &bot,
+        "POST",
+        &answers,
+        Some(&ana),
+        Some(&json!({ "decision": "approve" })),
+    );
     let why = expect_error(&r, 403, "forbidden");
     assert!(why.contains("already approved"), "{why}");
     assert_llm_stays_at(&llm, 1, "one person twice is still one approval of two");
@@ -165,9 +197,12 @@ fn one_person_on_slack_and_the_api_is_one_person_for_self_approval_and_quorum() 
         "the refusal names the channel identity and the person: {refusals:#?}"
     );
     assert!(
-        audit.stdout.lines().any(|l| l.contains("\"kind\":\"answer\"")
-            && l.contains(&format!("\"who\":\"{APPROVER}\""))
-            && l.contains("\"person\":\"ana\"")),
+        audit
+            .stdout
+            .lines()
+            .any(|l| l.contains("\"kind\":\"answer\"")
+                && l.contains(&format!("\"who\":\"{APPROVER}\""))
+                && l.contains("\"person\":\"ana\"")),
         "{}",
         audit.stdout
     );

@@ -327,7 +327,10 @@ async fn with_people(w: &World) {
         .enumerate()
         .map(|(i, mut p)| {
             p.teams = Some(format!("0000-{i}"));
-            crate::people::Row { line: i + 1, person: p }
+            crate::people::Row {
+                line: i + 1,
+                person: p,
+            }
         })
         .collect();
     crate::people::import(&w.store, "people.yaml", rows, "admin", "test")
@@ -420,7 +423,11 @@ async fn people_are_judged_across_channels() {
                 assert_eq!(after, stored, "{case}: a refusal changes nothing");
             }
         }
-        assert_eq!(refusals(&w).await - before, refused, "{case}: every refusal is audited");
+        assert_eq!(
+            refusals(&w).await - before,
+            refused,
+            "{case}: every refusal is audited"
+        );
     }
 }
 
@@ -447,7 +454,12 @@ async fn the_record_keeps_the_channel_identity_and_the_person() {
             }
             _ => None,
         })
-        .chain(after.pending.iter().map(|p| (p.answer.by.clone(), p.answer.person.clone())))
+        .chain(
+            after
+                .pending
+                .iter()
+                .map(|p| (p.answer.by.clone(), p.answer.person.clone())),
+        )
         .collect();
     assert_eq!(
         answers,

@@ -248,7 +248,11 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
     let settings = PgSettings::from_env().expect("settings");
     let pg = PgStore::connect(&url, &settings).await.expect("connect");
     pg.import(&dump, false).await.expect("import");
-    assert_eq!(pg.people().await.expect("people"), people, "the directory moves");
+    assert_eq!(
+        pg.people().await.expect("people"),
+        people,
+        "the directory moves"
+    );
     for id in ["a", "b", "c"] {
         let want = sled.load(id).expect("load");
         assert!(want.is_some());

@@ -33,8 +33,7 @@ impl SledStore {
                     None => Vec::new(),
                 };
                 let next = change(now).map_err(ConflictableTransactionError::Abort)?;
-                let bytes =
-                    encode("people", &next).map_err(ConflictableTransactionError::Abort)?;
+                let bytes = encode("people", &next).map_err(ConflictableTransactionError::Abort)?;
                 t.insert(DIRECTORY, bytes)?;
                 append_in(log, head, std::slice::from_ref(audit))
                     .map_err(|e| ConflictableTransactionError::Abort(Error::Store(e)))?;
