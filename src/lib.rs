@@ -17,7 +17,6 @@ pub mod error;
 pub mod gate;
 pub mod hub;
 pub mod model;
-pub mod people;
 pub mod provider;
 pub mod retry;
 pub mod serve;

@@ -9,7 +9,7 @@
 //! - `POST   /api/v1/people/import`       rows read from a file, all or nothing
 //!
 //! Handlers are thin: the operations and their checks are
-//! [`crate::people`]; refusals map once, through [`crate::Error`].
+//! [`crate::hub::people`]; refusals map once, through [`crate::Error`].
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -20,10 +20,10 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
+use crate::hub::people::{Imported, PersonPatch, Row};
 use crate::hub::Hub;
 use crate::model::person::{Person, PersonError};
 use crate::model::token::Role;
-use crate::people::{Imported, PersonPatch, Row};
 
 /// An import: the rows of a file (`source` names it in errors).
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
@@ -59,7 +59,7 @@ pub async fn add(
     ApiJson(person): ApiJson<Person>,
 ) -> Result<(StatusCode, Json<Person>), ApiError> {
     caller.require(Role::Admin)?;
-    let added = crate::people::add(&hub.store, person, &caller.name, "api").await?;
+    let added = crate::hub::people::add(&hub.store, person, &caller.name, "api").await?;
     hub.fresh_people().await?;
     Ok((StatusCode::CREATED, Json(added)))
 }
@@ -94,7 +94,7 @@ pub async fn edit(
     ApiJson(patch): ApiJson<PersonPatch>,
 ) -> Result<Json<Person>, ApiError> {
     caller.require(Role::Admin)?;
-    let p = crate::people::edit(&hub.store, &name, &patch, &caller.name, "api").await?;
+    let p = crate::hub::people::edit(&hub.store, &name, &patch, &caller.name, "api").await?;
     hub.fresh_people().await?;
     Ok(Json(p))
 }
@@ -110,7 +110,7 @@ pub async fn remove(
     ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin)?;
-    crate::people::remove(&hub.store, &name, &caller.name, "api").await?;
+    crate::hub::people::remove(&hub.store, &name, &caller.name, "api").await?;
     hub.fresh_people().await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -127,7 +127,7 @@ pub async fn import(
 ) -> Result<Json<Imported>, ApiError> {
     caller.require(Role::Admin)?;
     let done =
-        crate::people::import(&hub.store, &req.source, req.rows, &caller.name, "api").await?;
+        crate::hub::people::import(&hub.store, &req.source, req.rows, &caller.name, "api").await?;
     hub.fresh_people().await?;
     Ok(Json(done))
 }

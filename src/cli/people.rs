@@ -1,5 +1,5 @@
 //! `strands people add|list|show|edit|remove|import`: the people directory
-//! (`crate::people`), on the store or, when a server holds it (or
+//! (`crate::hub::people`), on the store or, when a server holds it (or
 //! `STRANDS_SERVER` is set), through `/api/v1/people` (admins). `import`
 //! reads the file here and sends its rows with their lines, so a bad row
 //! is named `FILE:LINE` either way; nothing is half-imported.
@@ -7,8 +7,8 @@
 use reqwest::Method;
 
 use super::*;
+use crate::hub::people::PersonPatch;
 use crate::model::person::Person;
-use crate::people::PersonPatch;
 
 /// The identity flags of `add` and `edit`.
 #[derive(Args, Debug, Default)]
@@ -145,7 +145,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
             };
             let added = match &ctx.remote {
                 Some(r) => person(call(r, Method::POST, "/people", Some(&json!(p))).await?)?,
-                None => crate::people::add(&ctx.open().await?, p, &ctx.who, "cli").await?,
+                None => crate::hub::people::add(&ctx.open().await?, p, &ctx.who, "cli").await?,
             };
             if json {
                 show(&added, true)?;
@@ -234,7 +234,8 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                     person(call(r, Method::PATCH, &path(&name), Some(&json!(patch))).await?)?
                 }
                 None => {
-                    crate::people::edit(&ctx.open().await?, &name, &patch, &ctx.who, "cli").await?
+                    crate::hub::people::edit(&ctx.open().await?, &name, &patch, &ctx.who, "cli")
+                        .await?
                 }
             };
             if json {
@@ -248,7 +249,9 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 Some(r) => {
                     call(r, Method::DELETE, &path(&name), None).await?;
                 }
-                None => crate::people::remove(&ctx.open().await?, &name, &ctx.who, "cli").await?,
+                None => {
+                    crate::hub::people::remove(&ctx.open().await?, &name, &ctx.who, "cli").await?
+                }
             }
             eprintln!("removed `{name}`");
         }
@@ -256,7 +259,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
             let source = file.display().to_string();
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| Error::io(format!("reading {source}"), e))?;
-            let rows = crate::people::parse(&source, &text)?;
+            let rows = crate::hub::people::parse(&source, &text)?;
             let done = match &ctx.remote {
                 Some(r) => {
                     let body = json!({ "source": source, "rows": rows });
@@ -268,7 +271,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                     })?
                 }
                 None => {
-                    crate::people::import(&ctx.open().await?, &source, rows, &ctx.who, "cli")
+                    crate::hub::people::import(&ctx.open().await?, &source, rows, &ctx.who, "cli")
                         .await?
                 }
             };

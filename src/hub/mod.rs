@@ -34,6 +34,7 @@ pub mod links;
 pub mod metrics;
 pub mod notifier;
 pub mod pages;
+pub mod people;
 pub mod places;
 pub mod problem;
 pub mod repost;
@@ -97,7 +98,7 @@ pub struct Inner {
     pub lease: Duration,
     /// The people directory as last read (listing what waits for whom;
     /// the intake reads the store's).
-    people: crate::people::Cache,
+    people: people::Cache,
 }
 
 /// A lease lasts 30 s unless `STRANDS_LEASE_SECS` says otherwise; it is
@@ -150,7 +151,7 @@ impl Hub {
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             ),
             lease: lease_from_env(),
-            people: crate::people::Cache::default(),
+            people: people::Cache::default(),
         }))
     }
 
@@ -220,7 +221,7 @@ impl Hub {
     }
 
     /// The people directory as last read; read again in the background
-    /// when it is older than [`crate::people::Cache::TTL`].
+    /// when it is older than [`people::Cache::TTL`].
     pub fn people(&self) -> Arc<crate::model::person::Directory> {
         let (directory, stale) = self.people.get();
         if stale {

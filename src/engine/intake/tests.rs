@@ -322,20 +322,21 @@ async fn with_people(w: &World) {
         person("alice", "U04ALICE", None, &["finance"]),
         person("bob", "U04BOB", Some("bobby"), &[]),
     ];
-    let rows = rows
+    let all: Vec<Person> = rows
         .into_iter()
         .enumerate()
         .map(|(i, mut p)| {
             p.teams = Some(format!("0000-{i}"));
-            crate::people::Row {
-                line: i + 1,
-                person: p,
-            }
+            p
         })
         .collect();
-    crate::people::import(&w.store, "people.yaml", rows, "admin", "test")
+    w.store
+        .update_people(
+            &move |_| Ok(crate::model::person::Directory::new(all.clone())?.into_people()),
+            &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+        )
         .await
-        .expect("imported");
+        .expect("the directory");
 }
 
 /// The same rules, judged on people: each row's answers come from several

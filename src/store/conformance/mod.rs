@@ -610,7 +610,11 @@ async fn a_teams_conversation_keeps_its_first_sighting(store: Arc<Store>) {
 
 async fn the_people_directory_changes_whole_or_not_at_all(store: Arc<Store>) {
     use crate::model::person::{Directory, Person};
-    let audit = |what: &str| crate::hub::tokens::access("admin", "cli", what.to_string());
+    let audit = |what: &str| {
+        let mut ev = AuditEvent::new(AuditKind::Access, "", "");
+        ev.detail = Some(what.to_string());
+        ev
+    };
     assert!(store.people().await.expect("people").is_empty());
     let mut alice = Person::named("alice");
     alice.slack = Some("U04ALICE".into());

@@ -241,7 +241,7 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
     let all = people.clone();
     sled.update_people(
         &move |_| Ok(all.clone()),
-        &crate::hub::tokens::access("admin", "cli", "imported".into()),
+        &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
     )
     .expect("people");
     let dump = sled.export().expect("export");
