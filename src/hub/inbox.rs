@@ -309,6 +309,54 @@ mod tests {
         check("changed").await;
     }
 
+    /// A person the directory knows sees, from any channel, the gates
+    /// that name them by name, by another of their identities, or by one
+    /// of their groups — from the index as from a full read.
+    #[tokio::test]
+    async fn a_person_sees_what_waits_for_them_from_every_channel() {
+        use crate::model::person::{Directory, Person};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let hub = Hub::new(store, Arc::new(Settings::default()), None);
+        let mut alice = Person::named("alice");
+        alice.slack = Some("U04ALICE".into());
+        alice.tokens = vec!["alice-web".into()];
+        alice.groups = vec!["finance".into()];
+        hub.store
+            .update_people(
+                &move |_| Ok(Directory::new(vec![alice.clone()])?.into_people()),
+                &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+            )
+            .await
+            .expect("the directory");
+        for mut s in [
+            run("s1", "wf", "bob", &[&["alice"]]),
+            run("s2", "wf", "bob", &[&["group:finance"]]),
+            run("s3", "wf", "bob", &[&["U04ALICE"]]),
+            run("s4", "wf", "bob", &[&["bob"]]),
+            run("s5", "wf", "bob", &[&["group:ops"]]),
+        ] {
+            hub.store.create(&mut s).await.expect("create");
+        }
+        for who in ["alice-web", "U04ALICE", "alice"] {
+            let mut got: Vec<String> = waiting_for(&hub, who, None)
+                .await
+                .expect("index")
+                .into_iter()
+                .map(|w| w.session)
+                .collect();
+            got.sort();
+            assert_eq!(got, ["s1", "s2", "s3"], "{who}");
+            let scan = waiting_for_by_scan(&hub, who, None).await.expect("scan");
+            assert_eq!(scan.len(), 3, "{who}");
+        }
+        // Someone the directory does not know: as before.
+        assert!(waiting_for(&hub, "U0STRANGER", None)
+            .await
+            .expect("index")
+            .is_empty());
+    }
+
     #[tokio::test]
     async fn on_sled() {
         for defaults in [&[][..], &["U3", "S0TEAM1"][..]] {
