@@ -2,7 +2,7 @@
 //! through these when the CLI talks to a server):
 //!
 //! - `GET    /api/v1/people`              every person
-//! - `POST   /api/v1/people`              add one (409-free: a taken name is 400)
+//! - `POST   /api/v1/people`              add one (a bad field, a taken name or a clash: 400)
 //! - `GET    /api/v1/people/{name}`       one person
 //! - `PATCH  /api/v1/people/{name}`       change the fields given
 //! - `DELETE /api/v1/people/{name}`       remove one
