@@ -265,6 +265,7 @@ fn approve() -> Answer {
         via: "bench".into(),
         vars: Default::default(),
         call: None,
+        person: None,
     }
 }
 

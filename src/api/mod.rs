@@ -17,6 +17,7 @@
 //! | `GET /api/v1/audit` | admin | the audit trail, JSON lines ([`admin`]) |
 //! | `POST/GET /api/v1/tokens`, `DELETE /api/v1/tokens/{name}` | admin | tokens |
 //! | `POST /api/v1/store/backup` | admin | a copy of the (sled) store, verified ([`admin`]) |
+//! | `GET/POST /api/v1/people`, `GET/PATCH/DELETE /api/v1/people/{name}`, `POST /api/v1/people/import` | admin | the people directory ([`people`]) |
 //! | `GET /api/v1/openapi.json` | — | this API as OpenAPI 3.1 |
 //! | `POST /workflows/run`, `POST /workflows/resume`, `GET /workflows/{id}` | — | seed 000's routes ([`seed`]) |
 //!
@@ -28,6 +29,7 @@ pub mod admin;
 pub mod auth;
 pub mod error;
 pub mod events;
+pub mod people;
 pub mod runs;
 pub mod seed;
 pub mod sessions;
@@ -126,6 +128,9 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::revoke_token))
         .routes(routes!(admin::teams_conversations))
         .routes(routes!(admin::store_backup))
+        .routes(routes!(people::list, people::add))
+        .routes(routes!(people::show, people::edit, people::remove))
+        .routes(routes!(people::import))
         .routes(routes!(openapi));
     let seed = OpenApiRouter::new()
         .routes(routes!(seed::run))

@@ -183,6 +183,7 @@ pub async fn resume(
         via: "api".into(),
         vars,
         call: None,
+        person: None,
     };
     let gate = s.first_gate().map(|g| g.handle());
     let _recorded = super::sessions::take(&hub, &caller, &s.id, gate.as_deref(), answer).await?;

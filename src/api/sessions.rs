@@ -194,6 +194,7 @@ pub async fn answer(
         via: "api".into(),
         vars: req.vars.clone(),
         call: req.call.clone(),
+        person: None,
     };
     take(&hub, &caller, &id, req.gate.as_deref(), answer).await
 }
@@ -305,6 +306,7 @@ pub async fn cancel(
         via: "api".into(),
         vars: Map::new(),
         call: None,
+        person: None,
     };
     let outcome = take(&hub, &caller, &s.id, Some(&gate), answer).await?;
     Ok((StatusCode::OK, outcome))

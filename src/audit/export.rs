@@ -5,7 +5,7 @@
 use super::AuditEntry;
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 16] = [
+pub const CSV_COLUMNS: [&str; 17] = [
     "seq",
     "at",
     "session",
@@ -14,6 +14,7 @@ pub const CSV_COLUMNS: [&str; 16] = [
     "gate",
     "call",
     "who",
+    "person",
     "via",
     "decision",
     "response_ms",
@@ -45,6 +46,7 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             e.gate.clone().unwrap_or_default(),
             e.call.clone().unwrap_or_default(),
             e.who.clone().unwrap_or_default(),
+            e.person.clone().unwrap_or_default(),
             e.via.clone().unwrap_or_default(),
             e.decision
                 .as_ref()

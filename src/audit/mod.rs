@@ -54,6 +54,10 @@ pub struct AuditEvent {
     /// The tool call, for tool-call gates.
     pub call: Option<String>,
     pub who: Option<String>,
+    /// The directory's person `who` belongs to (`model::person`), when
+    /// known; `who` is the channel identity used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
     /// Channel: cli, terminal, auto-approve, slack, timeout.
     pub via: Option<String>,
     pub decision: Option<Value>,

@@ -113,6 +113,7 @@ impl HumanChannel for AutoApprove {
             via: "auto-approve".into(),
             vars: Default::default(),
             call,
+            person: None,
         }))
     }
 }

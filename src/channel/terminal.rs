@@ -59,6 +59,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             via: "terminal".into(),
             vars: Default::default(),
             call: None,
+            person: None,
         })
     }
 

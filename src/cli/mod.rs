@@ -37,6 +37,7 @@ mod audit;
 mod doctor;
 mod human;
 mod info;
+mod people;
 mod remote;
 mod render;
 mod run;
@@ -47,6 +48,7 @@ mod tokens;
 mod webhooks;
 
 use audit::audit;
+pub use people::PeopleCommand;
 pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
@@ -146,6 +148,9 @@ pub enum Command {
     /// Make, list and revoke API tokens (offline, or through the server).
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// The people directory: one person, their identity on every channel, their groups (offline, or through the server).
+    #[command(subcommand)]
+    People(PeopleCommand),
     /// Check and export the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -487,6 +492,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Webhooks(cmd) => cmd.json(),
         Command::Teams(cmd) => cmd.json(),
+        Command::People(cmd) => cmd.json(),
         Command::Store(cmd) => cmd.json(),
     }
 }
@@ -609,6 +615,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Sessions(SessionsCommand::Show { .. })
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Tokens(_)
+            | Command::People(_)
     ) || matches!(c, Command::Teams(t) if t.remote())
 }
 
@@ -657,6 +664,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
         Command::Teams(cmd) => teams::teams(&ctx, cmd).await,
+        Command::People(cmd) => people::people(&ctx, cmd).await,
         Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(

@@ -1,7 +1,7 @@
 //! The CLI as a client of `strands serve`: with `STRANDS_SERVER` and
 //! `STRANDS_TOKEN`, or by itself when a running server holds the store
 //! (it finds `serve.json` there, `crate::serve::discovery`), `run NAME`,
-//! `resume`, `sessions list|show`, `audit export`, `tokens` and
+//! `resume`, `sessions list|show`, `audit export`, `tokens`, `people` and
 //! `teams conversations` go through the HTTP API. The output, the `--json` shapes and the exit codes are
 //! the offline ones: sessions are rendered from the same view, refusals
 //! map to the same exit codes, and `run`/`resume` wait — following the
@@ -546,4 +546,29 @@ pub(super) async fn revoke_token(remote: &Remote, name: &str) -> Result<()> {
         )
         .await
         .map(|_| ())
+}
+
+/// `method path` with an optional JSON body, for the admin commands whose
+/// answer is printed as it comes (`strands people …`); `Value::Null` for
+/// an empty answer.
+pub(super) async fn call(
+    remote: &Remote,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Value> {
+    let mut r = remote.request(method, path);
+    if let Some(b) = body {
+        r = r.json(b);
+    }
+    let resp = remote.send(r, None).await?;
+    if resp.status() == StatusCode::NO_CONTENT {
+        return Ok(Value::Null);
+    }
+    resp.json::<Value>().await.map_err(|e| {
+        Error::Runtime(format!(
+            "{} sent an answer this CLI cannot read: {e}",
+            remote.origin
+        ))
+    })
 }

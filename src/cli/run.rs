@@ -277,6 +277,7 @@ pub(super) fn answer_now(
         via: "cli".into(),
         vars: map,
         call: None,
+        person: None,
     })
 }
 

@@ -105,5 +105,6 @@ pub fn answer(decision: Decision, who: &str) -> Answer {
         via: "test".into(),
         vars: Default::default(),
         call: None,
+        person: None,
     }
 }

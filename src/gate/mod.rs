@@ -1,5 +1,12 @@
 //! Human gates: what a human can answer, and what each answer means.
 //!
+//! Who may answer is judged on people, not channel identities: with a
+//! people directory ([`crate::model::person`]), `approvers: [alice,
+//! group:finance]` matches alice from Slack, Teams, the web, the API or the
+//! CLI, and self-approval compares the person who started the run with the
+//! person answering. A caller the directory does not know is judged by
+//! their channel identity, as before.
+//!
 //! Every channel (terminal, CLI flags, Slack, HTTP) produces the same
 //! [`Answer`] carrying a [`Decision`]; [`interpret`] turns it into the one
 //! thing the engine needs to know — continue with a response, re-run the
@@ -10,6 +17,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Map;
 
 use crate::error::{Error, Result};
+use crate::model::person::{Directory, GROUP_PREFIX};
 use crate::model::{Answer, Decision, Fallback, GateKind, OpenGate, Position};
 use crate::spec::GateSpec;
 
@@ -24,6 +32,8 @@ pub struct Identity<'a> {
     pub admins: &'a [String],
     /// Whether `who` belongs to a group id (`S…`) listed as approver.
     pub member_of: &'a dyn Fn(&str) -> bool,
+    /// Who each channel identity is (empty: judged by identity alone).
+    pub people: &'a Directory,
 }
 
 /// Whether `id` may give `decision` at `gate`: self-approval first (admins
@@ -42,18 +52,22 @@ pub fn authorize(
     let self_ok = gate
         .allow_self_approval
         .unwrap_or(!(id.in_bot && gate.kind != GateKind::Hitl));
-    if approves && !self_ok && id.who == id.started_by {
+    let people = id.people;
+    if approves && !self_ok && people.same(id.who, id.started_by) {
         return Err(
             "you started this run, so you cannot approve it (allow_self_approval is off)".into(),
         );
     }
-    if gate.approvers.is_empty() || id.admins.iter().any(|a| a == id.who) {
+    if gate.approvers.is_empty() || id.admins.iter().any(|a| people.same(a, id.who)) {
         return Ok(());
     }
-    let listed = gate
-        .approvers
-        .iter()
-        .any(|a| a == id.who || (is_group(a) && (id.member_of)(a)));
+    let person = people.person_of(id.who);
+    let listed = gate.approvers.iter().any(|a| {
+        people.same(a, id.who)
+            || (is_group(a) && (id.member_of)(a))
+            || a.strip_prefix(GROUP_PREFIX)
+                .is_some_and(|g| person.is_some_and(|p| p.in_group(g)))
+    });
     if listed {
         Ok(())
     } else {
@@ -213,6 +227,7 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
         via: "timeout".into(),
         vars: Map::new(),
         call: None,
+        person: None,
     }
 }
 

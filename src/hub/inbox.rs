@@ -37,20 +37,22 @@ pub struct Waiting {
 pub fn may_answer(hub: &Hub, who: &str, s: &Session, g: &crate::model::OpenGate) -> bool {
     let nobody = |_: &str| false;
     let asker = hub.asker(who, &nobody);
-    crate::engine::intake::authorize(g, s, &Decision::Reject { reason: None }, &asker).is_ok()
-        || crate::engine::intake::authorize(g, s, &Decision::Approve, &asker).is_ok()
+    let people = hub.people();
+    crate::engine::intake::authorize(g, s, &Decision::Reject { reason: None }, &asker, &people)
+        .is_ok()
+        || crate::engine::intake::authorize(g, s, &Decision::Approve, &asker, &people).is_ok()
 }
 
 /// Who may read a session: operators and admins any; an approver the
 /// sessions it started, answered, or may answer now.
 pub fn may_read(hub: &Hub, who: &str, role: Role, s: &Session) -> bool {
-    if role >= Role::Operator || s.started_by == who {
+    let people = hub.people();
+    if role >= Role::Operator || people.same(&s.started_by, who) {
         return true;
     }
-    let answered = s
-        .history
-        .iter()
-        .any(|e| matches!(&e.what, GateEventKind::Answered { answer, .. } if answer.by == who));
+    let answered = s.history.iter().any(
+        |e| matches!(&e.what, GateEventKind::Answered { answer, .. } if people.same(&answer.by, who)),
+    );
     answered || s.open_gates().any(|g| may_answer(hub, who, s, g))
 }
 
@@ -83,6 +85,7 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
 pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result<Vec<Waiting>> {
     let now = hub.clock.now();
     let mut out = Vec::new();
+    hub.fresh_people().await?;
     for id in candidates(hub, who, &[], workflow).await? {
         let Some(s) = hub.store.load(&id).await? else {
             continue;
@@ -117,7 +120,8 @@ pub async fn candidates(
     groups: &[String],
     workflow: Option<&str>,
 ) -> Result<Vec<String>> {
-    if hub.settings.admins.iter().any(|a| a == who) {
+    let people = hub.people();
+    if hub.settings.admins.iter().any(|a| people.same(a, who)) {
         const PAGE: usize = 512;
         let mut out = Vec::new();
         let mut after = None;
@@ -136,6 +140,16 @@ pub async fn candidates(
     }
     let mut keys = vec![who.to_string(), crate::store::awaiting::ANYONE.to_string()];
     keys.extend(groups.iter().cloned());
+    // A person known to the directory: gates listing them by name, by any
+    // of their identities, or one of their groups.
+    if let Some(p) = people.person_of(who) {
+        keys.extend(p.keys().into_iter().map(|(k, _)| k));
+        keys.extend(
+            p.groups
+                .iter()
+                .map(|g| format!("{}{g}", crate::model::person::GROUP_PREFIX)),
+        );
+    }
     hub.store.awaiting(&keys).await
 }
 
@@ -267,6 +281,7 @@ mod tests {
                         s,
                         &crate::model::Decision::Reject { reason: None },
                         &asker,
+                        &Default::default(),
                     )
                     .is_ok()
                 })
@@ -292,6 +307,54 @@ mod tests {
         hub.store.checkpoint(&mut s5).await.expect("checkpoint");
         hub.store.delete("s3").await.expect("delete");
         check("changed").await;
+    }
+
+    /// A person the directory knows sees, from any channel, the gates
+    /// that name them by name, by another of their identities, or by one
+    /// of their groups — from the index as from a full read.
+    #[tokio::test]
+    async fn a_person_sees_what_waits_for_them_from_every_channel() {
+        use crate::model::person::{Directory, Person};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let hub = Hub::new(store, Arc::new(Settings::default()), None);
+        let mut alice = Person::named("alice");
+        alice.slack = Some("U04ALICE".into());
+        alice.tokens = vec!["alice-web".into()];
+        alice.groups = vec!["finance".into()];
+        hub.store
+            .update_people(
+                &move |_| Ok(Directory::new(vec![alice.clone()])?.into_people()),
+                &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+            )
+            .await
+            .expect("the directory");
+        for mut s in [
+            run("s1", "wf", "bob", &[&["alice"]]),
+            run("s2", "wf", "bob", &[&["group:finance"]]),
+            run("s3", "wf", "bob", &[&["U04ALICE"]]),
+            run("s4", "wf", "bob", &[&["bob"]]),
+            run("s5", "wf", "bob", &[&["group:ops"]]),
+        ] {
+            hub.store.create(&mut s).await.expect("create");
+        }
+        for who in ["alice-web", "U04ALICE", "alice"] {
+            let mut got: Vec<String> = waiting_for(&hub, who, None)
+                .await
+                .expect("index")
+                .into_iter()
+                .map(|w| w.session)
+                .collect();
+            got.sort();
+            assert_eq!(got, ["s1", "s2", "s3"], "{who}");
+            let scan = waiting_for_by_scan(&hub, who, None).await.expect("scan");
+            assert_eq!(scan.len(), 3, "{who}");
+        }
+        // Someone the directory does not know: as before.
+        assert!(waiting_for(&hub, "U0STRANGER", None)
+            .await
+            .expect("index")
+            .is_empty());
     }
 
     #[tokio::test]

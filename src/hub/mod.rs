@@ -34,6 +34,7 @@ pub mod links;
 pub mod metrics;
 pub mod notifier;
 pub mod pages;
+pub mod people;
 pub mod places;
 pub mod problem;
 pub mod repost;
@@ -95,6 +96,9 @@ pub struct Inner {
     pub replica: String,
     /// How long a lease on driving a session lasts unrenewed.
     pub lease: Duration,
+    /// The people directory as last read (listing what waits for whom;
+    /// the intake reads the store's).
+    people: people::Cache,
 }
 
 /// A lease lasts 30 s unless `STRANDS_LEASE_SECS` says otherwise; it is
@@ -147,6 +151,7 @@ impl Hub {
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             ),
             lease: lease_from_env(),
+            people: people::Cache::default(),
         }))
     }
 
@@ -213,6 +218,32 @@ impl Hub {
             shared: true,
             member_of,
         }
+    }
+
+    /// The people directory as last read; read again in the background
+    /// when it is older than [`people::Cache::TTL`].
+    pub fn people(&self) -> Arc<crate::model::person::Directory> {
+        let (directory, stale) = self.people.get();
+        if stale {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    let hub = self.clone();
+                    rt.spawn(async move {
+                        if let Err(e) = hub.people.refresh(&hub.store).await {
+                            tracing::warn!("could not read the people directory: {e}");
+                        }
+                    });
+                }
+                Err(_) => tracing::debug!("no runtime to read the people directory"),
+            }
+        }
+        directory
+    }
+
+    /// The people directory read from the store now (after a change, or
+    /// before listing what waits for whom).
+    pub async fn fresh_people(&self) -> Result<Arc<crate::model::person::Directory>> {
+        self.people.refresh(&self.store).await
     }
 
     /// Starts workflow `name` (a spec in the workflows directory) with

@@ -76,6 +76,7 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     ev.gate = Some(gate.handle());
     ev.call = answer.call.clone();
     ev.who = Some(answer.by.clone());
+    ev.person = answer.person.clone();
     ev.via = Some(answer.via.clone());
     let redactor = crate::audit::redact::Redactor::default();
     let text = serde_json::to_string(&answer.decision).unwrap_or_default();
@@ -174,7 +175,12 @@ fn accept(
                 Vote::Approve => (&gate.approvals, gate.approvals_required, "approv"),
                 Vote::Reject => (&gate.rejections, gate.rejections_required, "reject"),
             };
-            if tally.iter().any(|a| a.by == answer.by) {
+            // One person counts once: the same channel identity, or the
+            // same person (the directory's) from another channel.
+            let same = |a: &Approval| {
+                a.by == answer.by || (a.person.is_some() && a.person == answer.person)
+            };
+            if tally.iter().any(same) {
                 return Err(Refusal::NotAllowed(format!(
                     "you already {noun}ed this gate ({} of {required} {noun}{})",
                     tally.len(),
@@ -191,6 +197,7 @@ fn accept(
             list.push(Approval {
                 by: answer.by.clone(),
                 at: answer.at,
+                person: answer.person.clone(),
             });
             if (list.len() as u32) < required {
                 // Counted; the gate stays open until the tally is complete.

@@ -169,6 +169,11 @@ pub struct Answer {
     /// For tool-call gates: which call this answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
+    /// The directory's person for `by` (`model::person`), set by the
+    /// intake when the directory knows them; `by` stays the channel
+    /// identity used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 /// Where a step or gate stands in its pattern.
@@ -306,6 +311,10 @@ fn one() -> u32 {
 pub struct Approval {
     pub by: String,
     pub at: DateTime<Utc>,
+    /// The person `by` belongs to, when the directory knew them: one
+    /// person counts once, whichever channel they answered from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 impl OpenGate {

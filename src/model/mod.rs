@@ -14,6 +14,7 @@ pub mod event;
 pub mod gate;
 pub mod login;
 pub mod pattern;
+pub mod person;
 pub mod session;
 pub mod teams;
 pub mod timer;

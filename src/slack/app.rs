@@ -285,7 +285,16 @@ impl App {
         let groups = self.groups_of(session, handle, user).await;
         let member_of = |g: &str| groups.contains(g);
         let asker = self.hub.asker(user, &member_of);
-        crate::engine::intake::authorize(gate, session, &decision, &asker)
+        // The directory as stored (the intake judges on the same); the
+        // last one read when the store does not answer.
+        let people = match self.hub.fresh_people().await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("could not read the people directory: {e}");
+                self.hub.people()
+            }
+        };
+        crate::engine::intake::authorize(gate, session, &decision, &asker, &people)
     }
 
     /// A user group's members, cached for five minutes.

@@ -168,6 +168,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         via: "slack".into(),
         vars: Default::default(),
         call: None,
+        person: None,
     };
     let target = app
         .hub

@@ -458,6 +458,7 @@ fn answer(decision: Decision, user: &str, call: Option<String>) -> Answer {
         via: "slack".into(),
         vars: Default::default(),
         call,
+        person: None,
     }
 }
 

@@ -98,6 +98,7 @@ fn answer(decision: Decision, user: &str, call: Option<&str>) -> Answer {
         via: "slack".into(),
         vars: Default::default(),
         call: call.map(str::to_string),
+        person: None,
     }
 }
 

@@ -398,6 +398,7 @@ mod tests {
             via: "timeout".into(),
             vars: Default::default(),
             call: None,
+            person: None,
         };
         assert_eq!(outcome_text(&rejected), "rejected by fallback");
         assert_eq!(human_duration(chrono::TimeDelta::seconds(90)), "90 seconds");

@@ -52,6 +52,8 @@ pub struct Dump {
     pub logins: Vec<(String, Vec<u8>)>,
     /// `TeamsConversation` JSON.
     pub teams_conversations: Vec<Vec<u8>>,
+    /// `Person` JSON (the people directory).
+    pub people: Vec<Vec<u8>>,
 }
 
 /// What a migration did.

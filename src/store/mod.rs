@@ -32,10 +32,15 @@ use std::path::PathBuf;
 
 use crate::error::Result;
 use crate::model::login::Login;
+use crate::model::person::{Directory, Person};
 use crate::model::teams::TeamsConversation;
 use crate::model::token::TokenRecord;
 use crate::model::webhook::{Delivery, Settle};
 use crate::model::{Answer, Notification, OpenGate, Refusal, Session, Status, Summary};
+
+/// A change to the people directory: the stored people in, the new ones
+/// out (an error changes nothing). Run inside the store's transaction.
+pub type PeopleChange = dyn Fn(Vec<Person>) -> Result<Vec<Person>> + Send + Sync;
 
 /// What an approval message asks about: a click finds its session and gate
 /// here, by the message's channel and `ts`.
@@ -440,6 +445,18 @@ pub trait Backend: Send + Sync {
     /// Every Teams conversation reference, by id.
     fn teams_conversations(&self) -> impl Future<Output = Result<Vec<TeamsConversation>>> + Send;
 
+    /// The people directory, by name (small: read whole).
+    fn people(&self) -> impl Future<Output = Result<Vec<Person>>> + Send;
+    /// Replaces the directory by what `change` makes of the one stored,
+    /// with its `audit` entry, in one transaction (an import is
+    /// all-or-nothing); an error from `change` writes nothing. The new
+    /// directory comes back.
+    fn update_people(
+        &self,
+        change: &PeopleChange,
+        audit: &crate::audit::AuditEvent,
+    ) -> impl Future<Output = Result<Vec<Person>>> + Send;
+
     /// Takes or renews the lease on driving running session `session` for
     /// replica `owner`, for `ttl`; whether `owner` holds it. A store only
     /// one process opens (sled) always says yes.
@@ -552,6 +569,8 @@ forward! {
     fn key(&self, name: &str) -> Result<Vec<u8>>;
     fn put_teams_conversation(&self, conversation: &TeamsConversation) -> Result<()>;
     fn teams_conversations(&self) -> Result<Vec<TeamsConversation>>;
+    fn people(&self) -> Result<Vec<Person>>;
+    fn update_people(&self, change: &PeopleChange, audit: &crate::audit::AuditEvent) -> Result<Vec<Person>>;
     fn take_lease(&self, session: &str, owner: &str, ttl: std::time::Duration) -> Result<bool>;
     fn release_lease(&self, session: &str, owner: &str) -> Result<()>;
     fn unleased_running(&self) -> Result<Vec<String>>;
@@ -639,6 +658,12 @@ impl Store {
             Some(w) => self.workflow_page(w, status, after, limit).await,
             None => self.list_page(status, after, limit).await,
         }
+    }
+
+    /// The people directory, checked and indexed: who each channel
+    /// identity is.
+    pub async fn directory(&self) -> Result<Directory> {
+        Ok(Directory::new(self.people().await?)?)
     }
 
     /// Deletes a timer (done, or stale).

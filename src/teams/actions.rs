@@ -319,6 +319,7 @@ async fn decide(
         via: "teams".into(),
         vars: Default::default(),
         call: call.clone(),
+        person: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
     let member_of = |_: &str| false;

@@ -191,6 +191,7 @@ async fn cancel(hub: &Hub, id: &str, person: &str) -> String {
         via: "teams".into(),
         vars: Default::default(),
         call: None,
+        person: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
     let member_of = |_: &str| false;

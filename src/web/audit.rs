@@ -67,7 +67,12 @@ async fn selected(
         .await?;
     Ok(entries
         .into_iter()
-        .filter(|e| who.is_none_or(|w| e.event.who.as_deref() == Some(w)))
+        // A person's name finds their entries from every channel.
+        .filter(|e| {
+            who.is_none_or(|w| {
+                e.event.who.as_deref() == Some(w) || e.event.person.as_deref() == Some(w)
+            })
+        })
         .filter(|e| until.is_none_or(|u| e.event.at.is_some_and(|at| at < u)))
         .collect())
 }

@@ -247,6 +247,7 @@ pub async fn bulk_approve(
             via: "web".into(),
             vars: Default::default(),
             call: None,
+            person: None,
         };
         let (ok, message) = match web.hub.answer(session, Some(gate), answer, &asker).await {
             Ok(Ok(Accepted::Counted(_))) => (true, "approval counted; more are needed".into()),

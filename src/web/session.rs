@@ -386,6 +386,7 @@ pub async fn answer(
         via: "web".into(),
         vars: Default::default(),
         call: req.call.clone(),
+        person: None,
     };
     let nobody = |_: &str| false;
     let asker = web.hub.asker(&viewer.caller.name, &nobody);

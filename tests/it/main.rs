@@ -35,6 +35,7 @@ mod cli_webhooks;
 mod compat;
 mod crash_loop;
 mod layering;
+mod people;
 mod props;
 mod providers;
 mod session_formats;

@@ -12,6 +12,7 @@
 //! channel says it its own way. The engine prints nothing.
 
 use super::*;
+use crate::model::person::Directory;
 use crate::model::Refusal;
 
 /// Who is answering, as the channel that heard them knows them.
@@ -137,7 +138,13 @@ impl Engine<'_> {
         let Some(session) = self.store.load(id).await? else {
             return Ok(Err(Refusal::NotFound));
         };
-        let outcome = self.take(&session, gate, &answer, asker).await?;
+        // Judged on people: the directory as stored now (small), so every
+        // process and replica judges alike. The answer keeps the channel
+        // identity used (`by`) and the person it belongs to.
+        let people = self.store.directory().await?;
+        let mut answer = answer;
+        answer.person = people.person_of(&answer.by).map(|p| p.name.clone());
+        let outcome = self.take(&session, gate, &answer, asker, &people).await?;
         if let Err(refusal) = &outcome {
             if !matches!(refusal, Refusal::NotFound) {
                 let handle = gate
@@ -158,6 +165,7 @@ impl Engine<'_> {
         want: Option<&str>,
         answer: &Answer,
         asker: &Asker<'_>,
+        people: &Directory,
     ) -> Result<std::result::Result<Accepted, Refusal>> {
         let handle = match pick_gate(session, want, answer) {
             Ok(h) => h,
@@ -173,7 +181,7 @@ impl Engine<'_> {
                     at,
                 }));
             }
-            if let Err(why) = authorize(open, session, &answer.decision, asker) {
+            if let Err(why) = authorize(open, session, &answer.decision, asker, people) {
                 return Ok(Err(Refusal::NotAllowed(why)));
             }
         }
@@ -379,6 +387,7 @@ impl Engine<'_> {
         ev.gate = gate.map(str::to_string);
         ev.call = answer.call.clone();
         ev.who = Some(answer.by.clone());
+        ev.person = answer.person.clone();
         ev.via = Some(answer.via.clone());
         ev.detail = Some(why.to_string());
         if let Err(e) = self.store.append_audit(&[ev]).await {
@@ -403,13 +412,15 @@ pub async fn record_timeout(
 
 /// Whether `asker` may give `answer` at `gate`: the gate's approvers (the
 /// installation's default approvers when the spec names nobody), groups,
-/// admins, self-approval ([`gate::authorize`]). The error is what the
-/// person is told.
+/// admins, self-approval ([`gate::authorize`]), judged on the people of
+/// `people` (a caller it does not know: on their channel identity). The
+/// error is what the person is told.
 pub fn authorize(
     gate: &crate::model::OpenGate,
     session: &Session,
     decision: &crate::model::Decision,
     asker: &Asker<'_>,
+    people: &Directory,
 ) -> std::result::Result<(), String> {
     let with_default;
     let gate = if gate.approvers.is_empty() && !asker.default_approvers.is_empty() {
@@ -429,6 +440,7 @@ pub fn authorize(
             in_bot: asker.shared,
             admins: asker.admins,
             member_of: asker.member_of,
+            people,
         },
     )
 }

@@ -303,3 +303,184 @@ async fn an_answer_after_the_timeout_is_refused_and_the_fallback_applies() {
         .expect("resume");
     assert_eq!(done.status, Status::Completed, "the fallback approved");
 }
+
+/// The directory the people rows run with: carol started every run (her
+/// Unix user is `starter`); alice is in finance; bob is not.
+async fn with_people(w: &World) {
+    use crate::model::person::Person;
+    let person = |name: &str, slack: &str, unix: Option<&str>, groups: &[&str]| Person {
+        name: name.into(),
+        slack: Some(slack.into()),
+        teams: Some(format!("0000{}", slack.len())),
+        email: Some(format!("{name}@corp.example")),
+        tokens: vec![format!("{name}-api")],
+        unix: unix.map(str::to_string),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    };
+    let rows = vec![
+        person("carol", "U04CAROL", Some("starter"), &[]),
+        person("alice", "U04ALICE", None, &["finance"]),
+        person("bob", "U04BOB", Some("bobby"), &[]),
+    ];
+    let all: Vec<Person> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut p)| {
+            p.teams = Some(format!("0000-{i}"));
+            p
+        })
+        .collect();
+    w.store
+        .update_people(
+            &move |_| Ok(crate::model::person::Directory::new(all.clone())?.into_people()),
+            &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+        )
+        .await
+        .expect("the directory");
+}
+
+/// The same rules, judged on people: each row's answers come from several
+/// channel identities of one person (Slack id, email as the web knows
+/// them, a token name, `teams:<aad>`, a Unix user).
+#[tokio::test]
+async fn people_are_judged_across_channels() {
+    type Row = (
+        &'static str,
+        &'static str,
+        Vec<(&'static str, Decision, bool, Want)>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            "self-approval is refused from another channel (started in the CLI, Slack then the web)",
+            "",
+            vec![
+                ("U04CAROL", Decision::Approve, true, Want::NotAllowed("you started this run")),
+                ("carol@corp.example", Decision::Approve, true, Want::NotAllowed("you started this run")),
+                ("carol-api", Decision::Approve, true, Want::NotAllowed("you started this run")),
+                ("U04BOB", Decision::Approve, true, Want::Recorded),
+            ],
+        ),
+        (
+            "a quorum counts a person once, whichever channel",
+            "        approvers: [alice, bob]\n        approvals_required: 2",
+            vec![
+                ("U04ALICE", Decision::Approve, true, Want::Counted),
+                ("alice@corp.example", Decision::Approve, true, Want::NotAllowed("already approved")),
+                ("teams:0000-1", Decision::Approve, true, Want::NotAllowed("already approved")),
+                ("bobby", Decision::Approve, true, Want::Recorded),
+            ],
+        ),
+        (
+            "an approver named by name is matched on every channel",
+            "        approvers: [alice]",
+            vec![
+                ("U04BOB", Decision::Approve, true, Want::NotAllowed("not an approver")),
+                ("alice-api", Decision::Approve, true, Want::Recorded),
+            ],
+        ),
+        (
+            "an approver named by a channel id is matched from another channel",
+            "        approvers: [U04ALICE]",
+            vec![("alice@corp.example", Decision::Approve, true, Want::Recorded)],
+        ),
+        (
+            "group:NAME matches the directory's groups",
+            "        approvers: [group:finance]",
+            vec![
+                ("bob@corp.example", Decision::Approve, true, Want::NotAllowed("not an approver")),
+                ("U0STRANGER", Decision::Approve, true, Want::NotAllowed("not an approver")),
+                ("teams:0000-1", Decision::Approve, true, Want::Recorded),
+            ],
+        ),
+        (
+            "unknown callers keep their channel identity (and Slack groups still work)",
+            "        approvers: [U0DAVE, S0TEAM]\n        approvals_required: 2",
+            vec![
+                ("U0MALLORY", Decision::Approve, true, Want::NotAllowed("not an approver")),
+                ("U0DAVE", Decision::Approve, true, Want::Counted),
+                ("U0DAVE", Decision::Approve, true, Want::NotAllowed("already approved")),
+                ("teammate", Decision::Approve, true, Want::Recorded),
+            ],
+        ),
+        (
+            "an unknown starter is compared by identity, as before",
+            "",
+            vec![("starter", reject(), true, Want::Recorded)],
+        ),
+    ];
+    for (case, gate, answers) in rows {
+        let w = World::new();
+        with_people(&w).await;
+        let s = w.paused(&CHAIN.replace("$GATE", gate)).await;
+        let before = refusals(&w).await;
+        let mut refused = 0;
+        for (who, decision, shared, want) in answers {
+            let stored = w.store.get(&s.id).await.expect("session");
+            let got = submit(&w, &s.id, None, decision, who, shared).await;
+            check(case, &got, &want);
+            if got.is_err() {
+                refused += 1;
+                let after = w.store.get(&s.id).await.expect("session");
+                assert_eq!(after, stored, "{case}: a refusal changes nothing");
+            }
+        }
+        assert_eq!(
+            refusals(&w).await - before,
+            refused,
+            "{case}: every refusal is audited"
+        );
+    }
+}
+
+/// The answer and its audit entry keep the channel identity used and the
+/// person it belongs to; a caller the directory does not know has none.
+#[tokio::test]
+async fn the_record_keeps_the_channel_identity_and_the_person() {
+    let w = World::new();
+    with_people(&w).await;
+    let s = w
+        .paused(&CHAIN.replace("$GATE", "        approvals_required: 2"))
+        .await;
+    let got = submit(&w, &s.id, None, Decision::Approve, "U04ALICE", true).await;
+    check("alice from Slack", &got, &Want::Counted);
+    let got = submit(&w, &s.id, None, Decision::Approve, "U0DAVE", true).await;
+    check("an unknown caller", &got, &Want::Recorded);
+    let after = w.store.get(&s.id).await.expect("session");
+    let answers: Vec<(String, Option<String>)> = after
+        .history
+        .iter()
+        .filter_map(|e| match &e.what {
+            crate::model::GateEventKind::Answered { answer, .. } => {
+                Some((answer.by.clone(), answer.person.clone()))
+            }
+            _ => None,
+        })
+        .chain(
+            after
+                .pending
+                .iter()
+                .map(|p| (p.answer.by.clone(), p.answer.person.clone())),
+        )
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            ("U04ALICE".to_string(), Some("alice".to_string())),
+            ("U0DAVE".to_string(), None)
+        ]
+    );
+    let audit: Vec<serde_json::Value> = w
+        .store
+        .audit_entries()
+        .await
+        .expect("audit")
+        .iter()
+        .map(|(_, e)| serde_json::from_slice::<serde_json::Value>(e).expect("json"))
+        .filter(|e| e["event"]["kind"] == "answer")
+        .collect();
+    assert_eq!(audit.len(), 2, "{audit:#?}");
+    assert_eq!(audit[0]["event"]["who"], "U04ALICE");
+    assert_eq!(audit[0]["event"]["person"], "alice");
+    assert_eq!(audit[1]["event"]["who"], "U0DAVE");
+    assert!(audit[1]["event"].get("person").is_none());
+}

@@ -136,6 +136,7 @@ fn click(by: &str) -> Answer {
         via: "slack".into(),
         vars: Default::default(),
         call: None,
+        person: None,
     }
 }
 

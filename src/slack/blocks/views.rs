@@ -428,6 +428,7 @@ mod tests {
             via: "slack".into(),
             vars: Map::new(),
             call: None,
+            person: None,
         };
         let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
         assert_eq!(
@@ -463,6 +464,7 @@ mod tests {
                     via: "slack".into(),
                     vars: Map::new(),
                     call: Some(id),
+                    person: None,
                 },
                 waited_ms: 10,
             },

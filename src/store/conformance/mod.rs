@@ -608,6 +608,70 @@ async fn a_teams_conversation_keeps_its_first_sighting(store: Arc<Store>) {
     assert_eq!(all.iter().find(|c| c.id == other.id), Some(&other));
 }
 
+async fn the_people_directory_changes_whole_or_not_at_all(store: Arc<Store>) {
+    use crate::model::person::{Directory, Person};
+    let audit = |what: &str| {
+        let mut ev = AuditEvent::new(AuditKind::Access, "", "");
+        ev.detail = Some(what.to_string());
+        ev
+    };
+    assert!(store.people().await.expect("people").is_empty());
+    let mut alice = Person::named("alice");
+    alice.slack = Some("U04ALICE".into());
+    alice.groups = vec!["finance".into()];
+    let a = alice.clone();
+    let got = store
+        .update_people(
+            &move |now| Ok(Directory::new(now)?.with(a.clone(), false)?.into_people()),
+            &audit("added alice"),
+        )
+        .await
+        .expect("added");
+    assert_eq!(got, vec![alice.clone()]);
+    let entries = store.audit_entries().await.expect("audit").len();
+    // A refused change writes nothing, not even its audit entry.
+    let refused = store
+        .update_people(
+            &|now| {
+                let mut bob = Person::named("bob");
+                bob.slack = Some("U04ALICE".into());
+                Ok(Directory::new(now)?.with(bob, false)?.into_people())
+            },
+            &audit("added bob"),
+        )
+        .await
+        .expect_err("a clash");
+    assert!(refused.to_string().contains("U04ALICE"), "{refused}");
+    assert_eq!(store.people().await.expect("people"), vec![alice.clone()]);
+    assert_eq!(store.audit_entries().await.expect("audit").len(), entries);
+    // Concurrent changes: none is lost.
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            let p = Person::named(&format!("p{i:02}"));
+            store
+                .update_people(
+                    &move |now| Ok(Directory::new(now)?.with(p.clone(), false)?.into_people()),
+                    &audit("added one"),
+                )
+                .await
+                .expect("added")
+        }));
+    }
+    for t in tasks {
+        t.await.expect("joined");
+    }
+    let all = store.people().await.expect("people");
+    assert_eq!(all.len(), 17, "{all:?}");
+    assert_eq!(
+        store.audit_entries().await.expect("audit").len(),
+        entries + 16
+    );
+    let d = store.directory().await.expect("directory");
+    assert_eq!(d.canonical("U04ALICE"), "alice");
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod on_sled {
@@ -659,4 +723,5 @@ conformance! {
     counters_equal_a_recount,
     unposted_gates_are_listed_until_posted,
     a_teams_conversation_keeps_its_first_sighting,
+    the_people_directory_changes_whole_or_not_at_all,
 }

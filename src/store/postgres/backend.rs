@@ -225,6 +225,16 @@ impl crate::store::Backend for PgStore {
     async fn teams_conversations(&self) -> Result<Vec<crate::model::teams::TeamsConversation>> {
         PgStore::teams_conversations(self).await
     }
+    async fn people(&self) -> Result<Vec<crate::model::person::Person>> {
+        PgStore::people(self).await
+    }
+    async fn update_people(
+        &self,
+        change: &crate::store::PeopleChange,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<Vec<crate::model::person::Person>> {
+        PgStore::update_people(self, change, audit).await
+    }
     async fn key(&self, name: &str) -> Result<Vec<u8>> {
         PgStore::key(self, name).await
     }

@@ -29,6 +29,7 @@ mod import;
 mod leases;
 mod messages;
 mod outputs;
+mod people;
 pub mod schema;
 mod sessions;
 mod teams;

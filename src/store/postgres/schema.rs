@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 5;
+pub const VERSION: i32 = 6;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -172,6 +172,14 @@ INSERT INTO unposted (session, gate)
 CREATE TABLE teams_conversations (
     id text PRIMARY KEY,
     first_seen timestamptz NOT NULL,
+    body bytea NOT NULL
+);
+"#,
+    // 6: the people directory (`people`): name → Person (JSON). Changed
+    // whole, under a lock on the table, with its audit entry.
+    r#"
+CREATE TABLE people (
+    name text PRIMARY KEY,
     body bytea NOT NULL
 );
 "#,

@@ -84,7 +84,7 @@ async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
              ALTER TABLE sessions DROP COLUMN workflow;
              DROP TABLE session_outputs, session_counts, unposted;
              ALTER TABLE notifications DROP COLUMN posted;
-             DROP TABLE teams_conversations;
+             DROP TABLE teams_conversations, people;
              DELETE FROM strands_schema WHERE version >= 3;
              DELETE FROM meta WHERE key = 'index/gate_approvers';",
         )
@@ -154,7 +154,7 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
         let client = store.client().await.expect("client");
         client
             .batch_execute(
-                "DROP TABLE session_outputs, session_counts, unposted, teams_conversations;
+                "DROP TABLE session_outputs, session_counts, unposted, teams_conversations, people;
                  ALTER TABLE notifications DROP COLUMN posted;
                  DELETE FROM strands_schema WHERE version >= 4;",
             )
@@ -234,10 +234,25 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
     };
     sled.put_teams_conversation(&conv)
         .expect("Teams conversation");
+    let mut alice = crate::model::person::Person::named("alice");
+    alice.slack = Some("U04ALICE".into());
+    alice.groups = vec!["finance".into()];
+    let people = vec![alice, crate::model::person::Person::named("bob")];
+    let all = people.clone();
+    sled.update_people(
+        &move |_| Ok(all.clone()),
+        &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+    )
+    .expect("people");
     let dump = sled.export().expect("export");
     let settings = PgSettings::from_env().expect("settings");
     let pg = PgStore::connect(&url, &settings).await.expect("connect");
     pg.import(&dump, false).await.expect("import");
+    assert_eq!(
+        pg.people().await.expect("people"),
+        people,
+        "the directory moves"
+    );
     for id in ["a", "b", "c"] {
         let want = sled.load(id).expect("load");
         assert!(want.is_some());

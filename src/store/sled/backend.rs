@@ -298,6 +298,16 @@ impl crate::store::Backend for SledStore {
     async fn teams_conversations(&self) -> Result<Vec<crate::model::teams::TeamsConversation>> {
         off_worker(|| SledStore::teams_conversations(self)).await
     }
+    async fn people(&self) -> Result<Vec<crate::model::person::Person>> {
+        off_worker(|| SledStore::people(self)).await
+    }
+    async fn update_people(
+        &self,
+        change: &crate::store::PeopleChange,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<Vec<crate::model::person::Person>> {
+        off_worker(|| SledStore::update_people(self, change, audit)).await
+    }
     async fn list_page(
         &self,
         status: Option<Status>,

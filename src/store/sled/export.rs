@@ -104,6 +104,9 @@ impl SledStore {
         for kv in self.tree(trees::TEAMS_CONVERSATIONS)?.iter() {
             d.teams_conversations.push(kv?.1.to_vec());
         }
+        for p in self.people()? {
+            d.people.push(encode("person", &p)?);
+        }
         Ok(d)
     }
 }

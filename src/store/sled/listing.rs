@@ -322,6 +322,7 @@ mod tests {
             via: "api".into(),
             vars: Default::default(),
             call: None,
+            person: None,
         };
         store
             .record_answer("d", None, &a)

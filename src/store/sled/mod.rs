@@ -94,6 +94,9 @@ pub mod trees {
     /// Teams conversation id → `model::teams::TeamsConversation` as JSON:
     /// where the Teams room can post (`store::sled::teams`).
     pub const TEAMS_CONVERSATIONS: &str = "teams_conversations";
+    /// `directory` → the people directory, a JSON list of
+    /// `model::person::Person` (`store::sled::people`).
+    pub const PEOPLE: &str = "people";
 }
 
 const HEAD_KEY: &[u8] = b"head";
@@ -953,6 +956,7 @@ mod export;
 mod listing;
 mod logins;
 mod outputs;
+mod people;
 mod queued;
 pub mod repair;
 mod specs;

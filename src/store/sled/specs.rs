@@ -97,6 +97,7 @@ mod tests {
             via: "api".into(),
             vars: Default::default(),
             call: None,
+            person: None,
         };
         let s = store
             .record_answer("b", None, &a)

@@ -93,6 +93,7 @@ pub(crate) fn approve(by: &str) -> Answer {
         via: "test".into(),
         vars: Default::default(),
         call: None,
+        person: None,
     }
 }
 

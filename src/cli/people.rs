@@ -1,0 +1,289 @@
+//! `strands people add|list|show|edit|remove|import`: the people directory
+//! (`crate::hub::people`), on the store or, when a server holds it (or
+//! `STRANDS_SERVER` is set), through `/api/v1/people` (admins). `import`
+//! reads the file here and sends its rows with their lines, so a bad row
+//! is named `FILE:LINE` either way; nothing is half-imported.
+
+use reqwest::Method;
+
+use super::*;
+use crate::hub::people::PersonPatch;
+use crate::model::person::Person;
+
+/// The identity flags of `add` and `edit`.
+#[derive(Args, Debug, Default)]
+pub struct PersonFlags {
+    /// Slack user id (U… or W…).
+    #[arg(long, value_name = "ID")]
+    slack: Option<String>,
+    /// Teams: the AAD (Entra) object id (`teams:` optional).
+    #[arg(long, value_name = "AAD")]
+    teams: Option<String>,
+    #[arg(long, value_name = "ADDRESS")]
+    email: Option<String>,
+    /// An API token name this person uses (repeat for several).
+    #[arg(long = "token", value_name = "NAME")]
+    tokens: Vec<String>,
+    /// Unix user (the CLI's identity).
+    #[arg(long, value_name = "USER")]
+    unix: Option<String>,
+    /// A group (`approvers: [group:NAME]`; repeat for several).
+    #[arg(long = "group", value_name = "NAME")]
+    groups: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PeopleCommand {
+    /// Add a person: `strands people add alice --slack U04ALICE --email alice@corp.example --group finance`.
+    Add {
+        name: String,
+        #[command(flatten)]
+        flags: PersonFlags,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every person, by name.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One person.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a person: each flag given replaces that field (`--slack ''` clears it;
+    /// `--token`/`--group` replace the list).
+    Edit {
+        name: String,
+        #[command(flatten)]
+        flags: PersonFlags,
+        /// Remove every token name.
+        #[arg(long, conflicts_with = "tokens")]
+        no_tokens: bool,
+        /// Remove every group.
+        #[arg(long, conflicts_with = "groups")]
+        no_groups: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a person (their channel identities are judged alone again).
+    Remove { name: String },
+    /// Add or replace the people of a YAML list or a CSV table; all or nothing,
+    /// the same file twice changes nothing.
+    Import {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl PeopleCommand {
+    pub(super) fn json(&self) -> bool {
+        match self {
+            PeopleCommand::Add { json, .. }
+            | PeopleCommand::List { json }
+            | PeopleCommand::Show { json, .. }
+            | PeopleCommand::Edit { json, .. }
+            | PeopleCommand::Import { json, .. } => *json,
+            PeopleCommand::Remove { .. } => false,
+        }
+    }
+}
+
+fn person(v: Value) -> Result<Person> {
+    serde_json::from_value(v).map_err(|e| {
+        Error::Runtime(format!(
+            "the server sent a person this CLI cannot read: {e}"
+        ))
+    })
+}
+
+fn show(p: &Person, json: bool) -> Result<()> {
+    if json {
+        outln!("{}", json!(p))?;
+        return Ok(());
+    }
+    let one = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let many = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    outln!("name:    {}", p.name)?;
+    outln!("slack:   {}", one(&p.slack))?;
+    outln!("teams:   {}", one(&p.teams))?;
+    outln!("email:   {}", one(&p.email))?;
+    outln!("tokens:  {}", many(&p.tokens))?;
+    outln!("unix:    {}", one(&p.unix))?;
+    outln!("groups:  {}", many(&p.groups))?;
+    Ok(())
+}
+
+fn path(name: &str) -> String {
+    format!(
+        "/people/{}",
+        url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>()
+    )
+}
+
+pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
+    use super::remote::call;
+    match cmd {
+        PeopleCommand::Add { name, flags, json } => {
+            let p = Person {
+                name,
+                slack: flags.slack,
+                teams: flags.teams,
+                email: flags.email,
+                tokens: flags.tokens,
+                unix: flags.unix,
+                groups: flags.groups,
+            };
+            let added = match &ctx.remote {
+                Some(r) => person(call(r, Method::POST, "/people", Some(&json!(p))).await?)?,
+                None => crate::hub::people::add(&ctx.open().await?, p, &ctx.who, "cli").await?,
+            };
+            if json {
+                show(&added, true)?;
+            } else {
+                eprintln!("added `{}`", added.name);
+            }
+        }
+        PeopleCommand::List { json } => {
+            let all: Vec<Person> = match &ctx.remote {
+                Some(r) => {
+                    let v = call(r, Method::GET, "/people", None).await?;
+                    v["people"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(person)
+                        .collect::<Result<_>>()?
+                }
+                None => ctx.open().await?.people().await?,
+            };
+            if json {
+                outln!("{}", json!({ "count": all.len(), "people": all }))?;
+            } else if all.is_empty() {
+                eprintln!(
+                    "nobody yet; add someone with `strands people add NAME --slack U… --email …`"
+                );
+            } else {
+                outln!(
+                    "{:<16}  {:<12}  {:<28}  {:<12}  {:<20}  TEAMS",
+                    "NAME",
+                    "SLACK",
+                    "EMAIL",
+                    "UNIX",
+                    "GROUPS"
+                )?;
+                for p in &all {
+                    let d = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+                    outln!(
+                        "{:<16}  {:<12}  {:<28}  {:<12}  {:<20}  {}",
+                        p.name,
+                        d(&p.slack),
+                        d(&p.email),
+                        d(&p.unix),
+                        if p.groups.is_empty() {
+                            "-".into()
+                        } else {
+                            p.groups.join(",")
+                        },
+                        d(&p.teams)
+                    )?;
+                }
+            }
+        }
+        PeopleCommand::Show { name, json } => {
+            let p = match &ctx.remote {
+                Some(r) => person(call(r, Method::GET, &path(&name), None).await?)?,
+                None => ctx
+                    .open()
+                    .await?
+                    .people()
+                    .await?
+                    .into_iter()
+                    .find(|p| p.name == name)
+                    .ok_or(crate::model::person::PersonError::Unknown(name))?,
+            };
+            show(&p, json)?;
+        }
+        PeopleCommand::Edit {
+            name,
+            flags,
+            no_tokens,
+            no_groups,
+            json,
+        } => {
+            let patch = PersonPatch {
+                slack: flags.slack,
+                teams: flags.teams,
+                email: flags.email,
+                unix: flags.unix,
+                tokens: (no_tokens || !flags.tokens.is_empty()).then_some(flags.tokens),
+                groups: (no_groups || !flags.groups.is_empty()).then_some(flags.groups),
+            };
+            let p = match &ctx.remote {
+                Some(r) => {
+                    person(call(r, Method::PATCH, &path(&name), Some(&json!(patch))).await?)?
+                }
+                None => {
+                    crate::hub::people::edit(&ctx.open().await?, &name, &patch, &ctx.who, "cli")
+                        .await?
+                }
+            };
+            if json {
+                show(&p, true)?;
+            } else {
+                eprintln!("changed `{}`", p.name);
+            }
+        }
+        PeopleCommand::Remove { name } => {
+            match &ctx.remote {
+                Some(r) => {
+                    call(r, Method::DELETE, &path(&name), None).await?;
+                }
+                None => {
+                    crate::hub::people::remove(&ctx.open().await?, &name, &ctx.who, "cli").await?
+                }
+            }
+            eprintln!("removed `{name}`");
+        }
+        PeopleCommand::Import { file, json } => {
+            let source = file.display().to_string();
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| Error::io(format!("reading {source}"), e))?;
+            let rows = crate::hub::people::parse(&source, &text)?;
+            let done = match &ctx.remote {
+                Some(r) => {
+                    let body = json!({ "source": source, "rows": rows });
+                    serde_json::from_value(
+                        call(r, Method::POST, "/people/import", Some(&body)).await?,
+                    )
+                    .map_err(|e| {
+                        Error::Runtime(format!("the server's answer is unreadable: {e}"))
+                    })?
+                }
+                None => {
+                    crate::hub::people::import(&ctx.open().await?, &source, rows, &ctx.who, "cli")
+                        .await?
+                }
+            };
+            if json {
+                outln!("{}", json!(done))?;
+            } else {
+                eprintln!(
+                    "imported {source}: {} added, {} changed, {} unchanged",
+                    done.added, done.changed, done.unchanged
+                );
+            }
+        }
+    }
+    Ok(exit::OK)
+}
