@@ -139,13 +139,14 @@ fn main() {
     // ---- prepare N paused runs, one card each ---------------------------
     let prep = Instant::now();
     for i in 0..n {
-        let r = post(&command(
+        let mut run = command(
             &here,
             &format!("m:{i}"),
             REQUESTER,
             &format!("run bench id={i}"),
-        ))
-        .expect("POST /api/messages");
+        );
+        run["conversation"]["id"] = conversation(i).into();
+        let r = post(&run).expect("POST /api/messages");
         assert_eq!(
             r.status,
             200,
@@ -186,7 +187,7 @@ fn main() {
     // ---- round 1: one approve per card, resumes running ------------------
     let llm_mark = llm.count();
     let invoke = |round: &str, i: usize| {
-        let a = card_action(
+        let mut a = card_action(
             &here,
             &format!("{round}:{i}"),
             APPROVER,
@@ -194,6 +195,7 @@ fn main() {
             &sessions[&i],
             "review#1",
         );
+        a["conversation"]["id"] = conversation(i).into();
         post(&a)
     };
     let shots1 = fire(n, rate, clients, |i| invoke("r1", i));
