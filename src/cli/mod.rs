@@ -37,6 +37,7 @@ mod audit;
 mod doctor;
 mod human;
 mod info;
+pub mod notifications;
 mod remote;
 mod render;
 mod run;
@@ -47,6 +48,7 @@ mod tokens;
 mod webhooks;
 
 use audit::audit;
+pub use notifications::NotificationsCommand;
 pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
@@ -152,6 +154,9 @@ pub enum Command {
     /// Webhook deliveries strands gave up on.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Notifications (mail) strands gave up on (offline, or through the server).
+    #[command(subcommand)]
+    Notifications(NotificationsCommand),
     /// The Teams room: the conversations it knows (offline, or through the server), its app package.
     #[command(subcommand)]
     Teams(TeamsCommand),
@@ -486,6 +491,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Webhooks(cmd) => cmd.json(),
+        Command::Notifications(cmd) => cmd.json(),
         Command::Teams(cmd) => cmd.json(),
         Command::Store(cmd) => cmd.json(),
     }
@@ -609,6 +615,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Sessions(SessionsCommand::Show { .. })
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Tokens(_)
+            | Command::Notifications(_)
     ) || matches!(c, Command::Teams(t) if t.remote())
 }
 
@@ -656,6 +663,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
+        Command::Notifications(cmd) => notifications::notifications(&ctx, cmd).await,
         Command::Teams(cmd) => teams::teams(&ctx, cmd).await,
         Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,
         Command::Serve(args) => {

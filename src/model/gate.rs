@@ -290,6 +290,10 @@ pub struct OpenGate {
     /// request as a direct message.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notify_dm: bool,
+    /// `notify: email`: each approver also gets the request by e-mail
+    /// (approvers named by an address get it anyway: `crate::hub::recipients`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify_email: bool,
     /// Set for gates the run itself triggered (`hitl.gates`): the trigger's
     /// id. Such a gate reviews the step at `position` (modify re-runs it)
     /// and records nothing in the pattern's state when approved.

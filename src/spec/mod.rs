@@ -559,6 +559,8 @@ pub struct GateSpec {
     /// `notify: dm`: each approver named by Slack user id also gets the
     /// request as a direct message, with working buttons (the bot).
     pub notify_dm: bool,
+    /// `notify: email`: each approver also gets the request by e-mail.
+    pub notify_email: bool,
     /// Reminders and escalation (the bot).
     pub timers: GateTimers,
 }

@@ -461,6 +461,7 @@ fn gate(timeout: Option<i64>) -> OpenGate {
         rejections_required: 1,
         rejections: Vec::new(),
         notify_dm: false,
+        notify_email: false,
         trigger: None,
     }
 }

@@ -19,6 +19,14 @@ use crate::spec::{
     DEFAULT_PREVIEW_LENGTH,
 };
 
+/// What a gate's `notify` asks for beside its approval message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Notify {
+    Channel,
+    Dm,
+    Email,
+}
+
 impl Validator {
     /// A `hitl` or `manual_gate` step (`k` is which): keys of the other
     /// syntax or of agent steps are refused, a `prompt` is required, and
@@ -90,7 +98,8 @@ impl Validator {
             }
         }
         let (fallback, timeout_secs, timers) = self.gate_timing(s, label, loc, hitl);
-        let notify_dm = self.notify(s, label);
+        let notify = self.notify(s, label);
+        let (notify_dm, notify_email) = (notify == Notify::Dm, notify == Notify::Email);
         Some(Body::Gate(GateSpec {
             id: s
                 .id
@@ -120,19 +129,32 @@ impl Validator {
             rejections_required: s.rejections_required.filter(|n| *n >= 1),
             allow_self_approval: s.allow_self_approval,
             notify_dm,
+            notify_email,
             timers,
         }))
     }
 
-    /// `notify`: `channel` (the default) or `dm` — a direct message to each
+    /// `notify`: `channel` (the default), `dm` — a direct message to each
     /// approver named by Slack user id, so `dm` needs at least one among
-    /// the gate's approvers (or `security.approvers` when it names none).
-    fn notify(&mut self, s: &raw::Step, label: &str) -> bool {
+    /// the gate's approvers (or `security.approvers` when it names none) —
+    /// or `email`: a mail to each approver, so the gate must name some.
+    fn notify(&mut self, s: &raw::Step, label: &str) -> Notify {
         let Some(n) = &s.notify else {
-            return false;
+            return Notify::Channel;
         };
         match n.value.trim() {
-            "channel" => false,
+            "channel" => Notify::Channel,
+            "email" => {
+                let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
+                if approvers.is_empty() {
+                    self.error(
+                        at(n),
+                        format!("{label}: notify: email mails each approver, but the gate names no approvers (nor does security.approvers)"),
+                        Some("approvers: [carol@corp.example]   # an address, or a person with one".into()),
+                    );
+                }
+                Notify::Email
+            }
             "dm" => {
                 let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
                 let direct = |a: &String| {
@@ -153,15 +175,15 @@ impl Validator {
                         Some("approvers: [U0123ABCD, U0456EFGH]   # Slack user ids (U…)".into()),
                     );
                 }
-                true
+                Notify::Dm
             }
             other => {
                 self.error(
                     at(n),
                     format!("{label}: unknown notify `{other}`"),
-                    Some("notify is `dm` (each approver also gets a direct message) or `channel` (the default)".into()),
+                    Some("notify is `dm` (each approver also gets a direct message), `email` (each approver also gets a mail) or `channel` (the default)".into()),
                 );
-                false
+                Notify::Channel
             }
         }
     }
@@ -544,11 +566,20 @@ mod timing_tests {
         assert_eq!(d[0].line, 15, "{d:#?}");
         assert!(d[0].message.contains("names no approvers"), "{d:#?}");
         let d = errors(&spec(
-            "      - type: hitl\n        prompt: ok?\n        notify: email\n",
+            "      - type: hitl\n        prompt: ok?\n        notify: pager\n",
         ));
         assert_eq!((d[0].line, d[0].column), (15, 17), "{d:#?}");
-        assert!(d[0].message.contains("unknown notify `email`"), "{d:#?}");
-        assert!(d[0].hint.as_deref().unwrap_or_default().contains("`dm`"));
+        assert!(d[0].message.contains("unknown notify `pager`"), "{d:#?}");
+        assert!(d[0].hint.as_deref().unwrap_or_default().contains("`email`"));
+        // `email` mails each approver: it needs some.
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        approvers: [carol@corp.example]\n        notify: email\n",
+        ));
+        assert!(g.notify_email && !g.notify_dm);
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        notify: email\n",
+        ));
+        assert!(d[0].message.contains("names no approvers"), "{d:#?}");
         // Not on an agent step.
         let d = errors(&spec("      - agent: a\n        notify: dm\n"));
         assert!(d[0].message.contains("notify"), "{d:#?}");
