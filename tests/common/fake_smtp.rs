@@ -260,7 +260,9 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         let cmd = line.trim_end().to_string();
         let upper = cmd.to_ascii_uppercase();
         if upper.starts_with("EHLO") {
-            out.write_all(b"250-fake.smtp.test\r\n250-AUTH PLAIN LOGIN\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n")?;
+            out.write_all(
+                b"250-fake.smtp.test\r\n250-AUTH PLAIN LOGIN\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n",
+            )?;
         } else if upper.starts_with("HELO") {
             say(&mut out, "250 fake.smtp.test")?;
         } else if upper.starts_with("AUTH PLAIN") {

@@ -57,7 +57,10 @@ impl Mailed {
         before(&smtp);
         let cfg = ServeConfig::api(&sandbox, &dir)
             .with("STRANDS_SMTP_URL", Some(&smtp.url(auth)))
-            .with("STRANDS_EMAIL_FROM", Some("Strands <approvals@corp.example>"))
+            .with(
+                "STRANDS_EMAIL_FROM",
+                Some("Strands <approvals@corp.example>"),
+            )
             .with("STRANDS_EMAIL_RETRY_BASE_MS", Some("100"));
         let svc = Service::launch(cfg);
         Mailed {
@@ -104,7 +107,11 @@ impl Mailed {
             if s["status"] == status {
                 return s;
             }
-            assert!(Instant::now() < until, "never {status}: {s}\n{}", self.svc.log());
+            assert!(
+                Instant::now() < until,
+                "never {status}: {s}\n{}",
+                self.svc.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -114,7 +121,8 @@ impl Mailed {
     fn ask_to(&self, to: &str, id: &str) -> Mail {
         let msg_id = format!("<review-1.{id}@corp.example>");
         let mails = self.smtp.wait(&format!("an asking mail to {to}"), |m| {
-            m.iter().any(|m| is_to(m, to) && m.header("Message-ID").as_deref() == Some(&msg_id))
+            m.iter()
+                .any(|m| is_to(m, to) && m.header("Message-ID").as_deref() == Some(&msg_id))
         });
         let asks: Vec<Mail> = mails
             .into_iter()
@@ -138,7 +146,10 @@ impl Mailed {
             "POST",
             path,
             &[
-                ("Content-Type".into(), "application/x-www-form-urlencoded".into()),
+                (
+                    "Content-Type".into(),
+                    "application/x-www-form-urlencoded".into(),
+                ),
                 ("Sec-Fetch-Site".into(), "same-origin".into()),
             ],
             body.as_bytes(),
@@ -170,8 +181,14 @@ fn a_gate_mails_each_approver_once_and_only_the_pages_button_decides() {
     let dan = w.ask_to(DAN, &id);
     // The mail: from the service, threaded per gate, plain text and HTML.
     assert_eq!(carol.header("Subject").as_deref(), Some(ASKS));
-    assert!(carol.header("From").unwrap_or_default().contains("approvals@corp.example"));
-    assert_eq!(carol.header("Auto-Submitted").as_deref(), Some("auto-generated"));
+    assert!(carol
+        .header("From")
+        .unwrap_or_default()
+        .contains("approvals@corp.example"));
+    assert_eq!(
+        carol.header("Auto-Submitted").as_deref(),
+        Some("auto-generated")
+    );
     assert!(carol.header("In-Reply-To").is_none());
     assert!(carol.header("List-Unsubscribe").is_none());
     assert!(carol
@@ -179,15 +196,24 @@ fn a_gate_mails_each_approver_once_and_only_the_pages_button_decides() {
         .unwrap_or_default()
         .starts_with("multipart/alternative"));
     assert_eq!(carol.auth.as_deref(), Some("strands:s3cret"), "AUTH PLAIN");
-    assert!(!w.svc.log().contains("s3cret"), "the password is never logged");
+    assert!(
+        !w.svc.log().contains("s3cret"),
+        "the password is never logged"
+    );
     let text = carol.part("text/plain").expect("a text part");
     assert!(text.contains("started by ci-bot"), "{text}");
-    assert!(text.contains(hostile), "the text part says it as it is: {text}");
+    assert!(
+        text.contains(hostile),
+        "the text part says it as it is: {text}"
+    );
     // The HTML part escapes a hostile prompt and loads nothing remote.
     let html = carol.part("text/html").expect("an HTML part");
     assert!(!html.contains("<script"), "{html}");
     assert!(!html.contains("<img"), "{html}");
-    assert!(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"),
+        "{html}"
+    );
     let labels: Vec<String> = carol.links().into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["Approve", "Reject", "Open in browser"]);
 
@@ -196,7 +222,11 @@ fn a_gate_mails_each_approver_once_and_only_the_pages_button_decides() {
     for _ in 0..2 {
         let r = w.get(&approve);
         assert_eq!(r.status, 200, "{}", r.body);
-        assert!(r.body.contains("Approve as carol@corp.example"), "{}", r.body);
+        assert!(
+            r.body.contains("Approve as carol@corp.example"),
+            "{}",
+            r.body
+        );
         assert!(r.header("set-cookie").is_none());
     }
     assert_eq!(w.session(&id)["status"], "paused");
@@ -211,11 +241,19 @@ fn a_gate_mails_each_approver_once_and_only_the_pages_button_decides() {
     let done = w.wait_status(&id, "completed");
     let answered = done.to_string();
     assert!(answered.contains(CAROL), "{answered}");
-    assert_eq!(w.press(&approve, &[("decision", "approve")]).status, 403, "a link works once");
+    assert_eq!(
+        w.press(&approve, &[("decision", "approve")]).status,
+        403,
+        "a link works once"
+    );
     // Dan's press comes too late and is told who decided.
     let r = w.press(&dan.link("Approve"), &[("decision", "approve")]);
     assert_ne!(r.status, 303, "{}", r.body);
-    assert!(r.body.contains("already approved by carol@corp.example"), "{}", r.body);
+    assert!(
+        r.body.contains("already approved by carol@corp.example"),
+        "{}",
+        r.body
+    );
 
     // Each approver hears the outcome, in the gate's thread; nobody was
     // asked twice.
@@ -224,10 +262,19 @@ fn a_gate_mails_each_approver_once_and_only_the_pages_button_decides() {
         with_id(m, CAROL, "outcome").len() == 1 && with_id(m, DAN, "outcome").len() == 1
     });
     let outcome = &with_id(&mails, DAN, "outcome")[0];
-    assert_eq!(outcome.header("In-Reply-To").as_deref(), Some(thread.as_str()));
-    assert_eq!(outcome.header("References").as_deref(), Some(thread.as_str()));
+    assert_eq!(
+        outcome.header("In-Reply-To").as_deref(),
+        Some(thread.as_str())
+    );
+    assert_eq!(
+        outcome.header("References").as_deref(),
+        Some(thread.as_str())
+    );
     assert!(
-        outcome.part("text/plain").unwrap_or_default().contains("Approved by carol@corp.example"),
+        outcome
+            .part("text/plain")
+            .unwrap_or_default()
+            .contains("Approved by carol@corp.example"),
         "{:?}",
         outcome.part("text/plain")
     );
@@ -244,15 +291,25 @@ fn the_reject_link_opens_a_reason_box_and_rejects_with_the_reason() {
     let reject = w.ask_to(CAROL, &id).link("Reject");
     let page = w.get(&reject);
     assert_eq!(page.status, 200, "{}", page.body);
-    assert!(page.body.contains("<textarea id=\"reason\" name=\"reason\""), "{}", page.body);
+    assert!(
+        page.body
+            .contains("<textarea id=\"reason\" name=\"reason\""),
+        "{}",
+        page.body
+    );
     // The gate requires a reason: a press without one uses nothing.
     assert_eq!(w.press(&reject, &[("decision", "reject")]).status, 400);
     assert_eq!(w.session(&id)["status"], "paused");
-    let r = w.press(&reject, &[("decision", "reject"), ("reason", "not on a Friday")]);
+    let r = w.press(
+        &reject,
+        &[("decision", "reject"), ("reason", "not on a Friday")],
+    );
     assert_eq!(r.status, 303, "{}", r.body);
     let s = w.wait_status(&id, "rejected");
     assert!(s.to_string().contains("not on a Friday"), "{s}");
-    let mails = w.smtp.wait("the outcome", |m| with_id(m, CAROL, "outcome").len() == 1);
+    let mails = w
+        .smtp
+        .wait("the outcome", |m| with_id(m, CAROL, "outcome").len() == 1);
     let text = with_id(&mails, CAROL, "outcome")[0]
         .part("text/plain")
         .unwrap_or_default();
@@ -271,10 +328,15 @@ fn a_reminder_is_mailed_once_before_the_timeout_and_not_after_an_answer() {
     let id = w.start_run("web");
     w.wait_status(&id, "paused");
     let carol = w.ask_to(CAROL, &id);
-    let mails = w.smtp.wait("a reminder", |m| with_id(m, CAROL, "reminder-1").len() == 1);
+    let mails = w
+        .smtp
+        .wait("a reminder", |m| with_id(m, CAROL, "reminder-1").len() == 1);
     let reminder = &with_id(&mails, CAROL, "reminder-1")[0];
     let thread = format!("<review-1.{id}@corp.example>");
-    assert_eq!(reminder.header("In-Reply-To").as_deref(), Some(thread.as_str()));
+    assert_eq!(
+        reminder.header("In-Reply-To").as_deref(),
+        Some(thread.as_str())
+    );
     let text = reminder.part("text/plain").unwrap_or_default();
     assert!(text.contains("Reminder 1 of 3"), "{text}");
     assert!(text.contains("Please answer by"), "{text}");
@@ -304,7 +366,13 @@ fn a_421_is_retried_and_delivered_once_and_a_550_is_given_up_and_listed() {
     // Dan's address is refused for good: listed, through the server …
     let until = Instant::now() + WAIT;
     let failed = loop {
-        let r = call(&w.svc, "GET", "/api/v1/notifications/failed", Some(&w.root), None);
+        let r = call(
+            &w.svc,
+            "GET",
+            "/api/v1/notifications/failed",
+            Some(&w.root),
+            None,
+        );
         assert_eq!(r.status, 200, "{}", r.body);
         let v = r.json();
         if v["count"] == 1 {
@@ -317,7 +385,13 @@ fn a_421_is_retried_and_delivered_once_and_a_550_is_given_up_and_listed() {
     assert_eq!(row["to"], DAN);
     assert_eq!(row["kind"], "ask");
     assert_eq!(row["session"], id.as_str());
-    assert!(row["last_error"].as_str().unwrap_or_default().contains("550"), "{row}");
+    assert!(
+        row["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("550"),
+        "{row}"
+    );
     assert_eq!(row["attempts"], 1, "a permanent failure is not retried");
     std::thread::sleep(Duration::from_millis(700));
     let mails = w.smtp.mails();
