@@ -182,7 +182,10 @@ pub fn ask(
     let mut lines = Vec::new();
     if let Some((n, of)) = reminder {
         lines.push((
-            format!("Reminder {n} of {of}: nobody has answered yet."),
+            format!(
+                "{}: nobody has answered yet.",
+                crate::hub::durations::reminder(n, of)
+            ),
             Style::Para,
         ));
     }

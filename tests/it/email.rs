@@ -406,3 +406,36 @@ fn a_421_is_retried_and_delivered_once_and_a_550_is_given_up_and_listed() {
     assert_eq!(v["count"], 1, "{v}");
     assert_eq!(v["failed"][0]["to"], DAN);
 }
+
+#[test]
+fn remind_before_mails_each_approver_once_before_the_timeout() {
+    // A minute's timeout, one reminder 57 s before it (3 s after asking).
+    let w = Mailed::start(
+        "        timeout_minutes: 1\n        remind_before: 0.95\n",
+        |_| {},
+        None,
+    );
+    let id = w.start_run("web");
+    w.wait_status(&id, "paused");
+    let carol = w.ask_to(CAROL, &id);
+    let mails = w.smtp.wait("the last reminder", |m| {
+        with_id(m, CAROL, "reminder-0").len() == 1 && with_id(m, DAN, "reminder-0").len() == 1
+    });
+    let reminder = &with_id(&mails, DAN, "reminder-0")[0];
+    let thread = format!("<review-1.{id}@corp.example>");
+    assert_eq!(
+        reminder.header("In-Reply-To").as_deref(),
+        Some(thread.as_str())
+    );
+    let text = reminder.part("text/plain").unwrap_or_default();
+    assert!(text.contains("Last reminder before the timeout"), "{text}");
+    let r = w.press(
+        &carol.link("Reject"),
+        &[("decision", "reject"), ("reason", "too late")],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    w.wait_status(&id, "rejected");
+    w.smtp
+        .wait("the outcome", |m| with_id(m, DAN, "outcome").len() == 1);
+    assert_eq!(with_id(&w.smtp.mails(), CAROL, "reminder").len(), 1, "once");
+}

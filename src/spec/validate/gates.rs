@@ -288,6 +288,7 @@ impl Validator {
             Some(d.max(std::time::Duration::from_secs(1)))
         };
         let reminder_interval = minutes(self, &s.reminder_interval, "reminder_interval");
+        let remind_before = minutes(self, &s.remind_before, "remind_before");
         let escalation_timeout = minutes(self, &s.escalation_timeout, "escalation_timeout");
         if let (Some(m), None) = (&s.max_reminders, &s.reminder_interval) {
             self.error(
@@ -371,6 +372,7 @@ impl Validator {
                 } else {
                     0
                 },
+                remind_before,
                 escalation_timeout,
                 escalation_target,
             },
@@ -433,6 +435,9 @@ pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.max_reminders.is_some() {
         v.push("max_reminders");
+    }
+    if s.remind_before.is_some() {
+        v.push("remind_before");
     }
     if s.escalation_timeout.is_some() {
         v.push("escalation_timeout");
@@ -593,6 +598,7 @@ mod timing_tests {
             "        timeout_minutes: 60\n",
             "        reminder_interval: 0.5\n",
             "        max_reminders: 2\n",
+            "        remind_before: 15\n",
             "        escalation_timeout: 30\n",
             "        escalation_target: [U0BOSS1, S0LEADS1, \"#ops\"]\n",
         )));
@@ -603,6 +609,7 @@ mod timing_tests {
             Some(std::time::Duration::from_secs(30))
         );
         assert_eq!(t.max_reminders, 2);
+        assert_eq!(t.remind_before, Some(std::time::Duration::from_secs(900)));
         assert_eq!(
             t.escalation_timeout,
             Some(std::time::Duration::from_secs(1800))
