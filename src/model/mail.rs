@@ -115,6 +115,35 @@ impl Mail {
     }
 }
 
+/// `name` as an e-mail address, when it is one. The one check of an
+/// address: who is mailed (`crate::hub::recipients`), what a spec's
+/// `notify: email` gate may name, and a people directory's entries. (`local@domain.tld`, no
+/// spaces, quotes or angle brackets; `mailto:` accepted), lower-cased.
+pub fn address(name: &str) -> Option<String> {
+    let a = name.trim();
+    let a = a.strip_prefix("mailto:").unwrap_or(a);
+    let (local, domain) = a.rsplit_once('@')?;
+    let ok_char = |c: char| {
+        !c.is_whitespace()
+            && !c.is_control()
+            && !matches!(
+                c,
+                '<' | '>' | '"' | '(' | ')' | ',' | ';' | ':' | '\\' | '[' | ']' | '@'
+            )
+    };
+    let fine = !local.is_empty()
+        && local.len() <= 64
+        && local.chars().all(ok_char)
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && domain.len() <= 253
+        && domain.contains('.')
+        && domain
+            .split('.')
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    fine.then(|| a.to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

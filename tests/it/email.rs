@@ -139,6 +139,11 @@ impl Mailed {
 
     /// The link page's button, as a browser presses it.
     fn press(&self, path: &str, fields: &[(&str, &str)]) -> HttpReply {
+        self.press_from("same-origin", path, fields)
+    }
+
+    /// A press sent from `site` (`Sec-Fetch-Site`).
+    fn press_from(&self, site: &str, path: &str, fields: &[(&str, &str)]) -> HttpReply {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(fields)
             .finish();
@@ -150,7 +155,7 @@ impl Mailed {
                     "Content-Type".into(),
                     "application/x-www-form-urlencoded".into(),
                 ),
-                ("Sec-Fetch-Site".into(), "same-origin".into()),
+                ("Sec-Fetch-Site".into(), site.into()),
             ],
             body.as_bytes(),
         )
@@ -229,6 +234,10 @@ fn a_gate_mails_each_approver_once_and_only_the_pages_button_decides() {
         );
         assert!(r.header("set-cookie").is_none());
     }
+    assert_eq!(w.session(&id)["status"], "paused");
+    // A press from another site is refused, and uses nothing.
+    let r = w.press_from("cross-site", &approve, &[("decision", "approve")]);
+    assert_eq!(r.status, 403, "{}", r.body);
     assert_eq!(w.session(&id)["status"], "paused");
     // A press that is not the link's own answer is refused, and uses nothing.
     assert_eq!(w.press(&approve, &[("decision", "reject")]).status, 400);

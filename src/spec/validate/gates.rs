@@ -146,7 +146,26 @@ impl Validator {
             "channel" => Notify::Channel,
             "email" => {
                 let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
-                if approvers.is_empty() {
+                // Something meant as an address that is not one is refused
+                // here, not bounced by the mail server later.
+                let bad: Vec<String> = approvers
+                    .iter()
+                    .filter(|a| a.contains('@') && crate::model::mail::address(a).is_none())
+                    .cloned()
+                    .collect();
+                let none = approvers.is_empty();
+                if !bad.is_empty() {
+                    let verb = if bad.len() == 1 { "is" } else { "are" };
+                    self.error(
+                        at(n),
+                        format!(
+                            "{label}: notify: email, but {} {verb} not an e-mail address",
+                            bad.join(", ")
+                        ),
+                        Some("an address is local@domain.tld, e.g. carol@corp.example".into()),
+                    );
+                }
+                if none {
                     self.error(
                         at(n),
                         format!("{label}: notify: email mails each approver, but the gate names no approvers (nor does security.approvers)"),
@@ -570,6 +589,13 @@ mod timing_tests {
         ));
         assert_eq!(d[0].line, 15, "{d:#?}");
         assert!(d[0].message.contains("names no approvers"), "{d:#?}");
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        approvers: [carol@corp, U0ALICE1]\n        notify: email\n",
+        ));
+        assert!(
+            d[0].message.contains("carol@corp is not an e-mail address"),
+            "{d:#?}"
+        );
         let d = errors(&spec(
             "      - type: hitl\n        prompt: ok?\n        notify: pager\n",
         ));
