@@ -178,6 +178,7 @@ impl Sender {
 
     /// What to record for `attempt` on `mail`.
     fn judge(&self, mail: &Mail, attempt: Attempt) -> Settle {
+        let moot = matches!(attempt, Attempt::Moot(_));
         let settle = match attempt {
             Attempt::Sent => Settle::Delivered,
             Attempt::Moot(why) => {
@@ -196,6 +197,12 @@ impl Sender {
                 Settle::Retry { at, error }
             }
         };
+        self.hub.metrics.mail(match (&settle, &moot) {
+            (Settle::Delivered, true) => "not_needed",
+            (Settle::Delivered, false) => "sent",
+            (Settle::Retry { .. }, _) => "retried",
+            (Settle::GaveUp { .. }, _) => "gave_up",
+        });
         match &settle {
             Settle::Delivered => {
                 tracing::debug!(mail = %mail.id, attempts = mail.attempts, "mail sent")

@@ -198,6 +198,9 @@ async fn metrics_route(State(hub): State<Hub>) -> Response {
     if let Ok(failed) = hub.store.webhook_failed(100_000).await {
         hub.metrics.set_webhooks_failed(failed.len() as i64);
     }
+    if let Ok(failed) = hub.store.mail_failed(100_000).await {
+        hub.metrics.set_mail_failed(failed.len() as i64);
+    }
     hub.metrics
         .set_store_syncs(hub.store.syncs().await.ok().flatten());
     // Counters the store keeps in the same transactions as the sessions:

@@ -85,13 +85,12 @@ pub async fn redeem(
     same_origin(&web, &headers)?;
     let form = Form::parse(&body);
     // An answering link's form is checked before the link is used up.
-    let answer = match links::check(&web.hub.store, &token)
+    let checked = links::check(&web.hub.store, &token)
         .await?
-        .map_err(|r| refused(&r))?
-        .intent
-    {
+        .map_err(|r| refused(&r))?;
+    let answer = match checked.intent {
         None => None,
-        Some(intent) => Some(answer_of(&web, &token, intent, &form).await?),
+        Some(intent) => Some(answer_of(&web, &checked, intent, &form).await?),
     };
     let grant = links::redeem(&web.hub.store, &token)
         .await?
@@ -128,7 +127,7 @@ pub async fn redeem(
 /// reason with a reject; required when the gate says so).
 async fn answer_of(
     web: &Web,
-    token: &str,
+    grant: &links::Grant,
     intent: Intent,
     form: &Form,
 ) -> Result<AnswerRequest, WebError> {
@@ -144,16 +143,13 @@ async fn answer_of(
         .filter(|r| !r.is_empty())
         .map(str::to_string);
     if intent == Intent::Reject && reason.is_none() {
-        let needs = match links::check(&web.hub.store, token).await? {
-            Ok(g) => web
-                .hub
-                .store
-                .load(&g.session)
-                .await?
-                .and_then(|s| s.open_gate(&g.gate).map(|g| g.require_reason))
-                .unwrap_or(false),
-            Err(_) => false,
-        };
+        let needs = web
+            .hub
+            .store
+            .load(&grant.session)
+            .await?
+            .and_then(|s| s.open_gate(&grant.gate).map(|g| g.require_reason))
+            .unwrap_or(false);
         if needs {
             return Err(WebError::bad_request(
                 "this gate needs a reason to reject: go back, write one and press Reject again",

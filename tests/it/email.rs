@@ -406,6 +406,16 @@ fn a_421_is_retried_and_delivered_once_and_a_550_is_given_up_and_listed() {
     let mails = w.smtp.mails();
     assert_eq!(mails.len(), 1, "carol's mail, once, after the 421");
     assert!(w.smtp.attempts() >= 3, "421, dan's 550, carol's retry");
+    let metrics = w.get("/metrics").body;
+    assert!(metrics.contains("strands_mail_failed 1"), "{metrics}");
+    assert!(
+        metrics.contains("strands_mail_total{outcome=\"retried\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("strands_mail_total{outcome=\"sent\"} 1"),
+        "{metrics}"
+    );
     // … and offline, from the store.
     let mut w = w;
     w.svc.stop();
