@@ -355,6 +355,57 @@ mod tests {
     }
 
     #[test]
+    fn an_ask_says_what_and_until_when_and_reminders_reply_to_it() {
+        let mut s = crate::store::sled::tests::paused_session("s1");
+        let now = Utc::now();
+        let handle = s.open_gates().next().expect("a gate").handle();
+        let gate = s.gates.get_mut(&handle).expect("open");
+        gate.context = "0123456789abcdef".into();
+        gate.timeout_at = Some(now + chrono::TimeDelta::minutes(90));
+        let gate = gate.clone();
+        let links = Links {
+            approve: Some("https://x.example/l/a".into()),
+            reject: Some("https://x.example/l/r".into()),
+            open: "https://x.example/l/o".into(),
+        };
+        let c = ask(&s, &gate, &links, None, "corp.example", now);
+        assert_eq!(c.subject, "[strands] Approval needed: wf / review");
+        assert_eq!(
+            c.message_id,
+            message_id("s1", &handle, None, "corp.example")
+        );
+        assert!(c.in_reply_to.is_none());
+        assert!(
+            c.text.contains("(6 more characters in the browser.)"),
+            "{}",
+            c.text
+        );
+        assert!(
+            c.text.contains("(in 1 h 29 min)") || c.text.contains("(in 1 h 30 min)"),
+            "{}",
+            c.text
+        );
+        assert!(
+            c.text.contains("Approve: https://x.example/l/a"),
+            "{}",
+            c.text
+        );
+        let r = ask(&s, &gate, &links, Some((0, 0)), "corp.example", now);
+        assert!(
+            r.text.starts_with("Last reminder before the timeout"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.in_reply_to.as_deref(), Some(c.message_id.as_str()));
+        s.workflow = "two\nlines".into();
+        assert_eq!(
+            ask(&s, &gate, &links, None, "d.example", now).subject,
+            "[strands] Approval needed: two lines / review",
+            "no header injection"
+        );
+    }
+
+    #[test]
     fn message_ids_thread_a_gate() {
         assert_eq!(
             message_id("6fe1-bb", "review#1", None, "corp.example"),
