@@ -14,6 +14,7 @@
 //! | `STRANDS_MAX_TIMEOUT_DAYS` | the longest gate timeout a spec may set (7) |
 //! | `STRANDS_NETWORK_ALLOW` | installation-wide egress allow-list |
 //! | `STRANDS_DEFAULT_TIMEOUT_MINUTES` | timeout of gates without one (the bot) |
+//! | `STRANDS_REMIND_BEFORE_MINUTES` | one last reminder this long before a timeout, for gates without `remind_before` |
 //! | `STRANDS_DUCKDUCKGO_URL`, `STRANDS_TAVILY_URL` | where the search tools go |
 //! | `TAVILY_API_KEY` | `tavily_search`'s key (strands-cli's name) |
 
@@ -41,6 +42,9 @@ pub struct Settings {
     pub network_allow: Vec<Rule>,
     /// The timeout of gates whose spec sets none (the bot's).
     pub default_timeout: Option<chrono::TimeDelta>,
+    /// The last reminder before a timeout, for gates whose spec sets no
+    /// `remind_before`.
+    pub remind_before: Option<chrono::TimeDelta>,
     /// The web search tools' endpoints and keys.
     pub search: SearchSettings,
 }
@@ -55,6 +59,7 @@ impl Default for Settings {
             limits: Limits::default(),
             network_allow: Vec::new(),
             default_timeout: None,
+            remind_before: None,
             search: Default::default(),
         }
     }
@@ -90,6 +95,7 @@ impl Settings {
             llm_timeout,
             retry: RetryPolicy::from_lookup(&get),
             default_timeout: default_timeout(get("STRANDS_DEFAULT_TIMEOUT_MINUTES"), &limits),
+            remind_before: default_timeout(get("STRANDS_REMIND_BEFORE_MINUTES"), &limits),
             limits,
             network_allow,
             search: SearchSettings::from_lookup(&get),

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod channel;
 pub mod cli;
 pub mod config;
+pub mod email;
 pub mod engine;
 pub mod error;
 pub mod gate;

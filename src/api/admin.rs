@@ -162,6 +162,38 @@ pub async fn teams_conversations(
     })))
 }
 
+/// How many failed notifications to list.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+pub struct FailedQuery {
+    /// At most this many (50; at most 1000).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// The notifications (mail) strands gave up on, latest first. Admins.
+#[utoipa::path(get, path = "/notifications/failed", tag = "admin",
+    params(FailedQuery),
+    security(("bearer" = [])),
+    responses((status = 200, body = Object, description = "`{\"count\": N, \"failed\": [{channel, to, kind, session, gate, id, attempts, last_error, queued_at, first_attempt_at, last_attempt_at}]}`"), (status = 403, body = ErrorBody)))]
+pub async fn failed_notifications(
+    State(hub): State<Hub>,
+    caller: Caller,
+    axum::extract::Query(q): axum::extract::Query<FailedQuery>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Role::Admin)?;
+    let limit = q.limit.unwrap_or(50).clamp(1, 1000);
+    let failed: Vec<Value> = hub
+        .store
+        .mail_failed(limit)
+        .await?
+        .iter()
+        .map(crate::model::mail::Mail::listed)
+        .collect();
+    Ok(Json(
+        serde_json::json!({ "count": failed.len(), "failed": failed }),
+    ))
+}
+
 /// Revokes the token in use named `name`. Admins.
 #[utoipa::path(delete, path = "/tokens/{name}", tag = "admin",
     params(("name" = String, Path, description = "the token's name")),

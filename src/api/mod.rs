@@ -127,6 +127,7 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::create_token, admin::list_tokens))
         .routes(routes!(admin::revoke_token))
         .routes(routes!(admin::teams_conversations))
+        .routes(routes!(admin::failed_notifications))
         .routes(routes!(admin::store_backup))
         .routes(routes!(people::list, people::add))
         .routes(routes!(people::show, people::edit, people::remove))

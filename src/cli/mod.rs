@@ -37,6 +37,7 @@ mod audit;
 mod doctor;
 mod human;
 mod info;
+pub mod notifications;
 mod people;
 mod remote;
 mod render;
@@ -48,6 +49,7 @@ mod tokens;
 mod webhooks;
 
 use audit::audit;
+pub use notifications::NotificationsCommand;
 pub use people::PeopleCommand;
 pub use render::exit_code;
 use render::report;
@@ -157,6 +159,9 @@ pub enum Command {
     /// Webhook deliveries strands gave up on.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Notifications (mail) strands gave up on (offline, or through the server).
+    #[command(subcommand)]
+    Notifications(NotificationsCommand),
     /// The Teams room: the conversations it knows (offline, or through the server), its app package.
     #[command(subcommand)]
     Teams(TeamsCommand),
@@ -491,6 +496,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Webhooks(cmd) => cmd.json(),
+        Command::Notifications(cmd) => cmd.json(),
         Command::Teams(cmd) => cmd.json(),
         Command::People(cmd) => cmd.json(),
         Command::Store(cmd) => cmd.json(),
@@ -616,6 +622,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Tokens(_)
             | Command::People(_)
+            | Command::Notifications(_)
     ) || matches!(c, Command::Teams(t) if t.remote())
 }
 
@@ -663,6 +670,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
+        Command::Notifications(cmd) => notifications::notifications(&ctx, cmd).await,
         Command::Teams(cmd) => teams::teams(&ctx, cmd).await,
         Command::People(cmd) => people::people(&ctx, cmd).await,
         Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,

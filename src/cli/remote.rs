@@ -531,6 +531,16 @@ pub(super) async fn list_tokens(remote: &Remote) -> Result<Vec<Value>> {
     Ok(v["tokens"].as_array().cloned().unwrap_or_default())
 }
 
+pub(super) async fn failed_notifications(remote: &Remote, limit: usize) -> Result<Vec<Value>> {
+    let v: Value = remote
+        .json(
+            remote.request(Method::GET, &format!("/notifications/failed?limit={limit}")),
+            None,
+        )
+        .await?;
+    Ok(v["failed"].as_array().cloned().unwrap_or_default())
+}
+
 pub(super) async fn teams_conversations(remote: &Remote) -> Result<Vec<Value>> {
     let v: Value = remote
         .json(remote.request(Method::GET, "/teams/conversations"), None)

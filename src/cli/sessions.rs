@@ -362,6 +362,8 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
     if let Some(n) = &v.notification {
         let (room, what, key) = if crate::hub::places::is_slack(&n.channel) {
             ("Slack:", "approval message", "ts")
+        } else if n.channel.starts_with(crate::hub::places::EMAIL) {
+            ("Email:", "approval mail", "Message-ID")
         } else {
             ("Teams:", "approval card", "activity")
         };

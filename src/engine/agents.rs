@@ -447,6 +447,7 @@ impl Engine<'_> {
             rejections_required: 1,
             rejections: Vec::new(),
             notify_dm: false,
+            notify_email: false,
             trigger: None,
         };
         self.add_gate(session, opened, None);

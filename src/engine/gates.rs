@@ -108,7 +108,11 @@ impl Engine<'_> {
             .events
             .push(crate::model::EventKind::opened(&opened));
         if opened.kind != crate::model::GateKind::ToolCall {
-            let planned = timers::plan(&session.id, &opened, &timing.cloned().unwrap_or_default());
+            let mut timing = timing.cloned().unwrap_or_default();
+            if timing.remind_before.is_none() {
+                timing.remind_before = self.settings.remind_before.and_then(|d| d.to_std().ok());
+            }
+            let planned = timers::plan(&session.id, &opened, &timing);
             if !planned.is_empty() {
                 session.arm.push((opened.handle(), planned));
             }

@@ -144,6 +144,7 @@ impl Engine<'_> {
             rejections_required: None,
             allow_self_approval: None,
             notify_dm: false,
+            notify_email: false,
             timers: Default::default(),
         };
         let mut opened = gate::open(

@@ -262,6 +262,7 @@ pub fn open(
         allow_self_approval: spec.allow_self_approval,
         approvals: Vec::new(),
         notify_dm: spec.notify_dm,
+        notify_email: spec.notify_email,
         trigger: None,
         opened_at: now,
         timeout_at: spec
@@ -349,6 +350,7 @@ mod tests {
             rejections_required: None,
             allow_self_approval: None,
             notify_dm: false,
+            notify_email: false,
             timers: Default::default(),
         };
         let now = Utc::now();

@@ -16,6 +16,16 @@ pub fn duration(secs: i64) -> String {
     }
 }
 
+/// How a reminder names itself in every room: "Reminder 2 of 3", or for
+/// reminder 0 (`remind_before`) "Last reminder before the timeout".
+pub fn reminder(n: u32, of: u32) -> String {
+    if n == 0 {
+        "Last reminder before the timeout".into()
+    } else {
+        format!("Reminder {n} of {of}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -26,5 +36,7 @@ mod tests {
         assert_eq!(duration(3700), "1 h 1 min");
         assert_eq!(duration(-120), "2 min");
         assert_eq!(duration(90_000), "1 d 1 h");
+        assert_eq!(reminder(2, 3), "Reminder 2 of 3");
+        assert_eq!(reminder(0, 0), "Last reminder before the timeout");
     }
 }

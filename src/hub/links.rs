@@ -5,8 +5,10 @@
 //! and a random nonce; the signature is HMAC-SHA256 under a key the store
 //! makes once (every replica on the store checks the same). A link is
 //! single-use: redeeming it records its nonce, and a second redemption is
-//! refused. Opening a link never decides anything (link previewers fetch
-//! links): the holder presses the button.
+//! refused. Opening a link never decides anything (link previewers and
+//! mail scanners fetch links): the holder presses the button. A link may
+//! carry an [`Intent`] (a mail's Approve and Reject links): its page's
+//! button then answers that way, and nothing else, through the intake.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -36,6 +38,29 @@ pub struct Grant {
     pub expires: i64,
     #[serde(rename = "n")]
     pub nonce: String,
+    /// What the link's button does besides signing in (links without one
+    /// open the run's page).
+    #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Intent>,
+}
+
+/// The one answer a link's page offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Intent {
+    Approve,
+    /// With a reason box.
+    Reject,
+}
+
+impl Intent {
+    /// `approve`, `reject`: the decision's name in an answer request.
+    pub fn decision(self) -> &'static str {
+        match self {
+            Intent::Approve => "approve",
+            Intent::Reject => "reject",
+        }
+    }
 }
 
 impl Grant {
@@ -82,6 +107,7 @@ pub fn grant(session: &str, gate: &str, person: &str, ttl: TimeDelta) -> Grant {
         person: person.to_string(),
         expires: (Utc::now() + ttl).timestamp(),
         nonce: uuid::Uuid::new_v4().simple().to_string(),
+        intent: None,
     }
 }
 
@@ -90,12 +116,25 @@ pub fn grant(session: &str, gate: &str, person: &str, ttl: TimeDelta) -> Grant {
 /// (`access`, never the token).
 pub async fn mint(
     store: &Store,
+    at: (&str, &str, &str),
+    person: &str,
+    ttl: TimeDelta,
+    by: (&str, &str),
+) -> Result<(String, Grant)> {
+    mint_for(store, at, person, ttl, None, by).await
+}
+
+/// [`mint`], for a link whose button answers `intent`.
+pub async fn mint_for(
+    store: &Store,
     (session, workflow, gate): (&str, &str, &str),
     person: &str,
     ttl: TimeDelta,
+    intent: Option<Intent>,
     (by, via): (&str, &str),
 ) -> Result<(String, Grant)> {
-    let g = grant(session, gate, person, ttl);
+    let mut g = grant(session, gate, person, ttl);
+    g.intent = intent;
     let token = sign(store, &g).await?;
     let mut ev = super::tokens::access(
         by,

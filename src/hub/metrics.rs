@@ -34,6 +34,9 @@ pub struct Metrics {
     socket_connections: Counter,
     teams_activities: Family<Labels, Counter>,
     teams_refusals: Family<Labels, Counter>,
+    /// Mail attempts by outcome (the e-mail room's sender).
+    mail: Family<Labels, Counter>,
+    mail_failed: Gauge,
     /// Syncs to stable storage the store made, read at scrape time.
     store_syncs: Arc<StoreSyncs>,
 }
@@ -60,6 +63,8 @@ impl Metrics {
         let socket_connections = Counter::default();
         let teams_activities = Family::<Labels, Counter>::default();
         let teams_refusals = Family::<Labels, Counter>::default();
+        let mail = Family::<Labels, Counter>::default();
+        let mail_failed = Gauge::default();
         let webhooks = Arc::new(WebhookCounters::default());
         let webhooks_failed = Gauge::default();
         registry.register_collector(Box::new(Arc::clone(&webhooks)));
@@ -125,7 +130,19 @@ impl Metrics {
             "Teams activities refused, by reason",
             teams_refusals.clone(),
         );
+        registry.register(
+            "mail",
+            "Mail attempts by outcome (sent, not_needed, retried, gave_up)",
+            mail.clone(),
+        );
+        registry.register(
+            "mail_failed",
+            "Mails given up on (`strands notifications failed` lists them)",
+            mail_failed.clone(),
+        );
         Metrics {
+            mail,
+            mail_failed,
             registry,
             webhooks,
             webhooks_failed,
@@ -218,6 +235,18 @@ impl Metrics {
     /// Counts the deliveries of this deliverer's `stats`.
     pub fn watch_webhooks(&self, stats: Arc<crate::webhook::Stats>) {
         let _ = self.webhooks.0.set(stats);
+    }
+
+    /// A mail attempt came to `outcome`.
+    pub fn mail(&self, outcome: &str) {
+        self.mail
+            .get_or_create(&vec![("outcome".into(), outcome.into())])
+            .inc();
+    }
+
+    /// The mails given up on now.
+    pub fn set_mail_failed(&self, n: i64) {
+        self.mail_failed.set(n);
     }
 
     /// The failed webhook deliveries now.

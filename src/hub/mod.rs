@@ -21,7 +21,8 @@
 //! it changed), [`durations`] (how long, in words), [`pages`] (links to
 //! the web inbox), [`links`] (one-tap links), [`answers`] (an answer
 //! request as a door receives it), [`calls`] (a tool-call gate's calls as
-//! a room shows them), [`caller`] (who a request comes from)
+//! a room shows them), [`caller`] (who a request comes from),
+//! [`recipients`] (who is mailed about a gate)
 //! and [`problem`] (a refused request, with its status).
 
 pub mod answers;
@@ -37,6 +38,7 @@ pub mod pages;
 pub mod people;
 pub mod places;
 pub mod problem;
+pub mod recipients;
 pub mod repost;
 pub mod tokens;
 pub mod view;

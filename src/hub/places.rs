@@ -8,9 +8,13 @@
 /// The prefix of a Teams conversation's place.
 pub const TEAMS: &str = "teams:";
 
+/// The prefix of the e-mail room's places (`email:` for a gate's mails,
+/// `email:<address>` for the mail to one person).
+pub const EMAIL: &str = "email:";
+
 /// Whether `place` is a Slack channel (not another room's place).
 pub fn is_slack(place: &str) -> bool {
-    !place.starts_with(TEAMS)
+    !place.starts_with(TEAMS) && !place.starts_with(EMAIL)
 }
 
 #[cfg(test)]
@@ -22,5 +26,6 @@ mod tests {
         assert!(is_slack("C0123456789"));
         assert!(is_slack("#approvals"));
         assert!(!is_slack("teams:19:general@thread.tacv2"));
+        assert!(!is_slack("email:carol@corp.example"));
     }
 }

@@ -295,6 +295,10 @@ pub struct OpenGate {
     /// request as a direct message.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notify_dm: bool,
+    /// `notify: email`: each approver also gets the request by e-mail
+    /// (approvers named by an address get it anyway: `crate::hub::recipients`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify_email: bool,
     /// Set for gates the run itself triggered (`hitl.gates`): the trigger's
     /// id. Such a gate reviews the step at `position` (modify re-runs it)
     /// and records nothing in the pattern's state when approved.
@@ -318,6 +322,38 @@ pub struct Approval {
 }
 
 impl OpenGate {
+    /// A manual gate `id`, opened now at step 1, asking "Ship it?", with no
+    /// approvers listed: what unit tests start from.
+    #[cfg(test)]
+    pub fn for_tests(id: &str) -> OpenGate {
+        OpenGate {
+            id: id.into(),
+            instance: 1,
+            order: 1,
+            kind: GateKind::ManualGate,
+            position: Position::Step(1),
+            prompt: "Ship it?".into(),
+            context: String::new(),
+            show_preview: true,
+            preview_length: 300,
+            default: None,
+            fallback: Fallback::Cancel,
+            opened_at: Utc::now(),
+            timeout_at: None,
+            require_reason: false,
+            channel: None,
+            approvers: Vec::new(),
+            approvals_required: 1,
+            allow_self_approval: None,
+            approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
+            notify_dm: false,
+            notify_email: false,
+            trigger: None,
+        }
+    }
+
     /// `id#instance`, the handle channels put on buttons and resume commands.
     pub fn handle(&self) -> String {
         format!("{}#{}", self.id, self.instance)

@@ -13,6 +13,7 @@ pub mod conversation;
 pub mod event;
 pub mod gate;
 pub mod login;
+pub mod mail;
 pub mod pattern;
 pub mod person;
 pub mod session;

@@ -367,6 +367,9 @@ impl Notification {
         // `hub::places::TEAMS`, which this layer sits below.
         if self.channel.starts_with("teams:") {
             format!("{}@teams", self.gate)
+        } else if self.channel.starts_with("email:") {
+            // `hub::places::EMAIL`: the e-mail room's record of the gate.
+            format!("{}@email", self.gate)
         } else {
             self.gate.clone()
         }

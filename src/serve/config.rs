@@ -14,6 +14,7 @@
 //! | `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, ... | Slack (`crate::slack::config`) |
 //! | `TEAMS_APP_ID`, `TEAMS_APP_PASSWORD`, ... | Teams (`crate::teams::settings`) |
 //! | `STRANDS_WEBHOOK_URL`, `STRANDS_WEBHOOK_SECRET`, ... | webhooks (`crate::webhook::config`) |
+//! | `STRANDS_SMTP_URL`, `STRANDS_EMAIL_FROM`, ... | the e-mail room (`crate::email::config`) |
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -39,6 +40,8 @@ pub struct Config {
     pub web: crate::web::Config,
     /// Outbound webhooks, when `STRANDS_WEBHOOK_URL` is set.
     pub webhooks: Option<crate::webhook::Config>,
+    /// The e-mail room, when `STRANDS_SMTP_URL` and `STRANDS_EMAIL_FROM` are set.
+    pub email: Option<crate::email::Settings>,
     /// What the engine, the tools and the timers are configured with.
     pub settings: Arc<crate::config::Settings>,
 }
@@ -124,6 +127,8 @@ impl Config {
             )));
         }
         let webhooks = crate::webhook::Config::from_lookup(&get, &public_url)?;
+        let email =
+            crate::email::Settings::from_lookup(&get).map_err(|e| Error::Usage(e.to_string()))?;
         let web = crate::web::Config {
             public_url: public_url.clone(),
             templates: set("STRANDS_WEB_TEMPLATES").map(PathBuf::from),
@@ -132,6 +137,7 @@ impl Config {
         Ok(Config {
             web,
             webhooks,
+            email,
             bind,
             store,
             workflows: o
@@ -189,6 +195,10 @@ mod tests {
         let e = cfg(&[("TEAMS_APP_ID", "app")]).unwrap_err();
         assert!(e.to_string().contains("TEAMS_APP_PASSWORD"), "{e}");
         assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+        assert!(c.email.is_none());
+        let e = cfg(&[("STRANDS_SMTP_URL", "smtp://u:hunter2@mail.example")]).unwrap_err();
+        assert!(e.to_string().contains("STRANDS_EMAIL_FROM"), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
         let c = cfg(&[("STRANDS_PUBLIC_URL", "https://approvals.example.com/")]).expect("ok");
         assert_eq!(c.public_url, "https://approvals.example.com");
     }

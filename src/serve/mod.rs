@@ -1,6 +1,6 @@
 //! `strands serve`: the approval service. One long-running process that
-//! every channel talks to — the HTTP API (`/api/v1`, for code), Slack and
-//! Teams when they are configured — over one store, one timer loop and one
+//! every channel talks to — the HTTP API (`/api/v1`, for code), Slack,
+//! Teams and e-mail when they are configured — over one store, one timer loop and one
 //! place runs are driven ([`crate::hub::Hub`]).
 //!
 //! This module only composes: it reads the configuration ([`config`]),
@@ -74,6 +74,15 @@ pub async fn run(config: Config) -> Result<()> {
             );
         }
     }
+    let mut mail_sender = None;
+    if let Some(email) = config.email.clone() {
+        let server = email.server_shown();
+        let (room, sender) = crate::email::open(&hub, email)
+            .map_err(|e| Error::Usage(format!("the e-mail room: {e}")))?;
+        rooms.push(Arc::new(room));
+        mail_sender = Some(sender);
+        eprintln!("strands serve: the e-mail room is on (mail through {server})");
+    }
     let room_names: Vec<&str> = rooms.iter().map(|r| r.name()).collect();
     let room_names = room_names.join(", ");
     hub.open_rooms(rooms);
@@ -100,6 +109,12 @@ pub async fn run(config: Config) -> Result<()> {
         let (hub, stop) = (hub.clone(), stop.clone());
         hub.clone().tasks().spawn(async move {
             deliverer.run(&hub.store, stop.cancelled()).await;
+        });
+    }
+    if let Some(sender) = mail_sender {
+        let stop = stop.clone();
+        hub.tasks().spawn(async move {
+            sender.run(stop.cancelled()).await;
         });
     }
     if let Some(app) = &socket_mode {
@@ -182,6 +197,9 @@ async fn metrics_route(State(hub): State<Hub>) -> Response {
     let mut counts = Vec::new();
     if let Ok(failed) = hub.store.webhook_failed(100_000).await {
         hub.metrics.set_webhooks_failed(failed.len() as i64);
+    }
+    if let Ok(failed) = hub.store.mail_failed(100_000).await {
+        hub.metrics.set_mail_failed(failed.len() as i64);
     }
     hub.metrics
         .set_store_syncs(hub.store.syncs().await.ok().flatten());

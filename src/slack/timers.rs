@@ -315,7 +315,8 @@ pub async fn remind(app: &App, session: &Session, gate: &OpenGate, n: u32, of: u
         })
         .unwrap_or_default();
     let text = format!(
-        "⏰ Reminder {n} of {of}: {who}, gate `{}` of `{}` is waiting for your answer.{deadline}",
+        "⏰ {}: {who}, gate `{}` of `{}` is waiting for your answer.{deadline}",
+        crate::hub::durations::reminder(n, of),
         escape_mrkdwn(&gate.id),
         escape_mrkdwn(&session.workflow),
     );

@@ -441,6 +441,9 @@ pub struct GateTimers {
     pub reminder_interval: Option<std::time::Duration>,
     /// Reminders at most (`max_reminders`, default 3).
     pub max_reminders: u32,
+    /// One last reminder this long before the timeout, if nobody answered
+    /// (`remind_before`; `STRANDS_REMIND_BEFORE_MINUTES` for gates without).
+    pub remind_before: Option<std::time::Duration>,
     /// Without an answer this long, the request is re-posted to
     /// `escalation_target` (`escalation_timeout`).
     pub escalation_timeout: Option<std::time::Duration>,
@@ -559,6 +562,8 @@ pub struct GateSpec {
     /// `notify: dm`: each approver named by Slack user id also gets the
     /// request as a direct message, with working buttons (the bot).
     pub notify_dm: bool,
+    /// `notify: email`: each approver also gets the request by e-mail.
+    pub notify_email: bool,
     /// Reminders and escalation (the bot).
     pub timers: GateTimers,
 }

@@ -379,6 +379,9 @@ pub struct Step {
     pub reminder_interval: Option<S<f64>>,
     /// Ours: how many reminders at most (default 3).
     pub max_reminders: Option<S<u32>>,
+    /// Ours: minutes before the timeout when one last reminder goes out
+    /// if nobody answered (fractions allowed).
+    pub remind_before: Option<S<f64>>,
     /// Ours: minutes without an answer before the request goes to `escalation_target`.
     pub escalation_timeout: Option<S<f64>>,
     /// Ours: who gets an escalated request: Slack user ids (`U…`), group ids

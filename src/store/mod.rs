@@ -7,7 +7,8 @@
 //! a session, checkpoint it with a compare-and-swap on its revision, record
 //! an answer exactly once, index a posted message, arm and fire timers,
 //! append to the audit chain, queue an answer for a busy run, keep the
-//! webhook outbox (a cursor per endpoint, pending and failed deliveries).
+//! webhook outbox (a cursor per endpoint, pending and failed deliveries),
+//! keep the mail outbox (each mail queued once, pending, sent or failed).
 //! Each backend implements [`Backend`] and keeps every guarantee:
 //! [`sled::SledStore`] (the embedded default, one process per store) and
 //! [`postgres::PgStore`] (a database several `strands serve` replicas and
@@ -302,6 +303,34 @@ pub trait Backend: Send + Sync {
     /// Up to `limit` deliveries given up on, latest first.
     fn webhook_failed(&self, limit: usize) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
 
+    /// Queues `mail` for the e-mail room's sender (due at its `next_at`)
+    /// unless a mail with its id was ever queued; whether it was.
+    fn mail_queue(
+        &self,
+        mail: &crate::model::mail::Mail,
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Up to `limit` pending mails due by `now`, each taken for an attempt
+    /// as it is read (attempt counted, due again at `now + lease`: nobody
+    /// else takes it before; a crashed attempt is retried then).
+    fn mail_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<crate::model::mail::Mail>>> + Send;
+    /// What became of an attempt on a mail `mail_due` returned: sent
+    /// (marked in the same write, never sent again), retry, gave up.
+    fn mail_settle(
+        &self,
+        taken: &crate::model::mail::Mail,
+        outcome: Settle,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Up to `limit` mails given up on, latest first.
+    fn mail_failed(
+        &self,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<crate::model::mail::Mail>>> + Send;
+
     /// Up to `limit` summaries of `status` (or all), newest first (ties by
     /// id), strictly after `after` (created time, id). Backends keep an
     /// index for it; this default (a full list) is for those that do not.
@@ -556,6 +585,10 @@ forward! {
     fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>>;
     fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()>;
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
+    fn mail_queue(&self, mail: &crate::model::mail::Mail) -> Result<bool>;
+    fn mail_due(&self, now: DateTime<Utc>, lease: std::time::Duration, limit: usize) -> Result<Vec<crate::model::mail::Mail>>;
+    fn mail_settle(&self, taken: &crate::model::mail::Mail, outcome: Settle) -> Result<()>;
+    fn mail_failed(&self, limit: usize) -> Result<Vec<crate::model::mail::Mail>>;
     fn list_page(&self, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;
     fn status_counts(&self) -> Result<Vec<(Status, u64)>>;
     fn workflow_page(&self, workflow: &str, status: Option<Status>, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<Summary>>;

@@ -364,6 +364,7 @@ pub(crate) mod tests {
             rejections_required: 1,
             rejections: Vec::new(),
             notify_dm: false,
+            notify_email: false,
             trigger: None,
         }
     }

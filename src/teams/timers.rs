@@ -64,8 +64,11 @@ pub async fn remind(room: &TeamsRoom, session: &Session, gate: &OpenGate, n: u32
         })
         .unwrap_or_default();
     let text = format!(
-        "⏰ Reminder {n} of {of}: {who}, gate {} of {} (run {}) is waiting for your answer.{deadline}",
-        gate.id, session.workflow, session.id
+        "⏰ {}: {who}, gate {} of {} (run {}) is waiting for your answer.{deadline}",
+        crate::hub::durations::reminder(n, of),
+        gate.id,
+        session.workflow,
+        session.id
     );
     let activity = json!({"type": "message", "text": text});
     let sent = if c.kind == ConversationKind::Channel {

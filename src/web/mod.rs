@@ -12,7 +12,7 @@
 //! | `POST /inbox/approve` | signed in | bulk approve of routine gates |
 //! | `GET /sessions/{id}` | may read it | the run's timeline and the gate's actions ([`session`]) |
 //! | `POST /sessions/{id}/answer` | may answer | one answer, through the hub's intake |
-//! | `GET /l/{token}`, `POST /l/{token}` | link holder | one-tap link: shows, then signs in on a press ([`links`]) |
+//! | `GET /l/{token}`, `POST /l/{token}` | link holder | one-tap link: shows, then signs in on a press — and answers, for a mail's Approve and Reject links ([`links`]) |
 //! | `GET /audit`, `GET /audit/export` | admin | the chain's state, filters, JSONL/CSV ([`audit`]) |
 //! | `GET /assets/{file}` | — | the stylesheet and the script |
 //!

@@ -861,6 +861,7 @@ pub mod browser;
 pub mod card_schema;
 pub mod crash;
 pub mod fake_slack;
+pub mod fake_smtp;
 pub mod fake_teams;
 pub mod figures;
 pub mod playground;

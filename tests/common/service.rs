@@ -210,6 +210,9 @@ impl ServeConfig {
                 unset("STRANDS_TOKEN"),
                 unset("STRANDS_WEBHOOK_URL"),
                 unset("STRANDS_WEBHOOK_SECRET"),
+                unset("STRANDS_SMTP_URL"),
+                unset("STRANDS_EMAIL_FROM"),
+                unset("STRANDS_REMIND_BEFORE_MINUTES"),
             ],
         }
     }

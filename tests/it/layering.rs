@@ -13,7 +13,7 @@
 //! `webhook` (events posted from the store's outbox) → `hub` (the
 //! service's core: drives, timers, starts, answers, and what the doors
 //! share) → the doors: `api` (HTTP for code), `web` (the browser inbox),
-//! `slack` (a room off the channel hall), later `teams` and `email` →
+//! `slack` (a room off the channel hall), `teams`, `email` →
 //! `serve` (composes the service) → `cli`.
 //!
 //! Doors sit side by side, not on each other: a door uses the hub and what
@@ -24,7 +24,8 @@ use std::path::Path;
 
 const LAYERS: &[&str] = &[
     "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
-    "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "teams", "serve", "cli",
+    "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "teams", "email",
+    "serve", "cli",
 ];
 
 /// The ways in from outside, each off the hub; none may use another.

@@ -34,6 +34,7 @@ mod cli_validate;
 mod cli_webhooks;
 mod compat;
 mod crash_loop;
+mod email;
 mod layering;
 mod people;
 mod props;

@@ -91,7 +91,8 @@ pub trait Notifier: Send + Sync {
         session: &Session,
         handle: &str,
     ) -> impl Future<Output = Vec<(String, String)>> + Send;
-    /// Reminder `n` of `of` for `gate`.
+    /// Reminder `n` of `of` for `gate`; `n` = 0: the last one before the
+    /// timeout (`remind_before`).
     fn remind(
         &self,
         session: &Session,
@@ -187,6 +188,15 @@ pub fn plan(session: &str, gate: &OpenGate, timing: &GateTimers) -> Vec<Timer> {
         let due = later(gate.opened_at, every);
         if before_timeout(due) {
             out.push(timer(TimerKind::Reminder, due, 1));
+        }
+    }
+    // One last reminder before the timeout (`remind_before`): reminder 0.
+    if let (Some(to), Some(before)) = (gate.timeout_at, timing.remind_before) {
+        let due = TimeDelta::from_std(before)
+            .ok()
+            .and_then(|b| to.checked_sub_signed(b));
+        if let Some(due) = due.filter(|d| *d > gate.opened_at) {
+            out.push(timer(TimerKind::Reminder, due, 0));
         }
     }
     if let Some(after) = timing
@@ -398,6 +408,11 @@ impl<N: Notifier> Timers<'_, N> {
             return self.store.remove_timer(t).await;
         };
         let timing = self.timing(&session, &gate.id)?;
+        if t.n == 0 {
+            // The last reminder before the timeout (`remind_before`): once.
+            self.notifier.remind(&session, &gate, 0, 0).await;
+            return self.store.remove_timer(t).await;
+        }
         self.notifier
             .remind(&session, &gate, t.n, timing.max_reminders.max(t.n))
             .await;

@@ -462,6 +462,7 @@ fn gate(timeout: Option<i64>) -> OpenGate {
         rejections_required: 1,
         rejections: Vec::new(),
         notify_dm: false,
+        notify_email: false,
         trigger: None,
     }
 }
@@ -472,6 +473,7 @@ fn plans_no_reminder_or_escalation_past_the_timeout() {
     let timing = GateTimers {
         reminder_interval: Some(Duration::from_secs(30)),
         max_reminders: 3,
+        remind_before: None,
         escalation_timeout: Some(Duration::from_secs(90)),
         escalation_target: vec![EscalationTarget::User("U0BOSS".into())],
     };
@@ -484,4 +486,28 @@ fn plans_no_reminder_or_escalation_past_the_timeout() {
         vec![(TimerKind::Timeout, 0), (TimerKind::Reminder, 1)]
     );
     assert!(plan("s", &gate(None), &GateTimers::default()).is_empty());
+}
+
+#[test]
+fn plans_one_reminder_before_the_timeout_when_asked() {
+    let g = gate(Some(60));
+    let timing = GateTimers {
+        remind_before: Some(Duration::from_secs(20)),
+        ..GateTimers::default()
+    };
+    let planned = plan("s", &g, &timing);
+    let kinds: Vec<(TimerKind, u32)> = planned.iter().map(|t| (t.kind, t.n)).collect();
+    assert_eq!(
+        kinds,
+        vec![(TimerKind::Timeout, 0), (TimerKind::Reminder, 0)]
+    );
+    let timeout = g.timeout_at.expect("a timeout");
+    assert_eq!(timeout - planned[1].due, chrono::TimeDelta::seconds(20));
+    // Not before the gate opened, and not without a timeout.
+    let early = GateTimers {
+        remind_before: Some(Duration::from_secs(600)),
+        ..GateTimers::default()
+    };
+    assert_eq!(plan("s", &g, &early).len(), 1);
+    assert_eq!(plan("s", &gate(None), &timing).len(), 0);
 }

@@ -374,6 +374,7 @@ mod tests {
             rejections_required: 1,
             rejections: Vec::new(),
             notify_dm: false,
+            notify_email: false,
             trigger: None,
         }
     }

@@ -122,6 +122,8 @@ pub(super) struct ManualReviewConfig {
     pub notify: Option<S<String>>,
     pub reminder_interval: Option<S<f64>>,
     pub max_reminders: Option<S<u32>>,
+    #[serde(default)]
+    pub remind_before: Option<S<f64>>,
     pub escalation_timeout: Option<S<f64>>,
     pub escalation_target: Option<S<Value>>,
 }
@@ -334,6 +336,7 @@ impl Validator {
                 notify: c.notify.clone(),
                 reminder_interval: c.reminder_interval.clone(),
                 max_reminders: c.max_reminders.clone(),
+                remind_before: c.remind_before.clone(),
                 escalation_timeout: c.escalation_timeout.clone(),
                 escalation_target: c.escalation_target.clone(),
             },

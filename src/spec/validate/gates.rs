@@ -19,6 +19,14 @@ use crate::spec::{
     DEFAULT_PREVIEW_LENGTH,
 };
 
+/// What a gate's `notify` asks for beside its approval message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Notify {
+    Channel,
+    Dm,
+    Email,
+}
+
 impl Validator {
     /// A `hitl` or `manual_gate` step (`k` is which): keys of the other
     /// syntax or of agent steps are refused, a `prompt` is required, and
@@ -90,7 +98,8 @@ impl Validator {
             }
         }
         let (fallback, timeout_secs, timers) = self.gate_timing(s, label, loc, hitl);
-        let notify_dm = self.notify(s, label);
+        let notify = self.notify(s, label);
+        let (notify_dm, notify_email) = (notify == Notify::Dm, notify == Notify::Email);
         Some(Body::Gate(GateSpec {
             id: s
                 .id
@@ -120,19 +129,51 @@ impl Validator {
             rejections_required: s.rejections_required.filter(|n| *n >= 1),
             allow_self_approval: s.allow_self_approval,
             notify_dm,
+            notify_email,
             timers,
         }))
     }
 
-    /// `notify`: `channel` (the default) or `dm` — a direct message to each
+    /// `notify`: `channel` (the default), `dm` — a direct message to each
     /// approver named by Slack user id, so `dm` needs at least one among
-    /// the gate's approvers (or `security.approvers` when it names none).
-    fn notify(&mut self, s: &raw::Step, label: &str) -> bool {
+    /// the gate's approvers (or `security.approvers` when it names none) —
+    /// or `email`: a mail to each approver, so the gate must name some.
+    fn notify(&mut self, s: &raw::Step, label: &str) -> Notify {
         let Some(n) = &s.notify else {
-            return false;
+            return Notify::Channel;
         };
         match n.value.trim() {
-            "channel" => false,
+            "channel" => Notify::Channel,
+            "email" => {
+                let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
+                // Something meant as an address that is not one is refused
+                // here, not bounced by the mail server later.
+                let bad: Vec<String> = approvers
+                    .iter()
+                    .filter(|a| a.contains('@') && crate::model::mail::address(a).is_none())
+                    .cloned()
+                    .collect();
+                let none = approvers.is_empty();
+                if !bad.is_empty() {
+                    let verb = if bad.len() == 1 { "is" } else { "are" };
+                    self.error(
+                        at(n),
+                        format!(
+                            "{label}: notify: email, but {} {verb} not an e-mail address",
+                            bad.join(", ")
+                        ),
+                        Some("an address is local@domain.tld, e.g. carol@corp.example".into()),
+                    );
+                }
+                if none {
+                    self.error(
+                        at(n),
+                        format!("{label}: notify: email mails each approver, but the gate names no approvers (nor does security.approvers)"),
+                        Some("approvers: [carol@corp.example]   # an address, or a person with one".into()),
+                    );
+                }
+                Notify::Email
+            }
             "dm" => {
                 let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
                 let direct = |a: &String| {
@@ -153,15 +194,15 @@ impl Validator {
                         Some("approvers: [U0123ABCD, U0456EFGH]   # Slack user ids (U…)".into()),
                     );
                 }
-                true
+                Notify::Dm
             }
             other => {
                 self.error(
                     at(n),
                     format!("{label}: unknown notify `{other}`"),
-                    Some("notify is `dm` (each approver also gets a direct message) or `channel` (the default)".into()),
+                    Some("notify is `dm` (each approver also gets a direct message), `email` (each approver also gets a mail) or `channel` (the default)".into()),
                 );
-                false
+                Notify::Channel
             }
         }
     }
@@ -266,6 +307,7 @@ impl Validator {
             Some(d.max(std::time::Duration::from_secs(1)))
         };
         let reminder_interval = minutes(self, &s.reminder_interval, "reminder_interval");
+        let remind_before = minutes(self, &s.remind_before, "remind_before");
         let escalation_timeout = minutes(self, &s.escalation_timeout, "escalation_timeout");
         if let (Some(m), None) = (&s.max_reminders, &s.reminder_interval) {
             self.error(
@@ -349,6 +391,7 @@ impl Validator {
                 } else {
                     0
                 },
+                remind_before,
                 escalation_timeout,
                 escalation_target,
             },
@@ -411,6 +454,9 @@ pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.max_reminders.is_some() {
         v.push("max_reminders");
+    }
+    if s.remind_before.is_some() {
+        v.push("remind_before");
     }
     if s.escalation_timeout.is_some() {
         v.push("escalation_timeout");
@@ -544,11 +590,27 @@ mod timing_tests {
         assert_eq!(d[0].line, 15, "{d:#?}");
         assert!(d[0].message.contains("names no approvers"), "{d:#?}");
         let d = errors(&spec(
-            "      - type: hitl\n        prompt: ok?\n        notify: email\n",
+            "      - type: manual_gate\n        prompt: ok?\n        approvers: [carol@corp, U0ALICE1]\n        notify: email\n",
+        ));
+        assert!(
+            d[0].message.contains("carol@corp is not an e-mail address"),
+            "{d:#?}"
+        );
+        let d = errors(&spec(
+            "      - type: hitl\n        prompt: ok?\n        notify: pager\n",
         ));
         assert_eq!((d[0].line, d[0].column), (15, 17), "{d:#?}");
-        assert!(d[0].message.contains("unknown notify `email`"), "{d:#?}");
-        assert!(d[0].hint.as_deref().unwrap_or_default().contains("`dm`"));
+        assert!(d[0].message.contains("unknown notify `pager`"), "{d:#?}");
+        assert!(d[0].hint.as_deref().unwrap_or_default().contains("`email`"));
+        // `email` mails each approver: it needs some.
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        approvers: [carol@corp.example]\n        notify: email\n",
+        ));
+        assert!(g.notify_email && !g.notify_dm);
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        notify: email\n",
+        ));
+        assert!(d[0].message.contains("names no approvers"), "{d:#?}");
         // Not on an agent step.
         let d = errors(&spec("      - agent: a\n        notify: dm\n"));
         assert!(d[0].message.contains("notify"), "{d:#?}");
@@ -562,6 +624,7 @@ mod timing_tests {
             "        timeout_minutes: 60\n",
             "        reminder_interval: 0.5\n",
             "        max_reminders: 2\n",
+            "        remind_before: 15\n",
             "        escalation_timeout: 30\n",
             "        escalation_target: [U0BOSS1, S0LEADS1, \"#ops\"]\n",
         )));
@@ -572,6 +635,7 @@ mod timing_tests {
             Some(std::time::Duration::from_secs(30))
         );
         assert_eq!(t.max_reminders, 2);
+        assert_eq!(t.remind_before, Some(std::time::Duration::from_secs(900)));
         assert_eq!(
             t.escalation_timeout,
             Some(std::time::Duration::from_secs(1800))

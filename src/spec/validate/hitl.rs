@@ -182,6 +182,7 @@ pub(super) fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
         rejections_required: None,
         allow_self_approval: None,
         notify_dm: false,
+        notify_email: false,
         timers: GateTimers::default(),
     });
 }

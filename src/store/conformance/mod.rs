@@ -507,6 +507,67 @@ async fn the_webhook_outbox_queues_and_settles_once(store: Arc<Store>) {
     assert!(store.webhook_next_due().await.expect("next").is_some());
 }
 
+async fn a_mail_is_queued_once_and_sent_once(store: Arc<Store>) {
+    use crate::model::mail::{Mail, MailKind};
+    let now = Utc::now();
+    let mails: Vec<Mail> = ["a@x.example", "b@x.example", "c@x.example"]
+        .iter()
+        .map(|to| Mail::new("s1", "review#1", MailKind::Ask, to, now))
+        .collect();
+    for m in &mails {
+        assert!(store.mail_queue(m).await.expect("queue"));
+        assert!(!store.mail_queue(m).await.expect("again"), "queued once");
+    }
+    // Two senders take at once: each mail goes to one of them.
+    let (a, b) = tokio::join!(store.mail_due(now, LEASE, 3), store.mail_due(now, LEASE, 3));
+    let mut taken = a.expect("due");
+    taken.extend(b.expect("due"));
+    taken.sort_by(|x, y| x.to.cmp(&y.to));
+    assert_eq!(taken.len(), 3);
+    assert!(taken.iter().all(|m| m.attempts == 1));
+    assert!(store
+        .mail_due(now + TimeDelta::seconds(59), LEASE, 10)
+        .await
+        .expect("due")
+        .is_empty());
+    store
+        .mail_settle(&taken[0], Settle::Delivered)
+        .await
+        .expect("sent");
+    // A late retry of a sent mail changes nothing; neither does queuing it.
+    let later = now + TimeDelta::seconds(5);
+    let retry = Settle::Retry {
+        at: later,
+        error: "421".into(),
+    };
+    store
+        .mail_settle(&taken[0], retry.clone())
+        .await
+        .expect("late");
+    assert!(!store.mail_queue(&mails[0]).await.expect("sent once"));
+    store.mail_settle(&taken[1], retry).await.expect("retry");
+    store
+        .mail_settle(
+            &taken[2],
+            Settle::GaveUp {
+                error: "550 no such user".into(),
+            },
+        )
+        .await
+        .expect("gave up");
+    let again = store.mail_due(later, LEASE, 10).await.expect("due");
+    assert_eq!(
+        again.iter().map(|m| m.to.as_str()).collect::<Vec<_>>(),
+        ["b@x.example"]
+    );
+    assert_eq!(again[0].attempts, 2);
+    let failed = store.mail_failed(10).await.expect("failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].to, "c@x.example");
+    assert_eq!(failed[0].last_error.as_deref(), Some("550 no such user"));
+    assert!(!store.mail_queue(&mails[2]).await.expect("failed once"));
+}
+
 async fn leases_go_to_one_replica_at_a_time(store: Arc<Store>) {
     let ttl = std::time::Duration::from_millis(300);
     assert!(store.take_lease("s", "a", ttl).await.expect("take"));
@@ -715,6 +776,7 @@ conformance! {
     a_token_name_is_in_use_once,
     sign_ins_and_keys,
     the_webhook_outbox_queues_and_settles_once,
+    a_mail_is_queued_once_and_sent_once,
     leases_go_to_one_replica_at_a_time,
     pages_list_newest_first_and_counts_follow,
     the_workflow_and_approver_indexes_follow_every_change,

@@ -207,6 +207,27 @@ impl crate::store::Backend for PgStore {
     async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
         PgStore::webhook_failed(self, limit).await
     }
+    async fn mail_queue(&self, mail: &crate::model::mail::Mail) -> Result<bool> {
+        PgStore::mail_queue(self, mail).await
+    }
+    async fn mail_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<crate::model::mail::Mail>> {
+        PgStore::mail_due(self, now, lease, limit).await
+    }
+    async fn mail_settle(
+        &self,
+        taken: &crate::model::mail::Mail,
+        outcome: crate::model::mail::Settle,
+    ) -> Result<()> {
+        PgStore::mail_settle(self, taken, outcome).await
+    }
+    async fn mail_failed(&self, limit: usize) -> Result<Vec<crate::model::mail::Mail>> {
+        PgStore::mail_failed(self, limit).await
+    }
     async fn put_login(&self, login: &crate::model::login::Login) -> Result<()> {
         PgStore::put_login(self, login).await
     }

@@ -12,7 +12,7 @@ use crate::store::Timer;
 
 /// Every table holding data (not the schema's own), cleared by `--force`
 /// (`session_counts` is recounted instead).
-const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins, teams_conversations, people";
+const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins, teams_conversations, people, mail_outbox";
 
 impl PgStore {
     /// Whether the database is empty, holds this dump already, or other data.

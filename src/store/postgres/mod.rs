@@ -27,6 +27,7 @@ mod chain;
 mod counts;
 mod import;
 mod leases;
+mod mail;
 mod messages;
 mod outputs;
 mod people;

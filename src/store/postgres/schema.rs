@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 6;
+pub const VERSION: i32 = 7;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -182,6 +182,19 @@ CREATE TABLE people (
     name text PRIMARY KEY,
     body bytea NOT NULL
 );
+"#,
+    // 7: the mail outbox (`email`): every mail ever queued, by id; state
+    // `pending` (due at next_ms), `sent` or `failed` (at failed_ms).
+    r#"
+CREATE TABLE mail_outbox (
+    id text PRIMARY KEY,
+    state text NOT NULL,
+    next_ms bigint NOT NULL,
+    failed_ms bigint,
+    body bytea NOT NULL
+);
+CREATE INDEX mail_outbox_due ON mail_outbox (next_ms) WHERE state = 'pending';
+CREATE INDEX mail_outbox_failed ON mail_outbox (failed_ms DESC) WHERE state = 'failed';
 "#,
 ];
 

@@ -84,7 +84,7 @@ async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
              ALTER TABLE sessions DROP COLUMN workflow;
              DROP TABLE session_outputs, session_counts, unposted;
              ALTER TABLE notifications DROP COLUMN posted;
-             DROP TABLE teams_conversations, people;
+             DROP TABLE teams_conversations, people, mail_outbox;
              DELETE FROM strands_schema WHERE version >= 3;
              DELETE FROM meta WHERE key = 'index/gate_approvers';",
         )
@@ -154,7 +154,7 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
         let client = store.client().await.expect("client");
         client
             .batch_execute(
-                "DROP TABLE session_outputs, session_counts, unposted, teams_conversations, people;
+                "DROP TABLE session_outputs, session_counts, unposted, teams_conversations, people, mail_outbox;
                  ALTER TABLE notifications DROP COLUMN posted;
                  DELETE FROM strands_schema WHERE version >= 4;",
             )
@@ -179,12 +179,14 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
         .await
         .expect("unposted")
         .is_empty());
-    // Schema 5 came with it: the Teams conversations' table.
+    // Schema 5 came with it: the Teams conversations' table; 6: the mail
+    // outbox.
     assert!(store
         .teams_conversations()
         .await
         .expect("Teams conversations")
         .is_empty());
+    assert!(store.mail_failed(10).await.expect("mail outbox").is_empty());
 }
 
 #[tokio::test]

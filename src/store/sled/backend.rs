@@ -277,6 +277,27 @@ impl crate::store::Backend for SledStore {
     async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
         off_worker(|| SledStore::webhook_failed(self, limit)).await
     }
+    async fn mail_queue(&self, mail: &crate::model::mail::Mail) -> Result<bool> {
+        off_worker(|| SledStore::mail_queue(self, mail)).await
+    }
+    async fn mail_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<crate::model::mail::Mail>> {
+        off_worker(|| SledStore::mail_due(self, now, lease, limit)).await
+    }
+    async fn mail_settle(
+        &self,
+        taken: &crate::model::mail::Mail,
+        outcome: crate::model::mail::Settle,
+    ) -> Result<()> {
+        off_worker(|| SledStore::mail_settle(self, taken, outcome)).await
+    }
+    async fn mail_failed(&self, limit: usize) -> Result<Vec<crate::model::mail::Mail>> {
+        off_worker(|| SledStore::mail_failed(self, limit)).await
+    }
     async fn put_login(&self, login: &crate::model::login::Login) -> Result<()> {
         off_worker(|| SledStore::put_login(self, login)).await
     }

@@ -72,6 +72,15 @@ pub mod trees {
     /// seq → `model::webhook::Delivery` as JSON: deliveries strands gave
     /// up on (`strands webhooks failed`).
     pub const WEBHOOK_FAILED: &str = "webhook_failed";
+    /// mail id → `model::mail::Mail` as JSON while it is pending; an empty
+    /// value once sent, `!` once given up (an id is queued once, ever).
+    pub const MAIL: &str = "mail";
+    /// next_at (ms since the epoch, u64 big-endian) ++ mail id → nothing:
+    /// the pending mails, earliest due first.
+    pub const MAIL_DUE: &str = "mail_due";
+    /// given up at (ms, u64 big-endian) ++ mail id → `model::mail::Mail` as
+    /// JSON (`strands notifications failed`).
+    pub const MAIL_FAILED: &str = "mail_failed";
     /// login id → `model::login::Login` as JSON: web inbox sign-ins (the
     /// cookie secret's hash, never the secret).
     pub const WEB_LOGINS: &str = "web_logins";
@@ -955,6 +964,7 @@ mod events;
 mod export;
 mod listing;
 mod logins;
+mod mail;
 mod outputs;
 mod people;
 mod queued;

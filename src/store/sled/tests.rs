@@ -29,6 +29,7 @@ pub(crate) fn paused_session(id: &str) -> Session {
         rejections_required: None,
         allow_self_approval: None,
         notify_dm: false,
+        notify_email: false,
         timers: Default::default(),
     };
     Session {
