@@ -281,6 +281,7 @@ fn the_openapi_document_lists_every_route_the_server_answers() {
         ("patch", "/api/v1/people/{name}"),
         ("delete", "/api/v1/people/{name}"),
         ("post", "/api/v1/people/import"),
+        ("get", "/api/v1/notifications/failed"),
         ("get", "/api/v1/openapi.json"),
         ("post", "/workflows/run"),
         ("post", "/workflows/resume"),
