@@ -7,6 +7,8 @@
 //! | route | role | what |
 //! |---|---|---|
 //! | `POST /api/v1/runs` | operator | start a workflow by name ([`runs`]) |
+//! | `POST /api/v1/approvals` | operator | ask for an approval, no workflow ([`approvals`]) |
+//! | `GET /api/v1/approvals/{id}` | approver | a request and its decision (`?wait=`) |
 //! | `GET /api/v1/sessions` | approver | sessions, paginated ([`sessions`]) |
 //! | `GET /api/v1/sessions/{id}` | approver | one session, as `sessions show --json` |
 //! | `POST /api/v1/sessions/{id}/answers` | approver | answer a gate (403/409/422) |
@@ -26,6 +28,7 @@
 //! in the engine's intake, not here.
 
 pub mod admin;
+pub mod approvals;
 pub mod auth;
 pub mod error;
 pub mod events;
@@ -80,6 +83,7 @@ impl Default for Limits {
     components(schemas(error::ErrorBody, error::ErrorDetail)),
     tags(
         (name = "runs", description = "start workflows"),
+        (name = "approvals", description = "approvals from any code: one gate, no workflow"),
         (name = "sessions", description = "read and answer sessions"),
         (name = "events", description = "Server-Sent Events"),
         (name = "admin", description = "audit and tokens"),
@@ -116,6 +120,8 @@ async fn openapi(Extension(doc): Extension<Arc<utoipa::openapi::OpenApi>>) -> Re
 pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
     let v1 = OpenApiRouter::new()
         .routes(routes!(runs::start))
+        .routes(routes!(approvals::create))
+        .routes(routes!(approvals::show))
         .routes(routes!(sessions::list))
         .routes(routes!(sessions::show))
         .routes(routes!(sessions::answer))

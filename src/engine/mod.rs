@@ -182,6 +182,13 @@ impl<'a> Engine<'a> {
     /// An artifact file already there whose path the inputs decide is
     /// refused here, before any model call, unless the run may overwrite.
     pub async fn create(&self, spec: &Spec, start: Start) -> Result<Session> {
+        self.create_as(spec, start, uuid::Uuid::new_v4().to_string())
+            .await
+    }
+
+    /// [`Engine::create`] under a given id: the store refuses it when a
+    /// session of that id exists (an approval request's idempotency key).
+    pub async fn create_as(&self, spec: &Spec, start: Start, id: String) -> Result<Session> {
         Self::preflight(spec)?;
         if !(start.overwrite_artifacts || self.overwrite_artifacts) {
             artifacts::precheck(
@@ -193,7 +200,7 @@ impl<'a> Engine<'a> {
         }
         let now = Utc::now();
         let mut session = Session {
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
             workflow: spec.name.clone(),
             spec_path: spec.path.display().to_string(),
             spec_hash: spec.hash.clone(),

@@ -26,6 +26,7 @@
 //! and [`problem`] (a refused request, with its status).
 
 pub mod answers;
+pub mod approvals;
 pub mod caller;
 pub mod calls;
 pub mod durations;

@@ -50,7 +50,8 @@ impl Problem {
     pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Problem {
         Problem::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
-    fn with(mut self, details: Value) -> Problem {
+    /// The same problem, with more fields in its body (`field`, `by`, …).
+    pub fn with(mut self, details: Value) -> Problem {
         self.details = Some(details);
         self
     }

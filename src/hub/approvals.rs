@@ -1,0 +1,485 @@
+//! Approvals from any code: a request for a human "yes" that is not part of
+//! a strands workflow (a deploy pipeline, a Python agent, a cron job).
+//!
+//! A request becomes an ordinary session whose spec is a one-gate workflow
+//! built here (a `manual_gate` carrying the request's title, body,
+//! approvers, quorum, timeout and fallback) and run through the normal spec
+//! validator, so every rule that applies to a gate in a spec — approvers,
+//! timeouts, notify — applies once, and the engine, its intake, the timers,
+//! every room, the audit and the webhooks see a paused run like any other.
+//! Nothing in the rooms knows about approval requests.
+//!
+//! Idempotency needs no new store method: the session id is derived from
+//! (requester, key), and the store refuses to create a session whose id
+//! exists, so the same key returns the same request, never a second one.
+//!
+//! What this deliberately does not do (yet): bind an `action` by digest
+//! like a tool-call approval, and filter listings by label (labels are kept
+//! in the spec's `metadata`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use utoipa::ToSchema;
+
+use super::Hub;
+use crate::engine::Start;
+use crate::error::{Error, Result};
+use crate::model::{Decision, GateEventKind, Session, Status};
+
+/// The workflow name every approval request's session carries.
+pub const WORKFLOW: &str = "approval";
+/// The gate's id in the synthetic spec.
+pub const GATE: &str = "approval";
+/// The longest a `?wait=` may hold a request open, in seconds.
+pub const MAX_WAIT_SECS: u64 = 60;
+/// The longest a title may be, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// The largest body, in bytes.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// What to do when nobody answers in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnTimeout {
+    #[default]
+    Reject,
+    Approve,
+}
+
+/// A request for approval, as code sends it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// What is asked, one line ("Deploy v1.2 to prod?").
+    pub title: String,
+    /// More context, markdown; redacted like a gate's preview.
+    #[serde(default)]
+    pub body: String,
+    /// Structured facts shown as fields (`version: 1.2`).
+    #[serde(default)]
+    pub details: BTreeMap<String, String>,
+    /// Who may answer: names, Slack ids, `group:NAME`.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    /// Approvals needed (default 1).
+    #[serde(default)]
+    pub quorum: Option<u32>,
+    /// A rejection must say why.
+    #[serde(default)]
+    pub require_reason: bool,
+    /// Minutes before `on_timeout` applies (none: it waits).
+    #[serde(default)]
+    pub timeout_minutes: Option<u64>,
+    #[serde(default)]
+    pub on_timeout: OnTimeout,
+    /// Minutes between reminders.
+    #[serde(default)]
+    pub reminder_minutes: Option<f64>,
+    /// Where else to ask: `slack:#channel`, `dm`, `email`.
+    #[serde(default)]
+    pub notify: Vec<String>,
+    /// The same key (from the same requester) returns the same request.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Free labels, kept with the request.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Why a request was refused; nothing was created.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct Invalid {
+    /// The request's field at fault (`approvers`, `timeout_minutes`, …).
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> Invalid {
+    Invalid {
+        field,
+        message: message.into(),
+    }
+}
+
+/// An approval request and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ApprovalView {
+    pub id: String,
+    pub title: String,
+    /// `pending`, `approved`, `rejected`, `timed_out` (the fallback
+    /// applied: see `decision`) or `failed`.
+    pub status: String,
+    /// `approved` or `rejected`, once decided.
+    pub decision: Option<String>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
+    /// `api`, `slack`, `cli`, `web`, `timeout`, …
+    pub via: Option<String>,
+    pub reason: Option<String>,
+    pub requested_by: String,
+    pub created_at: DateTime<Utc>,
+    /// True when this call created it (false: the key named an existing one).
+    #[serde(default)]
+    pub created: bool,
+    #[schema(value_type = Object)]
+    pub links: Value,
+}
+
+impl ApprovalView {
+    /// The view of session `s` (an approval request's).
+    pub fn of(s: &Session) -> ApprovalView {
+        let answer = s.history.iter().rev().find_map(|e| match &e.what {
+            GateEventKind::Answered { answer, .. } => Some(answer.clone()),
+            _ => None,
+        });
+        let timed_out = answer.as_ref().is_some_and(|a| a.via == "timeout");
+        let status = match s.status {
+            Status::Running | Status::Paused => "pending",
+            Status::Failed => "failed",
+            _ if timed_out => "timed_out",
+            Status::Completed => "approved",
+            Status::Rejected => "rejected",
+        };
+        let decision = match s.status {
+            Status::Completed => Some("approved".to_string()),
+            Status::Rejected => Some("rejected".to_string()),
+            _ => None,
+        };
+        let reason = answer.as_ref().and_then(|a| match &a.decision {
+            Decision::Reject { reason } | Decision::Abort { reason } => reason.clone(),
+            _ => None,
+        });
+        let text = |k: &str| {
+            s.variables
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        ApprovalView {
+            id: s.id.clone(),
+            title: text("title"),
+            status: status.into(),
+            decided_by: decision.as_ref().and(answer.as_ref()).map(|a| a.by.clone()),
+            decided_at: decision.as_ref().and(answer.as_ref()).map(|a| a.at),
+            via: decision
+                .as_ref()
+                .and(answer.as_ref())
+                .map(|a| a.via.clone()),
+            decision,
+            reason,
+            requested_by: s.started_by.clone(),
+            created_at: s.created_at,
+            created: false,
+            links: json!({
+                "self": format!("/api/v1/approvals/{}", s.id),
+                "session": format!("/api/v1/sessions/{}", s.id),
+                "answers": format!("/api/v1/sessions/{}/answers", s.id),
+                "events": format!("/api/v1/sessions/{}/events", s.id),
+                "page": format!("/sessions/{}", s.id),
+            }),
+        }
+    }
+
+    /// Whether it is decided (or failed): nothing more will change.
+    pub fn finished(&self) -> bool {
+        self.status != "pending"
+    }
+}
+
+/// The session id of `requester`'s request with idempotency `key`: the
+/// same pair always gives the same id.
+pub fn keyed_id(requester: &str, key: &str) -> String {
+    let h = crate::spec::sha256_hex(&format!("strands-approval\0{requester}\0{key}"));
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// Checks `req` and builds its one-gate spec (JSON text, which is YAML).
+/// `groups`: whether the people directory has a group of that name.
+pub fn spec_text(
+    req: &ApprovalRequest,
+    max_timeout_secs: u64,
+    has_group: impl Fn(&str) -> bool,
+) -> std::result::Result<String, Invalid> {
+    let title = req.title.trim();
+    if title.is_empty() {
+        return Err(invalid("title", "a request needs a title"));
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(invalid(
+            "title",
+            format!("at most {MAX_TITLE_CHARS} characters"),
+        ));
+    }
+    if req.body.len() > MAX_BODY_BYTES {
+        return Err(invalid(
+            "body",
+            format!(
+                "{} bytes is over the limit of {MAX_BODY_BYTES}",
+                req.body.len()
+            ),
+        ));
+    }
+    let approvers: Vec<String> = req
+        .approvers
+        .iter()
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty())
+        .collect();
+    if approvers.is_empty() {
+        return Err(invalid(
+            "approvers",
+            "name at least one approver (a name, a Slack id or group:NAME)",
+        ));
+    }
+    for a in &approvers {
+        if let Some(g) = a.strip_prefix("group:") {
+            if !has_group(g) {
+                return Err(invalid(
+                    "approvers",
+                    format!("no group `{g}` in the people directory"),
+                ));
+            }
+        }
+    }
+    if req.quorum == Some(0) {
+        return Err(invalid("quorum", "at least 1"));
+    }
+    if let Some(m) = req.timeout_minutes {
+        if m == 0 {
+            return Err(invalid("timeout_minutes", "at least 1 minute"));
+        }
+        if m.saturating_mul(60) > max_timeout_secs {
+            return Err(invalid(
+                "timeout_minutes",
+                format!(
+                    "{m} minutes is over the service's maximum of {} minutes (STRANDS_MAX_TIMEOUT_DAYS)",
+                    max_timeout_secs / 60
+                ),
+            ));
+        }
+    }
+    let mut gate = Map::new();
+    gate.insert("type".into(), json!("manual_gate"));
+    gate.insert("id".into(), json!(GATE));
+    gate.insert("prompt".into(), json!("{{ title }}"));
+    gate.insert("context_display".into(), json!("{{ body }}"));
+    gate.insert("approvers".into(), json!(approvers));
+    gate.insert("allow_self_approval".into(), json!(false));
+    if let Some(q) = req.quorum {
+        gate.insert("approvals_required".into(), json!(q));
+    }
+    if req.require_reason {
+        gate.insert("require_reason".into(), json!(true));
+    }
+    if let Some(m) = req.timeout_minutes {
+        gate.insert("timeout_minutes".into(), json!(m));
+        let fallback = match req.on_timeout {
+            OnTimeout::Reject => "reject",
+            OnTimeout::Approve => "approve",
+        };
+        gate.insert("fallback_action".into(), json!(fallback));
+    }
+    if let Some(r) = req.reminder_minutes {
+        gate.insert("reminder_interval".into(), json!(r));
+    }
+    for n in &req.notify {
+        let n = n.trim();
+        if let Some(c) = n.strip_prefix("slack:") {
+            gate.insert("channel".into(), json!(c));
+        } else if n == "dm" || n == "email" {
+            gate.insert("notify".into(), json!(n));
+        } else {
+            return Err(invalid(
+                "notify",
+                format!("`{n}`: use slack:#channel, dm or email"),
+            ));
+        }
+    }
+    let spec = json!({
+        "version": 0,
+        "name": WORKFLOW,
+        "description": "An approval request (strands ask, POST /api/v1/approvals).",
+        "runtime": {"provider": "echo", "model_id": "none"},
+        "inputs": {"values": {"title": title, "body": shown_body(req)}},
+        "metadata": {"approval": {"labels": req.labels, "key": req.key}},
+        "agents": {"requester": {"prompt": "Never run: an approval request has no agents."}},
+        "pattern": {"type": "chain", "config": {"steps": [Value::Object(gate)]}},
+    });
+    serde_json::to_string_pretty(&spec).map_err(|e| invalid("request", e.to_string()))
+}
+
+/// The body, with the details as fields under it.
+fn shown_body(req: &ApprovalRequest) -> String {
+    let mut out = req.body.trim_end().to_string();
+    if !req.details.is_empty() {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        for (k, v) in &req.details {
+            out.push_str(&format!("**{k}**: {v}\n"));
+        }
+    }
+    out
+}
+
+/// What [`create`] did.
+#[derive(Debug)]
+pub enum Created {
+    /// Created now.
+    New(Session),
+    /// The key named a request already made.
+    Existing(Session),
+}
+
+impl Hub {
+    /// Creates `requester`'s approval request (or, with a key already used
+    /// by them, returns that one) and starts it: it pauses at its gate.
+    pub async fn request_approval(
+        &self,
+        req: &ApprovalRequest,
+        requester: &str,
+    ) -> Result<std::result::Result<Created, Invalid>> {
+        let id = match req.key.as_deref().map(str::trim) {
+            Some("") => return Ok(Err(invalid("key", "an empty key"))),
+            Some(k) => keyed_id(requester, k),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        if req.key.is_some() {
+            if let Some(s) = self.store.load(&id).await? {
+                return Ok(Ok(Created::Existing(s)));
+            }
+        }
+        let directory = self.store.directory().await?;
+        let has_group = |g: &str| directory.people().iter().any(|p| p.in_group(g));
+        let text = match spec_text(req, self.settings.limits.max_timeout_secs, has_group) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
+        let path = Path::new("approval.yaml");
+        let spec = match crate::spec::parse(&text, path, &self.settings.limits) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(invalid("request", e.to_string()))),
+        };
+        let variables = match spec.resolve_variables(&[]) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(invalid("request", e.to_string()))),
+        };
+        let start = Start {
+            variables,
+            started_by: requester.to_string(),
+            out_dir: std::env::temp_dir().join("strands-artifacts"),
+            origin: None,
+            overwrite_artifacts: true,
+        };
+        let session = match self.engine().create_as(&spec, start, id.clone()).await {
+            Ok(s) => s,
+            // Another request with the same key won the race: it is the one.
+            Err(e) if req.key.is_some() => match self.store.load(&id).await? {
+                Some(s) => return Ok(Ok(Created::Existing(s))),
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+        self.drive(session.id.clone());
+        Ok(Ok(Created::New(session)))
+    }
+
+    /// Waits up to `secs` (at most [`MAX_WAIT_SECS`]) for request `id` to be
+    /// decided, following its events; returns it as it then is.
+    pub async fn wait_approval(&self, id: &str, secs: u64) -> Result<Session> {
+        let secs = secs.min(MAX_WAIT_SECS);
+        if secs > 0 {
+            let events = super::follow::follow_session(self.clone(), id.to_string(), 0);
+            let drained = async move {
+                futures_util::pin_mut!(events);
+                while events.next().await.is_some() {}
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(secs), drained).await;
+        }
+        self.store.get(id).await
+    }
+}
+
+/// Whether session `s` is an approval request.
+pub fn is_approval(s: &Session) -> bool {
+    s.workflow == WORKFLOW && s.spec_path == "approval.yaml"
+}
+
+/// A session that is not an approval request, as an error.
+pub fn not_an_approval(id: &str) -> Error {
+    Error::Session(format!("{id} is not an approval request"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> ApprovalRequest {
+        ApprovalRequest {
+            title: "Deploy v1.2?".into(),
+            approvers: vec!["alice".into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_spec_validates_and_refusals_name_the_field() {
+        let limits = crate::spec::Limits::default();
+        let text = spec_text(&req(), limits.max_timeout_secs, |_| false).expect("spec");
+        crate::spec::parse(&text, Path::new("approval.yaml"), &limits).expect("valid");
+        let field = |r: ApprovalRequest| {
+            spec_text(&r, limits.max_timeout_secs, |g| g == "sre")
+                .expect_err("refused")
+                .field
+        };
+        assert_eq!(
+            field(ApprovalRequest {
+                approvers: vec![],
+                ..req()
+            }),
+            "approvers"
+        );
+        let unknown = ApprovalRequest {
+            approvers: vec!["group:nope".into()],
+            ..req()
+        };
+        assert_eq!(field(unknown), "approvers");
+        let long = ApprovalRequest {
+            timeout_minutes: Some(60 * 24 * 365),
+            ..req()
+        };
+        assert_eq!(field(long), "timeout_minutes");
+        let big = ApprovalRequest {
+            body: "x".repeat(MAX_BODY_BYTES + 1),
+            ..req()
+        };
+        assert_eq!(field(big), "body");
+        let sre = ApprovalRequest {
+            approvers: vec!["group:sre".into()],
+            ..req()
+        };
+        assert!(spec_text(&sre, limits.max_timeout_secs, |g| g == "sre").is_ok());
+    }
+
+    #[test]
+    fn the_same_key_gives_the_same_id() {
+        assert_eq!(keyed_id("ci", "run-1"), keyed_id("ci", "run-1"));
+        assert_ne!(keyed_id("ci", "run-1"), keyed_id("bob", "run-1"));
+        assert_eq!(keyed_id("ci", "run-1").len(), 36);
+    }
+}
