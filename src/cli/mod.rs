@@ -33,6 +33,7 @@ macro_rules! outln {
     }};
 }
 
+mod ask;
 mod audit;
 mod doctor;
 mod human;
@@ -95,6 +96,8 @@ pub enum Command {
     Run(RunArgs),
     /// Answer the open gate of a paused session and continue it.
     Resume(ResumeArgs),
+    /// Ask approvers for a yes, no workflow needed; waits, then exits 0 approved, 1 rejected, 4 timed out.
+    Ask(ask::AskArgs),
     /// Check a spec without running it (exit 3 with file:line:column on errors).
     Validate {
         spec: PathBuf,
@@ -476,6 +479,7 @@ fn wants_json(c: &Command) -> bool {
     match c {
         Command::Run(a) => a.json,
         Command::Resume(a) => a.json,
+        Command::Ask(a) => a.json,
         Command::Validate { json, .. }
         | Command::Explain { json, .. }
         | Command::Doctor { json }
@@ -616,6 +620,7 @@ fn through_server(c: &Command) -> bool {
         c,
         Command::Run(_)
             | Command::Resume(_)
+            | Command::Ask(_)
             | Command::ListSessions(_)
             | Command::Sessions(SessionsCommand::List { .. })
             | Command::Sessions(SessionsCommand::Show { .. })
@@ -664,6 +669,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::ListSessions(args) => sessions(&ctx, SessionsCommand::List(args)).await,
         Command::Run(args) => run(&ctx, args).await,
         Command::Resume(args) => resume(&ctx, args).await,
+        Command::Ask(args) => ask::ask(&ctx, args).await,
         Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,
         Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,
         Command::Sessions(cmd) => sessions(&ctx, cmd).await,

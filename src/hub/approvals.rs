@@ -36,6 +36,8 @@ use crate::model::{Decision, GateEventKind, Session, Status};
 pub const WORKFLOW: &str = "approval";
 /// The gate's id in the synthetic spec.
 pub const GATE: &str = "approval";
+/// The path an approval request's spec is stored under (it has no file).
+pub const SPEC_PATH: &str = "approval.yaml";
 /// The longest a `?wait=` may hold a request open, in seconds.
 pub const MAX_WAIT_SECS: u64 = 60;
 /// The longest a title may be, in characters.
@@ -346,6 +348,48 @@ pub enum Created {
     Existing(Session),
 }
 
+/// A checked request, ready to be created: its session id, spec and start.
+pub struct Prepared {
+    pub id: String,
+    pub spec: crate::spec::Spec,
+    pub start: Start,
+}
+
+/// The session id a request will have: derived from the key, else new.
+pub fn id_of(req: &ApprovalRequest, requester: &str) -> std::result::Result<String, Invalid> {
+    match req.key.as_deref().map(str::trim) {
+        Some("") => Err(invalid("key", "an empty key")),
+        Some(k) => Ok(keyed_id(requester, k)),
+        None => Ok(uuid::Uuid::new_v4().to_string()),
+    }
+}
+
+/// Checks `req` against `limits` and the people `directory`, and builds
+/// its one-gate spec through the normal validator.
+pub fn prepare(
+    req: &ApprovalRequest,
+    requester: &str,
+    limits: &crate::spec::Limits,
+    directory: &crate::model::person::Directory,
+) -> std::result::Result<Prepared, Invalid> {
+    let id = id_of(req, requester)?;
+    let has_group = |g: &str| directory.people().iter().any(|p| p.in_group(g));
+    let text = spec_text(req, limits.max_timeout_secs, has_group)?;
+    let spec = crate::spec::parse(&text, Path::new(SPEC_PATH), limits)
+        .map_err(|e| invalid("request", e.to_string()))?;
+    let variables = spec
+        .resolve_variables(&[])
+        .map_err(|e| invalid("request", e.to_string()))?;
+    let start = Start {
+        variables,
+        started_by: requester.to_string(),
+        out_dir: std::env::temp_dir().join("strands-artifacts"),
+        origin: None,
+        overwrite_artifacts: true,
+    };
+    Ok(Prepared { id, spec, start })
+}
+
 impl Hub {
     /// Creates `requester`'s approval request (or, with a key already used
     /// by them, returns that one) and starts it: it pauses at its gate.
@@ -354,39 +398,20 @@ impl Hub {
         req: &ApprovalRequest,
         requester: &str,
     ) -> Result<std::result::Result<Created, Invalid>> {
-        let id = match req.key.as_deref().map(str::trim) {
-            Some("") => return Ok(Err(invalid("key", "an empty key"))),
-            Some(k) => keyed_id(requester, k),
-            None => uuid::Uuid::new_v4().to_string(),
-        };
         if req.key.is_some() {
-            if let Some(s) = self.store.load(&id).await? {
-                return Ok(Ok(Created::Existing(s)));
+            if let Ok(id) = id_of(req, requester) {
+                if let Some(s) = self.store.load(&id).await? {
+                    return Ok(Ok(Created::Existing(s)));
+                }
             }
         }
         let directory = self.store.directory().await?;
-        let has_group = |g: &str| directory.people().iter().any(|p| p.in_group(g));
-        let text = match spec_text(req, self.settings.limits.max_timeout_secs, has_group) {
-            Ok(t) => t,
+        let p = match prepare(req, requester, &self.settings.limits, &directory) {
+            Ok(p) => p,
             Err(e) => return Ok(Err(e)),
         };
-        let path = Path::new("approval.yaml");
-        let spec = match crate::spec::parse(&text, path, &self.settings.limits) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(invalid("request", e.to_string()))),
-        };
-        let variables = match spec.resolve_variables(&[]) {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(invalid("request", e.to_string()))),
-        };
-        let start = Start {
-            variables,
-            started_by: requester.to_string(),
-            out_dir: std::env::temp_dir().join("strands-artifacts"),
-            origin: None,
-            overwrite_artifacts: true,
-        };
-        let session = match self.engine().create_as(&spec, start, id.clone()).await {
+        let id = p.id.clone();
+        let session = match self.engine().create_as(&p.spec, p.start, p.id).await {
             Ok(s) => s,
             // Another request with the same key won the race: it is the one.
             Err(e) if req.key.is_some() => match self.store.load(&id).await? {
@@ -417,7 +442,7 @@ impl Hub {
 
 /// Whether session `s` is an approval request.
 pub fn is_approval(s: &Session) -> bool {
-    s.workflow == WORKFLOW && s.spec_path == "approval.yaml"
+    s.workflow == WORKFLOW && s.spec_path == SPEC_PATH
 }
 
 /// A session that is not an approval request, as an error.
@@ -441,7 +466,7 @@ mod tests {
     fn the_spec_validates_and_refusals_name_the_field() {
         let limits = crate::spec::Limits::default();
         let text = spec_text(&req(), limits.max_timeout_secs, |_| false).expect("spec");
-        crate::spec::parse(&text, Path::new("approval.yaml"), &limits).expect("valid");
+        crate::spec::parse(&text, Path::new(SPEC_PATH), &limits).expect("valid");
         let field = |r: ApprovalRequest| {
             spec_text(&r, limits.max_timeout_secs, |g| g == "sre")
                 .expect_err("refused")
