@@ -141,7 +141,9 @@ impl ApprovalView {
             GateEventKind::Answered { answer, .. } => Some(answer.clone()),
             _ => None,
         });
-        let timed_out = answer.as_ref().is_some_and(|a| a.via == "timeout");
+        let timed_out = answer
+            .as_ref()
+            .is_some_and(|a| a.via == "timeout" || a.by == "timeout");
         let status = match s.status {
             Status::Running | Status::Paused => "pending",
             Status::Failed => "failed",

@@ -12,6 +12,7 @@ mod api;
 mod api_client;
 mod api_guards;
 mod api_webhooks;
+mod approvals;
 mod cli_approvers;
 mod cli_audit;
 mod cli_egress;

@@ -1,0 +1,249 @@
+//! Approvals from any code, against the real `strands serve`: a CI job runs
+//! `strands ask` through the server and blocks; an approver answers over
+//! the API; `ask` exits 0 naming them, 1 with the rejection's reason, 4
+//! when the timeout's fallback rejected. The same idempotency key asks
+//! once; the requester may not approve their own request; a quorum of 2
+//! needs two people; bad input is 422 naming the field and creates nothing.
+
+use super::api::World;
+use crate::common::api::{call, expect_error};
+use crate::common::Outcome;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// `strands ask ARGS` through the server as ci-bot (an operator).
+fn ask(w: &World, args: &[&str]) -> Outcome {
+    let mut all = vec!["ask"];
+    all.extend_from_slice(args);
+    w.sandbox.strands_as(
+        "ignored",
+        &[
+            ("STRANDS_SERVER", w.svc.url.as_str()),
+            ("STRANDS_TOKEN", w.ci.as_str()),
+        ],
+        &all,
+    )
+}
+
+/// `POST /api/v1/approvals` as ci-bot.
+fn request(w: &World, body: Value) -> crate::common::service::HttpReply {
+    call(
+        &w.svc,
+        "POST",
+        "/api/v1/approvals",
+        Some(&w.ci),
+        Some(&body),
+    )
+}
+
+/// The id of ci-bot's request with `key`, once `ask` has made it (asking
+/// with the same key returns it, never a second one).
+fn id_of(w: &World, key: &str) -> String {
+    let r = request(
+        w,
+        json!({"title": "Deploy v1.2 to prod?", "approvers": ["alice"], "key": key}),
+    );
+    assert!(r.status == 200 || r.status == 201, "{}", r.body);
+    r.json()["id"].as_str().expect("an id").to_string()
+}
+
+/// Waits until request `id` is paused at its gate.
+fn paused(w: &World, id: &str) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while w.session(id)["status"] != "paused" {
+        assert!(Instant::now() < until, "never paused: {}", w.session(id));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn approval_count(w: &World) -> usize {
+    let r = call(
+        &w.svc,
+        "GET",
+        "/api/v1/sessions?workflow=approval&limit=500",
+        Some(&w.root),
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["sessions"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn ask_exits_0_naming_the_approver_and_1_with_the_reason() {
+    let w = World::start();
+    std::thread::scope(|s| {
+        let asking = s.spawn(|| {
+            ask(
+                &w,
+                &[
+                    "Deploy v1.2 to prod?",
+                    "--approvers",
+                    "alice,mallory",
+                    "--detail",
+                    "version=1.2",
+                    "--key",
+                    "run-1",
+                ],
+            )
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let id = id_of(&w, "run-1");
+        paused(&w, &id);
+        // The approver sees it among the sessions they may answer.
+        let mine = call(&w.svc, "GET", "/api/v1/sessions", Some(&w.alice), None);
+        assert!(mine.body.contains(&id), "{}", mine.body);
+        let r = w.answer(&id, &w.alice, json!({"decision": "approve"}));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let out = asking.join().expect("ask");
+        out.expect_code(0);
+        assert!(out.stdout.contains("approved by alice"), "{}", out.stdout);
+    });
+    // The same key again: the same request, already decided; nothing new.
+    let again = ask(
+        &w,
+        &[
+            "Deploy v1.2 to prod?",
+            "--approvers",
+            "alice",
+            "--key",
+            "run-1",
+            "--json",
+        ],
+    );
+    again.expect_code(0);
+    assert_eq!(again.json()["decided_by"], "alice");
+    assert_eq!(approval_count(&w), 1);
+
+    std::thread::scope(|s| {
+        let asking = s.spawn(|| {
+            ask(
+                &w,
+                &["Drop the table?", "--approvers", "alice", "--key", "run-2"],
+            )
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let id = id_of(&w, "run-2");
+        paused(&w, &id);
+        let r = w.answer(
+            &id,
+            &w.alice,
+            json!({"decision": "reject", "reason": "not during the freeze"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let out = asking.join().expect("ask");
+        out.expect_code(1);
+        assert!(out.stdout.contains("rejected by alice"), "{}", out.stdout);
+        assert!(
+            out.stdout.contains("not during the freeze"),
+            "{}",
+            out.stdout
+        );
+        let view = call(
+            &w.svc,
+            "GET",
+            &format!("/api/v1/approvals/{id}"),
+            Some(&w.ci),
+            None,
+        );
+        assert_eq!(view.json()["status"], "rejected", "{}", view.body);
+        assert_eq!(view.json()["reason"], "not during the freeze");
+    });
+    assert_eq!(approval_count(&w), 2);
+}
+
+#[test]
+fn the_timeout_fallback_rejects_and_ask_exits_4() {
+    let w = World::start_with(|cfg| cfg.with("STRANDS_DEFAULT_TIMEOUT_MINUTES", Some("0.03")));
+    let out = ask(&w, &["Rotate the keys?", "--approvers", "alice", "--json"]);
+    out.expect_code(4);
+    let v = out.json();
+    assert_eq!(v["status"], "timed_out", "{v}");
+    assert_eq!(v["decision"], "rejected", "{v}");
+}
+
+#[test]
+fn the_requester_may_not_approve_and_a_quorum_of_two_needs_two() {
+    let w = World::start();
+    let r = request(
+        &w,
+        json!({"title": "Pay the invoice?", "approvers": ["alice", "mallory", "ci-bot"], "quorum": 2}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        r.header("location")
+            .as_deref()
+            .map(|l| l.starts_with("/api/v1/approvals/")),
+        Some(true)
+    );
+    let id = r.json()["id"].as_str().expect("id").to_string();
+    paused(&w, &id);
+    expect_error(
+        &w.answer(&id, &w.ci, json!({"decision": "approve"})),
+        403,
+        "forbidden",
+    );
+    let one = w.answer(&id, &w.alice, json!({"decision": "approve"}));
+    assert_eq!(one.json()["status"], "counted", "{}", one.body);
+    let pending = call(
+        &w.svc,
+        "GET",
+        &format!("/api/v1/approvals/{id}"),
+        Some(&w.ci),
+        None,
+    );
+    assert_eq!(pending.json()["status"], "pending", "{}", pending.body);
+    let two = w.answer(&id, &w.mallory, json!({"decision": "approve"}));
+    assert_eq!(two.status, 200, "{}", two.body);
+    // ?wait holds the answer until the decision is in.
+    let done = call(
+        &w.svc,
+        "GET",
+        &format!("/api/v1/approvals/{id}?wait=20"),
+        Some(&w.ci),
+        None,
+    );
+    let v = done.json();
+    assert_eq!(v["status"], "approved", "{v}");
+    assert_eq!(v["decision"], "approved", "{v}");
+}
+
+#[test]
+fn bad_input_is_422_naming_the_field_and_creates_nothing() {
+    let w = World::start();
+    let ok = json!({"title": "Ship?", "approvers": ["alice"]});
+    let with = |k: &str, v: Value| {
+        let mut b = ok.clone();
+        b[k] = v;
+        b
+    };
+    for (body, field) in [
+        (with("approvers", json!([])), "approvers"),
+        (with("approvers", json!(["group:nobody-here"])), "approvers"),
+        (
+            with("timeout_minutes", json!(60 * 24 * 365)),
+            "timeout_minutes",
+        ),
+        (with("body", json!("x".repeat(17 * 1024))), "body"),
+        (with("title", json!("")), "title"),
+        (with("notify", json!(["pager:ops"])), "notify"),
+    ] {
+        let r = request(&w, body);
+        expect_error(&r, 422, "invalid_request");
+        assert_eq!(r.json()["error"]["field"], field, "{}", r.body);
+    }
+    assert_eq!(approval_count(&w), 0);
+    // An approver token may not ask (an operator's job), nor read others' runs.
+    let r = call(
+        &w.svc,
+        "POST",
+        "/api/v1/approvals",
+        Some(&w.alice),
+        Some(&ok),
+    );
+    expect_error(&r, 403, "forbidden");
+    // The CLI says the same, exit 2, the field named.
+    let out = ask(&w, &["Ship?", "--approvers", "group:nobody-here"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("approvers"), "{}", out.stderr);
+    assert_eq!(approval_count(&w), 0);
+}
