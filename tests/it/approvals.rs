@@ -247,3 +247,117 @@ fn bad_input_is_422_naming_the_field_and_creates_nothing() {
     assert!(out.stderr.contains("approvers"), "{}", out.stderr);
     assert_eq!(approval_count(&w), 0);
 }
+
+/// The one approval request in the store, once it is paused at its gate.
+fn the_request(w: &World) -> String {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = call(
+            &w.svc,
+            "GET",
+            "/api/v1/sessions?workflow=approval&status=paused",
+            Some(&w.root),
+            None,
+        );
+        if let Some(id) = r.json()["sessions"][0]["id"].as_str() {
+            return id.to_string();
+        }
+        assert!(Instant::now() < until, "no request came: {}", w.svc.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Whether `program` runs here; a test needing it skips (saying so) unless
+/// `require` is set in the environment.
+fn available(program: &str, require: &str) -> bool {
+    let there = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !there {
+        assert!(
+            std::env::var_os(require).is_none(),
+            "{program} is missing and {require} is set"
+        );
+        eprintln!("skipped: {program} is not on this machine (set {require}=1 to require it)");
+    }
+    there
+}
+
+fn example(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/ask")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn the_python_agent_example_stops_at_its_hook_and_resumes_with_the_answer() {
+    if !available("python3", "STRANDS_REQUIRE_PYTHON") {
+        return;
+    }
+    let w = World::start();
+    std::thread::scope(|s| {
+        let agent = s.spawn(|| {
+            std::process::Command::new("python3")
+                .arg(example("strands_sdk_interrupt.py"))
+                .env("STRANDS_SERVER", &w.svc.url)
+                .env("STRANDS_TOKEN", &w.ci)
+                .env("APPROVERS", "alice")
+                .output()
+                .expect("python3")
+        });
+        let id = the_request(&w);
+        let r = w.answer(&id, &w.alice, json!({"decision": "approve"}));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let out = agent.join().expect("agent");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(
+            stdout.contains("Done: deleted 3 rows"),
+            "{stdout}\n{stderr}"
+        );
+        assert!(stderr.contains("approved by alice"), "{stderr}");
+    });
+}
+
+#[test]
+fn the_shell_example_exits_1_when_rejected() {
+    if !available("curl", "STRANDS_REQUIRE_CURL") {
+        return;
+    }
+    let w = World::start();
+    std::thread::scope(|s| {
+        let job = s.spawn(|| {
+            std::process::Command::new("sh")
+                .arg(example("ask.sh"))
+                .arg("Deploy v1.2 to prod?")
+                .env("STRANDS_SERVER", &w.svc.url)
+                .env("STRANDS_TOKEN", &w.ci)
+                .env("APPROVERS", "\"alice\"")
+                .env("KEY", "pipeline-7")
+                .output()
+                .expect("sh")
+        });
+        let id = the_request(&w);
+        let r = w.answer(
+            &id,
+            &w.alice,
+            json!({"decision": "reject", "reason": "freeze"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let out = job.join().expect("job");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("rejected by alice"), "{stdout}");
+    });
+}
