@@ -361,3 +361,56 @@ fn the_shell_example_exits_1_when_rejected() {
         assert!(stdout.contains("rejected by alice"), "{stdout}");
     });
 }
+
+#[test]
+fn the_request_is_a_slack_card_whose_buttons_work() {
+    use crate::common::fake_slack::{Bot, FakeSlack};
+    use crate::common::service::write_workflows;
+    use crate::common::{FakeLlm, Sandbox};
+
+    let llm = FakeLlm::start();
+    let slack = FakeSlack::start();
+    let sandbox = Sandbox::new();
+    let ci = crate::common::api::make_token(&sandbox, "ci-bot", "operator");
+    let dir = write_workflows(&sandbox, &llm, &[]);
+    let bot = Bot::launch(
+        &slack,
+        crate::common::fake_slack::BotConfig::new(&sandbox, &slack, &dir),
+    );
+    let r = call(
+        &bot,
+        "POST",
+        "/api/v1/approvals",
+        Some(&ci),
+        Some(&json!({
+            "title": "Deploy v1.2 to prod?",
+            "details": {"version": "1.2"},
+            "approvers": ["U04APPROVER"],
+            "notify": ["slack:#C0DEPLOYS"],
+        })),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_str().expect("id").to_string();
+    let msg = slack.wait_for_approval();
+    assert_eq!(msg.channel, "C0DEPLOYS");
+    assert!(
+        msg.text().contains("Deploy v1.2 to prod?"),
+        "{:#}",
+        msg.call.body
+    );
+    assert!(msg.text().contains("1.2"), "{:#}", msg.call.body);
+    bot.click(&msg, "strands_approve", "U04APPROVER")
+        .reply
+        .expect_prompt_ok("the approve click", &bot);
+    let done = call(
+        &bot,
+        "GET",
+        &format!("/api/v1/approvals/{id}?wait=20"),
+        Some(&ci),
+        None,
+    );
+    let v = done.json();
+    assert_eq!(v["status"], "approved", "{v}");
+    assert_eq!(v["decided_by"], "U04APPROVER", "{v}");
+    assert_eq!(v["via"], "slack", "{v}");
+}
