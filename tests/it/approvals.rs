@@ -414,3 +414,48 @@ fn the_request_is_a_slack_card_whose_buttons_work() {
     assert_eq!(v["decided_by"], "U04APPROVER", "{v}");
     assert_eq!(v["via"], "slack", "{v}");
 }
+
+#[test]
+fn on_a_local_store_ask_waits_for_an_answer_from_another_process() {
+    let sandbox = crate::common::Sandbox::new();
+    let no_wait = sandbox.strands(&[
+        "ask",
+        "Purge the cache?",
+        "--approvers",
+        "alice",
+        "--key",
+        "cron-1",
+        "--no-wait",
+    ]);
+    no_wait.expect_code(0);
+    let id = no_wait.stdout.trim().to_string();
+    assert_eq!(id.len(), 36, "{}", no_wait.stdout);
+    std::thread::scope(|s| {
+        let asking = s.spawn(|| {
+            sandbox.strands(&[
+                "ask",
+                "Purge the cache?",
+                "--approvers",
+                "alice",
+                "--key",
+                "cron-1",
+            ])
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        // ask holds the store only to look: a resume gets in (retried if it
+        // met the look).
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = sandbox.strands_as("alice", &[], &["resume", &id, "--approve"]);
+            if out.code == 0 {
+                break;
+            }
+            assert!(Instant::now() < until, "{}\n{}", out.stdout, out.stderr);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let out = asking.join().expect("ask");
+        out.expect_code(0);
+        assert!(out.stdout.contains("approved by alice"), "{}", out.stdout);
+        assert!(out.stderr.contains("waiting on it"), "{}", out.stderr);
+    });
+}
