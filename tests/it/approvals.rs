@@ -459,3 +459,50 @@ fn on_a_local_store_ask_waits_for_an_answer_from_another_process() {
         assert!(out.stderr.contains("waiting on it"), "{}", out.stderr);
     });
 }
+
+#[test]
+fn the_request_is_in_the_web_inbox_and_answered_there() {
+    use super::web::Visitor;
+    let w = World::start();
+    let r = request(
+        &w,
+        json!({"title": "Delete the 2019 backups?", "body": "**42** files", "approvers": ["alice"]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_str().expect("id").to_string();
+    paused(&w, &id);
+    let alice = Visitor::sign_in(&w.svc, &w.alice);
+    let inbox = alice.get("/");
+    assert_eq!(inbox.status, 200);
+    assert!(
+        inbox.body.contains("Delete the 2019 backups?"),
+        "{}",
+        inbox.body
+    );
+    assert!(inbox.body.contains(&id), "{}", inbox.body);
+    let csrf = alice.csrf();
+    let answered = alice.post(
+        &format!("/sessions/{id}/answer"),
+        &[
+            ("csrf", &csrf),
+            ("gate", "approval#1"),
+            ("decision", "approve"),
+        ],
+    );
+    assert!(
+        answered.status < 400,
+        "{} {}",
+        answered.status,
+        answered.body
+    );
+    let done = call(
+        &w.svc,
+        "GET",
+        &format!("/api/v1/approvals/{id}?wait=20"),
+        Some(&w.ci),
+        None,
+    );
+    let v = done.json();
+    assert_eq!(v["status"], "approved", "{v}");
+    assert_eq!(v["decided_by"], "alice", "{v}");
+}
