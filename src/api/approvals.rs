@@ -8,9 +8,10 @@
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::IntoParams;
+use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
@@ -18,12 +19,85 @@ use super::sessions::readable;
 use crate::hub::approvals::{self, ApprovalRequest, ApprovalView, Created};
 use crate::hub::Hub;
 use crate::model::token::Role;
+use crate::model::Status;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct WaitQuery {
     /// Seconds to wait for a decision before answering (at most 60).
     pub wait: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// `pending`, `approved`, `rejected`, `timed_out` or `failed`.
+    pub status: Option<String>,
+    /// `k=v,k2=v2`: requests carrying every one of these labels.
+    pub labels: Option<String>,
+    /// At most this many (1–200, default 50).
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalList {
+    pub approvals: Vec<ApprovalView>,
+    pub count: usize,
+}
+
+/// Approval requests the caller may read, newest first.
+#[utoipa::path(get, path = "/approvals", tag = "approvals", params(ListQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = ApprovalList),
+        (status = 400, body = ErrorBody, description = "a bad status, labels or limit"),
+    ))]
+pub async fn list(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<ApprovalList>, ApiError> {
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(ApiError::bad_request("limit must be between 1 and 200"));
+    }
+    let labels = q
+        .labels
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| ApiError::bad_request(format!("label `{p}` is not k=v")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let wanted = q.status.as_deref().filter(|s| !s.is_empty());
+    let store_status = match wanted {
+        None => None,
+        Some("pending") => Some(Status::Paused),
+        Some("approved") => Some(Status::Completed),
+        Some("rejected" | "timed_out") => None,
+        Some("failed") => Some(Status::Failed),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "status `{other}` is not one of pending, approved, rejected, timed_out, failed"
+            )))
+        }
+    };
+    let all = hub
+        .list_approvals(&caller.name, caller.role, store_status, &labels, 500)
+        .await?;
+    let approvals: Vec<ApprovalView> = all
+        .into_iter()
+        .filter(|v| wanted.is_none_or(|w| v.status == w))
+        .take(limit)
+        .collect();
+    Ok(Json(ApprovalList {
+        count: approvals.len(),
+        approvals,
+    }))
 }
 
 /// Asks for a human approval.

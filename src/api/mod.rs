@@ -9,6 +9,7 @@
 //! | `POST /api/v1/runs` | operator | start a workflow by name ([`runs`]) |
 //! | `POST /api/v1/approvals` | operator | ask for an approval, no workflow ([`approvals`]) |
 //! | `GET /api/v1/approvals/{id}` | approver | a request and its decision (`?wait=`) |
+//! | `GET /api/v1/approvals?status=&labels=k=v` | approver | the requests one may read |
 //! | `GET /api/v1/sessions` | approver | sessions, paginated ([`sessions`]) |
 //! | `GET /api/v1/sessions/{id}` | approver | one session, as `sessions show --json` |
 //! | `POST /api/v1/sessions/{id}/answers` | approver | answer a gate (403/409/422) |
@@ -120,7 +121,7 @@ async fn openapi(Extension(doc): Extension<Arc<utoipa::openapi::OpenApi>>) -> Re
 pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
     let v1 = OpenApiRouter::new()
         .routes(routes!(runs::start))
-        .routes(routes!(approvals::create))
+        .routes(routes!(approvals::create, approvals::list))
         .routes(routes!(approvals::show))
         .routes(routes!(sessions::list))
         .routes(routes!(sessions::show))

@@ -18,7 +18,7 @@ use clap::Args;
 use reqwest::Method;
 
 use super::*;
-use crate::hub::approvals::{self, ApprovalRequest, ApprovalView, OnTimeout};
+use crate::hub::approvals::{self, Action, ApprovalRequest, ApprovalView, OnTimeout};
 
 /// Exit codes of `strands ask` (README, Exit codes).
 pub mod codes {
@@ -61,6 +61,12 @@ pub struct AskArgs {
     /// A label, KEY=VALUE (repeatable).
     #[arg(long = "label", value_parser = spec::parse_var)]
     pub labels: Vec<(String, String)>,
+    /// The action approved, a tool name (shown, and bound by its digest).
+    #[arg(long)]
+    pub action: Option<String>,
+    /// The action's arguments, JSON.
+    #[arg(long, requires = "action", value_parser = parse_json)]
+    pub action_args: Option<Value>,
     /// Print the request's id and exit 0 without waiting.
     #[arg(long)]
     pub no_wait: bool,
@@ -88,6 +94,10 @@ pub fn parse_minutes(s: &str) -> std::result::Result<u64, String> {
     Ok(n.saturating_mul(per))
 }
 
+fn parse_json(s: &str) -> std::result::Result<Value, String> {
+    serde_json::from_str(s).map_err(|e| format!("not JSON: {e}"))
+}
+
 impl AskArgs {
     fn request(&self) -> ApprovalRequest {
         ApprovalRequest {
@@ -107,6 +117,10 @@ impl AskArgs {
             notify: self.notify.clone(),
             key: self.key.clone(),
             labels: self.labels.iter().cloned().collect(),
+            action: self.action.as_ref().map(|tool| Action {
+                tool: tool.clone(),
+                arguments: self.action_args.clone().unwrap_or(Value::Null),
+            }),
         }
     }
 }

@@ -13,9 +13,10 @@
 //! (requester, key), and the store refuses to create a session whose id
 //! exists, so the same key returns the same request, never a second one.
 //!
-//! What this deliberately does not do (yet): bind an `action` by digest
-//! like a tool-call approval, and filter listings by label (labels are kept
-//! in the spec's `metadata`).
+//! An `action` ({tool, arguments}) is shown as fields and bound by its
+//! digest: the view carries the SHA-256 of exactly what was shown, which
+//! the requester compares with what it is about to do. Labels are kept as
+//! the session's variables, so a listing filters on them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -89,9 +90,31 @@ pub struct ApprovalRequest {
     /// The same key (from the same requester) returns the same request.
     #[serde(default)]
     pub key: Option<String>,
-    /// Free labels, kept with the request.
+    /// Free labels, kept with the request; `GET /approvals?labels=k=v` filters by them.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// What will be done once approved: shown, and bound by its digest.
+    #[serde(default)]
+    pub action: Option<Action>,
+}
+
+/// An action an approval request is about, like a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    pub tool: String,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+}
+
+impl Action {
+    /// SHA-256 of `{"arguments", "tool"}` as compact JSON with sorted keys:
+    /// what the approval binds; the requester checks it before acting.
+    pub fn digest(&self) -> String {
+        let canonical = json!({"tool": self.tool, "arguments": self.arguments});
+        crate::spec::sha256_hex(&canonical.to_string())
+    }
 }
 
 /// Why a request was refused; nothing was created.
@@ -127,6 +150,14 @@ pub struct ApprovalView {
     pub reason: Option<String>,
     pub requested_by: String,
     pub created_at: DateTime<Utc>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub action: Option<Value>,
+    /// The SHA-256 of the action approved (see [`Action::digest`]).
+    #[serde(default)]
+    pub action_digest: Option<String>,
     /// True when this call created it (false: the key named an existing one).
     #[serde(default)]
     pub created: bool,
@@ -181,6 +212,9 @@ impl ApprovalView {
             reason,
             requested_by: s.started_by.clone(),
             created_at: s.created_at,
+            labels: serde_json::from_str(&text("labels")).unwrap_or_default(),
+            action: serde_json::from_str(&text("action")).ok(),
+            action_digest: Some(text("action_digest")).filter(|d| !d.is_empty()),
             created: false,
             links: json!({
                 "self": format!("/api/v1/approvals/{}", s.id),
@@ -260,6 +294,11 @@ pub fn spec_text(
             }
         }
     }
+    if let Some(a) = &req.action {
+        if a.tool.trim().is_empty() {
+            return Err(invalid("action", "an action names its tool"));
+        }
+    }
     if req.quorum == Some(0) {
         return Err(invalid("quorum", "at least 1"));
     }
@@ -319,22 +358,36 @@ pub fn spec_text(
         "name": WORKFLOW,
         "description": "An approval request (strands ask, POST /api/v1/approvals).",
         "runtime": {"provider": "echo", "model_id": "none"},
-        "inputs": {"values": {"title": title, "body": shown_body(req)}},
-        "metadata": {"approval": {"labels": req.labels, "key": req.key}},
+        "inputs": {"values": {
+            "title": title,
+            "body": shown_body(req),
+            "labels": serde_json::to_string(&req.labels).unwrap_or_default(),
+            "action": req.action.as_ref().map(|a| json!(a).to_string()).unwrap_or_default(),
+            "action_digest": req.action.as_ref().map(Action::digest).unwrap_or_default(),
+        }},
         "agents": {"requester": {"prompt": "Never run: an approval request has no agents."}},
         "pattern": {"type": "chain", "config": {"steps": [Value::Object(gate)]}},
     });
     serde_json::to_string_pretty(&spec).map_err(|e| invalid("request", e.to_string()))
 }
 
-/// The body, with the details as fields under it.
+/// The body, with the details and the action as fields under it.
 fn shown_body(req: &ApprovalRequest) -> String {
     let mut out = req.body.trim_end().to_string();
-    if !req.details.is_empty() {
+    let mut fields: Vec<(String, String)> = req
+        .details
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(a) = &req.action {
+        fields.push(("action".into(), format!("`{}` {}", a.tool, a.arguments)));
+        fields.push(("action digest".into(), format!("`{}`", a.digest())));
+    }
+    if !fields.is_empty() {
         if !out.is_empty() {
             out.push_str("\n\n");
         }
-        for (k, v) in &req.details {
+        for (k, v) in fields {
             out.push_str(&format!("**{k}**: {v}\n"));
         }
     }
@@ -424,6 +477,47 @@ impl Hub {
         };
         self.drive(session.id.clone());
         Ok(Ok(Created::New(session)))
+    }
+
+    /// Approval requests `who` (of `role`) may read, newest first, with
+    /// `status` and every label of `labels`; at most `limit`.
+    pub async fn list_approvals(
+        &self,
+        who: &str,
+        role: crate::model::token::Role,
+        status: Option<Status>,
+        labels: &[(String, String)],
+        limit: usize,
+    ) -> Result<Vec<ApprovalView>> {
+        const BATCH: usize = 256;
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let batch = self
+                .store
+                .page(status, Some(WORKFLOW), after.clone(), BATCH)
+                .await?;
+            let last = batch.len() < BATCH;
+            for row in batch {
+                after = Some((row.created_at, row.id.clone()));
+                let Some(s) = self.store.load(&row.id).await? else {
+                    continue;
+                };
+                if !is_approval(&s) || !super::inbox::may_read(self, who, role, &s) {
+                    continue;
+                }
+                let view = ApprovalView::of(&s);
+                if labels.iter().all(|(k, v)| view.labels.get(k) == Some(v)) {
+                    out.push(view);
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            if last {
+                return Ok(out);
+            }
+        }
     }
 
     /// Waits up to `secs` (at most [`MAX_WAIT_SECS`]) for request `id` to be

@@ -263,6 +263,7 @@ fn the_openapi_document_lists_every_route_the_server_answers() {
     let routes = [
         ("post", "/api/v1/runs"),
         ("post", "/api/v1/approvals"),
+        ("get", "/api/v1/approvals"),
         ("get", "/api/v1/approvals/{id}"),
         ("get", "/api/v1/sessions"),
         ("get", "/api/v1/sessions/{id}"),

@@ -506,3 +506,64 @@ fn the_request_is_in_the_web_inbox_and_answered_there() {
     assert_eq!(v["status"], "approved", "{v}");
     assert_eq!(v["decided_by"], "alice", "{v}");
 }
+
+#[test]
+fn labels_filter_the_list_and_an_action_is_shown_and_bound_by_its_digest() {
+    let w = World::start();
+    let action = json!({"tool": "delete_rows", "arguments": {"table": "events", "days": 90}});
+    for (team, with_action) in [("a", true), ("b", false), ("a", false)] {
+        let mut body = json!({"title": format!("For {team}"), "approvers": ["alice"], "labels": {"team": team}});
+        if with_action {
+            body["action"] = action.clone();
+        }
+        let r = request(&w, body);
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let list = |q: &str| {
+        let r = call(
+            &w.svc,
+            "GET",
+            &format!("/api/v1/approvals{q}"),
+            Some(&w.ci),
+            None,
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["approvals"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(list("").len(), 3);
+    let a = list("?labels=team=a");
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert!(a.iter().all(|v| v["labels"]["team"] == "a"));
+    assert_eq!(list("?labels=team=c").len(), 0);
+    let bound = a
+        .iter()
+        .find(|v| !v["action"].is_null())
+        .expect("the one with an action");
+    assert_eq!(bound["action"], action);
+    let digest = bound["action_digest"].as_str().expect("a digest");
+    assert_eq!(digest.len(), 64);
+    let id = bound["id"].as_str().expect("id");
+    paused(&w, id);
+    let shown = w.session(id);
+    assert!(
+        shown["gate"]["preview"]
+            .as_str()
+            .is_some_and(|p| p.contains(digest) && p.contains("delete_rows")),
+        "{shown}"
+    );
+    assert_eq!(list("?status=pending&labels=team=b").len(), 1);
+    expect_error(
+        &call(
+            &w.svc,
+            "GET",
+            "/api/v1/approvals?status=maybe",
+            Some(&w.ci),
+            None,
+        ),
+        400,
+        "bad_request",
+    );
+}
