@@ -52,7 +52,16 @@ pub struct AskArgs {
     /// A fact shown as a field, KEY=VALUE (repeatable).
     #[arg(long = "detail", value_parser = spec::parse_var)]
     pub details: Vec<(String, String)>,
-    /// Where else to ask: slack:#channel, dm, email (repeatable).
+    /// Remind the approvers this often (30m, 2h; minutes when bare).
+    #[arg(long, value_parser = parse_minutes_f)]
+    pub remind_every: Option<f64>,
+    /// Escalate when nobody answered after this long (30m, 2h).
+    #[arg(long, value_parser = parse_minutes_f, requires = "escalate_to")]
+    pub escalate_after: Option<f64>,
+    /// Who gets an escalated request: Slack ids, a channel, teams:<id> (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub escalate_to: Vec<String>,
+    /// Where else to ask: slack:#channel, teams:<conversation id>, dm, email (repeatable).
     #[arg(long, value_delimiter = ',')]
     pub notify: Vec<String>,
     /// An idempotency key: the same key asks once (and a rerun waits on it).
@@ -98,6 +107,10 @@ fn parse_json(s: &str) -> std::result::Result<Value, String> {
     serde_json::from_str(s).map_err(|e| format!("not JSON: {e}"))
 }
 
+fn parse_minutes_f(s: &str) -> std::result::Result<f64, String> {
+    parse_minutes(s).map(|m| m as f64)
+}
+
 impl AskArgs {
     fn request(&self) -> ApprovalRequest {
         ApprovalRequest {
@@ -113,7 +126,9 @@ impl AskArgs {
             } else {
                 OnTimeout::Reject
             },
-            reminder_minutes: None,
+            reminder_minutes: self.remind_every,
+            escalation_minutes: self.escalate_after,
+            escalate_to: self.escalate_to.clone(),
             notify: self.notify.clone(),
             key: self.key.clone(),
             labels: self.labels.iter().cloned().collect(),

@@ -84,7 +84,13 @@ pub struct ApprovalRequest {
     /// Minutes between reminders.
     #[serde(default)]
     pub reminder_minutes: Option<f64>,
-    /// Where else to ask: `slack:#channel`, `dm`, `email`.
+    /// Minutes without an answer before it goes to `escalate_to`.
+    #[serde(default)]
+    pub escalation_minutes: Option<f64>,
+    /// Who gets an escalated request (as a gate's `escalation_target`).
+    #[serde(default)]
+    pub escalate_to: Vec<String>,
+    /// Where else to ask: `slack:#channel`, `teams:<conversation id>`, `dm`, `email`.
     #[serde(default)]
     pub notify: Vec<String>,
     /// The same key (from the same requester) returns the same request.
@@ -340,16 +346,24 @@ pub fn spec_text(
     if let Some(r) = req.reminder_minutes {
         gate.insert("reminder_interval".into(), json!(r));
     }
+    if let Some(m) = req.escalation_minutes {
+        gate.insert("escalation_timeout".into(), json!(m));
+    }
+    if !req.escalate_to.is_empty() {
+        gate.insert("escalation_target".into(), json!(req.escalate_to));
+    }
     for n in &req.notify {
         let n = n.trim();
-        if let Some(c) = n.strip_prefix("slack:") {
+        if teams_place(n).is_some() {
+            // The run's origin: the Teams room asks there (see `prepare`).
+        } else if let Some(c) = n.strip_prefix("slack:") {
             gate.insert("channel".into(), json!(c));
         } else if n == "dm" || n == "email" {
             gate.insert("notify".into(), json!(n));
         } else {
             return Err(invalid(
                 "notify",
-                format!("`{n}`: use slack:#channel, dm or email"),
+                format!("`{n}`: use slack:#channel, teams:<conversation id>, dm or email"),
             ));
         }
     }
@@ -369,6 +383,14 @@ pub fn spec_text(
         "pattern": {"type": "chain", "config": {"steps": [Value::Object(gate)]}},
     });
     serde_json::to_string_pretty(&spec).map_err(|e| invalid("request", e.to_string()))
+}
+
+/// `teams:<conversation id>` (Teams' ids have a `:`): the place a request
+/// is asked in Teams.
+fn teams_place(n: &str) -> Option<&str> {
+    n.strip_prefix("teams:")
+        .filter(|c| c.contains(':'))
+        .map(|_| n)
 }
 
 /// The body, with the details and the action as fields under it.
@@ -439,7 +461,15 @@ pub fn prepare(
         variables,
         started_by: requester.to_string(),
         out_dir: std::env::temp_dir().join("strands-artifacts"),
-        origin: None,
+        origin: req
+            .notify
+            .iter()
+            .find_map(|n| teams_place(n.trim()))
+            .map(|place| crate::model::Origin {
+                channel: place.to_string(),
+                user: requester.to_string(),
+                approval_channel: place.to_string(),
+            }),
         overwrite_artifacts: true,
     };
     Ok(Prepared { id, spec, start })
@@ -595,6 +625,46 @@ mod tests {
             ..req()
         };
         assert!(spec_text(&sre, limits.max_timeout_secs, |g| g == "sre").is_ok());
+    }
+
+    #[test]
+    fn escalation_and_teams_go_where_a_gate_would_send_them() {
+        let limits = crate::spec::Limits::default();
+        let r = ApprovalRequest {
+            escalation_minutes: Some(30.0),
+            escalate_to: vec!["U0ONCALL1".into()],
+            notify: vec![
+                "teams:19:abc@thread.tacv2".into(),
+                "slack:#C0DEPLOYS".into(),
+            ],
+            ..req()
+        };
+        let p = prepare(
+            &r,
+            "ci",
+            &limits,
+            &crate::model::person::Directory::default(),
+        )
+        .map_err(|e| e.to_string())
+        .expect("prepared");
+        let origin = p.start.origin.expect("a Teams origin");
+        assert_eq!(origin.approval_channel, "teams:19:abc@thread.tacv2");
+        let text = spec_text(&r, limits.max_timeout_secs, |_| false).expect("spec");
+        assert!(
+            text.contains("escalation_timeout") && text.contains("U0ONCALL1"),
+            "{text}"
+        );
+        assert!(text.contains("C0DEPLOYS"), "{text}");
+        let bad = ApprovalRequest {
+            notify: vec!["teams:nope".into()],
+            ..req()
+        };
+        assert_eq!(
+            spec_text(&bad, limits.max_timeout_secs, |_| false)
+                .expect_err("refused")
+                .field,
+            "notify"
+        );
     }
 
     #[test]
