@@ -567,3 +567,47 @@ fn labels_filter_the_list_and_an_action_is_shown_and_bound_by_its_digest() {
         "bad_request",
     );
 }
+
+#[test]
+fn a_server_restart_while_ask_waits_resumes_waiting_on_the_same_request() {
+    // A fixed port, so the restarted server is where ask left it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let mut w = World::start_with(|cfg| cfg.with("STRANDS_BIND", Some(&bind)));
+    let asking = std::process::Command::new(env!("CARGO_BIN_EXE_strands"))
+        .args(["--store", &w.sandbox.store.display().to_string()])
+        .args([
+            "ask",
+            "Deploy v1.2 to prod?",
+            "--approvers",
+            "alice",
+            "--key",
+            "run-9",
+        ])
+        .env("STRANDS_SERVER", &w.svc.url)
+        .env("STRANDS_TOKEN", &w.ci)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn ask");
+    std::thread::sleep(Duration::from_millis(300));
+    let id = id_of(&w, "run-9");
+    paused(&w, &id);
+    w.svc.kill();
+    std::thread::sleep(Duration::from_millis(500));
+    w.svc.restart();
+    let r = w.answer(&id, &w.alice, json!({"decision": "approve"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out = asking.wait_with_output().expect("ask");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("approved by alice"), "{stdout}");
+    assert!(stderr.contains("again"), "{stderr}");
+    assert_eq!(approval_count(&w), 1);
+}
