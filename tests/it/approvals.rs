@@ -611,3 +611,70 @@ fn a_server_restart_while_ask_waits_resumes_waiting_on_the_same_request() {
     assert!(stderr.contains("again"), "{stderr}");
     assert_eq!(approval_count(&w), 1);
 }
+
+/// The `strands ask` step of `examples/ask/github-actions.yml`, its
+/// `${{ … }}` filled in as GitHub would.
+fn github_step() -> String {
+    let yml = std::fs::read_to_string(example("github-actions.yml")).expect("the example");
+    let start = yml.find("strands ask").expect("a strands ask step");
+    let step: String = yml[start..]
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with("- name:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    step.replace("${{ github.sha }}", "3f9c2e1")
+        .replace("${{ github.actor }}", "octocat")
+        .replace("${{ github.run_id }}", "4242")
+}
+
+#[test]
+fn the_github_actions_step_waits_for_a_quorum_of_two_with_a_group() {
+    let w = World::start();
+    w.sandbox
+        .strands(&[
+            "people", "add", "mallory", "--token", "mallory", "--group", "sre",
+        ])
+        .expect_code(0);
+    let step = github_step();
+    assert!(!step.contains("${{"), "{step}");
+    let bin = env!("CARGO_BIN_EXE_strands");
+    std::thread::scope(|s| {
+        let job = s.spawn(|| {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(step.replacen("strands ask", &format!("'{bin}' ask"), 1))
+                .env("STRANDS_SERVER", &w.svc.url)
+                .env("STRANDS_TOKEN", &w.ci)
+                .current_dir(w.sandbox.path())
+                .output()
+                .expect("sh")
+        });
+        let id = the_request(&w);
+        let one = w.answer(&id, &w.alice, json!({"decision": "approve"}));
+        assert_eq!(one.json()["status"], "counted", "{}", one.body);
+        let two = w.answer(&id, &w.mallory, json!({"decision": "approve"}));
+        assert_eq!(two.status, 200, "{}", two.body);
+        let out = job.join().expect("job");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("approved by mallory"), "{stdout}");
+        let view = call(
+            &w.svc,
+            "GET",
+            &format!("/api/v1/approvals/{id}"),
+            Some(&w.ci),
+            None,
+        );
+        assert_eq!(
+            view.json()["title"],
+            "Deploy 3f9c2e1 to prod?",
+            "{}",
+            view.body
+        );
+    });
+}
