@@ -308,6 +308,26 @@ pub fn spec_text(
     if req.quorum == Some(0) {
         return Err(invalid("quorum", "at least 1"));
     }
+    // Groups (ours or Slack's `S…`) may hold more people; named people only
+    // count once each.
+    let expands = |a: &str| {
+        a.starts_with("group:")
+            || (a.len() >= 9
+                && a.starts_with('S')
+                && a.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+    };
+    if let Some(q) = req.quorum {
+        if !approvers.iter().any(|a| expands(a)) && q as usize > approvers.len() {
+            return Err(invalid(
+                "quorum",
+                format!(
+                    "{q} approvals needed but only {} approver(s) named",
+                    approvers.len()
+                ),
+            ));
+        }
+    }
     if let Some(m) = req.timeout_minutes {
         if m == 0 {
             return Err(invalid("timeout_minutes", "at least 1 minute"));
