@@ -4,6 +4,10 @@
 //! when the timeout's fallback rejected. The same idempotency key asks
 //! once; the requester may not approve their own request; a quorum of 2
 //! needs two people; bad input is 422 naming the field and creates nothing.
+//! The request is a Slack card (fake Slack) and a web inbox row whose
+//! buttons decide it; `ask` survives a server restart and works on a local
+//! store; the examples in `examples/ask` (Python agent, shell, GitHub
+//! Actions step) run against the same server.
 
 use super::api::World;
 use crate::common::api::{call, expect_error};
@@ -677,4 +681,34 @@ fn the_github_actions_step_waits_for_a_quorum_of_two_with_a_group() {
             view.body
         );
     });
+}
+
+#[test]
+fn require_reason_refuses_a_bare_rejection() {
+    let w = World::start();
+    let r = request(
+        &w,
+        json!({"title": "Wipe staging?", "approvers": ["alice"], "require_reason": true}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_str().expect("id").to_string();
+    paused(&w, &id);
+    let bare = w.answer(&id, &w.alice, json!({"decision": "reject"}));
+    assert_eq!(bare.status, 422, "{}", bare.body);
+    let why = w.answer(
+        &id,
+        &w.alice,
+        json!({"decision": "reject", "reason": "staging is in use"}),
+    );
+    assert_eq!(why.status, 200, "{}", why.body);
+    let v = call(
+        &w.svc,
+        "GET",
+        &format!("/api/v1/approvals/{id}?wait=20"),
+        Some(&w.ci),
+        None,
+    )
+    .json();
+    assert_eq!(v["status"], "rejected", "{v}");
+    assert_eq!(v["reason"], "staging is in use", "{v}");
 }
