@@ -9,8 +9,8 @@
 //! again; a broken connection resumes waiting on the same request. On a
 //! local store it creates the request and looks at the store every second,
 //! holding it only to read, so `strands resume ID --approve` from another
-//! process answers it. Offline, nothing fires its timeout: `strands resume
-//! ID` or `strands sessions sweep` apply a passed one.
+//! process answers it. Offline, nothing else fires its timeout: the waiting
+//! `ask` applies it when it passes (as `strands resume ID` would).
 
 use std::time::Duration;
 
@@ -268,7 +268,21 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
     loop {
         // Another process (the `resume` answering it) may hold the store.
         let view = match ctx.open().await {
-            Ok(store) => ApprovalView::of(&store.get(&id).await?),
+            Ok(store) => {
+                let session = store.get(&id).await?;
+                let due = session.status == crate::model::Status::Paused
+                    && session
+                        .open_gates()
+                        .any(|g| g.timed_out(chrono::Utc::now()));
+                if due && !no_wait {
+                    // Nothing else fires a timeout on a local store: apply
+                    // it here, as `strands resume ID` would (recorded once:
+                    // a second waiter finds it applied).
+                    ctx.engine(&store).resume(&id, &mut Detached).await?;
+                    continue;
+                }
+                ApprovalView::of(&session)
+            }
             Err(Error::Store(_) | Error::Io { .. }) => {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;

@@ -712,3 +712,34 @@ fn require_reason_refuses_a_bare_rejection() {
     assert_eq!(v["status"], "rejected", "{v}");
     assert_eq!(v["reason"], "staging is in use", "{v}");
 }
+
+#[test]
+fn on_a_local_store_ask_applies_its_own_timeout_and_exits_4() {
+    // Gate timeouts are whole minutes: this test waits one.
+    let sandbox = crate::common::Sandbox::new();
+    let started = Instant::now();
+    let out = sandbox.strands(&[
+        "ask",
+        "Rotate the keys?",
+        "--approvers",
+        "alice",
+        "--timeout",
+        "1m",
+        "--on-timeout",
+        "reject",
+        "--json",
+    ]);
+    out.expect_code(4);
+    assert!(
+        started.elapsed() >= Duration::from_secs(59),
+        "{:?}",
+        started.elapsed()
+    );
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let id = v["id"].as_str().unwrap_or_else(|| panic!("an id in {v}"));
+    // Decided once, by the timeout; nothing left to resume.
+    let show = sandbox.show(id);
+    assert_eq!(show["status"], "rejected", "{show:#}");
+    let again = sandbox.strands(&["resume", id, "--approve"]);
+    assert_ne!(again.code, 0, "{}", again.stdout);
+}
