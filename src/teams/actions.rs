@@ -374,7 +374,7 @@ async fn decide(
         Ok(Ok(accepted)) => Ok(Shown::card(card::decided(
             accepted.session(),
             &gate_id,
-            &answer,
+            as_recorded(accepted.session(), &gate_id, &answer),
             url,
         ))),
         // A retry of an answer already taken: the same decided card.
@@ -389,6 +389,26 @@ async fn decide(
         Ok(Err(refusal)) => Err(refusal_text(&refusal)),
         Err(e) => Err(format!("could not take the answer: {e}")),
     }
+}
+
+/// `answer` as the intake recorded it on `session` (with the person the
+/// directory resolved its sender to), or `answer` itself.
+fn as_recorded<'a>(session: &'a Session, gate_id: &str, answer: &'a Answer) -> &'a Answer {
+    let mine = |a: &&Answer| a.by == answer.by && a.at == answer.at;
+    session
+        .pending
+        .as_ref()
+        .map(|p| &p.answer)
+        .filter(mine)
+        .or_else(|| {
+            session.history.iter().rev().find_map(|e| match &e.what {
+                crate::model::GateEventKind::Answered { answer: a, .. } if e.gate == gate_id => {
+                    Some(a).filter(mine)
+                }
+                _ => None,
+            })
+        })
+        .unwrap_or(answer)
 }
 
 /// The tool-call card of gate `handle` as `session` stands. When the run

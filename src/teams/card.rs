@@ -244,7 +244,7 @@ fn approval_with(
         let who: Vec<String> = gate
             .approvals
             .iter()
-            .map(|a| super::names::shown(&a.by))
+            .map(|a| super::names::shown_as(&a.by, a.person.as_deref()))
             .collect();
         body.push(text(format!(
             "Approvals: {} of {}{}",
@@ -303,7 +303,10 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
         "text": if answer.via == "timeout" {
             format!("⏱ Timed out at {at} → {}", timeout_outcome(&answer.decision))
         } else {
-            format!("{verb_cap} by {} at {at}", super::names::shown(&answer.by))
+            format!(
+                "{verb_cap} by {} at {at}",
+                super::names::shown_as(&answer.by, answer.person.as_deref())
+            )
         },
         "weight": "Bolder",
         "wrap": true,

@@ -5,9 +5,10 @@
 //! only: who may answer, and what the store and the audit trail record,
 //! is always `teams:<aad>`.
 //!
-//! What this does not do: keep names across a restart (a person's name
-//! comes back with their next activity; until then the card shows
-//! `teams:<aad>`), or look names up in Microsoft Graph.
+//! Names seen are kept in memory only; after a restart, or for someone
+//! who never wrote to the bot, a card shows the person's name in the
+//! people directory when the answer carries one ([`shown_as`]), else
+//! `teams:<aad>`. Names are not looked up in Microsoft Graph.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
@@ -50,6 +51,16 @@ pub fn shown(who: &str) -> String {
         .unwrap_or_else(|| who.to_string())
 }
 
+/// How an answer (or approval) by `who` is shown: the name Teams gave,
+/// else the person the directory resolved it to (`person`), else `who`.
+pub fn shown_as(who: &str, person: Option<&str>) -> String {
+    let name = shown(who);
+    match person {
+        Some(p) if name == who && !p.is_empty() => p.to_string(),
+        _ => name,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +73,14 @@ mod tests {
         assert_eq!(shown("alice"), "alice");
         seen("aad-names-2", "");
         assert_eq!(shown("teams:aad-names-2"), "teams:aad-names-2");
+    }
+
+    #[test]
+    fn the_directory_names_who_teams_has_not_named_yet() {
+        assert_eq!(shown_as("teams:aad-names-3", Some("carol")), "carol");
+        assert_eq!(shown_as("teams:aad-names-3", None), "teams:aad-names-3");
+        seen("aad-names-3", "Carol Diaz");
+        assert_eq!(shown_as("teams:aad-names-3", Some("carol")), "Carol Diaz");
+        assert_eq!(shown_as("U04ALICE", Some("alice")), "alice");
     }
 }

@@ -442,3 +442,46 @@ fn teams_a_restart_does_not_post_twice_and_a_submit_updates_the_card() {
     );
     assert!(verbs(&put.body).is_empty(), "{updated}");
 }
+
+#[test]
+fn teams_a_card_names_the_directorys_person_when_teams_gave_no_name() {
+    // Dee, an approver by her (hex) Entra object id, is in the people
+    // directory as `dee`; her click carries no `from.name`.
+    const DEE: &str = "0000d0d0-0000-4000-8000-00000000dee1";
+    let fake = FakeTeams::start();
+    let llm = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let spec = DEPLOY.replace(
+        "\nagents:",
+        &format!("\nsecurity:\n  approvers: [\"teams:{DEE}\"]\nagents:"),
+    );
+    let dir = write_workflows(&sandbox, &llm, &[("deploy", &spec)]);
+    let mut cfg = ServeConfig::api(&sandbox, &dir);
+    for (k, v) in fake.env(&[("TEAMS_SERVICE_URL_HOSTS", "127.0.0.1")]) {
+        cfg = cfg.with(&k, Some(&v));
+    }
+    let svc = Service::launch(cfg);
+    let w = World {
+        fake,
+        llm,
+        sandbox,
+        svc,
+    };
+    w.sandbox
+        .strands(&["people", "add", "dee", "--teams", DEE])
+        .expect_code(0);
+    let id = start(&w, "m:run-n");
+    card_posted(&w, 1);
+    let mut click = action(
+        &w,
+        DEE,
+        "act-n",
+        "approve",
+        json!({"session": id, "gate": "review#1"}),
+    );
+    click["from"].as_object_mut().expect("from").remove("name");
+    let ok = invoke(&w, &click);
+    let decided = ok["value"].to_string();
+    assert!(decided.contains("Approved by dee at"), "{decided}");
+    wait_status(&w, &id, "completed");
+}
