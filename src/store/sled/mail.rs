@@ -36,17 +36,6 @@ fn encode(m: &Mail) -> std::result::Result<Vec<u8>, String> {
     serde_json::to_vec(m).map_err(|e| format!("encode mail: {e}"))
 }
 
-fn abort<T>(e: String) -> std::result::Result<T, ConflictableTransactionError<String>> {
-    Err(ConflictableTransactionError::Abort(e))
-}
-
-fn store_error(e: TransactionError<String>) -> Error {
-    match e {
-        TransactionError::Abort(msg) => Error::Store(format!("mail: {msg}")),
-        TransactionError::Storage(e) => e.into(),
-    }
-}
-
 impl SledStore {
     /// Queues `mail` (due at its `next_at`) unless its id was ever queued;
     /// whether it was.
@@ -62,7 +51,7 @@ impl SledStore {
             d.insert(timed(mail.next_at, id), &[] as &[u8])?;
             Ok(true)
         });
-        let queued = res.map_err(store_error)?;
+        let queued = res.map_err(|e| txn_error("mail", e))?;
         if queued {
             self.sync()?;
         }
@@ -111,7 +100,7 @@ impl SledStore {
                 a.insert(id, encode(&taken).or_else(abort)?)?;
                 Ok(Some(taken))
             });
-            if let Some(taken) = res.map_err(store_error)? {
+            if let Some(taken) = res.map_err(|e| txn_error("mail", e))? {
                 out.push(taken);
             }
         }
@@ -158,7 +147,7 @@ impl SledStore {
             }
             Ok(())
         });
-        res.map_err(store_error)?;
+        res.map_err(|e| txn_error("mail", e))?;
         self.sync()?;
         Ok(())
     }

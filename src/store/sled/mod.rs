@@ -839,6 +839,19 @@ fn gate_key(session: &str, gate: &str) -> Vec<u8> {
     k
 }
 
+/// Aborts a sled transaction, saying why.
+fn abort<T>(why: String) -> std::result::Result<T, ConflictableTransactionError<String>> {
+    Err(ConflictableTransactionError::Abort(why))
+}
+
+/// A failed transaction of `what` (`mail`, `webhooks`) as the store's error.
+fn txn_error(what: &str, e: TransactionError<String>) -> Error {
+    match e {
+        TransactionError::Abort(msg) => Error::Store(format!("{what}: {msg}")),
+        TransactionError::Storage(e) => e.into(),
+    }
+}
+
 fn encode<T: serde::Serialize>(what: &str, v: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(v).map_err(|e| Error::Internal(format!("encode {what}: {e}")))
 }

@@ -55,17 +55,6 @@ fn encode_delivery(d: &Delivery) -> std::result::Result<Vec<u8>, String> {
     serde_json::to_vec(d).map_err(|e| format!("encode webhook delivery: {e}"))
 }
 
-fn abort<T>(e: String) -> std::result::Result<T, ConflictableTransactionError<String>> {
-    Err(ConflictableTransactionError::Abort(e))
-}
-
-fn store_error(e: TransactionError<String>) -> Error {
-    match e {
-        TransactionError::Abort(msg) => Error::Store(format!("webhooks: {msg}")),
-        TransactionError::Storage(e) => e.into(),
-    }
-}
-
 impl SledStore {
     /// The store's random id, made the first time it is asked for.
     fn store_id(&self) -> Result<String> {
@@ -146,7 +135,7 @@ impl SledStore {
                         Ok((made, seq >= last, seq != start))
                     },
                 );
-                let (made, caught_up, moved) = res.map_err(store_error)?;
+                let (made, caught_up, moved) = res.map_err(|e| txn_error("webhooks", e))?;
                 changed |= moved;
                 for_this += made;
                 if caught_up || for_this >= batch {
@@ -207,7 +196,7 @@ impl SledStore {
                 p.insert(id, encode_delivery(&taken).or_else(abort)?)?;
                 Ok(Some(taken))
             });
-            if let Some(taken) = res.map_err(store_error)? {
+            if let Some(taken) = res.map_err(|e| txn_error("webhooks", e))? {
                 out.push(taken);
             }
         }
@@ -268,7 +257,7 @@ impl SledStore {
             }
             Ok(())
         });
-        res.map_err(store_error)?;
+        res.map_err(|e| txn_error("webhooks", e))?;
         self.sync()?;
         Ok(())
     }
