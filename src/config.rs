@@ -17,8 +17,12 @@
 //! | `STRANDS_REMIND_BEFORE_MINUTES` | one last reminder this long before a timeout, for gates without `remind_before` |
 //! | `STRANDS_DUCKDUCKGO_URL`, `STRANDS_TAVILY_URL` | where the search tools go |
 //! | `TAVILY_API_KEY` | `tavily_search`'s key (strands-cli's name) |
+//! | `STRANDS_SERVICE_FILE` | the service file: calendars and named policies ([`service`]) |
+//! | `STRANDS_CALENDARS` | business-hours calendars (a path or YAML), replacing the file's |
 
 use std::time::Duration;
+
+pub mod service;
 
 use crate::retry::RetryPolicy;
 use crate::spec::network::Rule;
@@ -47,6 +51,8 @@ pub struct Settings {
     pub remind_before: Option<chrono::TimeDelta>,
     /// The web search tools' endpoints and keys.
     pub search: SearchSettings,
+    /// The installation's calendars and named policies ([`service`]).
+    pub service: service::ServiceFile,
 }
 
 impl Default for Settings {
@@ -61,6 +67,7 @@ impl Default for Settings {
             default_timeout: None,
             remind_before: None,
             search: Default::default(),
+            service: Default::default(),
         }
     }
 }
@@ -99,7 +106,18 @@ impl Settings {
             limits,
             network_allow,
             search: SearchSettings::from_lookup(&get),
+            service: Default::default(),
         }
+    }
+
+    /// [`Settings::from_lookup`] with the service file ([`service`]), whose
+    /// errors stop start-up.
+    pub fn load(get: impl Fn(&str) -> Option<String>) -> crate::error::Result<Settings> {
+        let service = service::ServiceFile::from_lookup(&get)?;
+        Ok(Settings {
+            service,
+            ..Settings::from_lookup(get)
+        })
     }
 }
 

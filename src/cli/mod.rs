@@ -646,7 +646,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         // from the command line keep their specs' timeouts.
         settings: std::sync::Arc::new(crate::config::Settings {
             default_timeout: None,
-            ..crate::config::Settings::from_env()
+            ..crate::config::Settings::load(|k| std::env::var(k).ok())?
         }),
         remote: None,
     };

@@ -148,7 +148,7 @@ impl Config {
             api,
             slack,
             teams,
-            settings: Arc::new(crate::config::Settings::from_lookup(&get)),
+            settings: Arc::new(crate::config::Settings::load(&get)?),
         })
     }
 

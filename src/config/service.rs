@@ -1,0 +1,133 @@
+//! The service file: what an installation decides once for every spec —
+//! business-hours calendars (`calendars:`) and named approval policies
+//! (`policies:`, for approval requests that name one). Read at start-up
+//! from `STRANDS_SERVICE_FILE` (YAML); `STRANDS_CALENDARS` may hold the
+//! calendars instead (a path to a YAML file, or the YAML itself) and then
+//! replaces the file's. A file that does not parse stops the process with
+//! an error naming the file, line and column: a policy that silently failed
+//! to load would let gates through with fewer approvers than meant.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The installation's calendars and policies (empty without a file).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceFile {
+    /// Business-hours calendars by name.
+    #[serde(default)]
+    pub calendars: BTreeMap<String, serde_json::Value>,
+    /// Named approval policies (rule lists) by name.
+    #[serde(default)]
+    pub policies: BTreeMap<String, serde_json::Value>,
+}
+
+/// Only the calendars (what `STRANDS_CALENDARS` holds).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CalendarsOnly {
+    calendars: BTreeMap<String, serde_json::Value>,
+}
+
+impl ServiceFile {
+    /// The service file named by `STRANDS_SERVICE_FILE` and the calendars
+    /// of `STRANDS_CALENDARS` (through `get`: the environment, or a map in
+    /// tests); empty when neither is set.
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<ServiceFile> {
+        let set = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let mut file = match set("STRANDS_SERVICE_FILE") {
+            Some(path) => {
+                let text = read(Path::new(path.trim()), "STRANDS_SERVICE_FILE")?;
+                parse::<ServiceFile>(&text, path.trim())?
+            }
+            None => ServiceFile::default(),
+        };
+        if let Some(v) = set("STRANDS_CALENDARS") {
+            let (text, origin) = if v.contains('\n') || v.trim_start().starts_with('{') {
+                (v.clone(), "STRANDS_CALENDARS".to_string())
+            } else {
+                (
+                    read(Path::new(v.trim()), "STRANDS_CALENDARS")?,
+                    v.trim().to_string(),
+                )
+            };
+            file.calendars = parse::<CalendarsOnly>(&text, &origin)?.calendars;
+        }
+        Ok(file)
+    }
+}
+
+fn read(path: &Path, var: &str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        Error::Usage(format!(
+            "{var} names {}, which cannot be read: {e}",
+            path.display()
+        ))
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    serde_saphyr::from_str(text).map_err(|e| Error::Usage(format!("{origin}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServiceFile;
+    use std::collections::HashMap;
+
+    fn load(env: &[(&str, String)]) -> crate::error::Result<ServiceFile> {
+        let env: HashMap<&str, String> = env.iter().cloned().collect();
+        ServiceFile::from_lookup(&|k| env.get(k).cloned())
+    }
+
+    #[test]
+    fn the_file_and_the_calendars_variable_are_read_once() {
+        let dir = std::env::temp_dir().join(format!("strands-service-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("service.yaml");
+        std::fs::write(
+            &path,
+            "calendars:\n  eu: {zone: Europe/Paris}\npolicies:\n  payments: []\n",
+        )
+        .expect("write");
+        let f = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())]).expect("loads");
+        assert!(f.calendars.contains_key("eu") && f.policies.contains_key("payments"));
+        let f = load(&[
+            ("STRANDS_SERVICE_FILE", path.display().to_string()),
+            (
+                "STRANDS_CALENDARS",
+                "{calendars: {us: {zone: America/New_York}}}".into(),
+            ),
+        ])
+        .expect("loads");
+        assert!(f.calendars.contains_key("us") && !f.calendars.contains_key("eu"));
+        assert!(
+            f.policies.contains_key("payments"),
+            "the file's policies stay"
+        );
+        assert!(load(&[]).expect("empty").calendars.is_empty());
+    }
+
+    #[test]
+    fn a_bad_file_is_an_error_naming_where() {
+        let dir = std::env::temp_dir().join(format!("strands-service-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("service.yaml");
+        std::fs::write(&path, "calendars: {}\npolicy: {}\n").expect("write");
+        let e = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())])
+            .expect_err("unknown key")
+            .to_string();
+        assert!(e.contains("service.yaml") && e.contains("policy"), "{e}");
+        let e = load(&[("STRANDS_SERVICE_FILE", "/nonexistent/s.yaml".into())])
+            .expect_err("missing")
+            .to_string();
+        assert!(
+            e.contains("STRANDS_SERVICE_FILE") && e.contains("/nonexistent/s.yaml"),
+            "{e}"
+        );
+    }
+}
