@@ -449,6 +449,8 @@ impl Engine<'_> {
             notify_dm: false,
             notify_email: false,
             trigger: None,
+            rule: None,
+            hours: None,
         };
         self.add_gate(session, opened, None);
         session.status = Status::Paused;

@@ -264,6 +264,8 @@ pub fn open(
         notify_dm: spec.notify_dm,
         notify_email: spec.notify_email,
         trigger: None,
+        rule: None,
+        hours: None,
         opened_at: now,
         timeout_at: spec
             .timeout_secs

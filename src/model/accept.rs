@@ -198,6 +198,7 @@ fn accept(
                 by: answer.by.clone(),
                 at: answer.at,
                 person: answer.person.clone(),
+                on_behalf_of: None,
             });
             if (list.len() as u32) < required {
                 // Counted; the gate stays open until the tally is complete.

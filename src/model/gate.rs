@@ -304,6 +304,37 @@ pub struct OpenGate {
     /// and records nothing in the pattern's state when approved.
     #[serde(default)]
     pub trigger: Option<String>,
+    /// The approval rule that decided this gate's approvers, quorum,
+    /// reason, timeout and escalation (`crate::gate::policy`), shown on
+    /// every channel and recorded in the audit trail; `None`: the gate's
+    /// one fixed list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleNote>,
+    /// The business-hours calendar this gate keeps (`crate::gate::calendar`);
+    /// `None`: every hour counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours: Option<GateHours>,
+}
+
+/// Which approval rule applied to a gate instance, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RuleNote {
+    /// 1-based position of the rule in its list.
+    pub index: usize,
+    /// What every channel shows: "needs 2 of cfo, group:finance because
+    /// amount > 10000".
+    pub summary: String,
+    /// Set when a condition failed to evaluate, so the strictest rule
+    /// applies (fail closed): what failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// The business hours a gate keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GateHours {
+    /// The service calendar's name.
+    pub calendar: String,
 }
 
 fn one() -> u32 {
@@ -319,6 +350,10 @@ pub struct Approval {
     /// person counts once, whichever channel they answered from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
+    /// Set when `by` answered as a delegate: the person they stood in for
+    /// (the audit reads "bob for alice").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
 }
 
 impl OpenGate {
@@ -351,6 +386,8 @@ impl OpenGate {
             notify_dm: false,
             notify_email: false,
             trigger: None,
+            rule: None,
+            hours: None,
         }
     }
 

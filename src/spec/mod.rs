@@ -18,6 +18,7 @@ pub mod network;
 mod raw;
 pub mod refs;
 pub mod routing;
+pub mod timeout;
 mod validate;
 
 pub use crate::model::{Fallback, GateKind};

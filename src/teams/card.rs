@@ -369,6 +369,8 @@ pub(crate) mod tests {
             notify_dm: false,
             notify_email: false,
             trigger: None,
+            rule: None,
+            hours: None,
         }
     }
 

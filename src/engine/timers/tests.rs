@@ -464,6 +464,8 @@ fn gate(timeout: Option<i64>) -> OpenGate {
         notify_dm: false,
         notify_email: false,
         trigger: None,
+        rule: None,
+        hours: None,
     }
 }
 

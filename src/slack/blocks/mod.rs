@@ -376,6 +376,8 @@ mod tests {
             notify_dm: false,
             notify_email: false,
             trigger: None,
+            rule: None,
+            hours: None,
         }
     }
 
