@@ -99,6 +99,10 @@ pub struct GateView {
     /// A rejection must say why.
     #[serde(default)]
     pub require_reason: bool,
+    /// The approval rule that decided who answers, in words
+    /// ([`crate::model::RuleNote::shown`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// A tool call of the agent turn a tool-call gate asks about.
@@ -189,6 +193,7 @@ impl GateView {
             approvals_required: g.approvals_required,
             approvals: g.approvals.clone(),
             require_reason: g.require_reason,
+            rule: g.rule.as_ref().map(|r| r.shown()),
         }
     }
 }

@@ -330,6 +330,21 @@ pub struct RuleNote {
     pub failed: Option<String>,
 }
 
+impl RuleNote {
+    /// The line every channel shows: "Policy: needs 2 of cfo,
+    /// group:finance because amount > 10000", and when a condition failed,
+    /// that the strictest rule applies and why.
+    pub fn shown(&self) -> String {
+        match &self.failed {
+            Some(why) => format!(
+                "Policy: {} (a condition failed to evaluate, so the strictest rule applies: {why})",
+                self.summary
+            ),
+            None => format!("Policy: {}", self.summary),
+        }
+    }
+}
+
 /// The business hours a gate keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct GateHours {
