@@ -140,6 +140,7 @@ impl Engine<'_> {
             require_reason: false,
             channel: None,
             approvers: None,
+            rules: Vec::new(),
             approvals_required: None,
             rejections_required: None,
             allow_self_approval: None,
