@@ -275,6 +275,34 @@ pub fn timers(base: &GateTimers, rule: &ApprovalRule) -> GateTimers {
     t
 }
 
+/// The rules that decide `gate`: its own, else — when it names no
+/// approvers — `security.approvers`' (empty: a fixed list).
+pub fn rules_of<'a>(spec: &'a crate::spec::Spec, gate: &'a crate::spec::GateSpec) -> &'a [ApprovalRule] {
+    if !gate.rules.is_empty() {
+        &gate.rules
+    } else if gate.approvers.is_none() {
+        &spec.approval.rules
+    } else {
+        &[]
+    }
+}
+
+/// `gate`'s reminders and escalation for an instance that `note`'s rule
+/// decided (the gate's own without one): what the timers arm and fire.
+pub fn gate_timers(
+    spec: &crate::spec::Spec,
+    gate: &crate::spec::GateSpec,
+    note: Option<&RuleNote>,
+) -> GateTimers {
+    let rule = note
+        .and_then(|n| n.index.checked_sub(1))
+        .and_then(|i| rules_of(spec, gate).get(i));
+    match rule {
+        Some(r) => timers(&gate.timers, r),
+        None => gate.timers.clone(),
+    }
+}
+
 /// Run variables or request details as conditions read them: strings
 /// that look like numbers (`--var amount=20000`) become numbers, so
 /// `details.amount > 10000` compares numbers.
