@@ -50,8 +50,8 @@ fn root(
 /// The context approval rules' `when` conditions see
 /// ([`crate::gate::policy`]): [`build`]'s, plus `details` — the run's
 /// variables, merged with a variable `details` that is a map (an approval
-/// request's), numbers written as text read as numbers — and, for a tool
-/// call, `tool` = `{name, args}`.
+/// request's), numbers written as text read as numbers — and `tool`
+/// ([`crate::gate::policy::add_rule_vars`]).
 pub fn for_rules(
     spec: &Spec,
     session: &Session,
@@ -66,13 +66,11 @@ pub fn for_rules(
             details.insert(k.clone(), v.clone());
         }
     }
-    root.insert("details".into(), crate::gate::policy::details(&details));
-    if let Some(call) = tool {
-        root.insert(
-            "tool".into(),
-            serde_json::json!({"name": call.name, "args": call.arguments}),
-        );
-    }
+    crate::gate::policy::add_rule_vars(
+        &mut root,
+        &details,
+        tool.map(|c| (c.name.as_str(), &c.arguments)),
+    );
     minijinja::Value::from_serialize(root)
 }
 

@@ -303,6 +303,24 @@ pub fn gate_timers(
     }
 }
 
+/// Adds what only rules see to a template context: `details` (see
+/// [`details`]) and `tool` — `{name, args}` of the call being judged, or
+/// `{name: none, args: {}}` at a gate that is not a tool call, so one rule
+/// list serves both (`tool.name == 'delete_rows'` is simply false at a
+/// gate, where an undefined `tool` would fail closed).
+pub fn add_rule_vars(
+    root: &mut serde_json::Map<String, serde_json::Value>,
+    vars: &serde_json::Map<String, serde_json::Value>,
+    tool: Option<(&str, &serde_json::Value)>,
+) {
+    root.insert("details".into(), details(vars));
+    let tool = match tool {
+        Some((name, args)) => serde_json::json!({"name": name, "args": args}),
+        None => serde_json::json!({"name": null, "args": {}}),
+    };
+    root.insert("tool".into(), tool);
+}
+
 /// Run variables or request details as conditions read them: strings
 /// that look like numbers (`--var amount=20000`) become numbers, so
 /// `details.amount > 10000` compares numbers.
