@@ -68,7 +68,11 @@ pub fn parse_at(s: &str) -> std::result::Result<DateTime<Utc>, String> {
     if let Ok(d) = DateTime::parse_from_rfc3339(t) {
         return Ok(d.with_timezone(&Utc));
     }
-    for f in ["%Y-%m-%d %H:%M %:z", "%Y-%m-%d %H:%M%:z", "%Y-%m-%d %H:%M:%S %:z"] {
+    for f in [
+        "%Y-%m-%d %H:%M %:z",
+        "%Y-%m-%d %H:%M%:z",
+        "%Y-%m-%d %H:%M:%S %:z",
+    ] {
         if let Ok(d) = DateTime::parse_from_str(t, f) {
             return Ok(d.with_timezone(&Utc));
         }
@@ -133,10 +137,12 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
         let Some(choice) = policy::choose(rules, &templates, &ctx, base) else {
             continue;
         };
-        let timeout = choice
-            .rule
-            .timeout
-            .or_else(|| g.timeout_secs.map(|secs| spec::timeout::Timeout { secs, business: false }));
+        let timeout = choice.rule.timeout.or_else(|| {
+            g.timeout_secs.map(|secs| spec::timeout::Timeout {
+                secs,
+                business: false,
+            })
+        });
         out.push(explained(
             format!("gate `{}`", g.id),
             rules,
@@ -183,14 +189,21 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
                 return Err(Error::Usage(format!(
                     "no gate `{id}` in {} (gates: {})",
                     a.spec.display(),
-                    spec.gates().iter().map(|g| g.id.as_str()).collect::<Vec<_>>().join(", ")
+                    spec.gates()
+                        .iter()
+                        .map(|g| g.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )))
             }
             Some(id) => format!("gate `{id}` has no approval rules"),
             None => "no gate in this spec has approval rules".into(),
         };
         if a.json {
-            outln!("{}", json!({"name": spec.name, "at": at, "explained": [], "note": what}))?;
+            outln!(
+                "{}",
+                json!({"name": spec.name, "at": at, "explained": [], "note": what})
+            )?;
         } else {
             outln!("{what}: its approvers are a fixed list (see `strands plan`).")?;
         }
@@ -214,10 +227,17 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
                 })
             })
             .collect();
-        outln!("{}", json!({"name": spec.name, "at": at, "explained": items}))?;
+        outln!(
+            "{}",
+            json!({"name": spec.name, "at": at, "explained": items})
+        )?;
         return Ok(exit::OK);
     }
-    outln!("{} — opened at {} UTC", spec.name, at.format("%Y-%m-%d %H:%M"))?;
+    outln!(
+        "{} — opened at {} UTC",
+        spec.name,
+        at.format("%Y-%m-%d %H:%M")
+    )?;
     for e in &out {
         outln!("\n{}: rule {} of {} applies", e.place, e.index, e.rules)?;
         outln!("  {}", e.summary)?;
@@ -260,7 +280,7 @@ fn explained(
         let when = d.format("%Y-%m-%d %H:%M UTC");
         if t.business {
             format!(
-                "{when} ({t}: business time (the gate's calendar) — this build counts every hour until calendars apply)"
+                "{when} ({t}: business time on the gate's calendar; this build still counts every hour)"
             )
         } else {
             format!("{when} ({t} after opening)")
@@ -308,6 +328,8 @@ mod tests {
             parse_at("2026-12-24T22:00:00-05:00").unwrap().to_rfc3339(),
             "2026-12-25T03:00:00+00:00"
         );
-        assert!(parse_at("Christmas eve").unwrap_err().contains("YYYY-MM-DD HH:MM"));
+        assert!(parse_at("Christmas eve")
+            .unwrap_err()
+            .contains("YYYY-MM-DD HH:MM"));
     }
 }

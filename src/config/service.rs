@@ -41,11 +41,7 @@ pub struct Policy {
 impl Policy {
     /// The rules, read: the error names every problem by rule number.
     pub fn check(&self) -> std::result::Result<Vec<crate::gate::policy::ApprovalRule>, String> {
-        crate::spec::rules::list(
-            &self.rules,
-            &crate::template::Templates::new(),
-            u64::MAX,
-        )
+        crate::spec::rules::list(&self.rules, &crate::template::Templates::new(), u64::MAX)
     }
 }
 
@@ -160,7 +156,10 @@ mod tests {
         let e = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())])
             .expect_err("bad rule")
             .to_string();
-        assert!(e.contains("policy `payments`") && e.contains("rule 1"), "{e}");
+        assert!(
+            e.contains("policy `payments`") && e.contains("rule 1"),
+            "{e}"
+        );
         assert!(e.contains("service.yaml"), "{e}");
     }
 

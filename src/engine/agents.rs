@@ -486,7 +486,13 @@ impl Engine<'_> {
                 timeout: None,
                 ..choice.rule.clone()
             };
-            gate::policy::apply(opened, &gate::policy::Choice { rule: &rule, ..choice });
+            gate::policy::apply(
+                opened,
+                &gate::policy::Choice {
+                    rule: &rule,
+                    ..choice
+                },
+            );
         }
     }
 

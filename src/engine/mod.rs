@@ -361,7 +361,8 @@ impl<'a> Engine<'a> {
                     }
                     match self.open_gate(spec, session, position, gate)? {
                         Some(opened) => {
-                            let timing = gate::policy::gate_timers(spec, gate, opened.rule.as_ref());
+                            let timing =
+                                gate::policy::gate_timers(spec, gate, opened.rule.as_ref());
                             self.add_gate(session, opened, Some(&timing))
                         }
                         None => {

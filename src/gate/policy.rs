@@ -277,7 +277,10 @@ pub fn timers(base: &GateTimers, rule: &ApprovalRule) -> GateTimers {
 
 /// The rules that decide `gate`: its own, else — when it names no
 /// approvers — `security.approvers`' (empty: a fixed list).
-pub fn rules_of<'a>(spec: &'a crate::spec::Spec, gate: &'a crate::spec::GateSpec) -> &'a [ApprovalRule] {
+pub fn rules_of<'a>(
+    spec: &'a crate::spec::Spec,
+    gate: &'a crate::spec::GateSpec,
+) -> &'a [ApprovalRule] {
     if !gate.rules.is_empty() {
         &gate.rules
     } else if gate.approvers.is_none() {

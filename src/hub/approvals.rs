@@ -29,9 +29,9 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use super::Hub;
+use crate::config::service::Policy;
 use crate::engine::Start;
 use crate::error::{Error, Result};
-use crate::config::service::Policy;
 use crate::model::{Decision, GateEventKind, Session, Status};
 
 /// The workflow name every approval request's session carries.
@@ -440,7 +440,10 @@ fn named_policy<'p>(
             if known.is_empty() {
                 format!("no policy `{name}`: the service file (STRANDS_SERVICE_FILE) names none")
             } else {
-                format!("no policy `{name}` in the service file (policies: {})", known.join(", "))
+                format!(
+                    "no policy `{name}` in the service file (policies: {})",
+                    known.join(", ")
+                )
             },
         ));
     };
@@ -667,12 +670,18 @@ mod tests {
     #[test]
     fn the_spec_validates_and_refusals_name_the_field() {
         let limits = crate::spec::Limits::default();
-        let text = spec_text(&req(), limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
+        let text =
+            spec_text(&req(), limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
         crate::spec::parse(&text, Path::new(SPEC_PATH), &limits).expect("valid");
         let field = |r: ApprovalRequest| {
-            spec_text(&r, limits.max_timeout_secs, |g| g == "sre", &BTreeMap::new())
-                .expect_err("refused")
-                .field
+            spec_text(
+                &r,
+                limits.max_timeout_secs,
+                |g| g == "sre",
+                &BTreeMap::new(),
+            )
+            .expect_err("refused")
+            .field
         };
         assert_eq!(
             field(ApprovalRequest {
@@ -700,7 +709,13 @@ mod tests {
             approvers: vec!["group:sre".into()],
             ..req()
         };
-        assert!(spec_text(&sre, limits.max_timeout_secs, |g| g == "sre", &BTreeMap::new()).is_ok());
+        assert!(spec_text(
+            &sre,
+            limits.max_timeout_secs,
+            |g| g == "sre",
+            &BTreeMap::new()
+        )
+        .is_ok());
     }
 
     #[test]
@@ -726,7 +741,8 @@ mod tests {
         .expect("prepared");
         let origin = p.start.origin.expect("a Teams origin");
         assert_eq!(origin.approval_channel, "teams:19:abc@thread.tacv2");
-        let text = spec_text(&r, limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
+        let text =
+            spec_text(&r, limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
         assert!(
             text.contains("escalation_timeout") && text.contains("U0ONCALL1"),
             "{text}"
@@ -765,17 +781,33 @@ mod tests {
         assert_eq!(gate.rules.len(), 2);
         assert_eq!(gate.rules[0].quorum, Some(2));
         let field = |r: ApprovalRequest| {
-            spec_text(&r, limits.max_timeout_secs, |_| false, &policies)
-                .expect_err("refused")
+            spec_text(&r, limits.max_timeout_secs, |_| false, &policies).expect_err("refused")
         };
         let e = field(ApprovalRequest {
             policy: Some("refunds".into()),
             ..r.clone()
         });
         assert_eq!(e.field, "policy");
-        assert!(e.message.contains("no policy `refunds`") && e.message.contains("payments"), "{e}");
-        assert_eq!(field(ApprovalRequest { approvers: vec!["bob".into()], ..r.clone() }).field, "approvers");
-        assert_eq!(field(ApprovalRequest { quorum: Some(1), ..r.clone() }).field, "quorum");
+        assert!(
+            e.message.contains("no policy `refunds`") && e.message.contains("payments"),
+            "{e}"
+        );
+        assert_eq!(
+            field(ApprovalRequest {
+                approvers: vec!["bob".into()],
+                ..r.clone()
+            })
+            .field,
+            "approvers"
+        );
+        assert_eq!(
+            field(ApprovalRequest {
+                quorum: Some(1),
+                ..r.clone()
+            })
+            .field,
+            "quorum"
+        );
     }
 
     #[test]
