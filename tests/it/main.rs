@@ -38,6 +38,7 @@ mod crash_loop;
 mod email;
 mod layering;
 mod people;
+mod policies;
 mod props;
 mod providers;
 mod session_formats;
