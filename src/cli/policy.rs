@@ -37,12 +37,18 @@ impl PolicyCommand {
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
-    pub spec: PathBuf,
+    #[arg(required_unless_present = "policy")]
+    pub spec: Option<PathBuf>,
+    /// A named policy of the service file (STRANDS_SERVICE_FILE) instead of
+    /// a spec: what `strands ask --policy NAME --detail k=v` would ask.
+    #[arg(long, conflicts_with_all = ["spec", "gate", "tool"])]
+    pub policy: Option<String>,
     /// Only this gate (its id).
     #[arg(long)]
     pub gate: Option<String>,
-    /// An input, KEY=VALUE (repeatable): conditions read it as `KEY` and `details.KEY`.
-    #[arg(long = "var", value_parser = spec::parse_var)]
+    /// An input, KEY=VALUE (repeatable): conditions read it as `KEY` and
+    /// `details.KEY` (`--detail` is the same, as `strands ask` spells it).
+    #[arg(long = "var", alias = "detail", value_parser = spec::parse_var)]
     pub vars: Vec<(String, String)>,
     /// A tool call to judge (its name): `tool.name` in conditions.
     #[arg(long)]
@@ -108,8 +114,14 @@ struct Explained {
 }
 
 fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
-    let spec = spec::load(&a.spec, &ctx.settings.limits)?;
     let at = a.at.unwrap_or_else(Utc::now);
+    if let Some(name) = &a.policy {
+        return explain_policy(ctx, a, name, at);
+    }
+    let Some(path) = &a.spec else {
+        return Err(Error::Usage("name a SPEC or a --policy".into()));
+    };
+    let spec = spec::load(path, &ctx.settings.limits)?;
     let mut vars = Map::new();
     for d in &spec.inputs {
         if let Some(v) = &d.default {
@@ -188,7 +200,7 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
             Some(id) if !spec.gates().iter().any(|g| &g.id == id) => {
                 return Err(Error::Usage(format!(
                     "no gate `{id}` in {} (gates: {})",
-                    a.spec.display(),
+                    path.display(),
                     spec.gates()
                         .iter()
                         .map(|g| g.id.as_str())
@@ -209,7 +221,52 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
         }
         return Ok(exit::OK);
     }
-    if a.json {
+    print(&spec.name, at, &out, a.json)
+}
+
+/// `--policy NAME`: the service file's policy, judged on `--var`/`--detail`
+/// as an approval request's `details`.
+fn explain_policy(ctx: &Ctx, a: &ExplainArgs, name: &str, at: DateTime<Utc>) -> Result<u8> {
+    let policies = &ctx.settings.service.policies;
+    let Some(p) = policies.get(name) else {
+        let known: Vec<&str> = policies.keys().map(String::as_str).collect();
+        return Err(Error::Usage(format!(
+            "no policy `{name}` in the service file (STRANDS_SERVICE_FILE){}",
+            if known.is_empty() {
+                String::new()
+            } else {
+                format!("; policies: {}", known.join(", "))
+            }
+        )));
+    };
+    let rules = p
+        .check(ctx.settings.limits.max_timeout_secs)
+        .map_err(|why| Error::Usage(format!("policy `{name}`: {why}")))?;
+    let vars: Map<String, Value> = a
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let mut root = Map::new();
+    policy::add_rule_vars(&mut root, &vars, None);
+    let ctx = minijinja::Value::from_serialize(root);
+    let mut out = Vec::new();
+    if let Some(choice) = policy::choose(&rules, &Templates::new(), &ctx, 1) {
+        out.push(explained(
+            format!("policy `{name}`"),
+            &rules,
+            &choice,
+            choice.rule.require_reason.unwrap_or(false),
+            at,
+            choice.rule.timeout,
+        ));
+    }
+    print(&format!("policy `{name}`"), at, &out, a.json)
+}
+
+/// Prints what was explained (one JSON object with `--json`).
+fn print(title: &str, at: DateTime<Utc>, out: &[Explained], json: bool) -> Result<u8> {
+    if json {
         let items: Vec<Value> = out
             .iter()
             .map(|e| {
@@ -227,18 +284,11 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
                 })
             })
             .collect();
-        outln!(
-            "{}",
-            json!({"name": spec.name, "at": at, "explained": items})
-        )?;
+        outln!("{}", json!({"name": title, "at": at, "explained": items}))?;
         return Ok(exit::OK);
     }
-    outln!(
-        "{} — opened at {} UTC",
-        spec.name,
-        at.format("%Y-%m-%d %H:%M")
-    )?;
-    for e in &out {
+    outln!("{title} — opened at {} UTC", at.format("%Y-%m-%d %H:%M"))?;
+    for e in out {
         outln!("\n{}: rule {} of {} applies", e.place, e.index, e.rules)?;
         outln!("  {}", e.summary)?;
         if let Some(f) = &e.failed {

@@ -40,8 +40,12 @@ pub struct Policy {
 
 impl Policy {
     /// The rules, read: the error names every problem by rule number.
-    pub fn check(&self) -> std::result::Result<Vec<crate::gate::policy::ApprovalRule>, String> {
-        crate::spec::rules::list(&self.rules, &crate::template::Templates::new(), u64::MAX)
+    /// `max_secs` bounds their timeouts (`Limits::max_timeout_secs`).
+    pub fn check(
+        &self,
+        max_secs: u64,
+    ) -> std::result::Result<Vec<crate::gate::policy::ApprovalRule>, String> {
+        crate::spec::rules::list(&self.rules, &crate::template::Templates::new(), max_secs)
     }
 }
 
@@ -76,8 +80,11 @@ impl ServiceFile {
             };
             file.calendars = parse::<CalendarsOnly>(&text, &origin)?.calendars;
         }
+        let max =
+            crate::spec::Limits::with_max_timeout_days(get("STRANDS_MAX_TIMEOUT_DAYS").as_deref())
+                .max_timeout_secs;
         for (name, policy) in &file.policies {
-            if let Err(why) = policy.check() {
+            if let Err(why) = policy.check(max) {
                 let origin = set("STRANDS_SERVICE_FILE").unwrap_or_default();
                 return Err(Error::Usage(format!(
                     "{}: policy `{name}`: {why}",
@@ -139,7 +146,7 @@ mod tests {
         );
         assert!(load(&[]).expect("empty").calendars.is_empty());
         let f = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())]).expect("loads");
-        let rules = f.policies["payments"].check().expect("rules");
+        let rules = f.policies["payments"].check(u64::MAX).expect("rules");
         assert_eq!(rules[0].quorum, Some(2));
     }
 

@@ -583,3 +583,48 @@ fn policy_explain_names_the_rule_who_answers_and_the_deadline() {
     let out = sandbox.strands(&["policy", "explain", spec, "--at", "tomorrow"]);
     out.expect_code(2);
 }
+
+#[test]
+fn policy_explain_dry_runs_a_named_policy_of_the_service_file() {
+    let sandbox = Sandbox::new();
+    let file = service_file(&sandbox);
+    let env = [("STRANDS_SERVICE_FILE", file.as_str())];
+    let out = sandbox.strands_env(
+        &env,
+        &[
+            "policy",
+            "explain",
+            "--policy",
+            "payments",
+            "--detail",
+            "amount=20000",
+        ],
+    );
+    out.expect_code(0);
+    assert!(
+        out.stdout
+            .contains("policy `payments`: rule 1 of 2 applies"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("who may answer: cfo, controller (2 approvals needed)"),
+        "{}",
+        out.stdout
+    );
+    let out = sandbox.strands_env(
+        &env,
+        &["policy", "explain", "--policy", "payments", "--json"],
+    );
+    out.expect_code(0);
+    let e = &out.json()["explained"][0];
+    assert_eq!(e["rule"], 1, "no amount: fail closed to the strictest");
+    assert!(
+        e["failed"].as_str().unwrap_or("").contains("undefined"),
+        "{e:#}"
+    );
+    let out = sandbox.strands_env(&env, &["policy", "explain", "--policy", "refunds"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("no policy `refunds`"), "{}", out.stderr);
+}
