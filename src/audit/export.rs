@@ -5,7 +5,7 @@
 use super::AuditEntry;
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 17] = [
+pub const CSV_COLUMNS: [&str; 18] = [
     "seq",
     "at",
     "session",
@@ -21,6 +21,7 @@ pub const CSV_COLUMNS: [&str; 17] = [
     "shown_digest",
     "preview",
     "detail",
+    "rule",
     "prev",
     "hash",
 ];
@@ -56,6 +57,7 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             e.shown_digest.clone().unwrap_or_default(),
             e.preview.clone().unwrap_or_default(),
             e.detail.clone().unwrap_or_default(),
+            e.rule.clone().unwrap_or_default(),
             entry.prev.clone(),
             entry.hash.clone(),
         ])

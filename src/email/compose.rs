@@ -367,7 +367,9 @@ mod tests {
         gate.timeout_at = Some(now + chrono::TimeDelta::minutes(90));
         gate.rule = Some(crate::model::RuleNote {
             index: 2,
-            summary: "needs 1 of support (default rule)".into(),
+            summary:
+                "needs 1 of support (strictest rule applied: rule 1: `details.amount` is undefined)"
+                    .into(),
             failed: Some("rule 1: `details.amount` is undefined".into()),
         });
         let gate = gate.clone();
@@ -394,7 +396,7 @@ mod tests {
             c.text
         );
         assert!(
-            c.text.contains("Policy: needs 1 of support (default rule) (a condition failed to evaluate, so the strictest rule applies: rule 1: `details.amount` is undefined)"),
+            c.text.contains("Policy: needs 1 of support (strictest rule applied: rule 1: `details.amount` is undefined)"),
             "{}",
             c.text
         );

@@ -99,10 +99,11 @@ pub struct GateView {
     /// A rejection must say why.
     #[serde(default)]
     pub require_reason: bool,
-    /// The approval rule that decided who answers, in words
-    /// ([`crate::model::RuleNote::shown`]).
+    /// The approval rule that decided who answers (`gate::policy`), with
+    /// the text every channel shows; absent for a fixed approver list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub rule: Option<crate::model::RuleNote>,
 }
 
 /// A tool call of the agent turn a tool-call gate asks about.
@@ -193,7 +194,7 @@ impl GateView {
             approvals_required: g.approvals_required,
             approvals: g.approvals.clone(),
             require_reason: g.require_reason,
-            rule: g.rule.as_ref().map(|r| r.shown()),
+            rule: g.rule.clone(),
         }
     }
 }

@@ -332,16 +332,10 @@ pub struct RuleNote {
 
 impl RuleNote {
     /// The line every channel shows: "Policy: needs 2 of cfo,
-    /// group:finance because amount > 10000", and when a condition failed,
-    /// that the strictest rule applies and why.
+    /// group:finance because amount > 10000" (after a failed condition the
+    /// summary says the strictest rule applied, and why).
     pub fn shown(&self) -> String {
-        match &self.failed {
-            Some(why) => format!(
-                "Policy: {} (a condition failed to evaluate, so the strictest rule applies: {why})",
-                self.summary
-            ),
-            None => format!("Policy: {}", self.summary),
-        }
+        format!("Policy: {}", self.summary)
     }
 }
 

@@ -38,6 +38,8 @@ mod crash_loop;
 mod email;
 mod layering;
 mod people;
+mod policies;
+mod policies_rooms;
 mod props;
 mod providers;
 mod session_formats;
