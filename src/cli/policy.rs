@@ -341,7 +341,7 @@ fn explained(
         rules: rules.len(),
         index: choice.index + 1,
         summary: choice.summary(),
-        failed: choice.failed.clone(),
+        failed: choice.failed.as_ref().map(policy::Failed::detail),
         approvers: choice.rule.approvers.clone(),
         quorum: choice.needs(),
         require_reason,
