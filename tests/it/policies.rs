@@ -499,6 +499,19 @@ fn the_api_takes_a_policy_and_refuses_an_unknown_one_creating_nothing() {
         assert_eq!(r.status, 200, "{}", r.body);
         r.json()["sessions"].as_array().map_or(0, Vec::len)
     };
+    // The OpenAPI document names the new fields.
+    let doc = call(&w.svc, "GET", "/api/v1/openapi.json", None, None).json();
+    let schemas = &doc["components"]["schemas"];
+    assert!(
+        schemas["ApprovalRequest"]["properties"]["policy"].is_object(),
+        "{:#}",
+        schemas["ApprovalRequest"]
+    );
+    assert!(
+        schemas["GateView"]["properties"]["rule"].is_object(),
+        "{:#}",
+        schemas["GateView"]
+    );
     let r = post(json!({"title": "Pay?", "policy": "refunds"}));
     let msg = expect_error(&r, 422, "invalid_request");
     assert_eq!(r.json()["error"]["field"], "policy", "{}", r.body);
