@@ -27,36 +27,10 @@ use chrono::{DateTime, Utc};
 
 use crate::model::{OpenGate, RuleNote};
 use crate::spec::timeout::Timeout;
-use crate::spec::{EscalationTarget, GateTimers};
+use crate::spec::GateTimers;
 use crate::template::Templates;
 
-/// One rule of an `approvers:` list.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ApprovalRule {
-    /// The condition (a template or bare expression); `None`: the default rule.
-    pub when: Option<String>,
-    /// What channels show instead of the condition's text.
-    pub label: Option<String>,
-    /// Who may answer while this rule applies.
-    pub approvers: Vec<String>,
-    /// Approvals needed (`quorum` or `approvals_required`); `None`: the gate's.
-    pub quorum: Option<u32>,
-    /// Whether a rejection must say why; `None`: the gate's.
-    pub require_reason: Option<bool>,
-    /// How long the gate waits; `None`: the gate's.
-    pub timeout: Option<Timeout>,
-    /// Minutes without an answer before escalating; `None`: the gate's.
-    pub escalation_timeout: Option<std::time::Duration>,
-    /// Who gets the escalated request; `None`: the gate's.
-    pub escalation_target: Option<Vec<EscalationTarget>>,
-}
-
-impl ApprovalRule {
-    /// Approvals this rule needs, `base` when it names no quorum.
-    pub fn needs(&self, base: u32) -> u32 {
-        self.quorum.unwrap_or(base).max(1)
-    }
-}
+pub use crate::spec::rules::ApprovalRule;
 
 /// The rule that applies to one gate instance, and why.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use serde_saphyr::Spanned;
 
 use super::raw::{self, ApproverEntry};
 use super::{at, Validator};
-use crate::gate::policy::ApprovalRule;
+use crate::spec::rules::ApprovalRule;
 
 /// Just `security.approvers`, with locations; every other key is ignored.
 #[derive(Deserialize)]
