@@ -643,3 +643,25 @@ fn policy_explain_dry_runs_a_named_policy_of_the_service_file() {
     out.expect_code(2);
     assert!(out.stderr.contains("no policy `refunds`"), "{}", out.stderr);
 }
+
+#[test]
+fn the_example_runs_offline_and_asks_by_amount() {
+    let sandbox = Sandbox::new();
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/approval-policies.yaml"
+    );
+    sandbox.strands(&["validate", spec]).expect_code(0);
+    for (amount, rule, approvers) in [
+        ("20000", 1, json!(["cfo", "group:finance"])),
+        ("5000", 2, json!(["group:finance"])),
+        ("120", 3, json!(["group:support"])),
+    ] {
+        let var = format!("amount={amount}");
+        let out = sandbox.strands(&["run", spec, "--var", &var, "--json"]);
+        out.expect_code(19);
+        let gate = &out.json()["gate"];
+        assert_eq!(gate["rule"]["index"], rule, "{amount}: {gate:#}");
+        assert_eq!(gate["approvers"], approvers, "{amount}");
+    }
+}
