@@ -30,6 +30,7 @@ use crate::spec::timeout::Timeout;
 use crate::spec::GateTimers;
 use crate::template::Templates;
 
+/// The rule type lives with the spec (it is read there, below this layer).
 pub use crate::spec::rules::ApprovalRule;
 
 /// The rule that applies to one gate instance, and why.
