@@ -170,10 +170,12 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
         let tool = a.tool.as_deref().map(|n| (n, &args));
         let ctx = context(&vars, tool);
         if let Some(choice) = policy::choose(tool_rules, &templates, &ctx, 1) {
-            // One approver decides each call; tool calls wait without a timeout.
+            // One approver decides each call, without a timeout or a
+            // required reason (as `Engine::tool_rule`).
             let rule = ApprovalRule {
                 quorum: None,
                 timeout: None,
+                require_reason: None,
                 ..choice.rule.clone()
             };
             let choice = Choice {
@@ -185,14 +187,7 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
                 Some(t) => format!("tool call `{t}` (security.approvers)"),
                 None => "tool calls (security.approvers; --tool NAME to judge one)".into(),
             };
-            out.push(explained(
-                place,
-                tool_rules,
-                &choice,
-                rule.require_reason.unwrap_or(false),
-                at,
-                None,
-            ));
+            out.push(explained(place, tool_rules, &choice, false, at, None));
         }
     }
     if out.is_empty() {
@@ -341,7 +336,7 @@ fn explained(
         rules: rules.len(),
         index: choice.index + 1,
         summary: choice.summary(),
-        failed: choice.failed.clone(),
+        failed: choice.failed.as_ref().map(policy::Failed::detail),
         approvers: choice.rule.approvers.clone(),
         quorum: choice.needs(),
         require_reason,

@@ -27,7 +27,7 @@ pub struct ServiceFile {
 }
 
 /// A named approval policy: a list of approval rules
-/// ([`crate::gate::policy`]) that an approval request takes by name
+/// (`crate::spec::rules`) that an approval request takes by name
 /// (`policy: payments`). Kept as written — a request's one-gate spec
 /// carries the rules and the spec validator reads them like any gate's —
 /// and read once at start-up ([`Policy::check`]) so a bad rule stops the
@@ -44,7 +44,7 @@ impl Policy {
     pub fn check(
         &self,
         max_secs: u64,
-    ) -> std::result::Result<Vec<crate::gate::policy::ApprovalRule>, String> {
+    ) -> std::result::Result<Vec<crate::spec::rules::ApprovalRule>, String> {
         crate::spec::rules::list(&self.rules, &crate::template::Templates::new(), max_secs)
     }
 }

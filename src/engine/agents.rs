@@ -464,9 +464,10 @@ impl Engine<'_> {
     /// is judged on its own (`tool` = its name and arguments), and the gate
     /// takes the strictest rule chosen — the most approvals, the earliest
     /// listed on a tie — so one gate asks for every call what the
-    /// strictest of them needs. A rule decides approvers and
-    /// `require_reason` here; quorum and timeout stay the tool gate's (one
-    /// approver decides each call, and tool calls wait without a timeout).
+    /// strictest of them needs. A rule decides the approvers here; quorum,
+    /// timeout and `require_reason` stay the tool gate's: one approver
+    /// decides each call, tool calls wait without a timeout, and the rooms
+    /// record a call's rejection at once, without asking a reason.
     fn tool_rule(&self, spec: &Spec, session: &Session, opened: &mut crate::model::OpenGate) {
         let rules = &spec.approval.rules;
         let Some(turn) = session.agent_turn.as_ref().filter(|_| !rules.is_empty()) else {
@@ -484,6 +485,7 @@ impl Engine<'_> {
             let rule = gate::policy::ApprovalRule {
                 quorum: None,
                 timeout: None,
+                require_reason: None,
                 ..choice.rule.clone()
             };
             gate::policy::apply(

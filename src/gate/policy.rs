@@ -27,36 +27,11 @@ use chrono::{DateTime, Utc};
 
 use crate::model::{OpenGate, RuleNote};
 use crate::spec::timeout::Timeout;
-use crate::spec::{EscalationTarget, GateTimers};
+use crate::spec::GateTimers;
 use crate::template::Templates;
 
-/// One rule of an `approvers:` list.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ApprovalRule {
-    /// The condition (a template or bare expression); `None`: the default rule.
-    pub when: Option<String>,
-    /// What channels show instead of the condition's text.
-    pub label: Option<String>,
-    /// Who may answer while this rule applies.
-    pub approvers: Vec<String>,
-    /// Approvals needed (`quorum` or `approvals_required`); `None`: the gate's.
-    pub quorum: Option<u32>,
-    /// Whether a rejection must say why; `None`: the gate's.
-    pub require_reason: Option<bool>,
-    /// How long the gate waits; `None`: the gate's.
-    pub timeout: Option<Timeout>,
-    /// Minutes without an answer before escalating; `None`: the gate's.
-    pub escalation_timeout: Option<std::time::Duration>,
-    /// Who gets the escalated request; `None`: the gate's.
-    pub escalation_target: Option<Vec<EscalationTarget>>,
-}
-
-impl ApprovalRule {
-    /// Approvals this rule needs, `base` when it names no quorum.
-    pub fn needs(&self, base: u32) -> u32 {
-        self.quorum.unwrap_or(base).max(1)
-    }
-}
+/// The rule type lives with the spec (it is read there, below this layer).
+pub use crate::spec::rules::ApprovalRule;
 
 /// The rule that applies to one gate instance, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,9 +41,44 @@ pub struct Choice<'a> {
     pub rule: &'a ApprovalRule,
     /// Set when a condition failed and the strictest rule was taken
     /// instead: which rule's condition, and the evaluation error.
-    pub failed: Option<String>,
+    pub failed: Option<Failed>,
     /// Approvals the gate needs when the rule names no quorum.
     pub base: u32,
+}
+
+/// Why the strictest rule was taken (fail closed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failed {
+    /// The 1-based rule whose condition failed; `None` when no condition
+    /// held and the list has no default rule.
+    pub rule: Option<usize>,
+    /// That rule's condition, as written.
+    pub condition: String,
+    /// The evaluation error ("undefined value").
+    pub why: String,
+}
+
+impl Failed {
+    /// What the note and the audit keep: "the condition of rule 1
+    /// (`{{ details.amount > 10 }}`) failed: undefined value".
+    pub fn detail(&self) -> String {
+        match self.rule {
+            Some(n) => format!(
+                "the condition of rule {n} (`{}`) failed: {}",
+                self.condition.trim(),
+                self.why
+            ),
+            None => self.why.clone(),
+        }
+    }
+
+    /// What channels show after the approvers: short.
+    fn short(&self) -> String {
+        match self.rule {
+            Some(n) => format!("the condition of rule {n} failed: {}", self.why),
+            None => self.why.clone(),
+        }
+    }
 }
 
 /// The first rule whose `when` holds (a rule without one always holds).
@@ -102,11 +112,15 @@ pub fn choose<'a>(
             }
             Ok(false) => continue,
             Err(e) => {
-                let why = e.to_string();
-                let why = why
-                    .strip_prefix("runtime error: ")
-                    .unwrap_or(&why)
-                    .to_string();
+                // The template error names the rule already; keep what follows.
+                let full = e.to_string();
+                let why = match full.find(&format!("{what}: ")) {
+                    Some(i) => full[i + what.len() + 2..].to_string(),
+                    None => full
+                        .strip_suffix(&format!(" in {what}"))
+                        .unwrap_or(&full)
+                        .to_string(),
+                };
                 let strict = strictest(rules, base)?;
                 tracing::warn!(
                     "the condition of approval rule {} failed ({why}); the strictest rule (rule {}) applies",
@@ -116,11 +130,11 @@ pub fn choose<'a>(
                 return Some(Choice {
                     index: strict,
                     rule: &rules[strict],
-                    failed: Some(format!(
-                        "the condition of rule {} (`{}`) failed: {why}",
-                        index + 1,
-                        cond.trim()
-                    )),
+                    failed: Some(Failed {
+                        rule: Some(index + 1),
+                        condition: cond.clone(),
+                        why,
+                    }),
                     base,
                 });
             }
@@ -132,7 +146,11 @@ pub fn choose<'a>(
     Some(Choice {
         index: strict,
         rule: &rules[strict],
-        failed: Some("no rule's condition held and there is no default rule".into()),
+        failed: Some(Failed {
+            rule: None,
+            condition: String::new(),
+            why: "no rule's condition held and there is no default rule".into(),
+        }),
         base,
     })
 }
@@ -189,7 +207,7 @@ impl Choice<'_> {
         };
         let head = format!("needs {} of {who}", self.needs());
         match &self.failed {
-            Some(f) => format!("{head} (strictest rule applied: {f})"),
+            Some(f) => format!("{head} (strictest rule applied: {})", f.short()),
             None => format!("{head} {}", self.reason()),
         }
     }
@@ -199,7 +217,7 @@ impl Choice<'_> {
         RuleNote {
             index: self.index + 1,
             summary: self.summary(),
-            failed: self.failed.clone(),
+            failed: self.failed.as_ref().map(Failed::detail),
         }
     }
 }
@@ -437,11 +455,13 @@ mod tests {
         let failed = note.failed.unwrap();
         assert!(failed.contains("rule 1"), "{failed}");
         assert!(failed.contains("undefined"), "{failed}");
-        assert!(
-            note.summary
-                .starts_with("needs 3 of group:support (strictest rule applied:"),
-            "{}",
-            note.summary
+        assert_eq!(
+            note.summary,
+            "needs 3 of group:support (strictest rule applied: the condition of rule 1 failed: 'details' is undefined)"
+        );
+        assert_eq!(
+            failed,
+            "the condition of rule 1 (`{{ details.amount > 10 }}`) failed: 'details' is undefined"
         );
         // Ties go to the first listed.
         rs[2].quorum = Some(2);

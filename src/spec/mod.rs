@@ -559,9 +559,9 @@ pub struct GateSpec {
     /// Who may answer (the workflow's `security.approvers` when unset).
     /// `None` too when the gate's `approvers:` is a list of rules.
     pub approvers: Option<Vec<String>>,
-    /// `approvers:` as rules ([`crate::gate::policy`]): the first that
+    /// `approvers:` as rules (`gate::policy`): the first that
     /// holds decides who answers; empty for a plain list.
-    pub rules: Vec<crate::gate::policy::ApprovalRule>,
+    pub rules: Vec<rules::ApprovalRule>,
     pub approvals_required: Option<u32>,
     pub rejections_required: Option<u32>,
     pub allow_self_approval: Option<bool>,
@@ -616,7 +616,7 @@ pub struct ApprovalDefaults {
     pub approvers: Vec<String>,
     /// `security.approvers` as rules: for gates that name no approvers,
     /// and for tool calls.
-    pub rules: Vec<crate::gate::policy::ApprovalRule>,
+    pub rules: Vec<rules::ApprovalRule>,
     pub approvals_required: Option<u32>,
     pub allow_self_approval: Option<bool>,
 }

@@ -1,19 +1,46 @@
-//! Reading approval rules ([`crate::gate::policy::ApprovalRule`]) from
+//! Approval rules ([`ApprovalRule`]), and reading them from
 //! their YAML form, one map per rule.
 //!
 //! Two places write rules: a spec (`approvers:` of a gate, or
 //! `security.approvers`), where the validator adds the file:line, and the
 //! service file's named `policies:`, where start-up names the policy.
 //! Both go through [`rule`] and [`check_list`], so a rule means the same
-//! wherever it is written. This module only reads values; choosing a
-//! rule at run time is `gate::policy`'s.
+//! wherever it is written. This module holds the rule's type and reads
+//! values; choosing a rule at run time is `gate::policy`'s.
 
 use serde_json::{Map, Value};
 
 use super::timeout::Timeout;
 use super::EscalationTarget;
-use crate::gate::policy::ApprovalRule;
 use crate::template::Templates;
+
+/// One rule of an `approvers:` list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApprovalRule {
+    /// The condition (a template or bare expression); `None`: the default rule.
+    pub when: Option<String>,
+    /// What channels show instead of the condition's text.
+    pub label: Option<String>,
+    /// Who may answer while this rule applies.
+    pub approvers: Vec<String>,
+    /// Approvals needed (`quorum` or `approvals_required`); `None`: the gate's.
+    pub quorum: Option<u32>,
+    /// Whether a rejection must say why; `None`: the gate's.
+    pub require_reason: Option<bool>,
+    /// How long the gate waits; `None`: the gate's.
+    pub timeout: Option<Timeout>,
+    /// Minutes without an answer before escalating; `None`: the gate's.
+    pub escalation_timeout: Option<std::time::Duration>,
+    /// Who gets the escalated request; `None`: the gate's.
+    pub escalation_target: Option<Vec<EscalationTarget>>,
+}
+
+impl ApprovalRule {
+    /// Approvals this rule needs, `base` when it names no quorum.
+    pub fn needs(&self, base: u32) -> u32 {
+        self.quorum.unwrap_or(base).max(1)
+    }
+}
 
 /// The keys a rule takes.
 pub const KEYS: &[&str] = &[
@@ -134,10 +161,14 @@ pub fn rule(
         }
     }
     if let (Some(n), true) = (r.quorum, !r.approvers.is_empty()) {
-        let groups = r
-            .approvers
-            .iter()
-            .any(|a| a.starts_with(crate::model::person::GROUP_PREFIX) || crate::gate::is_group(a));
+        // `group:NAME` or a Slack user group (`S…`) may hold more people.
+        let groups = r.approvers.iter().any(|a| {
+            a.starts_with(crate::model::person::GROUP_PREFIX)
+                || (a.len() > 2
+                    && a.starts_with('S')
+                    && a.chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+        });
         if !groups && n as usize > r.approvers.len() {
             errs.push(RuleError::at(
                 quorum_key.map_or("quorum", |(k, _)| k),

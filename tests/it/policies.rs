@@ -355,7 +355,9 @@ fn a_tool_calls_arguments_choose_who_approves_it() {
     let id = session_id(&v);
     let gate = &v["gate"];
     assert_eq!(gate["approvers"], json!(["cfo"]), "{gate:#}");
-    assert_eq!(gate["require_reason"], true);
+    // A tool call's rejection is recorded at once in the rooms: the rule's
+    // require_reason is for gates.
+    assert_eq!(gate["require_reason"], false);
     assert_eq!(
         gate["rule"]["summary"],
         "needs 1 of cfo because it writes the ledger"
@@ -499,6 +501,19 @@ fn the_api_takes_a_policy_and_refuses_an_unknown_one_creating_nothing() {
         assert_eq!(r.status, 200, "{}", r.body);
         r.json()["sessions"].as_array().map_or(0, Vec::len)
     };
+    // The OpenAPI document names the new fields.
+    let doc = call(&w.svc, "GET", "/api/v1/openapi.json", None, None).json();
+    let schemas = &doc["components"]["schemas"];
+    assert!(
+        schemas["ApprovalRequest"]["properties"]["policy"].is_object(),
+        "{:#}",
+        schemas["ApprovalRequest"]
+    );
+    assert!(
+        schemas["GateView"]["properties"]["rule"].is_object(),
+        "{:#}",
+        schemas["GateView"]
+    );
     let r = post(json!({"title": "Pay?", "policy": "refunds"}));
     let msg = expect_error(&r, 422, "invalid_request");
     assert_eq!(r.json()["error"]["field"], "policy", "{}", r.body);
@@ -627,4 +642,26 @@ fn policy_explain_dry_runs_a_named_policy_of_the_service_file() {
     let out = sandbox.strands_env(&env, &["policy", "explain", "--policy", "refunds"]);
     out.expect_code(2);
     assert!(out.stderr.contains("no policy `refunds`"), "{}", out.stderr);
+}
+
+#[test]
+fn the_example_runs_offline_and_asks_by_amount() {
+    let sandbox = Sandbox::new();
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/approval-policies.yaml"
+    );
+    sandbox.strands(&["validate", spec]).expect_code(0);
+    for (amount, rule, approvers) in [
+        ("20000", 1, json!(["cfo", "group:finance"])),
+        ("5000", 2, json!(["group:finance"])),
+        ("120", 3, json!(["group:support"])),
+    ] {
+        let var = format!("amount={amount}");
+        let out = sandbox.strands(&["run", spec, "--var", &var, "--json"]);
+        out.expect_code(19);
+        let gate = &out.json()["gate"];
+        assert_eq!(gate["rule"]["index"], rule, "{amount}: {gate:#}");
+        assert_eq!(gate["approvers"], approvers, "{amount}");
+    }
 }

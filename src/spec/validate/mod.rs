@@ -430,7 +430,7 @@ impl Validator {
 
 /// Everyone any rule names, in order, once: who a gate with rules may
 /// notify (`notify: dm`, `email`).
-fn every_approver(rules: &[crate::gate::policy::ApprovalRule]) -> Vec<String> {
+fn every_approver(rules: &[crate::spec::rules::ApprovalRule]) -> Vec<String> {
     let mut all: Vec<String> = Vec::new();
     for a in rules.iter().flat_map(|r| &r.approvers) {
         if !all.contains(a) {

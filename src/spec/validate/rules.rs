@@ -12,7 +12,7 @@ use serde_saphyr::Spanned;
 
 use super::raw::{self, ApproverEntry};
 use super::{at, Validator};
-use crate::gate::policy::ApprovalRule;
+use crate::spec::rules::ApprovalRule;
 
 /// Just `security.approvers`, with locations; every other key is ignored.
 #[derive(Deserialize)]
@@ -116,9 +116,11 @@ impl Validator {
         };
         let list = doc.security.and_then(|s| s.approvers);
         let (_, rules) = self.approvers(list.as_ref(), "security.approvers");
-        if rules.iter().any(|r| r.quorum.is_some_and(|q| q > 1)) {
+        if rules.iter().any(|r| {
+            r.quorum.is_some_and(|q| q > 1) || r.timeout.is_some() || r.require_reason == Some(true)
+        }) {
             self.warnings.push(format!(
-                "{}: security.approvers: a rule's quorum applies to gates; a tool call is always one approver's decision",
+                "{}: security.approvers: a rule's quorum, timeout and require_reason apply to gates; on a tool call the rule decides only who approves (one approver per call, no timeout, no reason asked)",
                 self.file
             ));
         }
