@@ -15,7 +15,9 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
         store: &store,
         notifier: &notifier,
         clock: std::sync::Arc::new(TokioClock::default()),
-        specs: std::sync::Arc::new(crate::engine::specs::SpecCache::new(ctx.settings.limits)),
+        specs: std::sync::Arc::new(crate::engine::specs::SpecCache::new(
+            ctx.settings.limits.clone(),
+        )),
         wake: Default::default(),
     };
     timers.fire_due().await?;

@@ -16,6 +16,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Map;
 
+pub mod calendar;
+
 use crate::error::{Error, Result};
 use crate::model::person::{Directory, GROUP_PREFIX};
 use crate::model::{Answer, Decision, Fallback, GateKind, OpenGate, Position};
@@ -354,6 +356,7 @@ mod tests {
             notify_dm: false,
             notify_email: false,
             timers: Default::default(),
+            hours: None,
         };
         let now = Utc::now();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

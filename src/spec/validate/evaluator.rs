@@ -339,6 +339,12 @@ impl Validator {
                 remind_before: c.remind_before.clone(),
                 escalation_timeout: c.escalation_timeout.clone(),
                 escalation_target: c.escalation_target.clone(),
+                // `accept.manual_review` keeps no business hours (yet).
+                timeout: None,
+                calendar: None,
+                when_closed: None,
+                auto_approve: None,
+                timers_outside_hours: None,
             },
             m.referenced,
             m.defined,
