@@ -114,10 +114,10 @@ impl Settings {
     /// errors stop start-up.
     pub fn load(get: impl Fn(&str) -> Option<String>) -> crate::error::Result<Settings> {
         let service = service::ServiceFile::from_lookup(&get)?;
-        Ok(Settings {
-            service,
-            ..Settings::from_lookup(get)
-        })
+        let mut settings = Settings::from_lookup(get);
+        settings.limits.calendars = Some(service.calendar_names());
+        settings.service = service;
+        Ok(settings)
     }
 }
 
