@@ -270,6 +270,18 @@ impl Calendar {
             .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 
+    /// `t` when the calendar is open then or closes right then (a
+    /// business deadline that uses up the day lands on the closing), else
+    /// the next opening: when something that must not happen outside hours
+    /// (a reminder, an automatic approval) may happen instead.
+    pub fn settle(&self, t: DateTime<Utc>) -> DateTime<Utc> {
+        if self.is_open(t) || self.is_open(t - Duration::seconds(1)) {
+            t
+        } else {
+            self.next_open(t)
+        }
+    }
+
     /// The instant `secs` seconds of business time after `start` (which
     /// may be outside hours: counting begins at the next opening). A
     /// deadline that uses up an interval exactly lands on its closing.

@@ -346,6 +346,9 @@ pub async fn escalate(
             until.map(slack_date).unwrap_or_else(|| "later".into()),
         ),
         EscalationWhy::Waited(d) => format!("no answer for {}.", human_duration(*d)),
+        EscalationWhy::OutsideHours { calendar } => {
+            format!("it was asked outside the business hours of calendar `{calendar}`.")
+        }
     };
     let messages = post_copies(app, session, gate, targets, &why).await;
     if messages.is_empty() {

@@ -122,6 +122,9 @@ pub async fn escalate(
             "no answer for {}",
             durations::duration(d.num_seconds().max(0))
         ),
+        EscalationWhy::OutsideHours { calendar } => {
+            format!("asked outside the business hours of calendar `{calendar}`")
+        }
     };
     let head = format!(
         "🔺 Escalated: gate {} of {} got {why}.",

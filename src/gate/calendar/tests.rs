@@ -66,6 +66,14 @@ fn eight_business_hours_from_friday_afternoon_land_on_monday() {
     );
     assert!(c.is_open(local(&c, "2026-11-30 16:59")));
     assert!(!c.is_open(local(&c, "2026-11-30 17:00")));
+    // What may not happen outside hours happens at closing, or waits.
+    let close = local(&c, "2026-11-27 17:00");
+    assert_eq!(c.settle(close), close);
+    assert_eq!(
+        c.settle(close + Duration::minutes(1)),
+        local(&c, "2026-11-30 09:00")
+    );
+    assert_eq!(c.settle(from), from);
 }
 
 #[test]
