@@ -326,6 +326,24 @@ impl Calendar {
         }
     }
 
+    /// "Mon 30 Nov 09:30 CET": `t` in local time, the same whenever it is
+    /// read (for messages that stay posted).
+    pub fn date_words(&self, t: DateTime<Utc>) -> String {
+        let local = t.with_timezone(&self.zone);
+        format!("{}{}", local.format("%a %-d %b %H:%M"), self.zone_words(t))
+    }
+
+    /// " CET", or " (Asia/Dubai)" where the zone's abbreviation is a bare
+    /// offset.
+    fn zone_words(&self, t: DateTime<Utc>) -> String {
+        let abbr = t.with_timezone(&self.zone).format("%Z").to_string();
+        if abbr.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            format!(" {abbr}")
+        } else {
+            format!(" ({})", self.zone.name())
+        }
+    }
+
     /// "today 17:00 CET", "tomorrow 09:00 CET", "Monday 09:30 CET", "Fri 8
     /// Jan 09:00 CET": `t` in local time as seen from `now`.
     pub fn local_words(&self, now: DateTime<Utc>, t: DateTime<Utc>) -> String {
@@ -337,13 +355,7 @@ impl Calendar {
             2..=6 => weekday_name(local.weekday()).to_string(),
             _ => local.format("%a %-d %b").to_string(),
         };
-        let abbr = local.format("%Z").to_string();
-        let zone = if abbr.starts_with(|c: char| c.is_ascii_alphabetic()) {
-            format!(" {abbr}")
-        } else {
-            format!(" ({})", self.zone.name())
-        };
-        format!("{day} {}{zone}", local.format("%H:%M"))
+        format!("{day} {}{}", local.format("%H:%M"), self.zone_words(t))
     }
 }
 
@@ -433,6 +445,33 @@ pub fn pick(names: &[String], named: Option<&str>) -> Result<String, String> {
             ),
         }
     })
+}
+
+/// For other modules' tests: the gate hours of calendar `eu-office`,
+/// Paris, Monday to Friday 09:00-17:00, and Friday 27 November 2026 15:00
+/// CET with a deadline on Monday 30 November 09:30 CET.
+#[cfg(test)]
+pub(crate) fn office_for_tests() -> (crate::model::GateHours, DateTime<Utc>, DateTime<Utc>) {
+    let rules = Calendar::try_from(CalendarSpec {
+        zone: "Europe/Paris".into(),
+        hours: [("mon-fri".to_string(), "09:00-17:00".to_string())].into(),
+        holidays: Vec::new(),
+    })
+    .expect("calendar");
+    let hours = crate::model::GateHours {
+        calendar: "eu-office".into(),
+        when_closed: crate::model::WhenClosed::Wait,
+        auto_approve_outside_hours: true,
+        timers_outside_hours: false,
+        opened_closed: false,
+        rules,
+    };
+    let at = |s: &str| {
+        chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M")
+            .expect("time")
+            .and_utc()
+    };
+    (hours, at("2026-11-27 14:00"), at("2026-11-30 08:30"))
 }
 
 #[cfg(test)]

@@ -1,6 +1,50 @@
 //! Human durations ("3 h 20 min"): how long a gate has waited, as every
 //! door shows it — the web inbox's pages and Slack's App Home word it the
 //! same, so it lives here rather than in one door for the other to borrow.
+//! Likewise the deadline of a gate that keeps business hours, in its
+//! calendar's words ([`business_deadline`]).
+
+use chrono::{DateTime, Utc};
+
+use crate::model::GateHours;
+
+/// The deadline of a gate that keeps business hours, in its calendar's
+/// words as seen at `now`: "Monday 09:30 CET, in 2 business hours
+/// (calendar `eu-office`)"; a gate with no deadline, while the calendar is
+/// closed: "closed now; opens Monday 09:00 CET (calendar `eu-office`)".
+/// `None` for other gates (every door keeps its own wording then).
+pub fn business_deadline(
+    hours: Option<&GateHours>,
+    deadline: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let h = hours?;
+    let cal = &h.rules;
+    let words = match deadline {
+        Some(at) => cal.describe(now, at),
+        None if !cal.is_open(now) => format!(
+            "closed now; opens {}",
+            cal.local_words(now, cal.next_open(now))
+        ),
+        None => return None,
+    };
+    Some(format!("{words} (calendar `{}`)", h.calendar))
+}
+
+/// [`business_deadline`] for a message that stays posted (Slack's): the
+/// date without "today" or "in …": "Mon 30 Nov 09:30 CET (business hours
+/// of calendar `eu-office`)".
+pub fn business_deadline_posted(
+    hours: Option<&GateHours>,
+    deadline: Option<DateTime<Utc>>,
+) -> Option<String> {
+    let (h, at) = (hours?, deadline?);
+    Some(format!(
+        "{} (business hours of calendar `{}`)",
+        h.rules.date_words(at),
+        h.calendar
+    ))
+}
 
 /// "3 h 20 min" for a number of seconds (the sign is dropped).
 pub fn duration(secs: i64) -> String {
@@ -38,5 +82,30 @@ mod tests {
         assert_eq!(duration(90_000), "1 d 1 h");
         assert_eq!(reminder(2, 3), "Reminder 2 of 3");
         assert_eq!(reminder(0, 0), "Last reminder before the timeout");
+    }
+
+    #[test]
+    fn business_deadlines_read_in_the_calendars_words() {
+        let (h, fri, mon) = crate::gate::calendar::office_for_tests();
+        let at = |s: &str| {
+            chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M")
+                .expect("time")
+                .and_utc()
+        };
+        assert_eq!(
+            business_deadline(Some(&h), Some(mon), fri).as_deref(),
+            Some("Monday 09:30 CET, in 2 business hours 30 min (calendar `eu-office`)")
+        );
+        let sat = at("2026-11-28 10:00");
+        assert_eq!(
+            business_deadline(Some(&h), None, sat).as_deref(),
+            Some("closed now; opens Monday 09:00 CET (calendar `eu-office`)")
+        );
+        assert_eq!(business_deadline(Some(&h), None, fri), None);
+        assert_eq!(business_deadline(None, Some(mon), fri), None);
+        assert_eq!(
+            business_deadline_posted(Some(&h), Some(mon)).as_deref(),
+            Some("Mon 30 Nov 09:30 CET (business hours of calendar `eu-office`)")
+        );
     }
 }

@@ -224,6 +224,15 @@ fn deadlines_read_in_peoples_words() {
         c.describe(fri_10, local(&c, "2026-11-27 09:00")),
         "today 09:00 CET, passed"
     );
+    assert_eq!(
+        c.date_words(local(&c, "2026-11-30 09:30")),
+        "Mon 30 Nov 09:30 CET"
+    );
+    let dubai = cal("Asia/Dubai", &[("mon-fri", "09:00-17:00")], &[]);
+    assert_eq!(
+        dubai.date_words(utc("2026-11-30 06:00")),
+        "Mon 30 Nov 10:00 (Asia/Dubai)"
+    );
     // Summer time names itself.
     assert_eq!(
         c.describe(local(&c, "2026-06-01 09:00"), local(&c, "2026-06-01 11:00")),
