@@ -380,7 +380,7 @@ mod tests {
         );
         g.timeout_at = None;
         assert!(deadline(&g, mon + chrono::TimeDelta::days(5))
-            .contains("closed now; opens Monday 09:00 CET"));
+            .contains("calendar `eu-office` is closed now; opens Monday 09:00 CET"));
     }
 
     #[test]

@@ -313,17 +313,28 @@ impl Calendar {
     /// "Monday 09:30 CET, in 2 business hours", "today 17:00 CEST, in 45
     /// business minutes"; while closed it says when it opens.
     pub fn describe(&self, now: DateTime<Utc>, deadline: DateTime<Utc>) -> String {
+        let when = self.deadline_words(now, deadline);
+        match self.opens_words(now).filter(|_| deadline > now) {
+            Some(opens) => format!("{when} (closed now; opens {opens})"),
+            None => when,
+        }
+    }
+
+    /// [`Calendar::describe`] without the note on a closed calendar:
+    /// "Monday 09:30 CET, in 2 business hours", "today 09:00 CET, passed".
+    pub fn deadline_words(&self, now: DateTime<Utc>, deadline: DateTime<Utc>) -> String {
         let when = self.local_words(now, deadline);
         if deadline <= now {
             return format!("{when}, passed");
         }
         let left = business_words(self.business_secs_between(now, deadline));
-        if self.is_open(now) {
-            format!("{when}, in {left}")
-        } else {
-            let opens = self.local_words(now, self.next_open(now));
-            format!("{when}, in {left} (closed now; opens {opens})")
-        }
+        format!("{when}, in {left}")
+    }
+
+    /// While the calendar is closed at `now`, when it opens ("Monday 09:00
+    /// CET"); `None` while open.
+    pub fn opens_words(&self, now: DateTime<Utc>) -> Option<String> {
+        (!self.is_open(now)).then(|| self.local_words(now, self.next_open(now)))
     }
 
     /// "Mon 30 Nov 09:30 CET": `t` in local time, the same whenever it is

@@ -10,8 +10,9 @@ use crate::model::GateHours;
 
 /// The deadline of a gate that keeps business hours, in its calendar's
 /// words as seen at `now`: "Monday 09:30 CET, in 2 business hours
-/// (calendar `eu-office`)"; a gate with no deadline, while the calendar is
-/// closed: "closed now; opens Monday 09:00 CET (calendar `eu-office`)".
+/// (calendar `eu-office`)", "… (calendar `eu-office` is closed now; opens
+/// Monday 09:00 CET)"; a gate with no deadline, while the calendar is
+/// closed: "calendar `eu-office` is closed now; opens Monday 09:00 CET".
 /// `None` for other gates (every door keeps its own wording then).
 pub fn business_deadline(
     hours: Option<&GateHours>,
@@ -20,15 +21,17 @@ pub fn business_deadline(
 ) -> Option<String> {
     let h = hours?;
     let cal = &h.rules;
-    let words = match deadline {
-        Some(at) => cal.describe(now, at),
-        None if !cal.is_open(now) => format!(
-            "closed now; opens {}",
-            cal.local_words(now, cal.next_open(now))
+    let name = &h.calendar;
+    let opens = cal.opens_words(now);
+    Some(match (deadline, opens) {
+        (Some(at), Some(opens)) if at > now => format!(
+            "{} (calendar `{name}` is closed now; opens {opens})",
+            cal.deadline_words(now, at)
         ),
-        None => return None,
-    };
-    Some(format!("{words} (calendar `{}`)", h.calendar))
+        (Some(at), _) => format!("{} (calendar `{name}`)", cal.deadline_words(now, at)),
+        (None, Some(opens)) => format!("calendar `{name}` is closed now; opens {opens}"),
+        (None, None) => return None,
+    })
 }
 
 /// [`business_deadline`] for a message that stays posted (Slack's): the
@@ -99,7 +102,11 @@ mod tests {
         let sat = at("2026-11-28 10:00");
         assert_eq!(
             business_deadline(Some(&h), None, sat).as_deref(),
-            Some("closed now; opens Monday 09:00 CET (calendar `eu-office`)")
+            Some("calendar `eu-office` is closed now; opens Monday 09:00 CET")
+        );
+        assert_eq!(
+            business_deadline(Some(&h), Some(mon), sat).as_deref(),
+            Some("Monday 09:30 CET, in 30 business minutes (calendar `eu-office` is closed now; opens Monday 09:00 CET)")
         );
         assert_eq!(business_deadline(Some(&h), None, fri), None);
         assert_eq!(business_deadline(None, Some(mon), fri), None);
