@@ -132,7 +132,8 @@ impl Engine<'_> {
 /// outside hours with `when_closed: reject` is due at once (its timeout
 /// answer is that rejection, [`gate::timeout_answer`]); a timeout that
 /// would approve outside hours with `auto_approve: {outside_hours: false}`
-/// waits for the next opening.
+/// waits for the next opening, and so does one that escalates
+/// (`fallback_action: escalate`) unless `timers_outside_hours`.
 fn settle_deadline(opened: &mut crate::model::OpenGate) {
     let Some(h) = &opened.hours else {
         return;
@@ -141,14 +142,16 @@ fn settle_deadline(opened: &mut crate::model::OpenGate) {
         opened.timeout_at = Some(opened.opened_at);
         return;
     }
-    if let (false, Some(at)) = (h.auto_approve_outside_hours, opened.timeout_at) {
-        let approves = matches!(
-            gate::interpret(opened.kind, &gate::timeout_answer(opened, at).decision),
-            Ok(gate::Outcome::Continue { .. })
-        );
-        if approves {
-            opened.timeout_at = Some(h.rules.settle(at));
-        }
+    let Some(at) = opened.timeout_at else {
+        return;
+    };
+    let approves = matches!(
+        gate::interpret(opened.kind, &gate::timeout_answer(opened, at).decision),
+        Ok(gate::Outcome::Continue { .. })
+    );
+    let escalates = opened.fallback == crate::model::Fallback::Escalate;
+    if (approves && !h.auto_approve_outside_hours) || (escalates && !h.timers_outside_hours) {
+        opened.timeout_at = Some(h.rules.settle(at));
     }
 }
 

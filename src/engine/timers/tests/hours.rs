@@ -273,6 +273,22 @@ async fn an_approving_timeout_outside_hours_waits_for_the_opening_when_told() {
         s.first_gate().expect("open").timeout_at,
         Some(paris_at("2026-11-27 18:00"))
     );
+    // An escalating one waits for the opening too (an escalation), unless
+    // told otherwise.
+    for (extra, due) in [
+        ("", "2026-11-30 09:00"),
+        ("\n        timers_outside_hours: true", "2026-11-27 18:00"),
+    ] {
+        let w = world_at("2026-11-27 16:00", false);
+        let s = w
+            .start_office(&format!("        timeout: 2h\n        fallback_action: escalate\n        escalation_target: [U0ONCALL]\n        calendar: eu-office{extra}"))
+            .await;
+        assert_eq!(
+            s.first_gate().expect("open").timeout_at,
+            Some(paris_at(due)),
+            "{extra}"
+        );
+    }
     // Nor is an approving one without `auto_approve`.
     let w = world_at("2026-11-27 16:00", false);
     let s = w
