@@ -224,10 +224,10 @@ impl Calendar {
     /// not; a skipped time is the instant the clocks jump.
     fn instant(&self, d: NaiveDate, min: u32, start: bool) -> Option<DateTime<Utc>> {
         let midnight = d.and_time(NaiveTime::MIN);
-        let local = midnight + Duration::minutes(i64::from(min));
+        let local = midnight.checked_add_signed(Duration::minutes(i64::from(min)))?;
         // A skipped time: the first wall-clock time after it that exists.
         for step in 0..=16 {
-            let t = local + Duration::minutes(15 * step);
+            let t = local.checked_add_signed(Duration::minutes(15 * step))?;
             let mapped = self.zone.from_local_datetime(&t);
             let found = if start {
                 mapped.earliest()
@@ -241,15 +241,31 @@ impl Calendar {
         None
     }
 
+    /// `t` in the calendar's zone; `None` within a day of the ends of
+    /// time, where local time cannot be told (chrono would panic).
+    fn local(&self, t: DateTime<Utc>) -> Option<DateTime<Tz>> {
+        let n = t.naive_utc();
+        let room = n.checked_add_signed(Duration::days(1)).is_some()
+            && n.checked_sub_signed(Duration::days(1)).is_some();
+        room.then(|| t.with_timezone(&self.zone))
+    }
+
     /// The open intervals that end after `t`, in order, starting with the
-    /// local day before `t` (an interval never spans two days).
+    /// local day before `t` (an interval never spans two days). Near the
+    /// ends of time there are none.
     fn intervals_from(
         &self,
         t: DateTime<Utc>,
     ) -> impl Iterator<Item = (DateTime<Utc>, DateTime<Utc>)> + '_ {
-        let first = t.with_timezone(&self.zone).date_naive() - Duration::days(1);
-        (0..HORIZON_DAYS)
-            .map(move |i| first + Duration::days(i))
+        let first = self
+            .local(t)
+            .map(|l| l.date_naive())
+            .map(|d| d.pred_opt().unwrap_or(d));
+        first
+            .into_iter()
+            .flat_map(|first| {
+                (0..HORIZON_DAYS).map_while(move |i| first.checked_add_signed(Duration::days(i)))
+            })
             .flat_map(move |d| self.day(d))
             .filter(move |&(_, e)| e > t)
     }
@@ -340,14 +356,19 @@ impl Calendar {
     /// "Mon 30 Nov 09:30 CET": `t` in local time, the same whenever it is
     /// read (for messages that stay posted).
     pub fn date_words(&self, t: DateTime<Utc>) -> String {
-        let local = t.with_timezone(&self.zone);
-        format!("{}{}", local.format("%a %-d %b %H:%M"), self.zone_words(t))
+        match self.local(t) {
+            Some(local) => format!("{}{}", local.format("%a %-d %b %H:%M"), self.zone_words(t)),
+            None => t.format("%Y-%m-%d %H:%M UTC").to_string(),
+        }
     }
 
     /// " CET", or " (Asia/Dubai)" where the zone's abbreviation is a bare
     /// offset.
     fn zone_words(&self, t: DateTime<Utc>) -> String {
-        let abbr = t.with_timezone(&self.zone).format("%Z").to_string();
+        let abbr = self
+            .local(t)
+            .map(|l| l.format("%Z").to_string())
+            .unwrap_or_default();
         if abbr.starts_with(|c: char| c.is_ascii_alphabetic()) {
             format!(" {abbr}")
         } else {
@@ -358,8 +379,10 @@ impl Calendar {
     /// "today 17:00 CET", "tomorrow 09:00 CET", "Monday 09:30 CET", "Fri 8
     /// Jan 09:00 CET": `t` in local time as seen from `now`.
     pub fn local_words(&self, now: DateTime<Utc>, t: DateTime<Utc>) -> String {
-        let local = t.with_timezone(&self.zone);
-        let days = (local.date_naive() - now.with_timezone(&self.zone).date_naive()).num_days();
+        let (Some(local), Some(seen)) = (self.local(t), self.local(now)) else {
+            return t.format("%Y-%m-%d %H:%M UTC").to_string();
+        };
+        let days = (local.date_naive() - seen.date_naive()).num_days();
         let day = match days {
             0 => "today".to_string(),
             1 => "tomorrow".to_string(),

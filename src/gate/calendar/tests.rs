@@ -196,6 +196,26 @@ fn several_intervals_a_day_and_day_lists() {
 }
 
 #[test]
+fn the_end_of_time_is_no_opening_and_no_panic() {
+    let c = paris();
+    let end = DateTime::<Utc>::MAX_UTC;
+    assert!(!c.is_open(end));
+    assert_eq!(c.next_open(end), end);
+    assert_eq!(c.settle(end), end);
+    assert_eq!(c.add(end - Duration::days(2), 100 * HOUR), end);
+    assert!(c.business_secs_between(end - Duration::days(1), end) <= 8 * HOUR);
+    let start = DateTime::<Utc>::MIN_UTC;
+    assert_eq!(c.business_secs_between(start, start + Duration::days(1)), 0);
+    assert!(
+        c.describe(start, end)
+            .contains("UTC, in under a business minute"),
+        "{}",
+        c.describe(start, end)
+    );
+    assert!(c.date_words(end).ends_with("UTC"));
+}
+
+#[test]
 fn deadlines_read_in_peoples_words() {
     let c = paris();
     let fri_1630 = local(&c, "2026-11-27 16:30");
