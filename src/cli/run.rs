@@ -6,13 +6,7 @@ use crate::engine::Asker;
 use crate::model::Refusal;
 
 pub(super) fn validate(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u8> {
-    // Without a service file here, a gate's calendar cannot be checked:
-    // a warning, not an error (`strands run` and `serve` refuse it).
-    let mut limits = ctx.settings.limits.clone();
-    if ctx.settings.service.calendars.is_empty() {
-        limits.calendars = None;
-    }
-    let spec = spec::load(path, &limits)?;
+    let spec = spec::load(path, &ctx.settings.checking_limits())?;
     let warnings = warnings(&spec, &ctx.settings);
     for w in &warnings {
         eprintln!("warning: {w}");
