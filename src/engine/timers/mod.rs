@@ -382,9 +382,15 @@ impl<N: Notifier> Timers<'_, N> {
             return self.store.remove_timer(t).await;
         };
         let escalated = self.store.escalation(&session.id, &t.gate).await?;
+        // A gate rejected for opening outside hours is not escalated.
+        let rejects_closed = gate
+            .hours
+            .as_ref()
+            .is_some_and(|h| h.opened_closed && h.when_closed == WhenClosed::Reject);
         if gate.fallback == Fallback::Escalate
             && escalated.is_none()
             && self.notifier.can_escalate()
+            && !rejects_closed
         {
             return self.escalate(&session, &gate, t).await;
         }
