@@ -13,13 +13,13 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer};
 
 use crate::error::{Error, Result};
-use crate::gate::calendar::{Calendar, CalendarSpec};
+use crate::model::calendar::{Calendar, CalendarSpec};
 
 /// The installation's calendars and policies (empty without a file).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceFile {
-    /// Business-hours calendars by name (`crate::gate::calendar` shows
+    /// Business-hours calendars by name (`crate::model::calendar` shows
     /// their shape); one that is wrong stops start-up, naming it and the key.
     #[serde(default, deserialize_with = "calendars")]
     pub calendars: BTreeMap<String, Calendar>,

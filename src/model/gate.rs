@@ -310,7 +310,7 @@ pub struct OpenGate {
     /// one fixed list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<RuleNote>,
-    /// The business-hours calendar this gate keeps (`crate::gate::calendar`);
+    /// The business-hours calendar this gate keeps (`crate::model::calendar`);
     /// `None`: every hour counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hours: Option<GateHours>,
@@ -353,7 +353,7 @@ pub struct GateHours {
     #[serde(default)]
     pub opened_closed: bool,
     /// The calendar itself.
-    pub rules: crate::gate::calendar::Calendar,
+    pub rules: crate::model::calendar::Calendar,
 }
 
 /// What a gate opened outside its calendar's hours does (`when_closed`).

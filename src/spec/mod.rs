@@ -573,7 +573,7 @@ pub struct GateSpec {
     pub hours: Option<HoursSpec>,
 }
 
-/// A gate's business hours as its spec gives them (`crate::gate::calendar`).
+/// A gate's business hours as its spec gives them (`crate::model::calendar`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HoursSpec {
     /// The service calendar it names; `None`: the one named `default`,

@@ -8,7 +8,7 @@
 
 use super::raw;
 use super::{at, Validator};
-use crate::gate::calendar;
+use crate::model::calendar;
 use crate::model::WhenClosed;
 use crate::spec::timeout::Timeout;
 use crate::spec::{Fallback, HoursSpec};

@@ -261,17 +261,6 @@ fn deadlines_read_in_peoples_words() {
 }
 
 #[test]
-fn the_deadline_rule_counts_business_time_only_when_asked() {
-    let c = paris();
-    let from = local(&c, "2026-11-27 15:00");
-    let business = Timeout::parse("8h business").expect("parses");
-    let plain = Timeout::parse("8h").expect("parses");
-    assert_eq!(deadline(from, &business, Some(&c)), utc("2026-11-30 14:00"));
-    assert_eq!(deadline(from, &plain, Some(&c)), utc("2026-11-27 22:00"));
-    assert_eq!(deadline(from, &business, None), utc("2026-11-27 22:00"));
-}
-
-#[test]
 fn a_bad_calendar_is_refused_naming_the_key() {
     let bad = |zone: &str, hours: &[(&str, &str)], holidays: &[&str]| {
         Calendar::try_from(CalendarSpec {
