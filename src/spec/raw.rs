@@ -404,7 +404,7 @@ pub struct Step {
 }
 
 /// A gate's `auto_approve`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AutoApprove {
     /// `false`: no approval by timeout outside the calendar's hours.

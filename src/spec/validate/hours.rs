@@ -228,6 +228,17 @@ mod tests {
     }
 
     #[test]
+    fn an_evaluators_manual_review_keeps_hours_too() {
+        let text = "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  w:\n    prompt: hi\n  e:\n    prompt: judge\npattern:\n  type: evaluator_optimizer\n  config:\n    producer:\n      agent: w\n    evaluator:\n      agent: e\n    accept:\n      min_score: 8\n      max_iters: 3\n      manual_review:\n        after_iterations: 2\n        prompt: ok?\n        timeout: 4h business\n        calendar: eu-office\n";
+        let s = parse(text, Path::new("f.yaml"), &limits(&["eu-office"])).expect("valid");
+        let g = s.gates().into_iter().next().cloned().expect("the review");
+        assert_eq!(g.timeout_secs, Some(4 * 3600));
+        assert!(g.hours.expect("hours").business_timeout);
+        let d = errors(text, &limits(&["us-office"]));
+        assert_eq!((d[0].line, d[0].column), (24, 19), "{d:#?}");
+    }
+
+    #[test]
     fn timeouts_and_hours_keys_are_checked_where_written() {
         let l = limits(&["default"]);
         let d = errors(
