@@ -304,12 +304,17 @@ pub async fn remind(app: &App, session: &Session, gate: &OpenGate, n: u32, of: u
             .collect::<Vec<_>>()
             .join(" ")
     };
+    let business =
+        crate::hub::durations::business_deadline_posted(gate.hours.as_ref(), gate.timeout_at);
     let deadline = gate
         .timeout_at
         .map(|at| {
             format!(
                 " It times out {} ({}).",
-                slack_date(at),
+                business
+                    .as_deref()
+                    .map(escape_mrkdwn)
+                    .unwrap_or_else(|| slack_date(at)),
                 fallback_words(gate.fallback)
             )
         })
