@@ -322,6 +322,8 @@ fn a_calendar_is_stored_as_written_and_read_back() {
     );
     let back: Calendar = serde_json::from_str(&json).expect("reads back");
     assert_eq!(back, c);
+    // What the server logs at start-up.
+    assert_eq!(c.to_string(), "Europe/Paris, mon-fri 09:00-17:00");
     assert!(serde_json::from_str::<Calendar>(
         r#"{"zone":"Mars/Olympus","hours":{"mon":"09:00-10:00"}}"#
     )
