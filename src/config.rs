@@ -110,14 +110,26 @@ impl Settings {
         }
     }
 
+    /// The limits for checking a spec without running it (`validate`,
+    /// `plan`, `explain`): where this process has no calendars, a gate's
+    /// calendar cannot be checked, so it is only a warning
+    /// ([`Limits::calendars`]); `run` and `serve` check it.
+    pub fn checking_limits(&self) -> Limits {
+        let mut limits = self.limits.clone();
+        if self.service.calendars.is_empty() {
+            limits.calendars = None;
+        }
+        limits
+    }
+
     /// [`Settings::from_lookup`] with the service file ([`service`]), whose
     /// errors stop start-up.
     pub fn load(get: impl Fn(&str) -> Option<String>) -> crate::error::Result<Settings> {
         let service = service::ServiceFile::from_lookup(&get)?;
-        Ok(Settings {
-            service,
-            ..Settings::from_lookup(get)
-        })
+        let mut settings = Settings::from_lookup(get);
+        settings.limits.calendars = Some(service.calendar_names());
+        settings.service = service;
+        Ok(settings)
     }
 }
 
@@ -217,6 +229,20 @@ mod tests {
         assert!(none.admins.is_empty() && none.network_allow.is_empty());
         assert_eq!(none.limits, Limits::default());
         assert_eq!(none.default_timeout, None);
+    }
+
+    #[test]
+    fn the_validator_knows_the_services_calendars_when_it_has_any() {
+        let yaml = "calendars:\n  eu: {zone: Europe/Paris, hours: {mon-fri: \"09:00-17:00\"}}\n";
+        let s = Settings::load(|k| (k == "STRANDS_CALENDARS").then(|| yaml.to_string()))
+            .expect("loads");
+        let names = s.limits.calendars.clone().expect("known");
+        assert_eq!(&*names, ["eu".to_string()]);
+        assert_eq!(s.checking_limits().calendars, Some(names));
+        // None: `run` refuses a gate's calendar; `validate` only warns.
+        let none = Settings::load(|_| None).expect("loads");
+        assert_eq!(none.limits.calendars.as_deref(), Some(&[][..]));
+        assert_eq!(none.checking_limits().calendars, None);
     }
 
     #[test]

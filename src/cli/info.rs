@@ -68,7 +68,7 @@ pub(super) fn unsupported(path: &std::path::Path, issues: &[Issue]) -> Error {
 
 /// `strands explain SPEC`.
 pub(super) fn explain(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u8> {
-    let spec = spec::load(path, &ctx.settings.limits)?;
+    let spec = spec::load(path, &ctx.settings.checking_limits())?;
     let found = issues(&spec);
     if json {
         outln!(
@@ -99,7 +99,7 @@ pub(super) fn explain(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u
 
 /// `strands plan SPEC`.
 pub(super) fn plan(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u8> {
-    let spec = spec::load(path, &ctx.settings.limits)?;
+    let spec = spec::load(path, &ctx.settings.checking_limits())?;
     let found = issues(&spec);
     let outline = outline(&spec);
     if json {

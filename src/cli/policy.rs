@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use super::Ctx;
 use crate::error::{exit, Error, Result};
+use crate::gate::calendar::Calendar;
 use crate::gate::policy::{self, ApprovalRule, Choice};
 use crate::spec;
 use crate::template::Templates;
@@ -114,6 +115,7 @@ struct Explained {
 }
 
 fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
+    let calendars = &ctx.settings.service.calendars;
     let at = a.at.unwrap_or_else(Utc::now);
     if let Some(name) = &a.policy {
         return explain_policy(ctx, a, name, at);
@@ -152,9 +154,10 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
         let timeout = choice.rule.timeout.or_else(|| {
             g.timeout_secs.map(|secs| spec::timeout::Timeout {
                 secs,
-                business: false,
+                business: g.hours.as_ref().is_some_and(|h| h.business_timeout),
             })
         });
+        let named = g.hours.as_ref().and_then(|h| h.calendar.as_deref());
         out.push(explained(
             format!("gate `{}`", g.id),
             rules,
@@ -162,6 +165,7 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
             choice.rule.require_reason.unwrap_or(g.require_reason),
             at,
             timeout,
+            calendar(calendars, named),
         ));
     }
     let tool_rules = &spec.approval.rules;
@@ -187,7 +191,15 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
                 Some(t) => format!("tool call `{t}` (security.approvers)"),
                 None => "tool calls (security.approvers; --tool NAME to judge one)".into(),
             };
-            out.push(explained(place, tool_rules, &choice, false, at, None));
+            out.push(explained(
+                place,
+                tool_rules,
+                &choice,
+                false,
+                at,
+                None,
+                calendar(calendars, None),
+            ));
         }
     }
     if out.is_empty() {
@@ -222,6 +234,7 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
 /// `--policy NAME`: the service file's policy, judged on `--var`/`--detail`
 /// as an approval request's `details`.
 fn explain_policy(ctx: &Ctx, a: &ExplainArgs, name: &str, at: DateTime<Utc>) -> Result<u8> {
+    let calendars = &ctx.settings.service.calendars;
     let policies = &ctx.settings.service.policies;
     let Some(p) = policies.get(name) else {
         let known: Vec<&str> = policies.keys().map(String::as_str).collect();
@@ -254,6 +267,7 @@ fn explain_policy(ctx: &Ctx, a: &ExplainArgs, name: &str, at: DateTime<Utc>) -> 
             choice.rule.require_reason.unwrap_or(false),
             at,
             choice.rule.timeout,
+            calendar(calendars, None),
         ));
     }
     print(&format!("policy `{name}`"), at, &out, a.json)
@@ -312,6 +326,20 @@ fn print(title: &str, at: DateTime<Utc>, out: &[Explained], json: bool) -> Resul
     Ok(exit::OK)
 }
 
+/// The service calendar a gate keeps (`named`, else the default one), or
+/// why there is none.
+fn calendar<'a>(
+    calendars: &'a std::collections::BTreeMap<String, Calendar>,
+    named: Option<&str>,
+) -> std::result::Result<(String, &'a Calendar), String> {
+    let names: Vec<String> = calendars.keys().cloned().collect();
+    let name = crate::gate::calendar::pick(&names, named)?;
+    calendars
+        .get(&name)
+        .map(|c| (name.clone(), c))
+        .ok_or_else(|| format!("calendar `{name}` is not defined"))
+}
+
 fn explained(
     place: String,
     rules: &[ApprovalRule],
@@ -319,16 +347,21 @@ fn explained(
     require_reason: bool,
     at: DateTime<Utc>,
     timeout: Option<spec::timeout::Timeout>,
+    calendar: std::result::Result<(String, &Calendar), String>,
 ) -> Explained {
-    let deadline_at = timeout.map(|t| policy::deadline(at, &t));
+    let cal = calendar.as_ref().ok().map(|(_, c)| *c);
+    let deadline_at = timeout.map(|t| policy::deadline(at, &t, cal));
     let deadline = timeout.zip(deadline_at).map(|(t, d)| {
         let when = d.format("%Y-%m-%d %H:%M UTC");
-        if t.business {
-            format!(
-                "{when} ({t}: business time on the gate's calendar; this build still counts every hour)"
-            )
-        } else {
-            format!("{when} ({t} after opening)")
+        match (&calendar, t.business) {
+            (Ok((name, c)), true) => format!(
+                "{} — {when} ({t} on calendar `{name}`)",
+                c.deadline_words(at, d)
+            ),
+            (Err(why), true) => format!(
+                "{when} ({t}, but {why}: every hour counted here; `strands run` refuses it)"
+            ),
+            (_, false) => format!("{when} ({t} after opening)"),
         }
     });
     Explained {

@@ -108,11 +108,17 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
             ));
         }
     }
+    let now = Utc::now();
     if let Some(t) = g.timeout_at {
         out.push_str(&format!(
             "\n   Timeout: {}\n",
-            human::timeout_sentence(t, g.timeout_effect.as_deref(), Utc::now())
+            human::timeout_sentence(t, g.timeout_effect.as_deref(), now)
         ));
+    }
+    if let Some(words) =
+        crate::hub::durations::business_deadline(g.hours.as_ref(), g.timeout_at, now)
+    {
+        out.push_str(&format!("   Business hours: {words}\n"));
     }
     if !g.approvers.is_empty() {
         out.push_str(&format!("\n   Approvers: {}\n", g.approvers.join(", ")));

@@ -6,7 +6,7 @@ use crate::engine::Asker;
 use crate::model::Refusal;
 
 pub(super) fn validate(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u8> {
-    let spec = spec::load(path, &ctx.settings.limits)?;
+    let spec = spec::load(path, &ctx.settings.checking_limits())?;
     let warnings = warnings(&spec, &ctx.settings);
     for w in &warnings {
         eprintln!("warning: {w}");

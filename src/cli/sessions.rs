@@ -15,7 +15,9 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
         store: &store,
         notifier: &notifier,
         clock: std::sync::Arc::new(TokioClock::default()),
-        specs: std::sync::Arc::new(crate::engine::specs::SpecCache::new(ctx.settings.limits)),
+        specs: std::sync::Arc::new(crate::engine::specs::SpecCache::new(
+            ctx.settings.limits.clone(),
+        )),
         wake: Default::default(),
     };
     timers.fire_due().await?;
@@ -376,6 +378,7 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
             (None, None) => {}
         }
     }
+    let now = Utc::now();
     let mut open = v.open_gates.iter();
     if let Some(g) = open.next() {
         outln!("\nOpen gate: {} ({}, {})", g.handle, g.position, g.kind)?;
@@ -383,8 +386,11 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         if let Some(t) = g.timeout_at {
             outln!(
                 "Timeout:   {}",
-                human::timeout_sentence(t, g.timeout_effect.as_deref(), Utc::now())
+                human::timeout_sentence(t, g.timeout_effect.as_deref(), now)
             )?;
+        }
+        if let Some(words) = business_words(g, now) {
+            outln!("Business:  {words}")?;
         }
         if let Some(context) = g.context.as_deref().filter(|c| !c.is_empty()) {
             outln!("Context:\n{context}")?;
@@ -412,8 +418,11 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         if let Some(t) = g.timeout_at {
             outln!(
                 "Timeout:   {}",
-                human::timeout_sentence(t, g.timeout_effect.as_deref(), Utc::now())
+                human::timeout_sentence(t, g.timeout_effect.as_deref(), now)
             )?;
+        }
+        if let Some(words) = business_words(g, now) {
+            outln!("Business:  {words}")?;
         }
         if let Some(context) = g.context.as_deref().filter(|c| !c.is_empty()) {
             outln!("Context:\n{context}")?;
@@ -457,4 +466,11 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         outln!("\nOutput:\n{o}")?;
     }
     Ok(())
+}
+
+/// A gate's business-hours deadline in its calendar's words, for
+/// `sessions show` ("Monday 09:30 CET, in 2 business hours (calendar
+/// `eu-office`)").
+fn business_words(g: &crate::hub::view::GateView, now: chrono::DateTime<Utc>) -> Option<String> {
+    crate::hub::durations::business_deadline(g.hours.as_ref(), g.timeout_at, now)
 }

@@ -10,17 +10,19 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use crate::error::{Error, Result};
+use crate::model::calendar::{Calendar, CalendarSpec};
 
 /// The installation's calendars and policies (empty without a file).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceFile {
-    /// Business-hours calendars by name.
-    #[serde(default)]
-    pub calendars: BTreeMap<String, serde_json::Value>,
+    /// Business-hours calendars by name (`crate::model::calendar` shows
+    /// their shape); one that is wrong stops start-up, naming it and the key.
+    #[serde(default, deserialize_with = "calendars")]
+    pub calendars: BTreeMap<String, Calendar>,
     /// Named approval policies (rule lists) by name; checked at start-up.
     #[serde(default)]
     pub policies: BTreeMap<String, Policy>,
@@ -53,7 +55,30 @@ impl Policy {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CalendarsOnly {
-    calendars: BTreeMap<String, serde_json::Value>,
+    #[serde(deserialize_with = "calendars")]
+    calendars: BTreeMap<String, Calendar>,
+}
+
+/// The calendars, each checked: the error names the calendar and its key.
+fn calendars<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, Calendar>, D::Error> {
+    BTreeMap::<String, CalendarSpec>::deserialize(d)?
+        .into_iter()
+        .map(|(name, spec)| match Calendar::try_from(spec) {
+            Ok(c) => Ok((name, c)),
+            Err(why) => Err(serde::de::Error::custom(format!(
+                "calendar `{name}`: {why}"
+            ))),
+        })
+        .collect()
+}
+
+impl ServiceFile {
+    /// The calendars' names, for the spec validator (`Limits::calendars`).
+    pub fn calendar_names(&self) -> std::sync::Arc<[String]> {
+        self.calendars.keys().cloned().collect()
+    }
 }
 
 impl ServiceFile {
@@ -126,7 +151,7 @@ mod tests {
         let path = dir.join("service.yaml");
         std::fs::write(
             &path,
-            "calendars:\n  eu: {zone: Europe/Paris}\npolicies:\n  payments:\n    - when: \"{{ details.amount > 10000 }}\"\n      approvers: [cfo, group:finance]\n      quorum: 2\n    - approvers: [group:finance]\n",
+            "calendars:\n  eu: {zone: Europe/Paris, hours: {mon-fri: \"09:00-17:00\"}}\npolicies:\n  payments:\n    - when: \"{{ details.amount > 10000 }}\"\n      approvers: [cfo, group:finance]\n      quorum: 2\n    - approvers: [group:finance]\n",
         )
         .expect("write");
         let f = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())]).expect("loads");
@@ -135,7 +160,8 @@ mod tests {
             ("STRANDS_SERVICE_FILE", path.display().to_string()),
             (
                 "STRANDS_CALENDARS",
-                "{calendars: {us: {zone: America/New_York}}}".into(),
+                "{calendars: {us: {zone: America/New_York, hours: {mon-fri: \"09:00-17:00\"}}}}"
+                    .into(),
             ),
         ])
         .expect("loads");
@@ -168,6 +194,41 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("service.yaml"), "{e}");
+    }
+
+    #[test]
+    fn a_calendar_is_typed_and_a_bad_one_stops_start_up_naming_it() {
+        let yaml = "calendars:\n  eu-office:\n    zone: Europe/Paris\n    hours:\n      mon-fri: \"09:00-12:30, 13:30-17:30\"\n    holidays: [2026-12-25]\n";
+        let f = load(&[("STRANDS_CALENDARS", yaml.into())]).expect("loads");
+        let eu = &f.calendars["eu-office"];
+        assert_eq!(eu.zone(), chrono_tz::Europe::Paris);
+        assert_eq!(&*f.calendar_names(), ["eu-office".to_string()]);
+        let e = load(&[(
+            "STRANDS_CALENDARS",
+            yaml.replace("Europe/Paris", "Europe/Pariss"),
+        )])
+        .expect_err("bad zone")
+        .to_string();
+        assert!(
+            e.contains("STRANDS_CALENDARS")
+                && e.contains("calendar `eu-office`")
+                && e.contains("zone: `Europe/Pariss`"),
+            "{e}"
+        );
+        let e = load(&[("STRANDS_CALENDARS", yaml.replace("2026-12-25", "christmas"))])
+            .expect_err("bad holiday")
+            .to_string();
+        assert!(
+            e.contains("calendar `eu-office`: holidays: `christmas`"),
+            "{e}"
+        );
+        let e = load(&[(
+            "STRANDS_CALENDARS",
+            yaml.replace("    holidays", "    timezone: UTC\n    holidays"),
+        )])
+        .expect_err("unknown key")
+        .to_string();
+        assert!(e.contains("timezone"), "{e}");
     }
 
     #[test]

@@ -76,6 +76,20 @@ pub fn escape(s: &str) -> String {
 /// The deadline in the reader's words: when, how long from `now`, and
 /// what happens then.
 pub fn deadline(gate: &OpenGate, now: DateTime<Utc>) -> String {
+    let business =
+        crate::hub::durations::business_deadline(gate.hours.as_ref(), gate.timeout_at, now);
+    match (gate.timeout_at, business) {
+        (Some(at), Some(words)) if at > now => {
+            return format!(
+                "Please answer by {words}; then the gate's fallback applies: {}.",
+                gate.fallback.name()
+            )
+        }
+        (None, Some(words)) => {
+            return format!("There is no deadline: the run waits for an answer ({words}).")
+        }
+        _ => {}
+    }
     match gate.timeout_at {
         None => "There is no deadline: the run waits for an answer.".into(),
         Some(at) if at <= now => format!(
@@ -355,6 +369,21 @@ mod tests {
         assert!(html.contains("&lt;img src=http://evil.example/x&gt;"));
         assert!(html.contains("href=\"https://x.example/l/a&quot;b\""));
         assert!(html.contains("<title>&lt;t&gt;</title>"));
+    }
+
+    #[test]
+    fn a_business_deadline_is_in_the_calendars_words() {
+        let (hours, fri, mon) = crate::gate::calendar::office_for_tests();
+        let mut g = OpenGate::for_tests("review");
+        g.hours = Some(hours);
+        g.timeout_at = Some(mon);
+        assert_eq!(
+            deadline(&g, fri),
+            "Please answer by Monday 09:30 CET, in 2 business hours 30 min (calendar `eu-office`); then the gate's fallback applies: reject."
+        );
+        g.timeout_at = None;
+        assert!(deadline(&g, mon + chrono::TimeDelta::days(5))
+            .contains("calendar `eu-office` is closed now; opens Monday 09:00 CET"));
     }
 
     #[test]

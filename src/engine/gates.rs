@@ -1,6 +1,7 @@
 //! Opening a spec's gate at a position: its condition, its rendered
-//! prompt and context (redacted), the workflow's approval defaults, and
-//! the audit record of the request.
+//! prompt and context (redacted), the workflow's approval defaults, its
+//! business hours (the service calendar it keeps, its business-time
+//! deadline, `when_closed`), and the audit record of the request.
 use super::*;
 
 impl Engine<'_> {
@@ -78,15 +79,92 @@ impl Engine<'_> {
         if gate.allow_self_approval.is_none() {
             opened.allow_self_approval = spec.approval.allow_self_approval;
         }
+        if let Some(h) = &gate.hours {
+            self.keep_hours(gate, h, &mut opened)?;
+        }
         let rules = gate::policy::rules_of(spec, gate);
         if !rules.is_empty() {
             let ctx = context::for_rules(spec, session, Some(&opened.position), None);
             let base = opened.approvals_required;
             if let Some(choice) = gate::policy::choose(rules, &self.templates, &ctx, base) {
+                // A rule's business timeout counts on the gate's calendar,
+                // or the service's default one when the gate names none.
+                if opened.hours.is_none() && choice.rule.timeout.is_some_and(|t| t.business) {
+                    self.keep_hours(gate, &crate::spec::HoursSpec::default(), &mut opened)?;
+                }
                 gate::policy::apply(&mut opened, &choice);
             }
         }
         Ok(Some(opened))
+    }
+
+    /// The business hours a gate keeps: its calendar (as the service has
+    /// it now, kept with the gate), its deadline in business time when the
+    /// timeout says so, and whether it opened while the calendar was closed.
+    fn keep_hours(
+        &self,
+        gate: &crate::spec::GateSpec,
+        h: &crate::spec::HoursSpec,
+        opened: &mut crate::model::OpenGate,
+    ) -> Result<()> {
+        let calendars = &self.settings.service.calendars;
+        let names: Vec<String> = calendars.keys().cloned().collect();
+        let name = gate::calendar::pick(&names, h.calendar.as_deref()).map_err(|why| {
+            Error::Usage(format!(
+                "gate `{}` keeps business hours, but {why}",
+                gate.id
+            ))
+        })?;
+        let Some(cal) = calendars.get(&name) else {
+            return Err(Error::Internal(format!("calendar `{name}` vanished")));
+        };
+        if let (true, Some(secs)) = (h.business_timeout, gate.timeout_secs) {
+            let timeout = crate::spec::timeout::Timeout {
+                secs,
+                business: true,
+            };
+            opened.timeout_at = Some(gate::calendar::deadline(
+                opened.opened_at,
+                &timeout,
+                Some(cal),
+            ));
+        }
+        opened.hours = Some(crate::model::GateHours {
+            calendar: name,
+            when_closed: h.when_closed,
+            auto_approve_outside_hours: h.auto_approve_outside_hours,
+            timers_outside_hours: h.timers_outside_hours,
+            opened_closed: !cal.is_open(opened.opened_at),
+            rules: cal.clone(),
+        });
+        Ok(())
+    }
+}
+
+/// What a gate's hours do to its deadline once it is known: a gate opened
+/// outside hours with `when_closed: reject` is due at once (its timeout
+/// answer is that rejection, [`gate::timeout_answer`]); a timeout that
+/// would approve outside hours with `auto_approve: {outside_hours: false}`
+/// waits for the next opening, and so does one that escalates
+/// (`fallback_action: escalate`) unless `timers_outside_hours`.
+fn settle_deadline(opened: &mut crate::model::OpenGate) {
+    let Some(h) = &opened.hours else {
+        return;
+    };
+    if h.opened_closed && h.when_closed == crate::model::WhenClosed::Reject {
+        opened.timeout_at = Some(opened.opened_at);
+        return;
+    }
+    let Some(at) = opened.timeout_at else {
+        return;
+    };
+    let approves = matches!(
+        gate::interpret(opened.kind, &gate::timeout_answer(opened, at).decision),
+        Ok(gate::Outcome::Continue { .. })
+    );
+    let escalates = opened.fallback == crate::model::Fallback::Escalate;
+    if (approves && !h.auto_approve_outside_hours) || (escalates && !h.timers_outside_hours) {
+        opened.timeout_at = Some(h.rules.settle(at));
     }
 }
 
@@ -108,6 +186,7 @@ impl Engine<'_> {
         ) {
             opened.timeout_at = Some(opened.opened_at + d);
         }
+        settle_deadline(&mut opened);
         // The session-wide order of openings; the handle counts per gate.
         session.gates_opened += 1;
         opened.order = session.gates_opened;

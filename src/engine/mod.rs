@@ -118,7 +118,7 @@ impl<'a> Engine<'a> {
     /// The same engine with this process's settings (and a spec cache
     /// that validates within its limits).
     pub fn with_settings(mut self, settings: Arc<crate::config::Settings>) -> Self {
-        self.specs = Arc::new(specs::SpecCache::new(settings.limits));
+        self.specs = Arc::new(specs::SpecCache::new(settings.limits.clone()));
         self.settings = settings;
         self
     }

@@ -147,6 +147,7 @@ impl Engine<'_> {
             notify_dm: false,
             notify_email: false,
             timers: Default::default(),
+            hours: None,
         };
         let mut opened = gate::open(
             &spec_gate,

@@ -18,6 +18,8 @@ pub mod policy;
 use chrono::{DateTime, Utc};
 use serde_json::Map;
 
+pub mod calendar;
+
 use crate::error::{Error, Result};
 use crate::model::person::{Directory, GROUP_PREFIX};
 use crate::model::{Answer, Decision, Fallback, GateKind, OpenGate, Position};
@@ -174,8 +176,14 @@ pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
 /// gate without one answers its `default`). Every path without a usable
 /// answer rejects (fail closed): `default` with no default, and `escalate`
 /// — the bot escalates before it gets here ([`crate::slack::timers`]); what
-/// is left is an escalation nobody answered, or no bot to escalate.
+/// is left is an escalation nobody answered, or no bot to escalate. A gate
+/// opened outside its calendar's hours with `when_closed: reject` is due
+/// at once, and its answer is that rejection.
 pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
+    let closed = gate
+        .hours
+        .as_ref()
+        .filter(|h| h.opened_closed && h.when_closed == crate::model::WhenClosed::Reject);
     let by_fallback = |what: &str| {
         Some(format!(
             "{what} by fallback (fallback_action: {})",
@@ -221,6 +229,16 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
         (_, Fallback::Escalate) => Decision::Reject {
             reason: by_fallback("rejected"),
         },
+    };
+    // `when_closed: reject`: opened outside hours, rejected at once.
+    let decision = match closed {
+        Some(h) => Decision::Reject {
+            reason: Some(format!(
+                "outside business hours of calendar `{}` (when_closed: reject)",
+                h.calendar
+            )),
+        },
+        None => decision,
     };
     Answer {
         decision,
@@ -357,6 +375,7 @@ mod tests {
             notify_dm: false,
             notify_email: false,
             timers: Default::default(),
+            hours: None,
         };
         let now = Utc::now();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

@@ -253,14 +253,15 @@ pub fn condition_text(cond: &str) -> String {
     out
 }
 
-/// When a gate opened at `opened_at` with this timeout times out. The one
-/// place a deadline is computed from a rule's timeout, so business time
-/// (`8h business`) is counted here once the gate's calendar is known;
-/// until then every hour counts.
-pub fn deadline(opened_at: DateTime<Utc>, timeout: &Timeout) -> DateTime<Utc> {
-    chrono::Duration::try_seconds(timeout.secs as i64)
-        .and_then(|d| opened_at.checked_add_signed(d))
-        .unwrap_or(opened_at)
+/// When a gate opened at `opened_at` with a rule's timeout times out:
+/// business time (`8h business`) on the gate's calendar
+/// ([`crate::gate::calendar::deadline`], the one deadline rule).
+pub fn deadline(
+    opened_at: DateTime<Utc>,
+    timeout: &Timeout,
+    calendar: Option<&crate::model::calendar::Calendar>,
+) -> DateTime<Utc> {
+    crate::gate::calendar::deadline(opened_at, timeout, calendar)
 }
 
 /// Makes the chosen rule decide the opened gate: approvers, quorum,
@@ -276,7 +277,8 @@ pub fn apply(gate: &mut OpenGate, choice: &Choice<'_>) {
         gate.require_reason = r;
     }
     if let Some(t) = &rule.timeout {
-        gate.timeout_at = Some(deadline(gate.opened_at, t));
+        let at = deadline(gate.opened_at, t, gate.hours.as_ref().map(|h| &h.rules));
+        gate.timeout_at = Some(at);
     }
     gate.rule = Some(choice.note());
 }
@@ -543,6 +545,7 @@ mod tests {
             notify_dm: false,
             notify_email: false,
             timers: Default::default(),
+            hours: None,
         };
         let mut g = super::super::open(
             &spec,

@@ -28,6 +28,10 @@ pub struct Waiting {
     pub waited_secs: i64,
     /// Seconds until its timeout answers (negative: overdue).
     pub timeout_in_secs: Option<i64>,
+    /// The deadline of a gate keeping business hours, in its calendar's
+    /// words ([`crate::hub::durations::business_deadline`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub business: Option<String>,
     /// Approve alone answers it (a manual gate needing one approval more
     /// or a `hitl` gate approving by its default): it may be bulk approved.
     pub routine: bool,
@@ -72,6 +76,11 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
                 started_at: s.created_at,
                 waited_secs: (now - g.opened_at).num_seconds().max(0),
                 timeout_in_secs: g.timeout_at.map(|t| (t - now).num_seconds()),
+                business: crate::hub::durations::business_deadline(
+                    g.hours.as_ref(),
+                    g.timeout_at,
+                    now,
+                ),
                 routine: g.kind == GateKind::ManualGate,
                 gate: view,
             }
@@ -307,6 +316,25 @@ mod tests {
         hub.store.checkpoint(&mut s5).await.expect("checkpoint");
         hub.store.delete("s3").await.expect("delete");
         check("changed").await;
+    }
+
+    /// The inbox words a business deadline in its calendar's terms.
+    #[tokio::test]
+    async fn a_gate_keeping_business_hours_says_its_deadline_in_words() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let hub = Hub::new(store, Arc::new(Settings::default()), None);
+        let mut s = run("s1", "wf-a", "alice", &[&["U1"]]);
+        let (hours, fri, mon) = crate::gate::calendar::office_for_tests();
+        for g in s.gates.values_mut() {
+            g.hours = Some(hours.clone());
+            g.timeout_at = Some(mon);
+        }
+        let w = waiting_in(&hub, "U1", &s, fri);
+        assert_eq!(
+            w[0].business.as_deref(),
+            Some("Monday 09:30 CET, in 2 business hours 30 min (calendar `eu-office`)")
+        );
     }
 
     /// A person the directory knows sees, from any channel, the gates

@@ -132,7 +132,7 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
 
 impl Hub {
     pub fn new(store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
-        let limits = settings.limits;
+        let limits = settings.limits.clone();
         Hub(Arc::new(Inner {
             store,
             settings,

@@ -91,6 +91,12 @@ pub struct GateView {
     /// What the timeout does: `approve`, `reject`, `answer `x``, ...
     #[serde(default)]
     pub timeout_effect: Option<String>,
+    /// The business hours the gate keeps (its calendar and what it does
+    /// when closed); readers word the deadline with it
+    /// (`crate::hub::durations::business_deadline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub hours: Option<crate::model::GateHours>,
     pub calls: Vec<CallView>,
     pub approvers: Vec<String>,
     pub approvals_required: u32,
@@ -177,6 +183,7 @@ impl GateView {
             opened_at: g.opened_at,
             timeout_at: g.timeout_at,
             timeout_effect: g.timeout_at.map(|_| timeout_effect(g)),
+            hours: g.hours.clone(),
             calls: s
                 .agent_turn
                 .iter()

@@ -310,7 +310,7 @@ pub struct OpenGate {
     /// one fixed list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<RuleNote>,
-    /// The business-hours calendar this gate keeps (`crate::gate::calendar`);
+    /// The business-hours calendar this gate keeps (`crate::model::calendar`);
     /// `None`: every hour counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hours: Option<GateHours>,
@@ -339,11 +339,59 @@ impl RuleNote {
     }
 }
 
-/// The business hours a gate keeps.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// The business hours a gate keeps (its spec's `calendar`, `when_closed`,
+/// `auto_approve`, `timers_outside_hours`), with the calendar as it was
+/// when the gate opened: its deadline, timers and words stay the same if
+/// the service's calendars change while it waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateHours {
     /// The service calendar's name.
     pub calendar: String,
+    /// What opening outside hours does.
+    #[serde(default)]
+    pub when_closed: WhenClosed,
+    /// Whether a timeout whose fallback approves may approve outside hours
+    /// (`auto_approve: {outside_hours: false}` says no: it waits for the
+    /// next opening).
+    #[serde(default = "yes")]
+    pub auto_approve_outside_hours: bool,
+    /// Whether reminders and escalations may come outside hours.
+    #[serde(default)]
+    pub timers_outside_hours: bool,
+    /// Whether the gate opened while the calendar was closed.
+    #[serde(default)]
+    pub opened_closed: bool,
+    /// The calendar itself.
+    pub rules: crate::model::calendar::Calendar,
+}
+
+/// What a gate opened outside its calendar's hours does (`when_closed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenClosed {
+    /// Stays open; business time, reminders and escalation start at the
+    /// next opening.
+    #[default]
+    Wait,
+    /// Goes at once to its `escalation_target` (the on-call).
+    Escalate,
+    /// Is rejected at once ("outside business hours of calendar `x`").
+    Reject,
+}
+
+impl WhenClosed {
+    /// The spec's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WhenClosed::Wait => "wait",
+            WhenClosed::Escalate => "escalate",
+            WhenClosed::Reject => "reject",
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn one() -> u32 {

@@ -9,6 +9,7 @@
 //! ([`Session::accept`]). Everything that does I/O lives above.
 
 pub mod accept;
+pub mod calendar;
 pub mod conversation;
 pub mod event;
 pub mod gate;

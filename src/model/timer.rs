@@ -56,4 +56,7 @@ pub enum EscalationWhy {
     /// The timeout passed (`fallback_action: escalate`); the targets have
     /// until this deadline, then it is rejected.
     TimedOut { until: Option<DateTime<Utc>> },
+    /// The gate opened while its calendar was closed (`when_closed:
+    /// escalate`): the on-call answers.
+    OutsideHours { calendar: String },
 }

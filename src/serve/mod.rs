@@ -134,6 +134,9 @@ pub async fn run(config: Config) -> Result<()> {
         hub.start_takeover();
     }
     tracing::info!(%addr, rooms = %room_names, "strands serve listening");
+    for (name, calendar) in &config.settings.service.calendars {
+        tracing::info!(calendar = %name, "business hours: {calendar}");
+    }
     eprintln!(
         "strands serve listening on http://{addr} (web inbox at http://{addr}/, API at /api/v1{})",
         if room_names.is_empty() {

@@ -165,7 +165,13 @@ fn gate_blocks(
             crate::hub::durations::duration((now - g.opened_at).num_seconds().max(0))
         ),
     ];
-    if let Some(t) = g.timeout_at {
+    let business = crate::hub::durations::business_deadline(g.hours.as_ref(), g.timeout_at, now);
+    if let (Some(_), Some(words)) = (g.timeout_at, &business) {
+        facts.push(format!(
+            "times out {}",
+            crate::slack::blocks::escape_mrkdwn(words)
+        ));
+    } else if let Some(t) = g.timeout_at {
         facts.push(format!(
             "times out <!date^{}^{{date_short_pretty}} at {{time}}|{}>",
             t.timestamp(),

@@ -304,12 +304,17 @@ pub async fn remind(app: &App, session: &Session, gate: &OpenGate, n: u32, of: u
             .collect::<Vec<_>>()
             .join(" ")
     };
+    let business =
+        crate::hub::durations::business_deadline_posted(gate.hours.as_ref(), gate.timeout_at);
     let deadline = gate
         .timeout_at
         .map(|at| {
             format!(
                 " It times out {} ({}).",
-                slack_date(at),
+                business
+                    .as_deref()
+                    .map(escape_mrkdwn)
+                    .unwrap_or_else(|| slack_date(at)),
                 fallback_words(gate.fallback)
             )
         })
@@ -346,6 +351,9 @@ pub async fn escalate(
             until.map(slack_date).unwrap_or_else(|| "later".into()),
         ),
         EscalationWhy::Waited(d) => format!("no answer for {}.", human_duration(*d)),
+        EscalationWhy::OutsideHours { calendar } => {
+            format!("it was asked outside the business hours of calendar `{calendar}`.")
+        }
     };
     let messages = post_copies(app, session, gate, targets, &why).await;
     if messages.is_empty() {

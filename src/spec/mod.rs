@@ -572,6 +572,41 @@ pub struct GateSpec {
     pub notify_email: bool,
     /// Reminders and escalation (the bot).
     pub timers: GateTimers,
+    /// Business hours (`calendar`, `when_closed`, `auto_approve`,
+    /// `timers_outside_hours`, a `timeout: … business`); `None`: every
+    /// hour counts.
+    pub hours: Option<HoursSpec>,
+}
+
+/// A gate's business hours as its spec gives them (`crate::model::calendar`);
+/// the default is what a gate with no keys of its own keeps (an approval
+/// rule's `8h business` on the service's default calendar).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoursSpec {
+    /// The service calendar it names; `None`: the one named `default`,
+    /// else the only one.
+    pub calendar: Option<String>,
+    /// `timeout: 8h business`: only business time counts.
+    pub business_timeout: bool,
+    /// What opening outside hours does (default `wait`).
+    pub when_closed: crate::model::WhenClosed,
+    /// `auto_approve: {outside_hours: false}` makes this false.
+    pub auto_approve_outside_hours: bool,
+    /// `timers_outside_hours: true`: reminders and escalations ignore the
+    /// calendar.
+    pub timers_outside_hours: bool,
+}
+
+impl Default for HoursSpec {
+    fn default() -> Self {
+        HoursSpec {
+            calendar: None,
+            business_timeout: false,
+            when_closed: crate::model::WhenClosed::Wait,
+            auto_approve_outside_hours: true,
+            timers_outside_hours: false,
+        }
+    }
 }
 
 /// `hitl:` resolved: what the preset asks of tools, and the gates the run
@@ -629,11 +664,16 @@ pub struct ArtifactSpec {
 
 /// The limits validation applies, passed to [`load`] and [`parse`]: a plain
 /// value, so validating a text gives the same answer wherever it runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// The longest gate timeout, and the longest reminder interval and
     /// escalation timeout, in seconds.
     pub max_timeout_secs: u64,
+    /// The service's business-hours calendars, by name: a gate naming
+    /// another (or using business time when there is none to pick) is an
+    /// error. `None`: not known here (`strands validate` without a service
+    /// file), so such a gate is only a warning.
+    pub calendars: Option<std::sync::Arc<[String]>>,
 }
 
 /// Gates wait at most this many days unless the limits say otherwise.
@@ -657,6 +697,7 @@ impl Limits {
             .unwrap_or(DEFAULT_MAX_TIMEOUT_DAYS);
         Limits {
             max_timeout_secs: days.saturating_mul(86_400),
+            calendars: None,
         }
     }
 }

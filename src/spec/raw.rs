@@ -388,6 +388,28 @@ pub struct Step {
     /// Ours: who gets an escalated request: Slack user ids (`U…`), group ids
     /// (`S…`) and/or a channel (`C…` or `#name`); one id or a list.
     pub escalation_target: Option<S<Value>>,
+    /// Ours: `30m`, `8h`, `1h30m`, `8h business` (only the calendar's
+    /// hours count); instead of `timeout_seconds` / `timeout_minutes`.
+    pub timeout: Option<S<String>>,
+    /// Ours: the service calendar the gate keeps (default: the one named
+    /// `default`, else the only one).
+    pub calendar: Option<S<String>>,
+    /// Ours: what opening outside the calendar's hours does: `wait`,
+    /// `escalate` or `reject`.
+    pub when_closed: Option<S<String>>,
+    /// Ours: `{outside_hours: false}`: a timeout that approves waits for
+    /// the calendar to open.
+    pub auto_approve: Option<S<AutoApprove>>,
+    /// Ours: reminders and escalations may come outside the calendar's hours.
+    pub timers_outside_hours: Option<S<bool>>,
+}
+
+/// A gate's `auto_approve`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoApprove {
+    /// `false`: no approval by timeout outside the calendar's hours.
+    pub outside_hours: bool,
 }
 
 /// An `approvers:` list: names, or approval rules.

@@ -1,6 +1,6 @@
 //! A duration as people write it in a spec — `30m`, `8h`, `2d`, `90s`,
 //! `1h30m` — optionally counted in business time: `8h business` counts
-//! only the hours the gate's calendar is open (`crate::gate::calendar`).
+//! only the hours the gate's calendar is open (`crate::gate::calendar::deadline`).
 //! Gates (`timeout:`) and approval rules read it the same way.
 
 use std::fmt;

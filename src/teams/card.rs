@@ -232,13 +232,20 @@ fn approval_with(
             }));
         }
     }
-    if let Some(at) = gate.timeout_at {
-        body.push(text(format!(
+    let business = durations::business_deadline(gate.hours.as_ref(), gate.timeout_at, now);
+    match (gate.timeout_at, business) {
+        (Some(_), Some(words)) => body.push(text(format!(
+            "Times out {words}; then: {}",
+            gate.fallback.name()
+        ))),
+        (Some(at), None) => body.push(text(format!(
             "Times out in {} ({}); then: {}",
             durations::duration((at - now).num_seconds()),
             at.to_rfc3339_opts(SecondsFormat::Secs, true),
             gate.fallback.name()
-        )));
+        ))),
+        (None, Some(words)) => body.push(text(format!("Business hours: {words}"))),
+        (None, None) => {}
     }
     if let Some(r) = &gate.rule {
         body.push(text(r.shown()));
@@ -426,6 +433,19 @@ pub(crate) mod tests {
         }
         let hitl = approval_of(&RUN, &gate(GateKind::Hitl, "q"), "http://x", now);
         assert_eq!(verbs(&hitl), ["respond", "approve", "reject"]);
+    }
+
+    #[test]
+    fn a_gate_keeping_business_hours_says_its_deadline_in_the_calendars_words() {
+        let (hours, fri, mon) = crate::gate::calendar::office_for_tests();
+        let mut g = gate(GateKind::ManualGate, "the plan");
+        g.hours = Some(hours);
+        g.timeout_at = Some(mon);
+        let text = approval_of(&RUN, &g, "http://x", fri).to_string();
+        assert!(
+            text.contains("Times out Monday 09:30 CET, in 2 business hours 30 min (calendar `eu-office`); then: reject"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -53,12 +53,16 @@ pub async fn remind(room: &TeamsRoom, session: &Session, gate: &OpenGate, n: u32
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let business = durations::business_deadline_posted(gate.hours.as_ref(), gate.timeout_at);
     let deadline = gate
         .timeout_at
         .map(|at| {
             format!(
-                " It times out at {}; then: {}.",
-                at.to_rfc3339_opts(SecondsFormat::Secs, true),
+                " It times out {}; then: {}.",
+                business.clone().unwrap_or_else(|| format!(
+                    "at {}",
+                    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+                )),
                 gate.fallback.name()
             )
         })
@@ -122,6 +126,9 @@ pub async fn escalate(
             "no answer for {}",
             durations::duration(d.num_seconds().max(0))
         ),
+        EscalationWhy::OutsideHours { calendar } => {
+            format!("asked outside the business hours of calendar `{calendar}`")
+        }
     };
     let head = format!(
         "🔺 Escalated: gate {} of {} got {why}.",

@@ -41,6 +41,9 @@ pub struct Entry {
 #[derive(Debug, Serialize)]
 pub struct Action {
     pub gate: GateView,
+    /// The deadline of a gate keeping business hours, in its calendar's
+    /// words (`crate::hub::durations::business_deadline`).
+    pub business: Option<String>,
     pub can_answer: bool,
     /// Waiting tool calls, with their arguments pretty-printed for editing.
     pub calls: Vec<Value>,
@@ -253,6 +256,7 @@ async fn render_page(
     entries.sort_by_key(|e| e.at);
     let notes = hub.store.notifications(&s.id).await?;
     let view = SessionView::of(s, false, notes.last());
+    let now = Utc::now();
     let actions: Vec<Action> = s
         .open_gates()
         .map(|g| {
@@ -272,6 +276,11 @@ async fn render_page(
                 })
                 .collect();
             Action {
+                business: crate::hub::durations::business_deadline(
+                    g.hours.as_ref(),
+                    g.timeout_at,
+                    now,
+                ),
                 can_answer: in_scope
                     && crate::hub::inbox::may_answer(hub, &viewer.caller.name, s, g),
                 gate,
@@ -293,7 +302,7 @@ async fn render_page(
             "output": output,
             "result": result,
             "after": after,
-            "now": Utc::now(),
+            "now": now,
         }),
     ))
 }

@@ -15,6 +15,7 @@ mod api_webhooks;
 mod approvals;
 mod cli_approvers;
 mod cli_audit;
+mod cli_business_hours;
 mod cli_egress;
 mod cli_evaluator;
 mod cli_flows;

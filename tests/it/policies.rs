@@ -17,7 +17,7 @@ const RULES: &str = r#"        approvers:
           - when: "{{ details.amount > 10000 }}"
             approvers: [cfo, controller]
             quorum: 2
-            timeout: 8h business
+            timeout: 8h
           - approvers: [clerk1]
 "#;
 
@@ -570,7 +570,7 @@ fn policy_explain_names_the_rule_who_answers_and_the_deadline() {
         "{text}"
     );
     assert!(
-        text.contains("deadline: 2026-12-25 06:00 UTC (8h business"),
+        text.contains("deadline: 2026-12-25 06:00 UTC (8h after opening)"),
         "{text}"
     );
 
@@ -651,6 +651,8 @@ fn the_example_runs_offline_and_asks_by_amount() {
         env!("CARGO_MANIFEST_DIR"),
         "/examples/approval-policies.yaml"
     );
+    let service = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/service.yaml");
+    let env = [("STRANDS_SERVICE_FILE", service)];
     sandbox.strands(&["validate", spec]).expect_code(0);
     for (amount, rule, approvers) in [
         ("20000", 1, json!(["cfo", "group:finance"])),
@@ -658,10 +660,70 @@ fn the_example_runs_offline_and_asks_by_amount() {
         ("120", 3, json!(["group:support"])),
     ] {
         let var = format!("amount={amount}");
-        let out = sandbox.strands(&["run", spec, "--var", &var, "--json"]);
+        let out = sandbox.strands_env(&env, &["run", spec, "--var", &var, "--json"]);
         out.expect_code(19);
         let gate = &out.json()["gate"];
         assert_eq!(gate["rule"]["index"], rule, "{amount}: {gate:#}");
         assert_eq!(gate["approvers"], approvers, "{amount}");
     }
+}
+
+/// A rule's `8h business` counts on the service's default calendar, in the
+/// run and in the dry run; without a calendar the run is refused at the
+/// rule list's line, before anything runs.
+#[test]
+fn a_rules_business_timeout_counts_on_the_default_calendar() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.path().join("spec.yaml");
+    std::fs::write(
+        &path,
+        chain().replace("timeout: 8h\n", "timeout: 8h business\n"),
+    )
+    .expect("write");
+    let spec = path.to_str().expect("utf-8");
+    let service = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/service.yaml");
+    let env = [("STRANDS_SERVICE_FILE", service)];
+    // Thursday 24 December 23:00 in Paris: closed; the 25th is a holiday,
+    // then a weekend; Monday gives 7.5 business hours (09:00-12:30,
+    // 13:30-17:30), so the last half hour ends Tuesday 09:30 Paris.
+    let out = sandbox.strands_env(
+        &env,
+        &[
+            "policy",
+            "explain",
+            spec,
+            "--var",
+            "amount=20000",
+            "--at",
+            "2026-12-24 22:00",
+        ],
+    );
+    out.expect_code(0);
+    assert!(
+        out.stdout
+            .contains("2026-12-29 08:30 UTC (8h business on calendar `default`)"),
+        "{}",
+        out.stdout
+    );
+    let out = sandbox.strands_as(
+        "alice",
+        &env,
+        &["run", spec, "--var", "amount=20000", "--json"],
+    );
+    out.expect_code(19);
+    let gate = &out.json()["gate"];
+    assert_eq!(gate["rule"]["index"], 1, "{gate:#}");
+    assert!(gate["timeout_at"].is_string(), "{gate:#}");
+    // No calendars: refused at the rule list's line, nothing run.
+    let out = sandbox.strands_as(
+        "alice",
+        &[("STRANDS_CALENDARS", "{calendars: {}}")],
+        &["run", spec, "--var", "amount=20000", "--json"],
+    );
+    assert_ne!(out.code, 19, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("spec.yaml:") && out.stderr.contains("business time"),
+        "{}",
+        out.stderr
+    );
 }

@@ -29,6 +29,13 @@
 //! period, and has the notifier re-post the request; a notifier that cannot
 //! (no bot) leaves the fallback to reject.
 //!
+//! **Business hours.** A gate that keeps a calendar (`OpenGate::hours`)
+//! gets its reminders and escalation counted from the calendar's next
+//! opening, and one that would come outside hours comes at the next
+//! opening instead ([`in_hours`]), unless `timers_outside_hours: true`. A
+//! gate opened outside hours with `when_closed: escalate` is escalated at
+//! once: its escalation timer is due the instant it opened.
+//!
 //! Time comes from a [`Clock`]; the default follows tokio's clock, so tests
 //! run timers on paused time.
 
@@ -40,7 +47,7 @@ use tokio::sync::Notify;
 
 use super::specs::SpecCache;
 use crate::error::{Error, Result};
-use crate::model::{Decision, Fallback, GateKind, OpenGate, Session, Status};
+use crate::model::{Decision, Fallback, GateKind, OpenGate, Session, Status, WhenClosed};
 use crate::spec::{EscalationTarget, GateSpec, GateTimers};
 use crate::store::{Escalation, Fired, Store, Timer, TimerKind};
 
@@ -65,6 +72,17 @@ impl Default for TokioClock {
     fn default() -> Self {
         TokioClock {
             base: Utc::now(),
+            at: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl TokioClock {
+    /// A clock that reads `base` now and moves with tokio's clock from
+    /// there: tests start it on a chosen instant (a Friday afternoon).
+    pub fn starting_at(base: DateTime<Utc>) -> TokioClock {
+        TokioClock {
+            base,
             at: tokio::time::Instant::now(),
         }
     }
@@ -165,6 +183,33 @@ fn later(at: DateTime<Utc>, by: Duration) -> DateTime<Utc> {
         .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
+/// When a reminder or escalation due at `due` comes for `gate`: then, or
+/// — for a gate keeping business hours, unless `timers_outside_hours` —
+/// at the calendar's next opening when it is closed then.
+pub fn in_hours(gate: &OpenGate, due: DateTime<Utc>) -> DateTime<Utc> {
+    match &gate.hours {
+        Some(h) if !h.timers_outside_hours => h.rules.settle(due),
+        _ => due,
+    }
+}
+
+/// Where a gate's reminders and escalation count from: its opening, or
+/// for a gate keeping business hours that opened while closed, the
+/// calendar's next opening.
+fn counts_from(gate: &OpenGate) -> DateTime<Utc> {
+    match &gate.hours {
+        Some(h) if !h.timers_outside_hours => h.rules.next_open(gate.opened_at),
+        _ => gate.opened_at,
+    }
+}
+
+/// Whether `gate` opened outside hours with `when_closed: escalate`.
+fn escalates_when_closed(gate: &OpenGate) -> bool {
+    gate.hours
+        .as_ref()
+        .is_some_and(|h| h.opened_closed && h.when_closed == WhenClosed::Escalate)
+}
+
 /// The timers of one gate asking, as first armed.
 pub fn plan(session: &str, gate: &OpenGate, timing: &GateTimers) -> Vec<Timer> {
     let handle = gate.handle();
@@ -185,7 +230,7 @@ pub fn plan(session: &str, gate: &OpenGate, timing: &GateTimers) -> Vec<Timer> {
         .reminder_interval
         .filter(|_| timing.max_reminders > 0)
     {
-        let due = later(gate.opened_at, every);
+        let due = in_hours(gate, later(counts_from(gate), every));
         if before_timeout(due) {
             out.push(timer(TimerKind::Reminder, due, 1));
         }
@@ -195,15 +240,22 @@ pub fn plan(session: &str, gate: &OpenGate, timing: &GateTimers) -> Vec<Timer> {
         let due = TimeDelta::from_std(before)
             .ok()
             .and_then(|b| to.checked_sub_signed(b));
-        if let Some(due) = due.filter(|d| *d > gate.opened_at) {
+        let due = due
+            .filter(|d| *d > gate.opened_at)
+            .map(|d| in_hours(gate, d))
+            .filter(|d| before_timeout(*d));
+        if let Some(due) = due {
             out.push(timer(TimerKind::Reminder, due, 0));
         }
     }
-    if let Some(after) = timing
+    if escalates_when_closed(gate) && !timing.escalation_target.is_empty() {
+        // Closed: the on-call gets it now (once per asking, so no other).
+        out.push(timer(TimerKind::Escalation, gate.opened_at, 0));
+    } else if let Some(after) = timing
         .escalation_timeout
         .filter(|_| !timing.escalation_target.is_empty())
     {
-        let due = later(gate.opened_at, after);
+        let due = in_hours(gate, later(counts_from(gate), after));
         if before_timeout(due) {
             out.push(timer(TimerKind::Escalation, due, 0));
         }
@@ -334,9 +386,15 @@ impl<N: Notifier> Timers<'_, N> {
             return self.store.remove_timer(t).await;
         };
         let escalated = self.store.escalation(&session.id, &t.gate).await?;
+        // A gate rejected for opening outside hours is not escalated.
+        let rejects_closed = gate
+            .hours
+            .as_ref()
+            .is_some_and(|h| h.opened_closed && h.when_closed == WhenClosed::Reject);
         if gate.fallback == Fallback::Escalate
             && escalated.is_none()
             && self.notifier.can_escalate()
+            && !rejects_closed
         {
             return self.escalate(&session, &gate, t).await;
         }
@@ -430,7 +488,7 @@ impl<N: Notifier> Timers<'_, N> {
             } else {
                 t.due
             };
-            let due = later(base, every);
+            let due = in_hours(&gate, later(base, every));
             if t.n < timing.max_reminders && gate.timeout_at.is_none_or(|to| due < to) {
                 next.push(Timer {
                     due,
@@ -497,6 +555,10 @@ impl<N: Notifier> Timers<'_, N> {
         let why = if on_timeout {
             EscalationWhy::TimedOut {
                 until: gate.timeout_at,
+            }
+        } else if let (true, Some(h)) = (escalates_when_closed(&gate), &gate.hours) {
+            EscalationWhy::OutsideHours {
+                calendar: h.calendar.clone(),
             }
         } else {
             EscalationWhy::Waited(now - gate.opened_at)

@@ -8,6 +8,8 @@ use crate::engine::Asker;
 use crate::model::{Answer, Position};
 use std::sync::Mutex;
 
+mod hours;
+
 /// What the timers asked the channel to do.
 #[derive(Debug, Clone, PartialEq)]
 enum Call {

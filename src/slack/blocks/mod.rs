@@ -423,6 +423,22 @@ mod tests {
     }
 
     #[test]
+    fn a_business_deadline_is_shown_in_the_calendars_words() {
+        let t = builtins();
+        let (hours, _, mon) = crate::gate::calendar::office_for_tests();
+        let mut g = crate::model::OpenGate::for_tests("review");
+        g.hours = Some(hours);
+        g.timeout_at = Some(mon);
+        let v = ApprovalView::from_gate(&g, "deploy", "s1", "U0STARTER");
+        let text = serde_json::to_string(&t.approval(&v).unwrap()).unwrap();
+        assert!(
+            text.contains("⏱ Times out Mon 30 Nov 09:30 CET (business hours of calendar"),
+            "{text}"
+        );
+        assert!(!text.contains("<!date^"), "{text}");
+    }
+
+    #[test]
     fn approval_buttons_carry_the_handle() {
         let t = builtins();
         let blocks = t.approval(&sample_approval(GateKind::ManualGate)).unwrap();
@@ -740,6 +756,7 @@ mod tests {
             session_id: String::new(),
             timeout_at: None,
             timeout_unix: None,
+            timeout_words: None,
             approvers: vec![String::new()],
             approvals_required: 3,
             approvals: vec![String::new()],

@@ -123,6 +123,7 @@ pub(super) fn sample_approval(kind: GateKind) -> ApprovalView {
         session_id: "3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f".into(),
         timeout_at: Some("2025-11-21T10:00:00Z".into()),
         timeout_unix: Some(1_763_719_200),
+        timeout_words: None,
         approvers: vec!["U04APPROVER".into(), "S0APPROVERS".into(), "dana".into()],
         approvals_required: 2,
         approvals: vec!["U04APPROVER".into()],

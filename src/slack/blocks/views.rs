@@ -54,6 +54,10 @@ pub struct ApprovalView {
     /// RFC 3339.
     pub timeout_at: Option<String>,
     pub timeout_unix: Option<i64>,
+    /// The deadline of a gate keeping business hours, in its calendar's
+    /// words ("Mon 30 Nov 09:30 CET (business hours of calendar `eu`)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_words: Option<String>,
     /// Who may answer (user ids, group ids or names); empty: anyone.
     #[serde(default)]
     pub approvers: Vec<String>,
@@ -103,6 +107,10 @@ impl ApprovalView {
                 .timeout_at
                 .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
             timeout_unix: gate.timeout_at.map(|t| t.timestamp()),
+            timeout_words: crate::hub::durations::business_deadline_posted(
+                gate.hours.as_ref(),
+                gate.timeout_at,
+            ),
             approvers: gate.approvers.clone(),
             approvals_required: gate.approvals_required,
             approvals: gate.approvals.iter().map(|a| a.by.clone()).collect(),

@@ -126,6 +126,12 @@ pub(super) struct ManualReviewConfig {
     pub remind_before: Option<S<f64>>,
     pub escalation_timeout: Option<S<f64>>,
     pub escalation_target: Option<S<Value>>,
+    /// Business hours, as on any gate (`timeout: 8h business`, ...).
+    pub timeout: Option<S<String>>,
+    pub calendar: Option<S<String>>,
+    pub when_closed: Option<S<String>>,
+    pub auto_approve: Option<S<super::raw::AutoApprove>>,
+    pub timers_outside_hours: Option<S<bool>>,
 }
 
 impl Validator {
@@ -339,6 +345,11 @@ impl Validator {
                 remind_before: c.remind_before.clone(),
                 escalation_timeout: c.escalation_timeout.clone(),
                 escalation_target: c.escalation_target.clone(),
+                timeout: c.timeout.clone(),
+                calendar: c.calendar.clone(),
+                when_closed: c.when_closed.clone(),
+                auto_approve: c.auto_approve.clone(),
+                timers_outside_hours: c.timers_outside_hours.clone(),
             },
             m.referenced,
             m.defined,

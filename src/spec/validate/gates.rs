@@ -102,6 +102,11 @@ impl Validator {
         let named = approvers
             .clone()
             .or_else(|| (!rules.is_empty()).then(|| super::every_approver(&rules)));
+        let (timeout_secs, hours) = self.gate_hours(s, label, loc, timeout_secs, fallback);
+        if hours.is_none() {
+            let rloc = s.approvers.as_ref().map(at).unwrap_or(loc);
+            self.rules_hours(label, rloc, &rules);
+        }
         let notify = self.notify(s, label, named.as_ref());
         let (notify_dm, notify_email) = (notify == Notify::Dm, notify == Notify::Email);
         Some(Body::Gate(GateSpec {
@@ -136,6 +141,7 @@ impl Validator {
             notify_dm,
             notify_email,
             timers,
+            hours,
         }))
     }
 
@@ -359,12 +365,21 @@ impl Validator {
                 );
             }
         }
-        let wants_target = escalation_timeout.is_some() || fallback == Fallback::Escalate;
+        let closed_escalates = s
+            .when_closed
+            .as_ref()
+            .filter(|w| w.value.trim() == "escalate");
+        let wants_target = escalation_timeout.is_some()
+            || fallback == Fallback::Escalate
+            || closed_escalates.is_some();
         match (&s.escalation_target, wants_target) {
             (None, true) => {
-                let (what, wloc) = match &s.escalation_timeout {
-                    Some(e) => ("escalation_timeout", at(e)),
-                    None => ("fallback_action `escalate`", fallback_loc),
+                let (what, wloc) = match (&s.escalation_timeout, closed_escalates) {
+                    (Some(e), _) => ("escalation_timeout", at(e)),
+                    (None, Some(w)) if fallback != Fallback::Escalate => {
+                        ("when_closed `escalate`", at(w))
+                    }
+                    _ => ("fallback_action `escalate`", fallback_loc),
                 };
                 self.error(
                     wloc,
@@ -374,7 +389,7 @@ impl Validator {
             }
             (Some(t), false) => self.error(
                 at(t),
-                format!("{label}: escalation_target needs an escalation_timeout or fallback_action: escalate"),
+                format!("{label}: escalation_target needs an escalation_timeout, fallback_action: escalate or when_closed: escalate"),
                 Some("escalation_timeout: 30   # minutes".into()),
             ),
             _ => {}
@@ -469,11 +484,26 @@ pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     if s.escalation_target.is_some() {
         v.push("escalation_target");
     }
+    if s.timeout.is_some() {
+        v.push("timeout");
+    }
+    if s.calendar.is_some() {
+        v.push("calendar");
+    }
+    if s.when_closed.is_some() {
+        v.push("when_closed");
+    }
+    if s.auto_approve.is_some() {
+        v.push("auto_approve");
+    }
+    if s.timers_outside_hours.is_some() {
+        v.push("timers_outside_hours");
+    }
     v
 }
 
 /// Seconds as days, for messages (`0.5`, `7`).
-fn fmt_days(secs: u64) -> String {
+pub(super) fn fmt_days(secs: u64) -> String {
     let days = secs as f64 / 86_400.0;
     if days.fract() == 0.0 {
         format!("{days:.0}")
@@ -673,6 +703,7 @@ mod timing_tests {
         );
         let thirty = Limits {
             max_timeout_secs: 30 * 86_400,
+            calendars: None,
         };
         match parse(&ten_days, Path::new("f.yaml"), &thirty) {
             Ok(_) => {}
@@ -687,6 +718,7 @@ mod timing_tests {
         );
         let two = Limits {
             max_timeout_secs: 2 * 86_400,
+            calendars: None,
         };
         match parse(&three_days, Path::new("f.yaml"), &two) {
             Err(Error::Spec(d)) => {

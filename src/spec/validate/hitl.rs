@@ -185,5 +185,6 @@ pub(super) fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
         notify_dm: false,
         notify_email: false,
         timers: GateTimers::default(),
+        hours: None,
     });
 }

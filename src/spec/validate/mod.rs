@@ -32,6 +32,7 @@ mod evaluator;
 mod gates;
 mod graph;
 mod hitl;
+mod hours;
 mod inputs;
 mod orchestrator;
 mod parallel;
@@ -69,7 +70,7 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
         diags: Vec::new(),
         warnings: Vec::new(),
         templates: Templates::new(),
-        limits: *limits,
+        limits: limits.clone(),
         uses: Vec::new(),
         tools_cfg: None,
         tavily_at: None,

@@ -32,6 +32,7 @@ pub(crate) fn paused_session(id: &str) -> Session {
         notify_dm: false,
         notify_email: false,
         timers: Default::default(),
+        hours: None,
     };
     Session {
         id: id.into(),
