@@ -142,6 +142,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 tokens: flags.tokens,
                 unix: flags.unix,
                 groups: flags.groups,
+                delegations: Vec::new(),
             };
             let added = match &ctx.remote {
                 Some(r) => person(call(r, Method::POST, "/people", Some(&json!(p))).await?)?,

@@ -294,7 +294,7 @@ impl App {
                 self.hub.people()
             }
         };
-        crate::engine::intake::authorize(gate, session, &decision, &asker, &people)
+        crate::engine::intake::authorize(gate, session, &decision, &asker, &people).map(|_| ())
     }
 
     /// A user group's members, cached for five minutes.

@@ -169,6 +169,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     };
     let target = app
         .hub

@@ -400,6 +400,7 @@ mod tests {
             vars: Default::default(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         assert_eq!(outcome_text(&rejected), "rejected by fallback");
         assert_eq!(human_duration(chrono::TimeDelta::seconds(90)), "90 seconds");

@@ -192,6 +192,7 @@ async fn cancel(hub: &Hub, id: &str, person: &str) -> String {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
     let member_of = |_: &str| false;

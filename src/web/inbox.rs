@@ -248,6 +248,7 @@ pub async fn bulk_approve(
             vars: Default::default(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         let (ok, message) = match web.hub.answer(session, Some(gate), answer, &asker).await {
             Ok(Ok(Accepted::Counted(_))) => (true, "approval counted; more are needed".into()),

@@ -429,6 +429,7 @@ mod tests {
             vars: Map::new(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
         assert_eq!(
@@ -465,6 +466,7 @@ mod tests {
                     vars: Map::new(),
                     call: Some(id),
                     person: None,
+                    on_behalf_of: None,
                 },
                 waited_ms: 10,
             },
