@@ -4,8 +4,9 @@
 //! ([`crate::engine::intake::authorize`]) — never a second copy of who may
 //! answer. The runs judged are only the candidates the store's index by
 //! approver names ([`crate::store::awaiting`]): those whose open gates list
-//! the person, one of their groups or nobody; admins, who may answer
-//! anything, get every paused run.
+//! the person, one of their groups, someone they stand in for (a
+//! delegation in force) or nobody; admins, who may answer anything, get
+//! every paused run.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -149,6 +150,15 @@ pub async fn candidates(
                 .iter()
                 .map(|g| format!("{}{g}", crate::model::person::GROUP_PREFIX)),
         );
+        // A delegate: the gates naming whoever they stand in for now.
+        let now = hub.clock.now();
+        for away in people
+            .people()
+            .iter()
+            .filter(|o| people.delegates_of(&o.name, now).contains(&p.name.as_str()))
+        {
+            keys.extend(away.keys().into_iter().map(|(k, _)| k));
+        }
     }
     hub.store.awaiting(&keys).await
 }

@@ -9,6 +9,8 @@
 //!
 //! User groups among the approvers get no DM (they are mentioned in the
 //! channel's message); progress stays in the channel message's thread.
+//! While an approver has delegated ([`crate::model::person::delegation`]),
+//! their copy goes to their delegate ([`crate::hub::recipients`]).
 
 use serde_json::json;
 
@@ -27,12 +29,19 @@ pub(super) async fn post(
     gate: &OpenGate,
     channel: &str,
 ) -> (Vec<(String, String)>, Vec<String>) {
-    let mut seen = std::collections::HashSet::new();
-    let users: Vec<&str> = gate
-        .approvers
+    // The hub's recipients: a person away is replaced by their delegate.
+    let people = match app.hub.fresh_people().await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!("could not read the people directory: {e}");
+            app.hub.people()
+        }
+    };
+    let to = crate::hub::recipients::dm_approvers(gate, &people, app.hub.clock.now());
+    let users: Vec<&str> = to
         .iter()
         .map(String::as_str)
-        .filter(|a| is_slack_user(a) && seen.insert(*a))
+        .filter(|a| is_slack_user(a))
         .collect();
     if users.is_empty() {
         tracing::warn!(session = %session.id, gate = %gate.handle(), "notify: dm, but no approver is named by Slack user id");

@@ -244,7 +244,13 @@ fn approval_with(
         let who: Vec<String> = gate
             .approvals
             .iter()
-            .map(|a| super::names::shown_as(&a.by, a.person.as_deref()))
+            .map(|a| {
+                let by = super::names::shown_as(&a.by, a.person.as_deref());
+                match &a.on_behalf_of {
+                    Some(p) => format!("{by} for {p}"),
+                    None => by,
+                }
+            })
             .collect();
         body.push(text(format!(
             "Approvals: {} of {}{}",
@@ -304,8 +310,9 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
             format!("⏱ Timed out at {at} → {}", timeout_outcome(&answer.decision))
         } else {
             format!(
-                "{verb_cap} by {} at {at}",
-                super::names::shown_as(&answer.by, answer.person.as_deref())
+                "{verb_cap} by {}{} at {at}",
+                super::names::shown_as(&answer.by, answer.person.as_deref()),
+                answer.for_whom()
             )
         },
         "weight": "Bolder",

@@ -132,7 +132,9 @@ pub(super) async fn post(
     gate: &OpenGate,
     base: Option<&TeamsConversation>,
 ) -> (Vec<MessageRef>, Vec<String>) {
-    let people = teams_people(&gate.approvers);
+    // The hub's recipients: a person away is replaced by their delegate.
+    let to = crate::hub::recipients::dm_approvers(gate, &room.hub.people(), room.hub.clock.now());
+    let people = teams_people(&to);
     if people.is_empty() {
         return (Vec::new(), Vec::new());
     }

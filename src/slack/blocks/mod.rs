@@ -667,6 +667,7 @@ mod tests {
                     by: by.to_string(),
                     at: nasty(100),
                     detail: Some(nasty(10_000)),
+                    on_behalf_of: None,
                 };
                 let blocks = t.decided(&v).unwrap();
                 assert_escaped(&Value::Array(blocks));
@@ -745,6 +746,7 @@ mod tests {
             by: String::new(),
             at: String::new(),
             detail: Some(String::new()),
+            on_behalf_of: None,
         };
         t.decided(&d).unwrap();
         t.modal(&ModalView {

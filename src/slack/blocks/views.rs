@@ -161,6 +161,9 @@ pub struct DecidedView {
     pub at: String,
     /// Reject reason, modify feedback or response text.
     pub detail: Option<String>,
+    /// The person `by` answered for as a delegate ("… by bob for alice").
+    #[serde(default)]
+    pub on_behalf_of: Option<String>,
 }
 
 impl DecidedView {
@@ -189,6 +192,7 @@ impl DecidedView {
             by: answer.by.clone(),
             at: answer.at.to_rfc3339_opts(SecondsFormat::Secs, true),
             detail,
+            on_behalf_of: answer.on_behalf_of.clone(),
         }
     }
 }
