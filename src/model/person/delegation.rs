@@ -195,7 +195,7 @@ impl Directory {
     /// asked). Refused, changing nothing: an unknown person, oneself, a
     /// window already over, a window overlapping another delegate's, a
     /// cycle. A stored delegation to the same person whose window overlaps
-    /// is replaced.
+    /// is replaced; the person's delegations already over are dropped.
     pub fn delegate(
         &self,
         from: &str,
@@ -260,8 +260,10 @@ impl Directory {
         }
         let mut all = self.people.clone();
         if let Some(p) = all.iter_mut().find(|p| p.name == from) {
+            // Replaced: the same delegate's overlapping window; dropped:
+            // windows already over (the audit keeps what was).
             p.delegations
-                .retain(|o| !(o.to == d.to && o.overlaps(d.starts, d.ends)));
+                .retain(|o| !(o.to == d.to && o.overlaps(d.starts, d.ends)) && o.ends > now);
             p.delegations.push(d);
             p.delegations.sort_by_key(|o| o.starts);
         }
