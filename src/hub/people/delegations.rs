@@ -168,7 +168,11 @@ pub async fn undelegate(
 
 /// Every delegation not over at `now` (from or to `person`, when given),
 /// by person, then start.
-pub fn list(people: &Directory, person: Option<&str>, now: DateTime<Utc>) -> Result<Vec<DelegationView>> {
+pub fn list(
+    people: &Directory,
+    person: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Vec<DelegationView>> {
     let name = person.map(|p| name_of(people, p)).transpose()?;
     let mut out = Vec::new();
     for p in people.people() {
