@@ -63,8 +63,9 @@ async fn show_answer(
             .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
             .unwrap_or_default();
         format!(
-            "{verb} by {} at {}",
+            "{verb} by {}{} at {}",
             mention(&answer.by),
+            answer.for_whom(),
             answer.at.format("%Y-%m-%d %H:%M UTC")
         )
     };

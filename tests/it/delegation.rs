@@ -1,0 +1,439 @@
+//! Delegation: `strands people delegate alice --to bob --from DAY --until
+//! DAY`, then bob answers the gates that list alice — from the CLI and
+//! through the API — and the audit export says "bob for alice"; outside
+//! the window (and after `undelegate`) bob is refused; a cycle is refused
+//! and nothing is stored; a delegate never approves a run they started;
+//! in Slack, alice's direct copy goes to bob and the decided message says
+//! "… for alice"; the web inbox lists alice's gate for bob.
+//!
+//! Real binary; fake model and fake Slack.
+
+use chrono::{TimeDelta, Utc};
+use serde_json::{json, Value};
+
+use crate::common::api::{call, expect_error, make_token};
+use crate::common::fake_slack::{dm_channel, Bot, FakeSlack, WAIT};
+use crate::common::slack_story::{assert_closed, deploy_paused, wait_llm, DEPLOY, HUMAN};
+use crate::common::{session_id, FakeLlm, Sandbox};
+
+const SPEC: &str = r#"
+version: 0
+name: payout
+runtime:
+  provider: echo
+agents:
+  clerk:
+    prompt: You prepare payouts.
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: clerk
+        input: Prepare the payout.
+      - type: manual_gate
+        id: release
+        prompt: Release the payout?
+        approvers: [alice]
+$MORE
+      - agent: clerk
+        input: Pay.
+"#;
+
+/// A day `offset` days from today (UTC), as the commands take it.
+fn day(offset: i64) -> String {
+    (Utc::now() + TimeDelta::days(offset))
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+/// Starts the payout as `starter` (`more`: extra gate lines); its id.
+fn started_by(sandbox: &Sandbox, starter: &str, more: &str) -> String {
+    let path = sandbox.path().join("payout.yaml");
+    std::fs::write(&path, SPEC.replace("$MORE\n", more)).expect("write spec");
+    let out = sandbox.strands_as(
+        starter,
+        &[],
+        &["run", path.to_str().expect("utf-8"), "--json"],
+    );
+    out.expect_code(19);
+    session_id(&out.json())
+}
+
+fn people(sandbox: &Sandbox, names: &[&str]) {
+    for n in names {
+        sandbox.strands(&["people", "add", n]).expect_code(0);
+    }
+}
+
+/// The audit trail's `answer` entries.
+fn answers(sandbox: &Sandbox) -> Vec<Value> {
+    let out = sandbox.strands(&["audit", "export"]);
+    out.expect_code(0);
+    out.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"]["kind"] == "answer")
+        .collect()
+}
+
+#[test]
+fn a_delegate_approves_from_the_cli_in_the_window_and_the_audit_says_for_whom() {
+    let sandbox = Sandbox::new();
+    people(&sandbox, &["alice", "bob", "carol"]);
+    let id = started_by(&sandbox, "carol", "");
+    let resume = |who: &str| sandbox.strands_as(who, &[], &["resume", &id, "--approve"]);
+
+    let out = resume("bob");
+    out.expect_code(17);
+    assert!(out.stderr.contains("not an approver"), "{}", out.stderr);
+
+    // A window that starts tomorrow: not yet.
+    sandbox
+        .strands(&[
+            "people",
+            "delegate",
+            "alice",
+            "--to",
+            "bob",
+            "--from",
+            &day(1),
+            "--until",
+            &day(3),
+        ])
+        .expect_code(0);
+    let out = resume("bob");
+    out.expect_code(17);
+    assert!(out.stderr.contains("not an approver"), "{}", out.stderr);
+
+    // Another delegate over the same days is refused: one at a time.
+    let out = sandbox.strands(&[
+        "people",
+        "delegate",
+        "alice",
+        "--to",
+        "carol",
+        "--from",
+        &day(2),
+        "--until",
+        &day(4),
+    ]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("already delegates to bob"),
+        "{}",
+        out.stderr
+    );
+
+    // The same delegate: the window is replaced (today .. tomorrow).
+    sandbox
+        .strands(&[
+            "people",
+            "delegate",
+            "alice",
+            "--to",
+            "bob",
+            "--from",
+            &day(0),
+            "--until",
+            &day(1),
+            "--reason",
+            "winter break",
+        ])
+        .expect_code(0);
+    let list = sandbox.strands(&["people", "delegations", "alice", "--json"]);
+    list.expect_code(0);
+    let listed = list.json();
+    assert_eq!(listed["count"], 1, "{listed:#}");
+    assert_eq!(listed["delegations"][0]["to"], "bob");
+    assert_eq!(listed["delegations"][0]["active"], true);
+    assert_eq!(listed["delegations"][0]["from"], day(0));
+    assert_eq!(listed["delegations"][0]["reason"], "winter break");
+
+    // A cycle is refused, and nothing is stored.
+    let out = sandbox.strands(&[
+        "people",
+        "delegate",
+        "bob",
+        "--to",
+        "alice",
+        "--from",
+        &day(0),
+        "--until",
+        &day(0),
+    ]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("cycle"), "{}", out.stderr);
+    let again = sandbox.strands(&["people", "delegations", "--json"]);
+    assert_eq!(again.json()["count"], 1, "{}", again.stdout);
+
+    // In the window, bob approves for alice.
+    resume("bob").expect_code(0);
+    assert_eq!(sandbox.show(&id)["status"], "completed");
+    let answered = answers(&sandbox);
+    assert_eq!(answered.len(), 1, "{answered:#?}");
+    assert_eq!(answered[0]["event"]["who"], "bob");
+    assert_eq!(answered[0]["event"]["on_behalf_of"], "alice");
+    assert_eq!(answered[0]["event"]["detail"], "bob for alice");
+    let csv = sandbox.strands(&["audit", "export", "--format", "csv"]);
+    csv.expect_code(0);
+    let header = csv.stdout.lines().next().unwrap_or_default();
+    assert!(header.contains("person,on_behalf_of,via"), "{header}");
+    assert!(
+        csv.stdout
+            .lines()
+            .any(|l| l.contains(",bob,bob,alice,cli,") && l.contains("bob for alice")),
+        "{}",
+        csv.stdout
+    );
+
+    // Once removed, bob is refused again.
+    sandbox
+        .strands(&["people", "undelegate", "alice", "--to", "bob"])
+        .expect_code(0);
+    let id2 = started_by(&sandbox, "carol", "");
+    let out = sandbox.strands_as("bob", &[], &["resume", &id2, "--approve"]);
+    out.expect_code(17);
+    assert!(out.stderr.contains("not an approver"), "{}", out.stderr);
+    sandbox
+        .strands(&["people", "undelegate", "alice"])
+        .expect_code(17);
+}
+
+#[test]
+fn a_delegate_cannot_approve_a_run_they_started_even_with_self_approval_allowed() {
+    let sandbox = Sandbox::new();
+    people(&sandbox, &["alice", "bob"]);
+    sandbox
+        .strands(&[
+            "people",
+            "delegate",
+            "alice",
+            "--to",
+            "bob",
+            "--from",
+            &day(0),
+            "--until",
+            &day(0),
+        ])
+        .expect_code(0);
+    let id = started_by(&sandbox, "bob", "        allow_self_approval: true\n");
+    let before = sandbox.show(&id);
+    let out = sandbox.strands_as("bob", &[], &["resume", &id, "--approve"]);
+    out.expect_code(17);
+    assert!(
+        out.stderr.contains(
+            "you started this run, so you cannot approve it, not even as alice's delegate"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(sandbox.show(&id), before, "a refusal changes nothing");
+    sandbox
+        .strands_as("alice", &[], &["resume", &id, "--approve"])
+        .expect_code(0);
+}
+
+#[test]
+fn through_the_api_a_person_sets_their_own_delegation_and_their_delegate_answers() {
+    let llm = FakeLlm::start();
+    let slack = FakeSlack::start();
+    let sandbox = Sandbox::new();
+    let spec = DEPLOY.replace(
+        "        prompt: Approve the deploy of {{ service }}?\n",
+        "        prompt: Approve the deploy of {{ service }}?\n        approvers: [alice]\n",
+    );
+    let mut bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec)]);
+    for (name, token) in [
+        ("alice", "alice-web"),
+        ("bob", "bob-web"),
+        ("erin", "erin-web"),
+    ] {
+        sandbox
+            .strands(&["people", "add", name, "--token", token])
+            .expect_code(0);
+    }
+    let alice = make_token(&sandbox, "alice-web", "approver");
+    let bob = make_token(&sandbox, "bob-web", "approver");
+    let erin = make_token(&sandbox, "erin-web", "approver");
+    let body = json!({ "to": "bob", "from": day(0), "until": day(1), "reason": "away" });
+
+    // Erin may not set alice's delegation; a bad day is refused.
+    let r = call(
+        &bot,
+        "POST",
+        "/api/v1/people/alice/delegations",
+        Some(&erin),
+        Some(&body),
+    );
+    let why = expect_error(&r, 403, "forbidden");
+    assert!(why.contains("only alice"), "{why}");
+    let bad = json!({ "to": "bob", "from": "tomorrow", "until": day(1) });
+    let r = call(
+        &bot,
+        "POST",
+        "/api/v1/people/alice/delegations",
+        Some(&alice),
+        Some(&bad),
+    );
+    expect_error(&r, 400, "bad_request");
+    let r = call(
+        &bot,
+        "GET",
+        "/api/v1/people/alice/delegations",
+        Some(&alice),
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["count"], 0, "nothing was stored: {}", r.body);
+
+    // Alice sets her own.
+    let r = call(
+        &bot,
+        "POST",
+        "/api/v1/people/alice/delegations",
+        Some(&alice),
+        Some(&body),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["to"], "bob");
+    assert_eq!(r.json()["active"], true);
+    let listed = sandbox.strands(&["people", "delegations", "--json"]);
+    listed.expect_code(0);
+    assert_eq!(listed.json()["delegations"][0]["person"], "alice");
+
+    // Bob answers alice's gate through the API.
+    let (id, _msg) = deploy_paused(&bot, &slack);
+    let answer_at = format!("/api/v1/sessions/{id}/answers");
+    let r = call(
+        &bot,
+        "POST",
+        &answer_at,
+        Some(&erin),
+        Some(&json!({ "decision": "approve" })),
+    );
+    expect_error(&r, 403, "forbidden");
+    let r = call(
+        &bot,
+        "POST",
+        &answer_at,
+        Some(&bob),
+        Some(&json!({ "decision": "approve" })),
+    );
+    assert!(r.status < 300, "{}", r.body);
+    wait_llm(&llm, &slack, 2);
+    let r = call(
+        &bot,
+        "GET",
+        &format!("/api/v1/sessions/{id}"),
+        Some(&bob),
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let history = r.json()["gates"].clone();
+    assert!(
+        history.as_array().is_some_and(|h| h
+            .iter()
+            .any(|e| e["by"] == "bob-web" && e["on_behalf_of"] == "alice")),
+        "{history:#}"
+    );
+
+    // Alice removes it; erin may not.
+    let r = call(
+        &bot,
+        "DELETE",
+        "/api/v1/people/alice/delegations",
+        Some(&erin),
+        None,
+    );
+    expect_error(&r, 403, "forbidden");
+    let r = call(
+        &bot,
+        "DELETE",
+        "/api/v1/people/alice/delegations?to=bob",
+        Some(&alice),
+        None,
+    );
+    assert_eq!(r.status, 204, "{}", r.body);
+    bot.stop();
+    let answered = answers(&sandbox);
+    assert!(
+        answered
+            .iter()
+            .any(|a| a["event"]["who"] == "bob-web" && a["event"]["on_behalf_of"] == "alice"),
+        "{answered:#?}"
+    );
+}
+
+#[test]
+fn in_slack_alices_copy_goes_to_bob_and_the_decided_message_says_for_alice() {
+    let llm = FakeLlm::start();
+    let slack = FakeSlack::start();
+    let sandbox = Sandbox::new();
+    let spec = DEPLOY.replace(
+        "        prompt: Approve the deploy of {{ service }}?\n",
+        "        prompt: Approve the deploy of {{ service }}?\n        approvers: [U04ALICE]\n        notify: dm\n",
+    );
+    let mut bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec)]);
+    sandbox
+        .strands(&["people", "add", "alice", "--slack", "U04ALICE"])
+        .expect_code(0);
+    sandbox
+        .strands(&["people", "add", "bob", "--slack", "U04BOBBY"])
+        .expect_code(0);
+    sandbox
+        .strands(&[
+            "people",
+            "delegate",
+            "alice",
+            "--to",
+            "bob",
+            "--from",
+            &day(0),
+            "--until",
+            &day(0),
+        ])
+        .expect_code(0);
+
+    let (id, msg) = deploy_paused(&bot, &slack);
+    // Alice's direct copy went to bob, not to her.
+    slack.wait_until(WAIT, |s| {
+        s.approvals().iter().any(|m| m.channel.starts_with('D'))
+    });
+    let copies: Vec<_> = slack
+        .approvals()
+        .into_iter()
+        .filter(|m| m.channel.starts_with('D'))
+        .collect();
+    let places: Vec<&str> = copies.iter().map(|m| m.channel.as_str()).collect();
+    assert_eq!(
+        places,
+        [dm_channel("U04BOBBY").as_str()],
+        "{}",
+        slack.describe()
+    );
+
+    std::thread::sleep(HUMAN);
+    bot.click(&copies[0], "strands_approve", "U04BOBBY")
+        .reply
+        .expect_prompt_ok("bob approves for alice", &bot);
+    for m in [&msg, &copies[0]] {
+        let update = slack.wait_for_update(m, |c| c.text().contains("Approved by"));
+        assert_closed(&update, "Approved by <@U04BOBBY> for alice");
+        assert!(
+            update
+                .body
+                .to_string()
+                .contains("✅ Approved by <@U04BOBBY> for alice"),
+            "the message's own section says it too: {:#}",
+            update.body
+        );
+    }
+    wait_llm(&llm, &slack, 2);
+    bot.stop();
+    assert_eq!(sandbox.show(&id)["status"], "completed");
+    let answered = answers(&sandbox);
+    assert_eq!(
+        answered[0]["event"]["on_behalf_of"], "alice",
+        "{answered:#?}"
+    );
+}
