@@ -437,3 +437,106 @@ fn in_slack_alices_copy_goes_to_bob_and_the_decided_message_says_for_alice() {
         "{answered:#?}"
     );
 }
+
+#[test]
+fn in_the_web_inbox_alice_sets_her_delegate_who_then_sees_and_answers_her_gate() {
+    use crate::web::{wait_status, Visitor};
+    let w = crate::api::World::start();
+    for (name, token) in [("alice", "alice"), ("mallory", "mallory")] {
+        let r = call(
+            &w.svc,
+            "POST",
+            "/api/v1/people",
+            Some(&w.root),
+            Some(&json!({ "name": name, "tokens": [token] })),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let id = w.start_run("payments");
+    w.wait_paused(&id);
+    let mallory = Visitor::sign_in(&w.svc, &w.mallory);
+    assert!(
+        !mallory.get("/").body.contains(&id),
+        "not mallory's gate yet"
+    );
+
+    let alice = Visitor::sign_in(&w.svc, &w.alice);
+    let page = alice.get("/");
+    assert!(page.body.contains("Who answers for me"), "{}", page.body);
+    let csrf = alice.csrf();
+    let (today, tomorrow) = (day(0), day(1));
+    let fields = [
+        ("to", "mallory"),
+        ("from", today.as_str()),
+        ("until", tomorrow.as_str()),
+        ("reason", "holidays"),
+    ];
+    // Without the sign-in's CSRF token: refused, nothing stored.
+    let mut forged = fields.to_vec();
+    forged.push(("csrf", "0123456789abcdef"));
+    let r = alice.post("/inbox/delegate", &forged);
+    assert_eq!(r.status, 403, "{}", r.body);
+    let none = call(
+        &w.svc,
+        "GET",
+        "/api/v1/people/delegations",
+        Some(&w.root),
+        None,
+    );
+    assert_eq!(none.json()["count"], 0, "{}", none.body);
+    // A cycle-free, well-formed one is stored; the inbox lists it.
+    let mut real = fields.to_vec();
+    real.push(("csrf", &csrf));
+    let r = alice.post("/inbox/delegate", &real);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = alice.get("/");
+    assert!(
+        page.body
+            .contains("<strong>mallory</strong> answers for you")
+            && page.body.contains("holidays"),
+        "{}",
+        page.body
+    );
+
+    // Mallory now sees alice's gate, and answers it for her.
+    let inbox = mallory.get("/");
+    assert!(inbox.body.contains(&id), "{}", inbox.body);
+    assert!(
+        inbox.body.contains("You answer for <strong>alice</strong>"),
+        "{}",
+        inbox.body
+    );
+    let csrf = mallory.csrf();
+    let r = mallory.post(
+        &format!("/sessions/{id}/answer"),
+        &[
+            ("csrf", &csrf),
+            ("gate", "review#1"),
+            ("decision", "approve"),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let done = wait_status(&w, &id, "completed");
+    assert_eq!(done["gates"][0]["by"], "mallory");
+    assert_eq!(done["gates"][0]["on_behalf_of"], "alice");
+    let page = mallory.get(&format!("/sessions/{id}"));
+    assert!(
+        page.body
+            .contains("<span class=\"by\">mallory</span> for <span class=\"for\">alice</span>"),
+        "{}",
+        page.body
+    );
+
+    // Alice removes it from the inbox.
+    let csrf = alice.csrf();
+    let r = alice.post("/inbox/undelegate", &[("csrf", &csrf), ("to", "mallory")]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let none = call(
+        &w.svc,
+        "GET",
+        "/api/v1/people/delegations",
+        Some(&w.root),
+        None,
+    );
+    assert_eq!(none.json()["count"], 0, "{}", none.body);
+}
