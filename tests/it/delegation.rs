@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::common::api::{call, expect_error, make_token};
 use crate::common::fake_slack::{dm_channel, Bot, FakeSlack, WAIT};
-use crate::common::slack_story::{assert_closed, deploy_paused, wait_llm, DEPLOY, HUMAN};
+use crate::common::slack_story::{assert_closed, deploy_paused, wait_llm, DEPLOY, HUMAN, OPS};
 use crate::common::{session_id, FakeLlm, Sandbox};
 
 const SPEC: &str = r#"
@@ -380,19 +380,32 @@ fn in_slack_alices_copy_goes_to_bob_and_the_decided_message_says_for_alice() {
     sandbox
         .strands(&["people", "add", "bob", "--slack", "U04BOBBY"])
         .expect_code(0);
-    sandbox
-        .strands(&[
-            "people",
-            "delegate",
-            "alice",
-            "--to",
-            "bob",
-            "--from",
-            &day(0),
-            "--until",
-            &day(0),
-        ])
-        .expect_code(0);
+    // Alice sets it herself, with the slash command; a stranger cannot.
+    let said = |r: crate::common::service::HttpReply| {
+        r.json()["text"].as_str().unwrap_or_default().to_string()
+    };
+    let stranger = said(bot.command(
+        "U09STRANGER",
+        OPS,
+        "delegate <@U04BOBBY|bob> until 2099-01-01",
+    ));
+    assert!(
+        stranger.contains("not in the people directory"),
+        "{stranger}"
+    );
+    let typo = said(bot.command("U04ALICE", OPS, "delegate <@U04BOBBY|bob> til 2099-01-01"));
+    assert!(typo.contains("I don't understand `til`"), "{typo}");
+    let text = format!(
+        "delegate <@U04BOBBY|bob> until {} reason winter break",
+        day(0)
+    );
+    let ok = said(bot.command("U04ALICE", OPS, &text));
+    assert!(ok.contains("bob answers for you from"), "{ok}");
+    let mine = said(bot.command("U04BOBBY", OPS, "delegations"));
+    assert!(
+        mine.contains("alice is answered for by you") && mine.contains(", now"),
+        "{mine}"
+    );
 
     let (id, msg) = deploy_paused(&bot, &slack);
     // Alice's direct copy went to bob, not to her.

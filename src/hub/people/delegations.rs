@@ -184,3 +184,176 @@ pub fn list(
     }
     Ok(out)
 }
+
+/// How the chat commands are used (Slack's `/strands …`, Teams' messages).
+pub const COMMAND_HELP: &str =
+    "`delegate @PERSON [from YYYY-MM-DD] until YYYY-MM-DD [reason TEXT]` \
+someone answers for you while you are away (days in UTC; from today when not given) · \
+`undelegate [@PERSON]` remove it · `delegations` yours";
+
+/// A person as a chat names them: `<@U04BOB>`, `<@U04BOB|bob>`, `@bob`,
+/// `bob` or an address.
+fn chat_person(word: &str) -> &str {
+    let w = word.trim();
+    let w = w
+        .strip_prefix("<@")
+        .and_then(|r| r.strip_suffix('>'))
+        .map(|r| r.split('|').next().unwrap_or(r))
+        .unwrap_or(w);
+    w.strip_prefix('@').unwrap_or(w)
+}
+
+/// Self-service from a chat: `words` after `delegate`, `undelegate` or
+/// `delegations` (`verb`), said by channel identity `who` (a Slack user id,
+/// `teams:<aad>`), through `via`. Always about `who`'s own person; the
+/// reply is the text to show them. Refusals change nothing.
+pub async fn command(
+    hub: &crate::hub::Hub,
+    who: &str,
+    via: &str,
+    verb: &str,
+    words: &[&str],
+) -> String {
+    let now = hub.clock.now();
+    let people = match hub.fresh_people().await {
+        Ok(p) => p,
+        Err(e) => return format!("Could not read the people directory: {e}"),
+    };
+    let Some(me) = people.person_of(who).map(|p| p.name.clone()) else {
+        return "You are not in the people directory, so nobody can answer for you; ask an admin (`strands people add`).".into();
+    };
+    let done = match (verb, words) {
+        ("delegations", []) => list(&people, Some(&me), now).map(|l| {
+            if l.is_empty() {
+                "You have no delegations.".to_string()
+            } else {
+                l.iter()
+                    .map(|d| {
+                        let (a, b) = if d.person == me {
+                            (d.to.as_str(), "answers for you")
+                        } else {
+                            (d.person.as_str(), "is answered for by you")
+                        };
+                        format!(
+                            "• {a} {b} from {} until {} (UTC){}",
+                            d.from,
+                            d.until,
+                            if d.active { ", now" } else { "" }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+        }),
+        ("undelegate", rest) if rest.len() <= 1 => {
+            let to = rest.first().map(|w| chat_person(w));
+            let to = to.map(|t| people.canonical(t).to_string());
+            undelegate(&hub.store, &me, to.as_deref(), (who, false, via))
+                .await
+                .map(|n| format!("Removed {n} delegation{}.", if n == 1 { "" } else { "s" }))
+        }
+        ("delegate", [to, rest @ ..]) => match parse_window(rest, now) {
+            Ok((from, until, reason)) => {
+                let req = DelegateRequest {
+                    to: people.canonical(chat_person(to)).to_string(),
+                    from,
+                    until,
+                    reason,
+                };
+                delegate(&hub.store, &me, &req, (who, false, via), now)
+                    .await
+                    .map(|v| {
+                        format!(
+                            "{} answers for you from {} until {} (UTC, both days included).",
+                            v.to, v.from, v.until
+                        )
+                    })
+            }
+            Err(e) => Err(Error::Usage(e)),
+        },
+        _ => Err(Error::Usage(format!("Usage: {COMMAND_HELP}"))),
+    };
+    match done {
+        Ok(text) => {
+            if let Err(e) = hub.fresh_people().await {
+                tracing::warn!("could not read the people directory: {e}");
+            }
+            text
+        }
+        Err(e) => format!("Not done: {e}"),
+    }
+}
+
+/// `[to] [from DAY] until DAY [reason TEXT…]`: the days and the reason.
+fn parse_window(
+    words: &[&str],
+    now: DateTime<Utc>,
+) -> std::result::Result<(String, String, Option<String>), String> {
+    let mut from = now.date_naive().to_string();
+    let mut until = None;
+    let mut rest = words;
+    let mut reason = None;
+    while let Some((w, tail)) = rest.split_first() {
+        match (w.to_ascii_lowercase().as_str(), tail) {
+            ("from", [day, more @ ..]) => {
+                from = day.to_string();
+                rest = more;
+            }
+            ("until", [day, more @ ..]) => {
+                until = Some(day.to_string());
+                rest = more;
+            }
+            ("reason", more) if !more.is_empty() => {
+                reason = Some(more.join(" "));
+                rest = &[];
+            }
+            _ => return Err(format!("I don't understand `{w}`. Usage: {COMMAND_HELP}")),
+        }
+    }
+    let until = until.ok_or_else(|| format!("Say until when. Usage: {COMMAND_HELP}"))?;
+    Ok((from, until, reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chats_name_people_and_windows_their_own_ways() {
+        for said in ["<@U04BOB>", "<@U04BOB|bob>", "@U04BOB", "U04BOB"] {
+            assert_eq!(chat_person(said), "U04BOB", "{said}");
+        }
+        let now = DateTime::parse_from_rfc3339("2026-12-19T15:00:00Z")
+            .expect("a time")
+            .to_utc();
+        assert_eq!(
+            parse_window(&["until", "2027-01-03"], now),
+            Ok(("2026-12-19".into(), "2027-01-03".into(), None))
+        );
+        assert_eq!(
+            parse_window(
+                &[
+                    "from",
+                    "2026-12-20",
+                    "until",
+                    "2027-01-03",
+                    "reason",
+                    "winter",
+                    "break"
+                ],
+                now
+            ),
+            Ok((
+                "2026-12-20".into(),
+                "2027-01-03".into(),
+                Some("winter break".into())
+            ))
+        );
+        assert!(parse_window(&["from", "2026-12-20"], now)
+            .expect_err("no end")
+            .contains("until when"));
+        assert!(parse_window(&["til", "2027-01-03"], now)
+            .expect_err("a typo")
+            .contains("`til`"));
+    }
+}
