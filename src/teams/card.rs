@@ -404,6 +404,23 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_decided_card_says_for_whom_a_delegate_answered() {
+        let session = crate::store::sled::tests::paused_session("s1");
+        let answer = Answer {
+            decision: Decision::Approve,
+            by: "teams:aad-bob".into(),
+            at: chrono::Utc::now(),
+            via: "teams".into(),
+            vars: Default::default(),
+            call: None,
+            person: Some("bob".into()),
+            on_behalf_of: Some("alice".into()),
+        };
+        let card = decided(&session, "review", &answer, "http://x").to_string();
+        assert!(card.contains("Approved by bob for alice at"), "{card}");
+    }
+
+    #[test]
     fn a_card_offers_what_the_gate_allows_and_says_what_it_waits_for() {
         let now = chrono::Utc::now();
         let manual = approval_of(
