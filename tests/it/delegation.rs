@@ -4,7 +4,8 @@
 //! the window (and after `undelegate`) bob is refused; a cycle is refused
 //! and nothing is stored; a delegate never approves a run they started;
 //! in Slack, alice's direct copy goes to bob and the decided message says
-//! "… for alice"; the web inbox lists alice's gate for bob.
+//! "… for alice"; the web inbox lists alice's gate for bob; a person sets
+//! their own from Slack, Teams and the web inbox.
 //!
 //! Real binary; fake model and fake Slack.
 
@@ -552,4 +553,60 @@ fn in_the_web_inbox_alice_sets_her_delegate_who_then_sees_and_answers_her_gate()
         None,
     );
     assert_eq!(none.json()["count"], 0, "{}", none.body);
+}
+
+#[test]
+fn in_teams_a_person_sets_their_own_delegation_by_message() {
+    use crate::common::fake_teams::FakeTeams;
+    use crate::common::service::{ServeConfig, Service};
+    use crate::common::teams_driver::{command, token};
+    let fake = FakeTeams::start();
+    let sandbox = Sandbox::new();
+    let dir = sandbox.path().join("workflows");
+    std::fs::create_dir_all(&dir).expect("workflows dir");
+    let mut cfg = ServeConfig::api(&sandbox, &dir);
+    for (k, v) in fake.env(&[("TEAMS_SERVICE_URL_HOSTS", "127.0.0.1")]) {
+        cfg = cfg.with(&k, Some(&v));
+    }
+    let svc = Service::launch(cfg);
+    sandbox
+        .strands(&["people", "add", "alice", "--teams", "aaaa-0001"])
+        .expect_code(0);
+    sandbox.strands(&["people", "add", "bob"]).expect_code(0);
+    let say = |id: &str, aad: &str, text: &str| -> String {
+        let activity = command(&fake.service_url(), id, aad, text);
+        let r = crate::teams_room::post_activity(
+            &svc,
+            &token(&fake.service_url(), "signing.key.pem"),
+            &activity,
+        );
+        assert_eq!(r.status, 200, "{} {}", r.body, svc.log());
+        let until = std::time::Instant::now() + WAIT;
+        loop {
+            if let Some(h) = fake
+                .hits()
+                .into_iter()
+                .find(|h| h.method == "POST" && h.path.ends_with(&format!("/activities/{id}")))
+            {
+                return h.body["text"].as_str().unwrap_or_default().to_string();
+            }
+            assert!(std::time::Instant::now() < until, "no reply to {id}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let text = format!("delegate bob until {} reason parental leave", day(2));
+    let reply = say("m:1", "aaaa-0001", &text);
+    assert!(reply.contains("bob answers for you from"), "{reply}");
+    let reply = say("m:2", "bbbb-stranger", "delegations");
+    assert!(reply.contains("not in the people directory"), "{reply}");
+    let listed = sandbox.strands(&["people", "delegations", "--json"]);
+    listed.expect_code(0);
+    let d = &listed.json()["delegations"][0];
+    assert_eq!(
+        (d["person"].as_str(), d["to"].as_str()),
+        (Some("alice"), Some("bob"))
+    );
+    assert_eq!(d["set_by"], "teams:aaaa-0001");
+    let reply = say("m:3", "aaaa-0001", "undelegate");
+    assert!(reply.contains("Removed 1 delegation."), "{reply}");
 }
