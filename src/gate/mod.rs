@@ -85,7 +85,20 @@ pub fn authorize(
             .iter()
             .any(|a| !a.starts_with(GROUP_PREFIX) && people.same(a, &p.name))
     };
-    if let Some(chain) = person.and_then(|p| people.acting_for(&p.name, names, id.now)) {
+    // For a quorum, someone not counted yet first (bob stands in for alice
+    // and erin, alice already approved: bob answers for erin).
+    let counted = |p: &crate::model::person::Person| {
+        gate.approvals.iter().any(|a| {
+            a.person.as_deref() == Some(p.name.as_str())
+                || a.on_behalf_of.as_deref() == Some(p.name.as_str())
+        })
+    };
+    let chain = person.and_then(|p| {
+        people
+            .acting_for(&p.name, |o| names(o) && !counted(o), id.now)
+            .or_else(|| people.acting_for(&p.name, names, id.now))
+    });
+    if let Some(chain) = chain {
         let whom = chain[0].clone();
         if approves && people.same(id.who, id.started_by) {
             return Err(format!(

@@ -161,3 +161,21 @@ async fn a_quorum_counts_the_human_who_clicked_once() {
     let got = submit(&w, &s.id, None, Decision::Approve, "U0DAVE", true).await;
     check("a second human completes the quorum", &got, &Want::Recorded);
 }
+
+#[tokio::test]
+async fn a_delegate_answers_for_someone_not_counted_yet() {
+    let w = World::new();
+    with_people(&w).await;
+    delegations(&w, &[("alice", "bob"), ("erin", "bob")]).await;
+    let s = w
+        .paused(&CHAIN.replace(
+            "$GATE",
+            "        approvers: [alice, erin]\n        approvals_required: 2",
+        ))
+        .await;
+    let got = submit(&w, &s.id, None, Decision::Approve, "U04ALICE", true).await;
+    check("alice herself", &got, &Want::Counted);
+    let got = submit(&w, &s.id, None, Decision::Approve, "U04BOB", true).await;
+    check("bob, for erin", &got, &Want::Recorded);
+    assert_eq!(recorded(&got).on_behalf_of.as_deref(), Some("erin"));
+}
