@@ -27,10 +27,23 @@ use crate::model::{is_slack_user, OpenGate};
 /// `teams:<aad>` by their Teams id; a person named by name or address by
 /// both). Each once, in order; each room takes the ids it can write to.
 pub fn dm_approvers(gate: &OpenGate, people: &Directory, now: DateTime<Utc>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    dm_recipients(gate, people, now)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// [`dm_approvers`], each with the person they stand in for (`None`: an
+/// approver in their own right), so a copy can say "you answer for alice".
+pub fn dm_recipients(
+    gate: &OpenGate,
+    people: &Directory,
+    now: DateTime<Utc>,
+) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
     for a in &gate.approvers {
-        let stand_in = people
-            .person_of(a)
+        let away = people.person_of(a);
+        let stand_in = away
             .map(|p| people.stand_in(p, now))
             .filter(|s| !people.same(&s.name, a));
         let ids: Vec<String> = match stand_in {
@@ -47,9 +60,10 @@ pub fn dm_approvers(gate: &OpenGate, people: &Directory, now: DateTime<Utc>) -> 
                 }
             }
         };
+        let whom = stand_in.and(away).map(|p| p.name.clone());
         for id in ids {
-            if !out.contains(&id) {
-                out.push(id);
+            if !out.iter().any(|(o, _)| *o == id) {
+                out.push((id, whom.clone()));
             }
         }
     }
@@ -200,6 +214,10 @@ mod tests {
             ["U04BOB", "teams:bbbb-2"]
         );
         assert_eq!(dm_approvers(&gate, &people, ends), ["alice"]);
+        assert_eq!(
+            dm_recipients(&gate, &people, starts)[0],
+            ("U04BOB".to_string(), Some("alice".to_string()))
+        );
     }
 
     #[test]

@@ -426,6 +426,13 @@ fn in_slack_alices_copy_goes_to_bob_and_the_decided_message_says_for_alice() {
         slack.describe()
     );
 
+    assert!(
+        copies[0]
+            .text()
+            .contains("You answer for alice (a delegation)"),
+        "{}",
+        copies[0].text()
+    );
     std::thread::sleep(HUMAN);
     bot.click(&copies[0], "strands_approve", "U04BOBBY")
         .reply
