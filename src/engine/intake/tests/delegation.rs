@@ -9,7 +9,11 @@ use crate::model::person::{Directory, Person};
 /// Adds erin (`U04ERIN`), then sets each `(from, to)` delegation, in
 /// force from yesterday until tomorrow.
 async fn delegations(w: &World, pairs: &[(&str, &str)]) {
-    let now = chrono::Utc::now();
+    delegations_around(w, pairs, chrono::Utc::now()).await
+}
+
+/// [`delegations`], in force from the day before `now` to the day after.
+async fn delegations_around(w: &World, pairs: &[(&str, &str)], now: chrono::DateTime<chrono::Utc>) {
     let pairs: Vec<(String, String)> = pairs
         .iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -89,6 +93,21 @@ async fn a_delegate_answers_for_the_person_and_the_audit_says_so() {
     assert_eq!(answers.len(), 1, "{answers:#?}");
     assert_eq!(answers[0]["event"]["on_behalf_of"], "alice");
     assert_eq!(answers[0]["event"]["detail"], "bob for alice");
+}
+
+#[tokio::test]
+async fn outside_the_window_the_delegate_is_refused() {
+    for (when, days) in [("after the end", -3), ("before the start", 3)] {
+        let w = World::new();
+        with_people(&w).await;
+        let then = chrono::Utc::now() + chrono::TimeDelta::days(days);
+        delegations_around(&w, &[("alice", "bob")], then).await;
+        let s = w
+            .paused(&CHAIN.replace("$GATE", "        approvers: [alice]"))
+            .await;
+        let got = submit(&w, &s.id, None, Decision::Approve, "U04BOB", true).await;
+        check(when, &got, &Want::NotAllowed("not an approver"));
+    }
 }
 
 #[tokio::test]
