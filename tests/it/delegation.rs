@@ -523,6 +523,11 @@ fn in_the_web_inbox_alice_sets_her_delegate_who_then_sees_and_answers_her_gate()
     let inbox = mallory.get("/");
     assert!(inbox.body.contains(&id), "{}", inbox.body);
     assert!(
+        inbox.body.contains("alice (you stand in for them)"),
+        "{}",
+        inbox.body
+    );
+    assert!(
         inbox.body.contains("You answer for <strong>alice</strong>"),
         "{}",
         inbox.body
