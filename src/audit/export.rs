@@ -6,7 +6,7 @@
 use super::AuditEntry;
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 18] = [
+pub const CSV_COLUMNS: [&str; 19] = [
     "seq",
     "at",
     "session",
@@ -23,6 +23,7 @@ pub const CSV_COLUMNS: [&str; 18] = [
     "shown_digest",
     "preview",
     "detail",
+    "rule",
     "prev",
     "hash",
 ];
@@ -59,6 +60,7 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             e.shown_digest.clone().unwrap_or_default(),
             e.preview.clone().unwrap_or_default(),
             e.detail.clone().unwrap_or_default(),
+            e.rule.clone().unwrap_or_default(),
             entry.prev.clone(),
             entry.hash.clone(),
         ])

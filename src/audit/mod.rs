@@ -73,6 +73,12 @@ pub struct AuditEvent {
     pub preview: Option<String>,
     /// Outcome, refusal reason, tool result summary (redacted).
     pub detail: Option<String>,
+    /// The approval rule that decided who answers a request
+    /// (`gate::policy`): its 1-based number and what channels show. Absent
+    /// from older entries and from gates without rules, so their hashes
+    /// are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl AuditEvent {

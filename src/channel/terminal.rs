@@ -156,6 +156,9 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
         let (preview, cut) = gate.preview();
         let _ = writeln!(self.output, "\n⏸  Gate `{}` ({})", gate.id, gate.position);
         let _ = writeln!(self.output, "   {}", gate.prompt);
+        if let Some(r) = &gate.rule {
+            let _ = writeln!(self.output, "   {}", r.shown());
+        }
         if gate.show_preview && !gate.context.is_empty() {
             let _ = writeln!(self.output, "\n   [Preview]\n{preview}");
             if cut > 0 {

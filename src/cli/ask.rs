@@ -35,11 +35,15 @@ pub struct AskArgs {
     #[arg(long, default_value = "")]
     pub body: String,
     /// Who may answer: names, Slack ids, group:NAME (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required_unless_present = "policy")]
     pub approvers: Vec<String>,
     /// Approvals needed (default 1).
     #[arg(long)]
     pub quorum: Option<u32>,
+    /// A named approval policy of the service file: its rules, judged on
+    /// the --detail values, decide who answers (instead of --approvers and --quorum).
+    #[arg(long, conflicts_with_all = ["approvers", "quorum"])]
+    pub policy: Option<String>,
     /// How long to wait for an answer: 30m, 2h, 1d (minutes when bare).
     #[arg(long, value_parser = parse_minutes)]
     pub timeout: Option<u64>,
@@ -118,6 +122,7 @@ impl AskArgs {
             body: self.body.clone(),
             details: self.details.iter().cloned().collect(),
             approvers: self.approvers.clone(),
+            policy: self.policy.clone(),
             quorum: self.quorum,
             require_reason: self.require_reason,
             timeout_minutes: self.timeout,
@@ -207,11 +212,11 @@ async fn ask_remote(
     if !view.created {
         eprintln!("request {} (this key's): waiting on it", view.id);
     } else if !no_wait {
-        eprintln!(
-            "asked: request {} — waiting for {}",
-            view.id,
-            req.approvers.join(", ")
-        );
+        let who = match &req.policy {
+            Some(p) => format!("the approvers policy `{p}` names"),
+            None => req.approvers.join(", "),
+        };
+        eprintln!("asked: request {} — waiting for {who}", view.id);
     }
     if no_wait {
         return Ok(view);
@@ -249,15 +254,24 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
         };
         if existing.is_none() {
             let directory = store.directory().await?;
-            let p = approvals::prepare(req, &ctx.who, &ctx.settings.limits, &directory)
+            let policies = &ctx.settings.service.policies;
+            let p = approvals::prepare(req, &ctx.who, &ctx.settings.limits, &directory, policies)
                 .map_err(|e| Error::Usage(e.to_string()))?;
             let mut engine = ctx.engine(&store);
             let session = engine.create_as(&p.spec, p.start, id.clone()).await?;
             engine.drive(&p.spec, session, &mut Detached).await?;
             if !no_wait {
+                let asked = store.get(&id).await?;
+                let gate = asked.open_gates().next();
+                let who = gate
+                    .map(|g| g.approvers.join(", "))
+                    .unwrap_or_else(|| req.approvers.join(", "));
+                let rule = gate
+                    .and_then(|g| g.rule.as_ref())
+                    .map(|r| format!(" ({})", r.summary))
+                    .unwrap_or_default();
                 eprintln!(
-                    "asked: request {id} — waiting for {}; answer with {}",
-                    req.approvers.join(", "),
+                    "asked: request {id} — waiting for {who}{rule}; answer with {}",
                     ctx.resume_cmd(&id, "--approve")
                 );
             }

@@ -246,6 +246,7 @@ fn gate_json(g: &GateSpec) -> Value {
         "condition": g.condition,
         "approvers": g.approvers,
         "approvals_required": g.approvals_required,
+        "approval_rules": g.rules.len(),
     })
 }
 
@@ -260,6 +261,12 @@ fn gate_line(g: &GateSpec) -> String {
     }
     if let Some(c) = &g.condition {
         text.push_str(&format!("; only when {c}"));
+    }
+    if !g.rules.is_empty() {
+        text.push_str(&format!(
+            "; {} approval rules: `strands policy explain` shows which applies",
+            g.rules.len()
+        ));
     }
     text.push(')');
     text

@@ -40,6 +40,7 @@ mod human;
 mod info;
 pub mod notifications;
 mod people;
+mod policy;
 mod remote;
 mod render;
 mod run;
@@ -52,6 +53,7 @@ mod webhooks;
 use audit::audit;
 pub use notifications::NotificationsCommand;
 pub use people::PeopleCommand;
+pub use policy::PolicyCommand;
 pub use render::exit_code;
 use render::report;
 use run::{resume, run, validate};
@@ -171,6 +173,9 @@ pub enum Command {
     /// Check, back up and move the store (sled → PostgreSQL).
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Approval rules: which applies to a gate, who may answer, the deadline (a dry run).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -504,6 +509,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Teams(cmd) => cmd.json(),
         Command::People(cmd) => cmd.json(),
         Command::Store(cmd) => cmd.json(),
+        Command::Policy(cmd) => cmd.json(),
     }
 }
 
@@ -680,6 +686,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Teams(cmd) => teams::teams(&ctx, cmd).await,
         Command::People(cmd) => people::people(&ctx, cmd).await,
         Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,
+        Command::Policy(cmd) => policy::policy(&ctx, cmd).await,
         Command::Serve(args) => {
             let config = crate::serve::Config::from_env(
                 ctx.store_path.clone(),

@@ -117,6 +117,9 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
     if !g.approvers.is_empty() {
         out.push_str(&format!("\n   Approvers: {}\n", g.approvers.join(", ")));
     }
+    if let Some(r) = &g.rule {
+        out.push_str(&format!("   {}\n", r.shown()));
+    }
     if g.approvals_required > 1 {
         let who: Vec<&str> = g.approvals.iter().map(|a| a.by.as_str()).collect();
         out.push_str(&format!(

@@ -21,9 +21,32 @@ pub struct ServiceFile {
     /// Business-hours calendars by name.
     #[serde(default)]
     pub calendars: BTreeMap<String, serde_json::Value>,
-    /// Named approval policies (rule lists) by name.
+    /// Named approval policies (rule lists) by name; checked at start-up.
     #[serde(default)]
-    pub policies: BTreeMap<String, serde_json::Value>,
+    pub policies: BTreeMap<String, Policy>,
+}
+
+/// A named approval policy: a list of approval rules
+/// ([`crate::gate::policy`]) that an approval request takes by name
+/// (`policy: payments`). Kept as written — a request's one-gate spec
+/// carries the rules and the spec validator reads them like any gate's —
+/// and read once at start-up ([`Policy::check`]) so a bad rule stops the
+/// process instead of letting a request through with fewer approvers.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Policy {
+    pub rules: Vec<serde_json::Value>,
+}
+
+impl Policy {
+    /// The rules, read: the error names every problem by rule number.
+    /// `max_secs` bounds their timeouts (`Limits::max_timeout_secs`).
+    pub fn check(
+        &self,
+        max_secs: u64,
+    ) -> std::result::Result<Vec<crate::gate::policy::ApprovalRule>, String> {
+        crate::spec::rules::list(&self.rules, &crate::template::Templates::new(), max_secs)
+    }
 }
 
 /// Only the calendars (what `STRANDS_CALENDARS` holds).
@@ -56,6 +79,18 @@ impl ServiceFile {
                 )
             };
             file.calendars = parse::<CalendarsOnly>(&text, &origin)?.calendars;
+        }
+        let max =
+            crate::spec::Limits::with_max_timeout_days(get("STRANDS_MAX_TIMEOUT_DAYS").as_deref())
+                .max_timeout_secs;
+        for (name, policy) in &file.policies {
+            if let Err(why) = policy.check(max) {
+                let origin = set("STRANDS_SERVICE_FILE").unwrap_or_default();
+                return Err(Error::Usage(format!(
+                    "{}: policy `{name}`: {why}",
+                    origin.trim()
+                )));
+            }
         }
         Ok(file)
     }
@@ -91,7 +126,7 @@ mod tests {
         let path = dir.join("service.yaml");
         std::fs::write(
             &path,
-            "calendars:\n  eu: {zone: Europe/Paris}\npolicies:\n  payments: []\n",
+            "calendars:\n  eu: {zone: Europe/Paris}\npolicies:\n  payments:\n    - when: \"{{ details.amount > 10000 }}\"\n      approvers: [cfo, group:finance]\n      quorum: 2\n    - approvers: [group:finance]\n",
         )
         .expect("write");
         let f = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())]).expect("loads");
@@ -110,6 +145,29 @@ mod tests {
             "the file's policies stay"
         );
         assert!(load(&[]).expect("empty").calendars.is_empty());
+        let f = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())]).expect("loads");
+        let rules = f.policies["payments"].check(u64::MAX).expect("rules");
+        assert_eq!(rules[0].quorum, Some(2));
+    }
+
+    #[test]
+    fn a_bad_policy_stops_start_up_naming_it() {
+        let dir = std::env::temp_dir().join(format!("strands-service-pol-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("service.yaml");
+        std::fs::write(
+            &path,
+            "policies:\n  payments:\n    - when: \"{{ details.amount > }}\"\n      approvers: [cfo]\n",
+        )
+        .expect("write");
+        let e = load(&[("STRANDS_SERVICE_FILE", path.display().to_string())])
+            .expect_err("bad rule")
+            .to_string();
+        assert!(
+            e.contains("policy `payments`") && e.contains("rule 1"),
+            "{e}"
+        );
+        assert!(e.contains("service.yaml"), "{e}");
     }
 
     #[test]

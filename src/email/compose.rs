@@ -213,6 +213,9 @@ pub fn ask(
             Style::Para,
         ));
     }
+    if let Some(r) = &gate.rule {
+        lines.push((r.shown(), Style::Para));
+    }
     if gate.approvals_required > 1 {
         lines.push((
             format!(
@@ -362,6 +365,13 @@ mod tests {
         let gate = s.gates.get_mut(&handle).expect("open");
         gate.context = "0123456789abcdef".into();
         gate.timeout_at = Some(now + chrono::TimeDelta::minutes(90));
+        gate.rule = Some(crate::model::RuleNote {
+            index: 2,
+            summary:
+                "needs 1 of support (strictest rule applied: rule 1: `details.amount` is undefined)"
+                    .into(),
+            failed: Some("rule 1: `details.amount` is undefined".into()),
+        });
         let gate = gate.clone();
         let links = Links {
             approve: Some("https://x.example/l/a".into()),
@@ -382,6 +392,11 @@ mod tests {
         );
         assert!(
             c.text.contains("(in 1 h 29 min)") || c.text.contains("(in 1 h 30 min)"),
+            "{}",
+            c.text
+        );
+        assert!(
+            c.text.contains("Policy: needs 1 of support (strictest rule applied: rule 1: `details.amount` is undefined)"),
             "{}",
             c.text
         );

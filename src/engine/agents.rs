@@ -417,7 +417,7 @@ impl Engine<'_> {
         if waiting == 0 {
             return Ok(false);
         }
-        let now = Utc::now();
+        let now = self.clock.now();
         let opened = crate::model::OpenGate {
             id: "tools".into(),
             instance: session.next_instance("tools"),
@@ -452,10 +452,48 @@ impl Engine<'_> {
             rule: None,
             hours: None,
         };
+        let mut opened = opened;
+        self.tool_rule(spec, session, &mut opened);
         self.add_gate(session, opened, None);
         session.status = Status::Paused;
         self.save(session).await?;
         Ok(true)
+    }
+
+    /// `security.approvers` rules on a tool-call gate: each waiting call
+    /// is judged on its own (`tool` = its name and arguments), and the gate
+    /// takes the strictest rule chosen — the most approvals, the earliest
+    /// listed on a tie — so one gate asks for every call what the
+    /// strictest of them needs. A rule decides approvers and
+    /// `require_reason` here; quorum and timeout stay the tool gate's (one
+    /// approver decides each call, and tool calls wait without a timeout).
+    fn tool_rule(&self, spec: &Spec, session: &Session, opened: &mut crate::model::OpenGate) {
+        let rules = &spec.approval.rules;
+        let Some(turn) = session.agent_turn.as_ref().filter(|_| !rules.is_empty()) else {
+            return;
+        };
+        let base = opened.approvals_required;
+        let choices = turn
+            .waiting()
+            .filter_map(|c| {
+                let ctx = context::for_rules(spec, session, Some(&opened.position), Some(&c.call));
+                gate::policy::choose(rules, &self.templates, &ctx, base)
+            })
+            .collect();
+        if let Some(choice) = gate::policy::strictest_of(choices) {
+            let rule = gate::policy::ApprovalRule {
+                quorum: None,
+                timeout: None,
+                ..choice.rule.clone()
+            };
+            gate::policy::apply(
+                opened,
+                &gate::policy::Choice {
+                    rule: &rule,
+                    ..choice
+                },
+            );
+        }
     }
 
     /// Runs the approved calls of the latest turn, in order, each at most

@@ -47,6 +47,33 @@ fn root(
     root
 }
 
+/// The context approval rules' `when` conditions see
+/// ([`crate::gate::policy`]): [`build`]'s, plus `details` — the run's
+/// variables, merged with a variable `details` that is a map (an approval
+/// request's), numbers written as text read as numbers — and `tool`
+/// ([`crate::gate::policy::add_rule_vars`]).
+pub fn for_rules(
+    spec: &Spec,
+    session: &Session,
+    at: Option<&Position>,
+    tool: Option<&crate::model::ToolCall>,
+) -> minijinja::Value {
+    let mut root = root(spec, session, None, at);
+    let mut details = session.variables.clone();
+    if let Some(Value::Object(own)) = session.variables.get("details") {
+        details.remove("details");
+        for (k, v) in own {
+            details.insert(k.clone(), v.clone());
+        }
+    }
+    crate::gate::policy::add_rule_vars(
+        &mut root,
+        &details,
+        tool.map(|c| (c.name.as_str(), &c.arguments)),
+    );
+    minijinja::Value::from_serialize(root)
+}
+
 /// The context of `outputs.artifacts` when the run completes: [`build`]'s,
 /// plus what strands-cli's execution context adds at the top level (a
 /// variable of the run's own wins): `name`, `timestamp` (RFC 3339, now),

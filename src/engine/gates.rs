@@ -78,6 +78,14 @@ impl Engine<'_> {
         if gate.allow_self_approval.is_none() {
             opened.allow_self_approval = spec.approval.allow_self_approval;
         }
+        let rules = gate::policy::rules_of(spec, gate);
+        if !rules.is_empty() {
+            let ctx = context::for_rules(spec, session, Some(&opened.position), None);
+            let base = opened.approvals_required;
+            if let Some(choice) = gate::policy::choose(rules, &self.templates, &ctx, base) {
+                gate::policy::apply(&mut opened, &choice);
+            }
+        }
         Ok(Some(opened))
     }
 }
@@ -152,5 +160,12 @@ pub(super) fn audit_request(session: &mut Session, gate: &crate::model::OpenGate
     )));
     ev.preview = Some(crate::model::cut(&gate.context, 300).0);
     ev.detail = Some(gate.prompt.clone());
+    ev.rule = gate.rule.as_ref().map(|r| {
+        let mut text = format!("rule {}: {}", r.index, r.summary);
+        if let Some(f) = &r.failed {
+            text.push_str(&format!(" [fail closed: {f}]"));
+        }
+        text
+    });
     session.audit.push(ev);
 }

@@ -365,7 +365,11 @@ impl<'a> Engine<'a> {
                         continue;
                     }
                     match self.open_gate(spec, session, position, gate)? {
-                        Some(opened) => self.add_gate(session, opened, Some(&gate.timers)),
+                        Some(opened) => {
+                            let timing =
+                                gate::policy::gate_timers(spec, gate, opened.rule.as_ref());
+                            self.add_gate(session, opened, Some(&timing))
+                        }
                         None => {
                             // Condition false: recorded as skipped; look again.
                             self.save(session).await?;

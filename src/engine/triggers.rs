@@ -140,6 +140,7 @@ impl Engine<'_> {
             require_reason: false,
             channel: None,
             approvers: None,
+            rules: Vec::new(),
             approvals_required: None,
             rejections_required: None,
             allow_self_approval: None,
@@ -159,6 +160,15 @@ impl Engine<'_> {
         opened.approvals_required = spec.approval.approvals_required.unwrap_or(1).max(1);
         opened.allow_self_approval = spec.approval.allow_self_approval;
         opened.trigger = Some(t.id.clone());
+        // `security.approvers` as rules decide who reviews here too: an
+        // empty list would let anyone answer.
+        let ctx = context::for_rules(spec, session, Some(&opened.position), None);
+        let base = opened.approvals_required;
+        if let Some(choice) =
+            gate::policy::choose(&spec.approval.rules, &self.templates, &ctx, base)
+        {
+            gate::policy::apply(&mut opened, &choice);
+        }
         self.add_gate(session, opened, None);
         session.status = Status::Paused;
         self.save(session).await

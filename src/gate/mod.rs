@@ -13,6 +13,8 @@
 //! previous step with feedback, end the run rejected, or stay paused. Timeouts
 //! become answers too ([`timeout_answer`]), recorded as given by `timeout`.
 
+pub mod policy;
+
 use chrono::{DateTime, Utc};
 use serde_json::Map;
 
@@ -392,6 +394,7 @@ mod tests {
             require_reason: false,
             channel: None,
             approvers: None,
+            rules: Vec::new(),
             approvals_required: None,
             rejections_required: None,
             allow_self_approval: None,

@@ -29,6 +29,7 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use super::Hub;
+use crate::config::service::Policy;
 use crate::engine::Start;
 use crate::error::{Error, Result};
 use crate::model::{Decision, GateEventKind, Session, Status};
@@ -67,10 +68,16 @@ pub struct ApprovalRequest {
     /// Structured facts shown as fields (`version: 1.2`).
     #[serde(default)]
     pub details: BTreeMap<String, String>,
-    /// Who may answer: names, Slack ids, `group:NAME`.
+    /// Who may answer: names, Slack ids, `group:NAME`. Not with `policy`.
     #[serde(default)]
     pub approvers: Vec<String>,
-    /// Approvals needed (default 1).
+    /// A named approval policy of the service file (`policies:`): its
+    /// rules, judged on `details`, decide who answers, the quorum,
+    /// `require_reason`, the timeout and escalation. Not with `approvers`
+    /// or `quorum`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Approvals needed (default 1). Not with `policy`.
     #[serde(default)]
     pub quorum: Option<u32>,
     /// A rejection must say why.
@@ -254,10 +261,12 @@ pub fn keyed_id(requester: &str, key: &str) -> String {
 
 /// Checks `req` and builds its one-gate spec (JSON text, which is YAML).
 /// `groups`: whether the people directory has a group of that name.
+/// `policies`: the service file's named policies, for `req.policy`.
 pub fn spec_text(
     req: &ApprovalRequest,
     max_timeout_secs: u64,
     has_group: impl Fn(&str) -> bool,
+    policies: &BTreeMap<String, Policy>,
 ) -> std::result::Result<String, Invalid> {
     let title = req.title.trim();
     if title.is_empty() {
@@ -284,10 +293,14 @@ pub fn spec_text(
         .map(|a| a.trim().to_string())
         .filter(|a| !a.is_empty())
         .collect();
-    if approvers.is_empty() {
+    let policy = match req.policy.as_deref().map(str::trim) {
+        None => None,
+        Some(name) => Some(named_policy(name, req, &approvers, policies)?),
+    };
+    if approvers.is_empty() && policy.is_none() {
         return Err(invalid(
             "approvers",
-            "name at least one approver (a name, a Slack id or group:NAME)",
+            "name at least one approver (a name, a Slack id or group:NAME), or a policy",
         ));
     }
     for a in &approvers {
@@ -347,7 +360,12 @@ pub fn spec_text(
     gate.insert("id".into(), json!(GATE));
     gate.insert("prompt".into(), json!("{{ title }}"));
     gate.insert("context_display".into(), json!("{{ body }}"));
-    gate.insert("approvers".into(), json!(approvers));
+    match policy {
+        // The policy's rules, as written: the validator reads them like a
+        // spec gate's, and the engine picks one on `details`.
+        Some(p) => gate.insert("approvers".into(), json!(p.rules)),
+        None => gate.insert("approvers".into(), json!(approvers)),
+    };
     gate.insert("allow_self_approval".into(), json!(false));
     if let Some(q) = req.quorum {
         gate.insert("approvals_required".into(), json!(q));
@@ -398,11 +416,50 @@ pub fn spec_text(
             "labels": serde_json::to_string(&req.labels).unwrap_or_default(),
             "action": req.action.as_ref().map(|a| json!(a).to_string()).unwrap_or_default(),
             "action_digest": req.action.as_ref().map(Action::digest).unwrap_or_default(),
+            "details": req.details,
         }},
         "agents": {"requester": {"prompt": "Never run: an approval request has no agents."}},
         "pattern": {"type": "chain", "config": {"steps": [Value::Object(gate)]}},
     });
     serde_json::to_string_pretty(&spec).map_err(|e| invalid("request", e.to_string()))
+}
+
+/// The policy `name` of the service file. A request names a policy or
+/// its own approvers and quorum, never both: the policy decides who
+/// answers, and a request cannot loosen it.
+fn named_policy<'p>(
+    name: &str,
+    req: &ApprovalRequest,
+    approvers: &[String],
+    policies: &'p BTreeMap<String, Policy>,
+) -> std::result::Result<&'p Policy, Invalid> {
+    let Some(p) = policies.get(name) else {
+        let known: Vec<&str> = policies.keys().map(String::as_str).collect();
+        return Err(invalid(
+            "policy",
+            if known.is_empty() {
+                format!("no policy `{name}`: the service file (STRANDS_SERVICE_FILE) names none")
+            } else {
+                format!(
+                    "no policy `{name}` in the service file (policies: {})",
+                    known.join(", ")
+                )
+            },
+        ));
+    };
+    if !approvers.is_empty() {
+        return Err(invalid(
+            "approvers",
+            format!("a request names a policy or its approvers, not both: policy `{name}` decides who answers"),
+        ));
+    }
+    if req.quorum.is_some() {
+        return Err(invalid(
+            "quorum",
+            format!("a request names a policy or a quorum, not both: policy `{name}` decides the quorum"),
+        ));
+    }
+    Ok(p)
 }
 
 /// `teams:<conversation id>` (Teams' ids have a `:`): the place a request
@@ -468,10 +525,11 @@ pub fn prepare(
     requester: &str,
     limits: &crate::spec::Limits,
     directory: &crate::model::person::Directory,
+    policies: &BTreeMap<String, Policy>,
 ) -> std::result::Result<Prepared, Invalid> {
     let id = id_of(req, requester)?;
     let has_group = |g: &str| directory.people().iter().any(|p| p.in_group(g));
-    let text = spec_text(req, limits.max_timeout_secs, has_group)?;
+    let text = spec_text(req, limits.max_timeout_secs, has_group, policies)?;
     let spec = crate::spec::parse(&text, Path::new(SPEC_PATH), limits)
         .map_err(|e| invalid("request", e.to_string()))?;
     let variables = spec
@@ -511,7 +569,8 @@ impl Hub {
             }
         }
         let directory = self.store.directory().await?;
-        let p = match prepare(req, requester, &self.settings.limits, &directory) {
+        let policies = &self.settings.service.policies;
+        let p = match prepare(req, requester, &self.settings.limits, &directory, policies) {
             Ok(p) => p,
             Err(e) => return Ok(Err(e)),
         };
@@ -611,12 +670,18 @@ mod tests {
     #[test]
     fn the_spec_validates_and_refusals_name_the_field() {
         let limits = crate::spec::Limits::default();
-        let text = spec_text(&req(), limits.max_timeout_secs, |_| false).expect("spec");
+        let text =
+            spec_text(&req(), limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
         crate::spec::parse(&text, Path::new(SPEC_PATH), &limits).expect("valid");
         let field = |r: ApprovalRequest| {
-            spec_text(&r, limits.max_timeout_secs, |g| g == "sre")
-                .expect_err("refused")
-                .field
+            spec_text(
+                &r,
+                limits.max_timeout_secs,
+                |g| g == "sre",
+                &BTreeMap::new(),
+            )
+            .expect_err("refused")
+            .field
         };
         assert_eq!(
             field(ApprovalRequest {
@@ -644,7 +709,13 @@ mod tests {
             approvers: vec!["group:sre".into()],
             ..req()
         };
-        assert!(spec_text(&sre, limits.max_timeout_secs, |g| g == "sre").is_ok());
+        assert!(spec_text(
+            &sre,
+            limits.max_timeout_secs,
+            |g| g == "sre",
+            &BTreeMap::new()
+        )
+        .is_ok());
     }
 
     #[test]
@@ -664,12 +735,14 @@ mod tests {
             "ci",
             &limits,
             &crate::model::person::Directory::default(),
+            &BTreeMap::new(),
         )
         .map_err(|e| e.to_string())
         .expect("prepared");
         let origin = p.start.origin.expect("a Teams origin");
         assert_eq!(origin.approval_channel, "teams:19:abc@thread.tacv2");
-        let text = spec_text(&r, limits.max_timeout_secs, |_| false).expect("spec");
+        let text =
+            spec_text(&r, limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
         assert!(
             text.contains("escalation_timeout") && text.contains("U0ONCALL1"),
             "{text}"
@@ -680,10 +753,60 @@ mod tests {
             ..req()
         };
         assert_eq!(
-            spec_text(&bad, limits.max_timeout_secs, |_| false)
+            spec_text(&bad, limits.max_timeout_secs, |_| false, &BTreeMap::new())
                 .expect_err("refused")
                 .field,
             "notify"
+        );
+    }
+
+    #[test]
+    fn a_named_policy_brings_its_rules_and_is_not_mixed_with_approvers() {
+        let limits = crate::spec::Limits::default();
+        let policy: Policy = serde_json::from_value(json!([
+            {"when": "{{ details.amount > 10000 }}", "approvers": ["cfo", "group:finance"], "quorum": 2},
+            {"approvers": ["group:finance"]},
+        ]))
+        .expect("policy");
+        let policies = BTreeMap::from([("payments".to_string(), policy)]);
+        let r = ApprovalRequest {
+            approvers: vec![],
+            policy: Some("payments".into()),
+            details: BTreeMap::from([("amount".to_string(), "20000".to_string())]),
+            ..req()
+        };
+        let text = spec_text(&r, limits.max_timeout_secs, |_| false, &policies).expect("spec");
+        let spec = crate::spec::parse(&text, Path::new(SPEC_PATH), &limits).expect("valid");
+        let gate = spec.gates()[0].clone();
+        assert_eq!(gate.rules.len(), 2);
+        assert_eq!(gate.rules[0].quorum, Some(2));
+        let field = |r: ApprovalRequest| {
+            spec_text(&r, limits.max_timeout_secs, |_| false, &policies).expect_err("refused")
+        };
+        let e = field(ApprovalRequest {
+            policy: Some("refunds".into()),
+            ..r.clone()
+        });
+        assert_eq!(e.field, "policy");
+        assert!(
+            e.message.contains("no policy `refunds`") && e.message.contains("payments"),
+            "{e}"
+        );
+        assert_eq!(
+            field(ApprovalRequest {
+                approvers: vec!["bob".into()],
+                ..r.clone()
+            })
+            .field,
+            "approvers"
+        );
+        assert_eq!(
+            field(ApprovalRequest {
+                quorum: Some(1),
+                ..r.clone()
+            })
+            .field,
+            "quorum"
         );
     }
 

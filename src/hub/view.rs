@@ -99,6 +99,11 @@ pub struct GateView {
     /// A rejection must say why.
     #[serde(default)]
     pub require_reason: bool,
+    /// The approval rule that decided who answers (`gate::policy`), with
+    /// the text every channel shows; absent for a fixed approver list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub rule: Option<crate::model::RuleNote>,
 }
 
 /// A tool call of the agent turn a tool-call gate asks about.
@@ -192,6 +197,7 @@ impl GateView {
             approvals_required: g.approvals_required,
             approvals: g.approvals.clone(),
             require_reason: g.require_reason,
+            rule: g.rule.clone(),
         }
     }
 }

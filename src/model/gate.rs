@@ -346,6 +346,15 @@ pub struct RuleNote {
     pub failed: Option<String>,
 }
 
+impl RuleNote {
+    /// The line every channel shows: "Policy: needs 2 of cfo,
+    /// group:finance because amount > 10000" (after a failed condition the
+    /// summary says the strictest rule applied, and why).
+    pub fn shown(&self) -> String {
+        format!("Policy: {}", self.summary)
+    }
+}
+
 /// The business hours a gate keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct GateHours {

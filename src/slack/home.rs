@@ -172,6 +172,9 @@ fn gate_blocks(
             t.format("%Y-%m-%d %H:%M UTC")
         ));
     }
+    if let Some(r) = &g.rule {
+        facts.push(crate::slack::blocks::escape_mrkdwn(&r.shown()));
+    }
     if g.approvals_required > 1 {
         facts.push(format!(
             "{} of {} approvals",

@@ -18,6 +18,7 @@ pub mod network;
 mod raw;
 pub mod refs;
 pub mod routing;
+pub mod rules;
 pub mod timeout;
 mod validate;
 
@@ -556,7 +557,11 @@ pub struct GateSpec {
     /// The chat channel whose members approve this gate (the Slack bot).
     pub channel: Option<String>,
     /// Who may answer (the workflow's `security.approvers` when unset).
+    /// `None` too when the gate's `approvers:` is a list of rules.
     pub approvers: Option<Vec<String>>,
+    /// `approvers:` as rules ([`crate::gate::policy`]): the first that
+    /// holds decides who answers; empty for a plain list.
+    pub rules: Vec<crate::gate::policy::ApprovalRule>,
     pub approvals_required: Option<u32>,
     pub rejections_required: Option<u32>,
     pub allow_self_approval: Option<bool>,
@@ -609,6 +614,9 @@ pub struct TriggerSpec {
 #[derive(Debug, Clone, Default)]
 pub struct ApprovalDefaults {
     pub approvers: Vec<String>,
+    /// `security.approvers` as rules: for gates that name no approvers,
+    /// and for tool calls.
+    pub rules: Vec<crate::gate::policy::ApprovalRule>,
     pub approvals_required: Option<u32>,
     pub allow_self_approval: Option<bool>,
 }

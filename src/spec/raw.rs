@@ -364,8 +364,9 @@ pub struct Step {
     pub require_reason: Option<bool>,
     /// Ours: the chat channel that approves this gate (the bot).
     pub channel: Option<S<String>>,
-    /// Who may answer: Slack user ids (`U…`), group ids (`S…`) or CLI names.
-    pub approvers: Option<Vec<String>>,
+    /// Who may answer: Slack user ids (`U…`), group ids (`S…`) or CLI
+    /// names — or a list of approval rules (`validate::rules`).
+    pub approvers: Option<Approvers>,
     /// Approvals needed before the gate passes (N of the approvers).
     pub approvals_required: Option<u32>,
     /// Rejections needed to reject (default 1: one approver's reject rejects).
@@ -387,4 +388,18 @@ pub struct Step {
     /// Ours: who gets an escalated request: Slack user ids (`U…`), group ids
     /// (`S…`) and/or a channel (`C…` or `#name`); one id or a list.
     pub escalation_target: Option<S<Value>>,
+}
+
+/// An `approvers:` list: names, or approval rules.
+pub type Approvers = S<Vec<S<ApproverEntry>>>;
+
+/// One `approvers:` entry: a name, or a rule. A rule is kept as a map so
+/// the validator can name an unknown key or a wrong type at its line
+/// (serde's untagged error would only say "did not match").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ApproverEntry {
+    Name(String),
+    Rule(Map<String, Value>),
+    Other(Value),
 }

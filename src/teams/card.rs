@@ -240,6 +240,9 @@ fn approval_with(
             gate.fallback.name()
         )));
     }
+    if let Some(r) = &gate.rule {
+        body.push(text(r.shown()));
+    }
     if gate.approvals_required > 1 {
         let who: Vec<String> = gate
             .approvals
@@ -423,12 +426,13 @@ pub(crate) mod tests {
     #[test]
     fn a_card_offers_what_the_gate_allows_and_says_what_it_waits_for() {
         let now = chrono::Utc::now();
-        let manual = approval_of(
-            &RUN,
-            &gate(GateKind::ManualGate, "the plan"),
-            "http://x",
-            now,
-        );
+        let mut ruled = gate(GateKind::ManualGate, "the plan");
+        ruled.rule = Some(crate::model::RuleNote {
+            index: 1,
+            summary: "needs 2 of cfo, group:finance because amount > 10000".into(),
+            failed: None,
+        });
+        let manual = approval_of(&RUN, &ruled, "http://x", now);
         assert_eq!(manual["version"], "1.5");
         assert_eq!(verbs(&manual), ["approve", "reject", "modify"]);
         let text = manual.to_string();
@@ -438,6 +442,7 @@ pub(crate) mod tests {
             "teams:aad-1",
             "then: reject",
             "Approvals: 0 of 2",
+            "Policy: needs 2 of cfo, group:finance because amount > 10000",
             "http://x/sessions/s1",
             "\"isRequired\":true",
         ] {

@@ -39,6 +39,8 @@ mod delegation;
 mod email;
 mod layering;
 mod people;
+mod policies;
+mod policies_rooms;
 mod props;
 mod providers;
 mod session_formats;

@@ -308,10 +308,14 @@ impl<N: Notifier> Timers<'_, N> {
         }
     }
 
-    /// The timing a gate's spec gives it.
-    fn timing(&self, session: &Session, id: &str) -> Result<GateTimers> {
+    /// The timing a gate's spec gives it, with the escalation settings of
+    /// the approval rule that decided this instance (`gate::policy`).
+    fn timing(&self, session: &Session, gate: &OpenGate) -> Result<GateTimers> {
         let spec = self.specs.get(session)?;
-        let found = |g: &GateSpec| (g.id == id).then(|| g.timers.clone());
+        let found = |g: &GateSpec| {
+            (g.id == gate.id)
+                .then(|| crate::gate::policy::gate_timers(&spec, g, gate.rule.as_ref()))
+        };
         Ok(spec.gates().into_iter().find_map(found).unwrap_or_default())
     }
 
@@ -407,7 +411,7 @@ impl<N: Notifier> Timers<'_, N> {
         let Some(gate) = waiting(&session, &t.gate).cloned() else {
             return self.store.remove_timer(t).await;
         };
-        let timing = self.timing(&session, &gate.id)?;
+        let timing = self.timing(&session, &gate)?;
         if t.n == 0 {
             // The last reminder before the timeout (`remind_before`): once.
             self.notifier.remind(&session, &gate, 0, 0).await;
@@ -447,7 +451,7 @@ impl<N: Notifier> Timers<'_, N> {
         {
             return self.store.remove_timer(t).await;
         }
-        let timing = self.timing(session, &gate.id)?;
+        let timing = self.timing(session, gate)?;
         let targets = timing.escalation_target.clone();
         if targets.is_empty() {
             return self.store.remove_timer(t).await;

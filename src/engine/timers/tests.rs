@@ -515,3 +515,42 @@ fn plans_one_reminder_before_the_timeout_when_asked() {
     assert_eq!(plan("s", &g, &early).len(), 1);
     assert_eq!(plan("s", &gate(None), &timing).len(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_chosen_rules_timeout_and_escalation_are_the_ones_armed_and_fired() {
+    let w = Timed::new(true);
+    let s = w
+        .paused(concat!(
+            "        fallback_action: reject\n",
+            "        approvers:\n",
+            "          - when: \"{{ true }}\"\n",
+            "            approvers: [U0ALICE]\n",
+            "            timeout: 10m\n",
+            "            escalation_timeout: 5\n",
+            "            escalation_target: [U0BOSS]\n",
+            "          - approvers: [U0CAROL]",
+        ))
+        .await;
+    let gate = s.first_gate().cloned().expect("open");
+    assert_eq!(gate.approvers, vec!["U0ALICE".to_string()]);
+    assert_eq!(
+        gate.timeout_at.map(|t| (t - gate.opened_at).num_minutes()),
+        Some(10)
+    );
+    advance(5 * 60).await;
+    w.timers().fire_due().await.expect("fire");
+    let calls = w.notifier.calls();
+    assert!(
+        matches!(calls.as_slice(), [Call::Escalate { targets: 1, .. }]),
+        "the rule's escalation after 5 minutes: {calls:?}"
+    );
+    advance(5 * 60).await;
+    w.timers().fire_due().await.expect("fire");
+    let calls = w.notifier.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| matches!(c, Call::TimedOut { decision, .. } if decision == "rejected")),
+        "the rule's 10-minute timeout: {calls:?}"
+    );
+}

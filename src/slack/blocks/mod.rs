@@ -511,6 +511,13 @@ mod tests {
         );
         let reject = &block_of(&blocks, "actions")["elements"][1];
         assert!(reject.get("confirm").is_none(), "{reject}");
+        // The approval rule that decided who answers is on the card.
+        assert!(
+            serde_json::to_string(&blocks)
+                .unwrap()
+                .contains("📋 Policy: needs 2 of cfo, group:finance because amount &gt; 10000"),
+            "{blocks:?}"
+        );
         assert_eq!(reject["text"]["text"], "Reject…");
         // Uncut previews offer nothing more to read.
         let all = serde_json::to_string(&blocks).unwrap();
@@ -753,6 +760,7 @@ mod tests {
             approvals_required: 3,
             approvals: vec![String::new()],
             require_reason: false,
+            rule: Some(String::new()),
         };
         t.approval(&v).unwrap();
         let d = DecidedView {

@@ -69,6 +69,8 @@ fn sample_tools() -> Vec<ToolApprovalView> {
             calls,
             hidden,
             hidden_waiting,
+            rule: (hidden > 0)
+                .then(|| "Policy: needs 1 of group:dba because tool.name == 'delete_rows'".into()),
         }
     };
     let decided = [
@@ -125,6 +127,7 @@ pub(super) fn sample_approval(kind: GateKind) -> ApprovalView {
         approvals_required: 2,
         approvals: vec!["U04APPROVER".into()],
         require_reason: false,
+        rule: Some("Policy: needs 2 of cfo, group:finance because amount > 10000".into()),
     }
 }
 
@@ -138,6 +141,7 @@ pub(super) fn samples() -> Samples {
     hitl.timeout_at = None;
     hitl.timeout_unix = None;
     hitl.started_by = "alice".into();
+    hitl.rule = None;
     let mut reasoned = sample_approval(GateKind::ManualGate);
     reasoned.require_reason = true;
     let mut decided = Vec::new();

@@ -66,6 +66,9 @@ pub struct ApprovalView {
     /// confirm dialog, no separate "Reject with reason…").
     #[serde(default)]
     pub require_reason: bool,
+    /// The approval rule that decided who answers, in words.
+    #[serde(default)]
+    pub rule: Option<String>,
 }
 
 fn one() -> u32 {
@@ -104,6 +107,7 @@ impl ApprovalView {
             approvals_required: gate.approvals_required,
             approvals: gate.approvals.iter().map(|a| a.by.clone()).collect(),
             require_reason: gate.require_reason,
+            rule: gate.rule.as_ref().map(|r| r.shown()),
         }
     }
 }
@@ -253,6 +257,9 @@ pub struct ToolApprovalView {
     /// Calls not shown, and how many of those wait.
     pub hidden: usize,
     pub hidden_waiting: usize,
+    /// The approval rule that decided who answers, in words.
+    #[serde(default)]
+    pub rule: Option<String>,
 }
 
 /// One call of a [`ToolApprovalView`].
@@ -339,6 +346,11 @@ impl ToolApprovalView {
             calls,
             hidden: total - shown.len(),
             hidden_waiting,
+            rule: session
+                .gates
+                .get(handle)
+                .and_then(|g| g.rule.as_ref())
+                .map(|r| r.shown()),
         })
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::raw::{Step, S};
+use super::raw::{self, Step, S};
 use super::{at, Body, Validator};
 use crate::spec::{
     AgentSpec, AgentStep, EvaluatorSpec, GateKind, GateSpec, ManualReview, PatternSpec,
@@ -115,7 +115,7 @@ pub(super) struct ManualReviewConfig {
     pub preview_length: Option<usize>,
     pub require_reason: Option<bool>,
     pub channel: Option<S<String>>,
-    pub approvers: Option<Vec<String>>,
+    pub approvers: Option<raw::Approvers>,
     pub approvals_required: Option<u32>,
     pub rejections_required: Option<u32>,
     pub allow_self_approval: Option<bool>,

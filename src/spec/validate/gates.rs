@@ -98,7 +98,11 @@ impl Validator {
             }
         }
         let (fallback, timeout_secs, timers) = self.gate_timing(s, label, loc, hitl);
-        let notify = self.notify(s, label);
+        let (approvers, rules) = self.approvers(s.approvers.as_ref(), label);
+        let named = approvers
+            .clone()
+            .or_else(|| (!rules.is_empty()).then(|| super::every_approver(&rules)));
+        let notify = self.notify(s, label, named.as_ref());
         let (notify_dm, notify_email) = (notify == Notify::Dm, notify == Notify::Email);
         Some(Body::Gate(GateSpec {
             id: s
@@ -124,7 +128,8 @@ impl Validator {
                 .channel
                 .as_ref()
                 .map(|c| c.value.trim().trim_start_matches('#').to_string()),
-            approvers: s.approvers.clone(),
+            approvers,
+            rules,
             approvals_required: s.approvals_required.filter(|n| *n >= 1),
             rejections_required: s.rejections_required.filter(|n| *n >= 1),
             allow_self_approval: s.allow_self_approval,
@@ -138,14 +143,14 @@ impl Validator {
     /// approver named by Slack user id, so `dm` needs at least one among
     /// the gate's approvers (or `security.approvers` when it names none) —
     /// or `email`: a mail to each approver, so the gate must name some.
-    fn notify(&mut self, s: &raw::Step, label: &str) -> Notify {
+    fn notify(&mut self, s: &raw::Step, label: &str, named: Option<&Vec<String>>) -> Notify {
         let Some(n) = &s.notify else {
             return Notify::Channel;
         };
         match n.value.trim() {
             "channel" => Notify::Channel,
             "email" => {
-                let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
+                let approvers = named.unwrap_or(&self.default_approvers).clone();
                 // Something meant as an address that is not one is refused
                 // here, not bounced by the mail server later.
                 let bad: Vec<String> = approvers
@@ -175,7 +180,7 @@ impl Validator {
                 Notify::Email
             }
             "dm" => {
-                let approvers = s.approvers.as_ref().unwrap_or(&self.default_approvers);
+                let approvers = named.unwrap_or(&self.default_approvers).clone();
                 let direct = |a: &String| {
                     crate::model::is_slack_user(a)
                         || a.strip_prefix("teams:").is_some_and(|id| !id.is_empty())
@@ -185,7 +190,7 @@ impl Validator {
                         at(n),
                         format!(
                             "{label}: notify: dm sends each approver named by Slack user id (or teams:<Entra object ID>) a direct message, but {} no such person",
-                            if s.approvers.is_some() {
+                            if named.is_some() {
                                 "its approvers name"
                             } else {
                                 "it names no approvers and security.approvers names"

@@ -178,6 +178,7 @@ pub(super) fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
         require_reason: false,
         channel: None,
         approvers: None,
+        rules: Vec::new(),
         approvals_required: None,
         rejections_required: None,
         allow_self_approval: None,

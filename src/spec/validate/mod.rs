@@ -37,6 +37,7 @@ mod orchestrator;
 mod parallel;
 mod reach;
 mod routing;
+mod rules;
 mod security;
 mod tools;
 mod workflow;
@@ -390,8 +391,13 @@ impl Validator {
         let (inputs, input_values) = self.inputs(doc.inputs.as_ref());
         let artifacts = self.artifacts(doc.outputs.as_ref());
         let redactor = self.redactor(doc.security.as_ref());
-        let approval = approval_defaults(doc.security.as_ref().map(|s| &s.value));
-        self.default_approvers = approval.approvers.clone();
+        let mut approval = approval_defaults(doc.security.as_ref().map(|s| &s.value));
+        approval.rules = self.security_rules();
+        self.default_approvers = if approval.rules.is_empty() {
+            approval.approvers.clone()
+        } else {
+            every_approver(&approval.rules)
+        };
         let hitl = self.hitl(doc.hitl.as_ref());
         Common {
             context,
@@ -420,4 +426,16 @@ impl Validator {
         let cfg = self.tools_cfg.clone()?;
         Some(self.tool_list(label, entries, false, &cfg))
     }
+}
+
+/// Everyone any rule names, in order, once: who a gate with rules may
+/// notify (`notify: dm`, `email`).
+fn every_approver(rules: &[crate::gate::policy::ApprovalRule]) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for a in rules.iter().flat_map(|r| &r.approvers) {
+        if !all.contains(a) {
+            all.push(a.clone());
+        }
+    }
+    all
 }

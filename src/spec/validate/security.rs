@@ -64,6 +64,8 @@ pub(super) fn approval_defaults(security: Option<&Value>) -> ApprovalDefaults {
                     .collect()
             })
             .unwrap_or_default(),
+        // Read with their locations by `Validator::security_rules`.
+        rules: Vec::new(),
         approvals_required: sec
             .get("approvals_required")
             .and_then(Value::as_u64)

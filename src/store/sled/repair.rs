@@ -125,7 +125,30 @@ mod tests {
         db.insert(b"k2", b"v2").expect("insert");
         db.flush().expect("flush");
         drop(db);
+        released(dir.path());
         dir
+    }
+
+    /// Waits (at most 10 s) until no handle holds the store's lock: sled
+    /// releases it from a background thread some time after the last
+    /// handle is dropped, and the repair leaves a locked store alone.
+    fn released(dir: &std::path::Path) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let db = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(dir.join("db"))
+                .expect("db");
+            if db.try_lock_exclusive().is_ok() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sled still holds its lock 10 s after the last handle was dropped"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     #[test]
@@ -162,6 +185,7 @@ mod tests {
         // Killed between sled's two writes: the text without its CRC.
         std::fs::write(&conf, &whole[..whole.len() - 4]).expect("tear conf");
         assert!(sled::Config::new().path(dir.path()).open().is_err());
+        released(dir.path());
         let cleared = clear_after_crash(dir.path()).expect("clear");
         assert!(cleared.conf);
         let db = sled::Config::new()

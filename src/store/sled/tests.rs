@@ -25,6 +25,7 @@ pub(crate) fn paused_session(id: &str) -> Session {
         require_reason: false,
         channel: None,
         approvers: None,
+        rules: Vec::new(),
         approvals_required: None,
         rejections_required: None,
         allow_self_approval: None,

@@ -145,6 +145,9 @@ fn draw_card(
             "wrap": true,
         }));
     }
+    if let Some(r) = session.gates.get(handle).and_then(|g| g.rule.as_ref()) {
+        body.push(text(r.shown()));
+    }
     body.push(text(if waiting > 0 {
         format!("{waiting} of {total} calls wait for a decision")
     } else {
