@@ -622,3 +622,139 @@ fn in_teams_a_person_sets_their_own_delegation_by_message() {
     let reply = say("m:3", "aaaa-0001", "undelegate");
     assert!(reply.contains("Removed 1 delegation."), "{reply}");
 }
+
+/// A gate whose approval rule names alice: the rule's text and the
+/// delegation both show — on the Slack card and its decision, and in the
+/// audit export (the request's rule, the answer's "bob for alice").
+#[test]
+fn the_rule_and_the_delegation_show_together_in_slack_and_the_audit_export() {
+    let llm = FakeLlm::start();
+    let slack = FakeSlack::start();
+    let sandbox = Sandbox::new();
+    let spec = DEPLOY.replace(
+        "        prompt: Approve the deploy of {{ service }}?\n",
+        concat!(
+            "        prompt: Approve the deploy of {{ service }}?\n",
+            "        approvers:\n",
+            "          - when: \"{{ details.service == 'billing' }}\"\n",
+            "            label: billing deploys\n",
+            "            approvers: [alice]\n",
+            "          - approvers: [U09ONCALL]\n",
+        ),
+    );
+    let mut bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec)]);
+    sandbox
+        .strands(&["people", "add", "alice", "--slack", "U04ALICE"])
+        .expect_code(0);
+    sandbox
+        .strands(&["people", "add", "bob", "--slack", "U04BOBBY"])
+        .expect_code(0);
+    sandbox
+        .strands(&[
+            "people",
+            "delegate",
+            "alice",
+            "--to",
+            "bob",
+            "--from",
+            &day(0),
+            "--until",
+            &day(0),
+        ])
+        .expect_code(0);
+    let (id, msg) = deploy_paused(&bot, &slack);
+    assert!(
+        msg.text().contains("because billing deploys"),
+        "{:#}",
+        msg.call.body
+    );
+    std::thread::sleep(HUMAN);
+    bot.click(&msg, "strands_approve", "U04BOBBY")
+        .reply
+        .expect_prompt_ok("bob for alice", &bot);
+    let update = slack.wait_for_update(&msg, |c| c.text().contains("Approved by"));
+    assert_closed(&update, "Approved by <@U04BOBBY> for alice");
+    assert!(
+        update.text().contains("because billing deploys"),
+        "{:#}",
+        update.body
+    );
+    wait_llm(&llm, &slack, 2);
+    bot.stop();
+    let csv = sandbox.strands(&["audit", "export", "--session", &id, "--format", "csv"]);
+    csv.expect_code(0);
+    assert!(
+        csv.stdout.contains("because billing deploys"),
+        "the request's rule: {}",
+        csv.stdout
+    );
+    assert!(
+        csv.stdout
+            .lines()
+            .any(|l| l.contains(",U04BOBBY,bob,alice,slack,") && l.contains("bob for alice")),
+        "the answer, for alice: {}",
+        csv.stdout
+    );
+}
+
+/// A named policy of the service file asks alice; mallory stands in for
+/// her: her web inbox shows the request with its rule and whom she
+/// answers for.
+#[test]
+fn the_web_inbox_shows_the_rule_and_whom_a_delegate_stands_in_for() {
+    use crate::web::Visitor;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("service.yaml");
+    std::fs::write(
+        &file,
+        concat!(
+            "policies:\n",
+            "  payments:\n",
+            "    - when: \"{{ details.amount > 10000 }}\"\n",
+            "      label: a large payment\n",
+            "      approvers: [alice]\n",
+            "    - approvers: [ci-bot]\n",
+        ),
+    )
+    .expect("write");
+    let path = file.display().to_string();
+    let w =
+        crate::api::World::start_with(|cfg| cfg.with("STRANDS_SERVICE_FILE", Some(path.as_str())));
+    for (name, token) in [("alice", "alice"), ("mallory", "mallory")] {
+        let body = json!({ "name": name, "tokens": [token] });
+        let r = call(&w.svc, "POST", "/api/v1/people", Some(&w.root), Some(&body));
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let body = json!({ "to": "mallory", "from": day(0), "until": day(0) });
+    let r = call(
+        &w.svc,
+        "POST",
+        "/api/v1/people/alice/delegations",
+        Some(&w.alice),
+        Some(&body),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = call(
+        &w.svc,
+        "POST",
+        "/api/v1/approvals",
+        Some(&w.ci),
+        Some(&json!({"title": "Pay ACME?", "policy": "payments", "details": {"amount": "25000"}})),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_str().expect("id").to_string();
+    w.wait_paused(&id);
+    let mallory = Visitor::sign_in(&w.svc, &w.mallory);
+    let inbox = mallory.get("/");
+    for needed in [
+        id.as_str(),
+        "because a large payment",
+        "alice (you stand in for them)",
+    ] {
+        assert!(
+            inbox.body.contains(needed),
+            "no {needed:?} in:\n{}",
+            inbox.body
+        );
+    }
+}
