@@ -49,6 +49,7 @@ async fn answer_and_resume(
         default_approvers: &[],
         shared: false,
         member_of: &|_| false,
+        now: chrono::Utc::now(),
     };
     if let Err(refusal) = engine.submit(id, gate, answer, &asker).await? {
         panic!("the answer was refused: {refusal}");
@@ -266,6 +267,7 @@ fn approve() -> Answer {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     }
 }
 

@@ -92,6 +92,10 @@ pub enum Error {
     /// `runtime.budgets` exceeded.
     #[error("budget exceeded: {0}")]
     Budget(String),
+    /// The caller may not do this (someone changing another person's
+    /// delegations); nothing changed. HTTP 403; exit 2 like a usage error.
+    #[error("{0}")]
+    Forbidden(String),
     /// A bug: something that should not happen.
     #[error("internal error: {0}")]
     Internal(String),
@@ -133,7 +137,7 @@ impl Error {
     /// The process exit code for this error (SPEC.md).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) => exit::USAGE,
+            Error::Usage(_) | Error::Forbidden(_) => exit::USAGE,
             Error::Spec(_) => exit::SCHEMA,
             Error::Runtime(_) => exit::RUNTIME,
             Error::Io { .. } | Error::ArtifactExists { .. } | Error::Store(_) => exit::IO,

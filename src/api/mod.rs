@@ -21,6 +21,8 @@
 //! | `POST/GET /api/v1/tokens`, `DELETE /api/v1/tokens/{name}` | admin | tokens |
 //! | `POST /api/v1/store/backup` | admin | a copy of the (sled) store, verified ([`admin`]) |
 //! | `GET/POST /api/v1/people`, `GET/PATCH/DELETE /api/v1/people/{name}`, `POST /api/v1/people/import` | admin | the people directory ([`people`]) |
+//! | `GET /api/v1/people/delegations` | admin | every delegation not over ([`delegations`]) |
+//! | `GET/POST/DELETE /api/v1/people/{name}/delegations` | that person or admin | who stands in for them, and when |
 //! | `GET /api/v1/openapi.json` | — | this API as OpenAPI 3.1 |
 //! | `POST /workflows/run`, `POST /workflows/resume`, `GET /workflows/{id}` | — | seed 000's routes ([`seed`]) |
 //!
@@ -31,6 +33,7 @@
 pub mod admin;
 pub mod approvals;
 pub mod auth;
+pub mod delegations;
 pub mod error;
 pub mod events;
 pub mod people;
@@ -88,6 +91,7 @@ impl Default for Limits {
         (name = "sessions", description = "read and answer sessions"),
         (name = "events", description = "Server-Sent Events"),
         (name = "admin", description = "audit and tokens"),
+        (name = "people", description = "delegations: who answers for a person while they are away"),
         (name = "seed", description = "seed 000's REST routes"),
     )
 )]
@@ -139,6 +143,12 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(people::list, people::add))
         .routes(routes!(people::show, people::edit, people::remove))
         .routes(routes!(people::import))
+        .routes(routes!(delegations::all))
+        .routes(routes!(
+            delegations::of,
+            delegations::create,
+            delegations::remove
+        ))
         .routes(routes!(openapi));
     let seed = OpenApiRouter::new()
         .routes(routes!(seed::run))

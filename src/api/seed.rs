@@ -184,6 +184,7 @@ pub async fn resume(
         vars,
         call: None,
         person: None,
+        on_behalf_of: None,
     };
     let gate = s.first_gate().map(|g| g.handle());
     let _recorded = super::sessions::take(&hub, &caller, &s.id, gate.as_deref(), answer).await?;

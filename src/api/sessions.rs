@@ -195,6 +195,7 @@ pub async fn answer(
         vars: req.vars.clone(),
         call: req.call.clone(),
         person: None,
+        on_behalf_of: None,
     };
     take(&hub, &caller, &id, req.gate.as_deref(), answer).await
 }
@@ -307,6 +308,7 @@ pub async fn cancel(
         vars: Map::new(),
         call: None,
         person: None,
+        on_behalf_of: None,
     };
     let outcome = take(&hub, &caller, &s.id, Some(&gate), answer).await?;
     Ok((StatusCode::OK, outcome))

@@ -1,11 +1,12 @@
 //! The audit trail as a file a reviewer opens: JSON lines (each entry
-//! with its place in the chain) or CSV (one column per field). Shared by
+//! with its place in the chain) or CSV (one column per field;
+//! `on_behalf_of` names the person a delegate answered for). Shared by
 //! `strands audit export` and the web inbox's audit download.
 
 use super::AuditEntry;
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 18] = [
+pub const CSV_COLUMNS: [&str; 19] = [
     "seq",
     "at",
     "session",
@@ -15,6 +16,7 @@ pub const CSV_COLUMNS: [&str; 18] = [
     "call",
     "who",
     "person",
+    "on_behalf_of",
     "via",
     "decision",
     "response_ms",
@@ -48,6 +50,7 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             e.call.clone().unwrap_or_default(),
             e.who.clone().unwrap_or_default(),
             e.person.clone().unwrap_or_default(),
+            e.on_behalf_of.clone().unwrap_or_default(),
             e.via.clone().unwrap_or_default(),
             e.decision
                 .as_ref()

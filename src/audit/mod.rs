@@ -58,6 +58,10 @@ pub struct AuditEvent {
     /// known; `who` is the channel identity used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
+    /// The person `who` stood in for, when they answered as a delegate
+    /// ("bob for alice"); absent otherwise, so older entries hash alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
     /// Channel: cli, terminal, auto-approve, slack, timeout.
     pub via: Option<String>,
     pub decision: Option<Value>,

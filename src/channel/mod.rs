@@ -114,6 +114,7 @@ impl HumanChannel for AutoApprove {
             vars: Default::default(),
             call,
             person: None,
+            on_behalf_of: None,
         }))
     }
 }

@@ -60,6 +60,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             vars: Default::default(),
             call: None,
             person: None,
+            on_behalf_of: None,
         })
     }
 

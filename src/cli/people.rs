@@ -3,10 +3,15 @@
 //! `STRANDS_SERVER` is set), through `/api/v1/people` (admins). `import`
 //! reads the file here and sends its rows with their lines, so a bad row
 //! is named `FILE:LINE` either way; nothing is half-imported.
+//! `delegate|delegations|undelegate` set who stands in for whom
+//! (`crate::hub::people::delegations`; through a server:
+//! `/api/v1/people/{name}/delegations`, a person their own, admins
+//! anyone's).
 
 use reqwest::Method;
 
 use super::*;
+use crate::hub::people::delegations::{self, DelegateRequest, DelegationView};
 use crate::hub::people::PersonPatch;
 use crate::model::person::Person;
 
@@ -77,6 +82,34 @@ pub enum PeopleCommand {
         #[arg(long)]
         json: bool,
     },
+    /// While PERSON is away, TO answers their gates and gets their messages:
+    /// `strands people delegate alice --to bob --from 2026-12-20 --until 2027-01-03`
+    /// (days in UTC, both included).
+    Delegate {
+        person: String,
+        #[arg(long, value_name = "PERSON")]
+        to: String,
+        #[arg(long, value_name = "YYYY-MM-DD")]
+        from: String,
+        #[arg(long, value_name = "YYYY-MM-DD")]
+        until: String,
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delegations not over yet (from or to PERSON, when given).
+    Delegations {
+        person: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove PERSON's delegations (only the one to `--to`, when given).
+    Undelegate {
+        person: String,
+        #[arg(long, value_name = "PERSON")]
+        to: Option<String>,
+    },
 }
 
 impl PeopleCommand {
@@ -86,8 +119,10 @@ impl PeopleCommand {
             | PeopleCommand::List { json }
             | PeopleCommand::Show { json, .. }
             | PeopleCommand::Edit { json, .. }
-            | PeopleCommand::Import { json, .. } => *json,
-            PeopleCommand::Remove { .. } => false,
+            | PeopleCommand::Import { json, .. }
+            | PeopleCommand::Delegate { json, .. }
+            | PeopleCommand::Delegations { json, .. } => *json,
+            PeopleCommand::Remove { .. } | PeopleCommand::Undelegate { .. } => false,
         }
     }
 }
@@ -120,6 +155,9 @@ fn show(p: &Person, json: bool) -> Result<()> {
     outln!("tokens:  {}", many(&p.tokens))?;
     outln!("unix:    {}", one(&p.unix))?;
     outln!("groups:  {}", many(&p.groups))?;
+    for d in &p.delegations {
+        outln!("delegates to {d} (UTC)")?;
+    }
     Ok(())
 }
 
@@ -142,6 +180,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 tokens: flags.tokens,
                 unix: flags.unix,
                 groups: flags.groups,
+                delegations: Vec::new(),
             };
             let added = match &ctx.remote {
                 Some(r) => person(call(r, Method::POST, "/people", Some(&json!(p))).await?)?,
@@ -284,6 +323,115 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 );
             }
         }
+        PeopleCommand::Delegate {
+            person,
+            to,
+            from,
+            until,
+            reason,
+            json,
+        } => {
+            let req = DelegateRequest {
+                to,
+                from,
+                until,
+                reason,
+            };
+            let view: DelegationView = match &ctx.remote {
+                Some(r) => from_server(
+                    call(
+                        r,
+                        Method::POST,
+                        &format!("{}/delegations", path(&person)),
+                        Some(&json!(req)),
+                    )
+                    .await?,
+                )?,
+                None => {
+                    let store = ctx.open().await?;
+                    let by = (ctx.who.as_str(), true, "cli");
+                    delegations::delegate(&store, &person, &req, by, Utc::now()).await?
+                }
+            };
+            if json {
+                outln!("{}", json!(view))?;
+            } else {
+                eprintln!(
+                    "{} answers for {} from {} until {} (UTC, both days included)",
+                    view.to, view.person, view.from, view.until
+                );
+            }
+        }
+        PeopleCommand::Delegations { person, json } => {
+            let list: Vec<DelegationView> = match &ctx.remote {
+                Some(r) => {
+                    let at = match &person {
+                        Some(p) => format!("{}/delegations", path(p)),
+                        None => "/people/delegations".to_string(),
+                    };
+                    let v = call(r, Method::GET, &at, None).await?;
+                    from_server(v["delegations"].clone())?
+                }
+                None => {
+                    let people = ctx.open().await?.directory().await?;
+                    delegations::list(&people, person.as_deref(), Utc::now())?
+                }
+            };
+            if json {
+                outln!("{}", json!({ "count": list.len(), "delegations": list }))?;
+            } else if list.is_empty() {
+                eprintln!("no delegations; set one with `strands people delegate NAME --to NAME --from DAY --until DAY`");
+            } else {
+                outln!(
+                    "{:<16}  {:<16}  {:<10}  {:<10}  {:<6}  REASON",
+                    "PERSON",
+                    "TO",
+                    "FROM",
+                    "UNTIL",
+                    "NOW"
+                )?;
+                for d in &list {
+                    outln!(
+                        "{:<16}  {:<16}  {:<10}  {:<10}  {:<6}  {}",
+                        d.person,
+                        d.to,
+                        d.from,
+                        d.until,
+                        if d.active { "yes" } else { "-" },
+                        d.reason.as_deref().unwrap_or("-")
+                    )?;
+                }
+            }
+        }
+        PeopleCommand::Undelegate { person, to } => {
+            match &ctx.remote {
+                Some(r) => {
+                    let mut at = format!("{}/delegations", path(&person));
+                    if let Some(t) = &to {
+                        at.push_str("?to=");
+                        at.extend(url::form_urlencoded::byte_serialize(t.as_bytes()));
+                    }
+                    call(r, Method::DELETE, &at, None).await?;
+                }
+                None => {
+                    let store = ctx.open().await?;
+                    let by = (ctx.who.as_str(), true, "cli");
+                    delegations::undelegate(&store, &person, to.as_deref(), by).await?;
+                }
+            }
+            match to {
+                Some(t) => eprintln!("{t} no longer answers for {person}"),
+                None => eprintln!("nobody answers for {person} any more"),
+            }
+        }
     }
     Ok(exit::OK)
+}
+
+fn from_server<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| {
+        Error::Runtime(format!(
+            "the server sent a delegation this CLI cannot read: {e}"
+        ))
+    })
 }

@@ -278,6 +278,7 @@ pub(super) fn answer_now(
         vars: map,
         call: None,
         person: None,
+        on_behalf_of: None,
     })
 }
 
@@ -378,6 +379,7 @@ pub(super) async fn continue_session(
             default_approvers: &[],
             shared: false,
             member_of: &|_| false,
+            now: engine.now(),
         };
         match engine.submit(&id, pick, answer, &asker).await? {
             Ok(_) => {}

@@ -444,12 +444,16 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
                         _ => String::new(),
                     };
                     outln!(
-                        "  {} {}#{} {} by {} via {} after {:.1}s{detail}",
+                        "  {} {}#{} {} by {}{} via {} after {:.1}s{detail}",
                         e.at.map(human::local_stamp).unwrap_or_default(),
                         e.gate,
                         e.instance.unwrap_or_default(),
                         decision.verb(),
                         e.by.as_deref().unwrap_or_default(),
+                        e.on_behalf_of
+                            .as_deref()
+                            .map(|p| format!(" for {p}"))
+                            .unwrap_or_default(),
                         e.via.as_deref().unwrap_or_default(),
                         e.waited_ms.unwrap_or_default() as f64 / 1000.0
                     )?;

@@ -63,9 +63,12 @@ impl EmailRoom {
             return Vec::new();
         }
         let people = self.hub.people();
+        let now = self.hub.clock.now();
         session
             .open_gates()
-            .filter(|g| !emails_for(g, &people).is_empty() && note(notes, &g.handle()).is_none())
+            .filter(|g| {
+                !emails_for(g, &people, now).is_empty() && note(notes, &g.handle()).is_none()
+            })
             .collect()
     }
 
@@ -100,7 +103,7 @@ impl EmailRoom {
         let notes = self.notes(&session.id).await;
         for gate in self.unasked_gates(session, &notes) {
             let handle = gate.handle();
-            let to = emails_for(gate, &self.hub.people());
+            let to = emails_for(gate, &self.hub.people(), self.hub.clock.now());
             self.queue(&session.id, &handle, MailKind::Ask, &to).await;
             let id = message_id(&session.id, &handle, None, &self.domain);
             let n = Notification {

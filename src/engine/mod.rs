@@ -136,6 +136,11 @@ impl<'a> Engine<'a> {
         self
     }
 
+    /// The engine's clock now (answers are judged at it).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
     /// Armed timers wake this process's timer loop.
     pub fn with_wake(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
         self.wake = Some(wake);
@@ -470,6 +475,7 @@ impl<'a> Engine<'a> {
             default_approvers: &[],
             shared: false,
             member_of: &|_| false,
+            now: self.clock.now(),
         };
         match self
             .submit(&session.id, Some(&handle), answer, &asker)
@@ -531,6 +537,7 @@ mod tests {
             default_approvers: &[],
             shared: false,
             member_of: &|_| false,
+            now: chrono::Utc::now(),
         };
         let took = w
             .engine()

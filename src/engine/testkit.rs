@@ -106,5 +106,6 @@ pub fn answer(decision: Decision, who: &str) -> Answer {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     }
 }

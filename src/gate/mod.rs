@@ -38,17 +38,24 @@ pub struct Identity<'a> {
     pub member_of: &'a dyn Fn(&str) -> bool,
     /// Who each channel identity is (empty: judged by identity alone).
     pub people: &'a Directory,
+    /// When the answer is given: which delegations are in force.
+    pub now: DateTime<Utc>,
 }
 
 /// Whether `id` may give `decision` at `gate`: self-approval first (admins
 /// too — nobody approves their own run where that is off), then the
-/// approver list (admins and group members count). The error is what the
-/// person is told.
+/// approver list (admins and group members count), then delegation: a
+/// delegate in force ([`crate::model::person::delegation`]) of a person the
+/// gate lists by name or identity may answer for them. `Ok(Some(alice))`:
+/// allowed as alice's delegate. A delegate never approves a run they
+/// started (even where self-approval is allowed), nor, where it is off,
+/// one the person they stand in for started. The error is what the person
+/// is told.
 pub fn authorize(
     gate: &OpenGate,
     decision: &Decision,
     id: &Identity<'_>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<Option<String>, String> {
     let approves = matches!(
         decision,
         Decision::Approve | Decision::Edit { .. } | Decision::Trust
@@ -63,7 +70,7 @@ pub fn authorize(
         );
     }
     if gate.approvers.is_empty() || id.admins.iter().any(|a| people.same(a, id.who)) {
-        return Ok(());
+        return Ok(None);
     }
     let person = people.person_of(id.who);
     let listed = gate.approvers.iter().any(|a| {
@@ -73,14 +80,50 @@ pub fn authorize(
                 .is_some_and(|g| person.is_some_and(|p| p.in_group(g)))
     });
     if listed {
-        Ok(())
-    } else {
-        let names: Vec<String> = gate.approvers.iter().map(|a| show_approver(a)).collect();
-        Err(format!(
-            "you are not an approver for this gate (approvers: {})",
-            names.join(", ")
-        ))
+        return Ok(None);
     }
+    // A delegate of a person the gate names (by name or any identity;
+    // groups are not delegated: their other members answer).
+    let names = |p: &crate::model::person::Person| {
+        gate.approvers
+            .iter()
+            .any(|a| !a.starts_with(GROUP_PREFIX) && people.same(a, &p.name))
+    };
+    // For a quorum, someone not counted yet first (bob stands in for alice
+    // and erin, alice already approved: bob answers for erin).
+    let counted = |p: &crate::model::person::Person| {
+        gate.approvals.iter().any(|a| {
+            a.person.as_deref() == Some(p.name.as_str())
+                || a.on_behalf_of.as_deref() == Some(p.name.as_str())
+        })
+    };
+    let chain = person.and_then(|p| {
+        people
+            .acting_for(&p.name, |o| names(o) && !counted(o), id.now)
+            .or_else(|| people.acting_for(&p.name, names, id.now))
+    });
+    if let Some(chain) = chain {
+        let whom = chain[0].clone();
+        if approves && people.same(id.who, id.started_by) {
+            return Err(format!(
+                "you started this run, so you cannot approve it, not even as {whom}'s delegate"
+            ));
+        }
+        if let Some(starter) = chain[..chain.len() - 1]
+            .iter()
+            .find(|n| approves && !self_ok && people.same(n, id.started_by))
+        {
+            return Err(format!(
+                "{starter} started this run, so you cannot approve it for them (allow_self_approval is off)"
+            ));
+        }
+        return Ok(Some(whom));
+    }
+    let names: Vec<String> = gate.approvers.iter().map(|a| show_approver(a)).collect();
+    Err(format!(
+        "you are not an approver for this gate (approvers: {})",
+        names.join(", ")
+    ))
 }
 
 /// Slack user-group ids start with `S`.
@@ -248,6 +291,7 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
         vars: Map::new(),
         call: None,
         person: None,
+        on_behalf_of: None,
     }
 }
 

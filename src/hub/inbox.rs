@@ -4,8 +4,9 @@
 //! ([`crate::engine::intake::authorize`]) — never a second copy of who may
 //! answer. The runs judged are only the candidates the store's index by
 //! approver names ([`crate::store::awaiting`]): those whose open gates list
-//! the person, one of their groups or nobody; admins, who may answer
-//! anything, get every paused run.
+//! the person, one of their groups, someone they stand in for (a
+//! delegation in force) or nobody; admins, who may answer anything, get
+//! every paused run.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -35,16 +36,31 @@ pub struct Waiting {
     /// Approve alone answers it (a manual gate needing one approval more
     /// or a `hitl` gate approving by its default): it may be bulk approved.
     pub routine: bool,
+    /// Whom the person would answer for, as a delegate (the gate lists
+    /// alice, who is away); absent when they are an approver themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_whom: Option<String>,
 }
 
 /// Whether `who` may answer gate `g` of `s` (any decision the gate takes).
 pub fn may_answer(hub: &Hub, who: &str, s: &Session, g: &crate::model::OpenGate) -> bool {
+    answers_as(hub, who, s, g).is_some()
+}
+
+/// `Some` when `who` may answer gate `g` of `s`: with whom they would
+/// answer for as a delegate (`Some(Some(alice))`), or in their own right.
+fn answers_as(
+    hub: &Hub,
+    who: &str,
+    s: &Session,
+    g: &crate::model::OpenGate,
+) -> Option<Option<String>> {
     let nobody = |_: &str| false;
     let asker = hub.asker(who, &nobody);
     let people = hub.people();
     crate::engine::intake::authorize(g, s, &Decision::Reject { reason: None }, &asker, &people)
-        .is_ok()
-        || crate::engine::intake::authorize(g, s, &Decision::Approve, &asker, &people).is_ok()
+        .or_else(|_| crate::engine::intake::authorize(g, s, &Decision::Approve, &asker, &people))
+        .ok()
 }
 
 /// Who may read a session: operators and admins any; an approver the
@@ -66,8 +82,8 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
         return Vec::new();
     }
     s.open_gates()
-        .filter(|g| may_answer(hub, who, s, g))
-        .map(|g| {
+        .filter_map(|g| answers_as(hub, who, s, g).map(|whom| (g, whom)))
+        .map(|(g, for_whom)| {
             let view = GateView::of(s, g, false);
             Waiting {
                 session: s.id.clone(),
@@ -83,6 +99,7 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
                 ),
                 routine: g.kind == GateKind::ManualGate,
                 gate: view,
+                for_whom,
             }
         })
         .collect()
@@ -158,6 +175,15 @@ pub async fn candidates(
                 .iter()
                 .map(|g| format!("{}{g}", crate::model::person::GROUP_PREFIX)),
         );
+        // A delegate: the gates naming whoever they stand in for now.
+        let now = hub.clock.now();
+        for away in people
+            .people()
+            .iter()
+            .filter(|o| people.delegates_of(&o.name, now).contains(&p.name.as_str()))
+        {
+            keys.extend(away.keys().into_iter().map(|(k, _)| k));
+        }
     }
     hub.store.awaiting(&keys).await
 }

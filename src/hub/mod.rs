@@ -220,6 +220,7 @@ impl Hub {
             default_approvers: &self.settings.default_approvers,
             shared: true,
             member_of,
+            now: self.clock.now(),
         }
     }
 

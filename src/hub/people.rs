@@ -10,6 +10,7 @@
 //! person model and its checks are [`crate::model::person`]. This module
 //! only changes the directory.
 
+pub mod delegations;
 pub mod import;
 
 use std::sync::{Arc, Mutex};
@@ -75,6 +76,12 @@ pub struct Imported {
 /// someone else's), by `by` through `via`.
 pub async fn add(store: &Store, person: Person, by: &str, via: &str) -> Result<Person> {
     let person = person.normalized()?;
+    if !person.delegations.is_empty() {
+        return Err(Error::Usage(format!(
+            "a new person comes without delegations; set one with `strands people delegate {} --to NAME --from DAY --until DAY`",
+            person.name
+        )));
+    }
     let name = person.name.clone();
     let detail = format!("added person `{name}`");
     let p = person.clone();

@@ -63,6 +63,7 @@ impl From<crate::Error> for Problem {
         match e {
             E::Usage(m) => Problem::bad_request(m),
             E::Session(m) => Problem::not_found(m),
+            E::Forbidden(m) => Problem::forbidden(m),
             E::Spec(_) => Problem::unprocessable("invalid_spec", e.to_string()),
             other => {
                 // The detail goes to the log; the caller learns it failed.

@@ -139,6 +139,9 @@ pub struct HistoryView {
     pub decision: Option<Decision>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// The person `by` answered for as a delegate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,6 +253,7 @@ impl SessionView {
                     event: "answered".into(),
                     decision: Some(answer.decision.clone()),
                     by: Some(answer.by.clone()),
+                    on_behalf_of: answer.on_behalf_of.clone(),
                     at: Some(answer.at),
                     via: Some(answer.via.clone()),
                     asked_at: e.asked_at,
@@ -263,6 +267,7 @@ impl SessionView {
                     event: "skipped".into(),
                     decision: None,
                     by: None,
+                    on_behalf_of: None,
                     at: None,
                     via: None,
                     asked_at: None,

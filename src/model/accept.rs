@@ -77,6 +77,11 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     ev.call = answer.call.clone();
     ev.who = Some(answer.by.clone());
     ev.person = answer.person.clone();
+    ev.on_behalf_of = answer.on_behalf_of.clone();
+    if let Some(whom) = &answer.on_behalf_of {
+        let me = answer.person.as_deref().unwrap_or(&answer.by);
+        ev.detail = Some(format!("{me} for {whom}"));
+    }
     ev.via = Some(answer.via.clone());
     let redactor = crate::audit::redact::Redactor::default();
     let text = serde_json::to_string(&answer.decision).unwrap_or_default();
@@ -176,13 +181,40 @@ fn accept(
                 Vote::Reject => (&gate.rejections, gate.rejections_required, "reject"),
             };
             // One person counts once: the same channel identity, or the
-            // same person (the directory's) from another channel.
+            // same person (the directory's) from another channel. A
+            // delegate's vote is theirs (one human, one vote, whoever
+            // they stand in for); and the person stood in for is not
+            // counted twice either (alice, then bob for alice).
             let same = |a: &Approval| {
                 a.by == answer.by || (a.person.is_some() && a.person == answer.person)
             };
             if tally.iter().any(same) {
                 return Err(Refusal::NotAllowed(format!(
                     "you already {noun}ed this gate ({} of {required} {noun}{})",
+                    tally.len(),
+                    if noun == "approv" { "als" } else { "ions" }
+                )));
+            }
+            let whom = answer.on_behalf_of.as_deref();
+            if let Some(whom) = whom.filter(|w| {
+                tally.iter().any(|a| {
+                    a.person.as_deref() == Some(*w) || a.on_behalf_of.as_deref() == Some(*w)
+                })
+            }) {
+                return Err(Refusal::NotAllowed(format!(
+                    "{whom} is already counted at this gate ({} of {required} {noun}{})",
+                    tally.len(),
+                    if noun == "approv" { "als" } else { "ions" }
+                )));
+            }
+            if let Some(a) = answer
+                .person
+                .as_deref()
+                .and_then(|me| tally.iter().find(|a| a.on_behalf_of.as_deref() == Some(me)))
+            {
+                return Err(Refusal::NotAllowed(format!(
+                    "{} already answered this gate for you ({} of {required} {noun}{})",
+                    a.person.as_deref().unwrap_or(&a.by),
                     tally.len(),
                     if noun == "approv" { "als" } else { "ions" }
                 )));
@@ -198,7 +230,7 @@ fn accept(
                 by: answer.by.clone(),
                 at: answer.at,
                 person: answer.person.clone(),
-                on_behalf_of: None,
+                on_behalf_of: answer.on_behalf_of.clone(),
             });
             if (list.len() as u32) < required {
                 // Counted; the gate stays open until the tally is complete.

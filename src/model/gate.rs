@@ -174,6 +174,22 @@ pub struct Answer {
     /// identity used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
+    /// Set by the intake when `by` answered as a delegate
+    /// (`model::person::delegation`): the person they stood in for, as
+    /// cards and the audit say it ("bob for alice").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
+}
+
+impl Answer {
+    /// " for alice" when the answer was given as a delegate, else "":
+    /// what every channel appends to "Approved by bob".
+    pub fn for_whom(&self) -> String {
+        match self.on_behalf_of.as_deref() {
+            Some(p) if !p.is_empty() => format!(" for {p}"),
+            _ => String::new(),
+        }
+    }
 }
 
 /// Where a step or gate stands in its pattern.

@@ -10,6 +10,9 @@
 //! What this does not do: decide who may answer a gate (that is
 //! `gate::authorize`, which asks the directory), or know any channel.
 //! A caller the directory does not know keeps their channel identity.
+//! Who stands in for whom while someone is away is [`delegation`].
+
+pub mod delegation;
 
 use std::collections::HashMap;
 
@@ -41,6 +44,10 @@ pub struct Person {
     /// Groups, as specs name them (`approvers: [group:finance]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// Who stands in for this person, and when ([`delegation`]); set
+    /// with `strands people delegate`, never by `add`, `edit` or `import`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegations: Vec<delegation::Delegation>,
 }
 
 /// Why a person or a directory was refused. Nothing was changed.
@@ -62,12 +69,17 @@ pub enum PersonError {
     /// `add` of a name already there.
     #[error("`{0}` is already in the directory (change them with `strands people edit {0}`)")]
     Exists(String),
+    /// `undelegate` of a delegation that is not there.
+    #[error("{0}")]
+    NoDelegation(String),
 }
 
 impl From<PersonError> for crate::error::Error {
     fn from(e: PersonError) -> Self {
         match e {
-            PersonError::Unknown(_) => crate::error::Error::Session(e.to_string()),
+            PersonError::Unknown(_) | PersonError::NoDelegation(_) => {
+                crate::error::Error::Session(e.to_string())
+            }
             _ => crate::error::Error::Usage(e.to_string()),
         }
     }
@@ -248,6 +260,7 @@ impl Directory {
             .map(Person::normalized)
             .collect::<Result<Vec<_>, _>>()?;
         people.sort_by(|a, b| a.name.cmp(&b.name));
+        Directory::check_delegations(&people)?;
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut what: HashMap<String, &'static str> = HashMap::new();
         for (i, p) in people.iter().enumerate() {
@@ -320,11 +333,16 @@ impl Directory {
         if self.get(name).is_none() {
             return Err(PersonError::Unknown(name.to_string()));
         }
+        // Delegations to the person removed go with them.
         Directory::new(
             self.people
                 .iter()
                 .filter(|p| p.name != name)
                 .cloned()
+                .map(|mut p| {
+                    p.delegations.retain(|d| d.to != name);
+                    p
+                })
                 .collect(),
         )
     }
@@ -347,6 +365,7 @@ mod tests {
             tokens: vec!["alice-ci".into()],
             unix: Some("asmith".into()),
             groups: vec!["finance".into()],
+            delegations: Vec::new(),
         }
     }
 

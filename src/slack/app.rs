@@ -183,7 +183,14 @@ impl App {
             }
             Accepted::Recorded(shown) | Accepted::Queued(shown) => {
                 // Queued: another branch is running; the engine records it
-                // as soon as the run stops moving.
+                // as soon as the run stops moving. Recorded: shown as the
+                // intake recorded it (a delegate's answer says for whom).
+                let answer = shown
+                    .pending
+                    .as_ref()
+                    .filter(|p| p.gate == handle)
+                    .map(|p| p.answer.clone())
+                    .unwrap_or(answer);
                 self.tasks().spawn(async move {
                     if let Err(e) = app.show_decision(&shown, &handle, &channel, &ts, &answer).await {
                         tracing::warn!(session = %shown.id, "could not update the approval message: {e}");
@@ -294,7 +301,7 @@ impl App {
                 self.hub.people()
             }
         };
-        crate::engine::intake::authorize(gate, session, &decision, &asker, &people)
+        crate::engine::intake::authorize(gate, session, &decision, &asker, &people).map(|_| ())
     }
 
     /// A user group's members, cached for five minutes.
@@ -467,9 +474,10 @@ impl App {
         let view =
             ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
         let text = format!(
-            "{} by {} at {}",
+            "{} by {}{} at {}",
             capitalize(answer.decision.verb()),
             mention(&answer.by),
+            answer.for_whom(),
             answer.at.format("%Y-%m-%d %H:%M UTC")
         );
         let blocks = self

@@ -1,5 +1,7 @@
 //! `/strands` slash commands: `run NAME [k=v ...] [--channel C]`,
-//! `status ID`, `list`, `cancel ID`, `notify ID`, `help`. Every answer is an
+//! `status ID`, `list`, `cancel ID`, `notify ID`, `help`, and a person's
+//! own delegation: `delegate @bob [from DAY] until DAY`, `undelegate`,
+//! `delegations` ([`crate::hub::people::delegations::command`]). Every answer is an
 //! ephemeral message returned in the HTTP response (well inside Slack's 3 s);
 //! runs continue in the background.
 
@@ -19,6 +21,8 @@ const HELP: &str = "Usage:\n\
 • `/strands list` sessions paused in this channel\n\
 • `/strands cancel ID` reject a paused session\n\
 • `/strands notify ID` post a session's approval message again\n\
+• `/strands delegate @PERSON [from YYYY-MM-DD] until YYYY-MM-DD [reason TEXT]` someone answers for you while you are away (UTC days)\n\
+• `/strands undelegate [@PERSON]` · `/strands delegations`\n\
 • `/strands help` this text";
 
 fn ephemeral(text: impl Into<String>) -> Value {
@@ -42,6 +46,12 @@ pub async fn handle(app: &App, cmd: SlackCommandEvent) -> Value {
         ["list"] => list(app, &cmd.channel_id.0).await,
         ["cancel", id] => cancel(app, id, &cmd.user_id.0).await,
         ["notify", id] => notify(app, id).await,
+        [verb @ ("delegate" | "undelegate" | "delegations"), rest @ ..] => {
+            let user = &cmd.user_id.0;
+            let said =
+                crate::hub::people::delegations::command(&app.hub, user, "slack", verb, rest);
+            ephemeral(said.await)
+        }
         [] | ["help"] => ephemeral(HELP),
         _ => ephemeral(format!("I don't understand `{text}`.\n{HELP}")),
     }
@@ -169,6 +179,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     };
     let target = app
         .hub

@@ -9,6 +9,8 @@
 //!
 //! User groups among the approvers get no DM (they are mentioned in the
 //! channel's message); progress stays in the channel message's thread.
+//! While an approver has delegated ([`crate::model::person::delegation`]),
+//! their copy goes to their delegate ([`crate::hub::recipients`]).
 
 use serde_json::json;
 
@@ -27,12 +29,19 @@ pub(super) async fn post(
     gate: &OpenGate,
     channel: &str,
 ) -> (Vec<(String, String)>, Vec<String>) {
-    let mut seen = std::collections::HashSet::new();
-    let users: Vec<&str> = gate
-        .approvers
+    // The hub's recipients: a person away is replaced by their delegate.
+    let people = match app.hub.fresh_people().await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!("could not read the people directory: {e}");
+            app.hub.people()
+        }
+    };
+    let to = crate::hub::recipients::dm_recipients(gate, &people, app.hub.clock.now());
+    let users: Vec<(&str, Option<&str>)> = to
         .iter()
-        .map(String::as_str)
-        .filter(|a| is_slack_user(a) && seen.insert(*a))
+        .map(|(id, whom)| (id.as_str(), whom.as_deref()))
+        .filter(|(a, _)| is_slack_user(a))
         .collect();
     if users.is_empty() {
         tracing::warn!(session = %session.id, gate = %gate.handle(), "notify: dm, but no approver is named by Slack user id");
@@ -56,15 +65,26 @@ pub(super) async fn post(
     } else {
         format!("#{}", escape_mrkdwn(&crate::model::cut(channel, 200).0))
     };
-    let head = format!(
-        "📨 You are an approver of gate `{}` of `{}`. The request is also in {place}; deciding here decides there.",
-        escape_mrkdwn(&crate::model::cut(&gate.id, 200).0),
-        escape_mrkdwn(&crate::model::cut(&session.workflow, 200).0),
-    );
-    let mut blocks =
-        vec![json!({"type": "context", "elements": [{"type": "mrkdwn", "text": head}]})];
-    blocks.extend(approval);
-    if let Err(e) = check_message(&blocks) {
+    // A delegate is told whom they answer for.
+    let blocks_for = |whom: Option<&str>| {
+        let who = match whom {
+            Some(p) => format!(
+                "You answer for {} (a delegation) at",
+                escape_mrkdwn(&crate::model::cut(p, 64).0)
+            ),
+            None => "You are an approver of".to_string(),
+        };
+        let head = format!(
+            "📨 {who} gate `{}` of `{}`. The request is also in {place}; deciding here decides there.",
+            escape_mrkdwn(&crate::model::cut(&gate.id, 200).0),
+            escape_mrkdwn(&crate::model::cut(&session.workflow, 200).0),
+        );
+        let mut blocks =
+            vec![json!({"type": "context", "elements": [{"type": "mrkdwn", "text": head}]})];
+        blocks.extend(approval.iter().cloned());
+        blocks
+    };
+    if let Err(e) = check_message(&blocks_for(Some(&"x".repeat(64)))) {
         tracing::error!(session = %session.id, "the direct request breaks Block Kit limits: {e:?}");
         return (Vec::new(), Vec::new());
     }
@@ -74,7 +94,8 @@ pub(super) async fn post(
     );
     let mut copies = Vec::new();
     let mut places = Vec::new();
-    for user in users {
+    for (user, whom) in users {
+        let blocks = blocks_for(whom);
         let dm = match app.api.open_dm(user).await {
             Ok(dm) => dm,
             Err(e) => {
@@ -85,7 +106,7 @@ pub(super) async fn post(
         // A click can come before the copy is recorded: let it wait.
         app.begin_posting(&dm);
         places.push(dm.clone());
-        match app.api.post_message_in(&dm, &text, blocks.clone()).await {
+        match app.api.post_message_in(&dm, &text, blocks).await {
             Ok(copy) => copies.push(copy),
             Err(e) => {
                 tracing::warn!(session = %session.id, user, "direct request not posted: {e}")

@@ -468,6 +468,7 @@ fn answer(decision: Decision, user: &str, call: Option<String>) -> Answer {
         vars: Default::default(),
         call,
         person: None,
+        on_behalf_of: None,
     }
 }
 

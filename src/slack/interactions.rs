@@ -99,6 +99,7 @@ fn answer(decision: Decision, user: &str, call: Option<&str>) -> Answer {
         vars: Default::default(),
         call: call.map(str::to_string),
         person: None,
+        on_behalf_of: None,
     }
 }
 

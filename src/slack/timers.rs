@@ -63,8 +63,9 @@ async fn show_answer(
             .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
             .unwrap_or_default();
         format!(
-            "{verb} by {} at {}",
+            "{verb} by {}{} at {}",
             mention(&answer.by),
+            answer.for_whom(),
             answer.at.format("%Y-%m-%d %H:%M UTC")
         )
     };
@@ -408,6 +409,7 @@ mod tests {
             vars: Default::default(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         assert_eq!(outcome_text(&rejected), "rejected by fallback");
         assert_eq!(human_duration(chrono::TimeDelta::seconds(90)), "90 seconds");

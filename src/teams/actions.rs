@@ -320,6 +320,7 @@ async fn decide(
         vars: Default::default(),
         call: call.clone(),
         person: None,
+        on_behalf_of: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
     let member_of = |_: &str| false;

@@ -254,7 +254,13 @@ fn approval_with(
         let who: Vec<String> = gate
             .approvals
             .iter()
-            .map(|a| super::names::shown_as(&a.by, a.person.as_deref()))
+            .map(|a| {
+                let by = super::names::shown_as(&a.by, a.person.as_deref());
+                match &a.on_behalf_of {
+                    Some(p) => format!("{by} for {p}"),
+                    None => by,
+                }
+            })
             .collect();
         body.push(text(format!(
             "Approvals: {} of {}{}",
@@ -314,8 +320,9 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
             format!("⏱ Timed out at {at} → {}", timeout_outcome(&answer.decision))
         } else {
             format!(
-                "{verb_cap} by {} at {at}",
-                super::names::shown_as(&answer.by, answer.person.as_deref())
+                "{verb_cap} by {}{} at {at}",
+                super::names::shown_as(&answer.by, answer.person.as_deref()),
+                answer.for_whom()
             )
         },
         "weight": "Bolder",
@@ -404,6 +411,23 @@ pub(crate) mod tests {
             _ => {}
         }
         out
+    }
+
+    #[test]
+    fn a_decided_card_says_for_whom_a_delegate_answered() {
+        let session = crate::store::sled::tests::paused_session("s1");
+        let answer = Answer {
+            decision: Decision::Approve,
+            by: "teams:aad-bob".into(),
+            at: chrono::Utc::now(),
+            via: "teams".into(),
+            vars: Default::default(),
+            call: None,
+            person: Some("bob".into()),
+            on_behalf_of: Some("alice".into()),
+        };
+        let card = decided(&session, "review", &answer, "http://x").to_string();
+        assert!(card.contains("Approved by bob for alice at"), "{card}");
     }
 
     #[test]

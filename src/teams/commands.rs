@@ -1,5 +1,8 @@
 //! Commands from a verified `message` activity: `run NAME [key=value ...]`,
-//! `list`, `status ID`, `cancel ID`, `help` — the Slack `/strands`
+//! `list`, `status ID`, `cancel ID`, `help`, and a person's own
+//! delegation (`delegate bob [from DAY] until DAY`, `undelegate`,
+//! `delegations`: the people directory's name or address of the delegate,
+//! [`crate::hub::people::delegations::command`]) — the Slack `/strands`
 //! commands, on the same workflow directory and through the same hub (a
 //! run is started by [`Hub::start`], a cancel is a rejection through the
 //! engine's intake, which decides who may give it).
@@ -25,6 +28,8 @@ pub const HELP: &str = "Commands (mention me first in a channel):\n\n\
 - `status ID` show a run\n\
 - `list` runs paused in this conversation\n\
 - `cancel ID` reject a paused run\n\
+- `delegate PERSON [from YYYY-MM-DD] until YYYY-MM-DD [reason TEXT]` someone answers for you while you are away (UTC days)\n\
+- `undelegate [PERSON]`, `delegations`\n\
 - `help` this text";
 
 /// The place prefix of a Teams conversation in a run's origin and its
@@ -90,6 +95,9 @@ pub async fn handle(hub: &Hub, asked: &Asked<'_>, text: &str) -> String {
         ["status", id] => status(hub, id).await,
         ["list"] => list(hub, asked.conversation).await,
         ["cancel", id] => cancel(hub, id, asked.person).await,
+        [verb @ ("delegate" | "undelegate" | "delegations"), rest @ ..] => {
+            crate::hub::people::delegations::command(hub, asked.person, "teams", verb, rest).await
+        }
         [] | ["help"] => HELP.to_string(),
         _ => format!("I don't understand `{text}`.\n\n{HELP}"),
     }
@@ -192,6 +200,7 @@ async fn cancel(hub: &Hub, id: &str, person: &str) -> String {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
     let member_of = |_: &str| false;

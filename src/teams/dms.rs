@@ -132,20 +132,30 @@ pub(super) async fn post(
     gate: &OpenGate,
     base: Option<&TeamsConversation>,
 ) -> (Vec<MessageRef>, Vec<String>) {
-    let people = teams_people(&gate.approvers);
+    // The hub's recipients: a person away is replaced by their delegate,
+    // who is told whom they answer for.
+    let to = crate::hub::recipients::dm_recipients(gate, &room.hub.people(), room.hub.clock.now());
+    let ids: Vec<String> = to.iter().map(|(id, _)| id.clone()).collect();
+    let people = teams_people(&ids);
     if people.is_empty() {
         return (Vec::new(), Vec::new());
     }
-    let head = format!(
-        "📨 You are an approver of gate {} of {}. Deciding here decides everywhere it is asked.",
-        gate.id, session.workflow
-    );
-    let activity = card::activity(with_head(
-        card::approval(session, gate, &room.hub.public_url, Utc::now()),
-        &head,
-    ));
+    let card = card::approval(session, gate, &room.hub.public_url, Utc::now());
     let (mut sent, mut failed) = (Vec::new(), Vec::new());
     for aad in people {
+        let whom = to
+            .iter()
+            .find(|(id, _)| id.strip_prefix(PLACE_PREFIX) == Some(aad))
+            .and_then(|(_, w)| w.as_deref());
+        let who = match whom {
+            Some(p) => format!("You answer for {p} (a delegation) at"),
+            None => "You are an approver of".to_string(),
+        };
+        let head = format!(
+            "📨 {who} gate {} of {}. Deciding here decides everywhere it is asked.",
+            gate.id, session.workflow
+        );
+        let activity = card::activity(with_head(card.clone(), &head));
         match send_to(room, base, aad, &activity).await {
             Ok(copy) => sent.push(copy),
             Err(e) => {

@@ -126,8 +126,11 @@ async fn context(
         .collect();
     workflows.extend(runs.iter().map(|r| r.workflow.clone()));
     workflows.extend(waiting.iter().map(|w| w.workflow.clone()));
+    let (me, delegations) = super::delegate::mine(web, viewer);
     Ok(serde_json::json!({
         "title": "Inbox",
+        "me": me,
+        "delegations": delegations,
         "viewer": { "name": viewer.caller.name, "role": viewer.caller.role },
         "csrf": viewer.login.csrf,
         "waiting": waiting,
@@ -248,6 +251,7 @@ pub async fn bulk_approve(
             vars: Default::default(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         let (ok, message) = match web.hub.answer(session, Some(gate), answer, &asker).await {
             Ok(Ok(Accepted::Counted(_))) => (true, "approval counted; more are needed".into()),

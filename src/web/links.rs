@@ -180,6 +180,7 @@ async fn decide(web: &Web, grant: &links::Grant, req: AnswerRequest) -> Result<R
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     };
     let nobody = |_: &str| false;
     let asker = web.hub.asker(&grant.person, &nobody);

@@ -10,6 +10,7 @@
 //! | `GET /inbox/list` | signed in | the inbox's list alone (live refresh) |
 //! | `GET /inbox/events` | signed in | "something changed" pings (SSE) |
 //! | `POST /inbox/approve` | signed in | bulk approve of routine gates |
+//! | `POST /inbox/delegate`, `POST /inbox/undelegate` | a person of the directory | who answers for them while away ([`delegate`]) |
 //! | `GET /sessions/{id}` | may read it | the run's timeline and the gate's actions ([`session`]) |
 //! | `POST /sessions/{id}/answer` | may answer | one answer, through the hub's intake |
 //! | `GET /l/{token}`, `POST /l/{token}` | link holder | one-tap link: shows, then signs in on a press — and answers, for a mail's Approve and Reject links ([`links`]) |
@@ -22,6 +23,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod delegate;
 pub mod inbox;
 pub mod links;
 pub mod render;
@@ -207,6 +209,8 @@ pub fn router(web: Web) -> Router {
         .route("/inbox/list", get(inbox::list))
         .route("/inbox/events", get(inbox::events))
         .route("/inbox/approve", post(inbox::bulk_approve))
+        .route("/inbox/delegate", post(delegate::set))
+        .route("/inbox/undelegate", post(delegate::unset))
         .route("/login", get(auth::login_page).post(auth::login))
         .route("/logout", post(auth::logout))
         .route("/sessions/{id}", get(session::page))

@@ -396,6 +396,7 @@ pub async fn answer(
         vars: Default::default(),
         call: req.call.clone(),
         person: None,
+        on_behalf_of: None,
     };
     let nobody = |_: &str| false;
     let asker = web.hub.asker(&viewer.caller.name, &nobody);

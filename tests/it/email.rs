@@ -7,7 +7,8 @@
 //! escaped in the HTML part; a reminder is mailed once before the timeout
 //! and not after an answer, and the outcome replies in the gate's thread;
 //! a `421` is retried and the mail delivered once; a `550` is given up and
-//! listed by `strands notifications failed`, through the server and offline.
+//! listed by `strands notifications failed`, through the server and offline;
+//! while an approver is away, their delegate is mailed and approves for them.
 
 use crate::api::WAIT;
 use crate::common::api::{call, make_token};
@@ -457,4 +458,41 @@ fn remind_before_mails_each_approver_once_before_the_timeout() {
     w.smtp
         .wait("the outcome", |m| with_id(m, DAN, "outcome").len() == 1);
     assert_eq!(with_id(&w.smtp.mails(), CAROL, "reminder").len(), 1, "once");
+}
+
+#[test]
+fn while_carol_is_away_her_mail_goes_to_her_delegate_who_approves_for_her() {
+    const ERIN: &str = "erin@corp.example";
+    let w = Mailed::start("", |_| {}, None);
+    for (name, email) in [("carol", CAROL), ("erin", ERIN)] {
+        let body = serde_json::json!({ "name": name, "email": email });
+        let r = call(&w.svc, "POST", "/api/v1/people", Some(&w.root), Some(&body));
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let body = serde_json::json!({ "to": "erin", "from": today, "until": today });
+    let r = call(
+        &w.svc,
+        "POST",
+        "/api/v1/people/carol/delegations",
+        Some(&w.root),
+        Some(&body),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+
+    let id = w.start_run("billing");
+    w.wait_status(&id, "paused");
+    let erin = w.ask_to(ERIN, &id);
+    let _dan = w.ask_to(DAN, &id);
+    let all = w.smtp.wait("the asking mails", |m| m.len() >= 2);
+    assert!(
+        !all.iter().any(|m| is_to(m, CAROL)),
+        "carol is away: nothing is mailed to her"
+    );
+    let approve = erin.link("Approve");
+    let r = w.press(&approve, &[("decision", "approve")]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let done = w.wait_status(&id, "completed");
+    assert_eq!(done["gates"][0]["by"], ERIN, "{done:#}");
+    assert_eq!(done["gates"][0]["on_behalf_of"], "carol", "{done:#}");
 }

@@ -36,6 +36,7 @@ mod cli_validate;
 mod cli_webhooks;
 mod compat;
 mod crash_loop;
+mod delegation;
 mod email;
 mod layering;
 mod people;

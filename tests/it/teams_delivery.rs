@@ -3,7 +3,8 @@
 //! CLI) is asked in `TEAMS_APPROVALS_CONVERSATION` — once, across
 //! restarts; a run typed in a personal chat is asked and approved there;
 //! a quorum shows its progress and decides once; `notify: dm` sends 1:1
-//! cards that show the decision; reminders come in the card's thread; a
+//! cards that show the decision (a person away: to their delegate, "for
+//! ann"); reminders come in the card's thread; a
 //! timeout replaces the card's buttons with its outcome.
 //!
 //! Every assertion is on the Connector traffic the fake recorded and on
@@ -765,4 +766,67 @@ fn teams_with_slack_on_a_card_that_failed_is_posted_at_the_next_start_up_once() 
     bot.restart();
     std::thread::sleep(QUIET);
     assert_eq!(counts(), (1, 1), "{}", bot.log());
+}
+
+#[test]
+fn teams_a_delegates_1on1_card_says_for_whom_and_so_does_the_decision() {
+    // Ann (listed) is away; Dee answers for her: the 1:1 card goes to Dee.
+    const ANN_AAD: &str = "0a1e-0001";
+    const DEE_AAD: &str = "0dee-0002";
+    let workflow = deploy(&approvers(&[ANN_AAD]), "        notify: dm\n");
+    let w = world_with(&workflow, &[]);
+    w.sandbox
+        .strands(&["people", "add", "ann", "--teams", ANN_AAD])
+        .expect_code(0);
+    w.sandbox
+        .strands(&["people", "add", "dee", "--teams", DEE_AAD])
+        .expect_code(0);
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    w.sandbox
+        .strands(&[
+            "people", "delegate", "ann", "--to", "dee", "--from", &today, "--until", &today,
+        ])
+        .expect_code(0);
+    send(&w, &install(&w, CHANNEL));
+    let id = start(&w, CHANNEL, "m:run", CAROL);
+    let (_, card_id, _) = wait_for(&w, "the card", |hits| {
+        cards_in(hits, CHANNEL).into_iter().next()
+    });
+    let (member, chat) = wait_for(&w, "a 1:1 chat", |hits| {
+        hits.iter()
+            .enumerate()
+            .find(|(_, h)| h.method == "POST" && h.path == "/v3/conversations" && h.status == 200)
+            .map(|(i, h)| {
+                (
+                    h.body["members"][0]["id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    id_of(hits, i),
+                )
+            })
+    });
+    assert_eq!(member, DEE_AAD, "ann's copy goes to dee");
+    let (_, copy, body) = wait_for(&w, "the 1:1 card", |hits| {
+        cards_in(hits, &chat).into_iter().next()
+    });
+    assert!(
+        body.to_string()
+            .contains("You answer for ann (a delegation)"),
+        "{body}"
+    );
+    let data = json!({"session": id, "gate": "review#1"});
+    let ok = act(&w, &chat, (DEE_AAD, "Dee Lee"), &copy, "approve", data);
+    assert!(
+        ok["value"]
+            .to_string()
+            .contains("Approved by Dee Lee for ann"),
+        "{ok}"
+    );
+    wait_status(&w, &id, "completed");
+    let put = updated(&w, &card_id);
+    assert!(
+        put.to_string().contains("Approved by Dee Lee for ann"),
+        "{put}"
+    );
 }

@@ -28,6 +28,9 @@ pub struct Asker<'a> {
     pub shared: bool,
     /// Whether `who` belongs to a group id (`S…`) listed as approver.
     pub member_of: &'a (dyn Fn(&str) -> bool + Sync),
+    /// When they answer (the engine's clock): which delegations are in
+    /// force.
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 /// What became of an accepted answer.
@@ -174,6 +177,7 @@ impl Engine<'_> {
         let Some(open) = session.gates.get(&handle) else {
             return Ok(Err(Refusal::Stale { open: None }));
         };
+        let mut as_delegate = None;
         if answer.via != "timeout" {
             if let Some(at) = open.timeout_at.filter(|_| open.timed_out(self.clock.now())) {
                 return Ok(Err(Refusal::TimedOut {
@@ -181,10 +185,22 @@ impl Engine<'_> {
                     at,
                 }));
             }
-            if let Err(why) = authorize(open, session, &answer.decision, asker, people) {
-                return Ok(Err(Refusal::NotAllowed(why)));
+            match authorize(open, session, &answer.decision, asker, people) {
+                Ok(whom) => as_delegate = whom,
+                Err(why) => return Ok(Err(Refusal::NotAllowed(why))),
             }
         }
+        // Recorded as given, with whom a delegate answered for.
+        let delegated;
+        let answer = match as_delegate {
+            Some(whom) => {
+                let mut a = answer.clone();
+                a.on_behalf_of = Some(whom);
+                delegated = a;
+                &delegated
+            }
+            None => answer,
+        };
         let spec = self.spec(session)?;
         // An edited MCP call is checked against its server's schema,
         // fetched now if this process has not seen it; past the deadline
@@ -414,14 +430,15 @@ pub async fn record_timeout(
 /// installation's default approvers when the spec names nobody), groups,
 /// admins, self-approval ([`gate::authorize`]), judged on the people of
 /// `people` (a caller it does not know: on their channel identity). The
-/// error is what the person is told.
+/// error is what the person is told; `Ok(Some(alice))`: allowed as
+/// alice's delegate.
 pub fn authorize(
     gate: &crate::model::OpenGate,
     session: &Session,
     decision: &crate::model::Decision,
     asker: &Asker<'_>,
     people: &Directory,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<Option<String>, String> {
     let with_default;
     let gate = if gate.approvers.is_empty() && !asker.default_approvers.is_empty() {
         let mut g = gate.clone();
@@ -441,6 +458,7 @@ pub fn authorize(
             admins: asker.admins,
             member_of: asker.member_of,
             people,
+            now: asker.now,
         },
     )
 }

@@ -48,6 +48,7 @@ async fn submit(
         default_approvers: &[],
         shared,
         member_of: &|g| g == "S0TEAM" && who == "teammate",
+        now: chrono::Utc::now(),
     };
     w.engine()
         .submit(id, gate, answer(decision, who), &asker)
@@ -316,6 +317,7 @@ async fn with_people(w: &World) {
         tokens: vec![format!("{name}-api")],
         unix: unix.map(str::to_string),
         groups: groups.iter().map(|g| g.to_string()).collect(),
+        delegations: Vec::new(),
     };
     let rows = vec![
         person("carol", "U04CAROL", Some("starter"), &[]),
@@ -484,3 +486,5 @@ async fn the_record_keeps_the_channel_identity_and_the_person() {
     assert_eq!(audit[1]["event"]["who"], "U0DAVE");
     assert!(audit[1]["event"].get("person").is_none());
 }
+
+mod delegation;

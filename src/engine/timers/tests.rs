@@ -139,6 +139,7 @@ fn click(by: &str) -> Answer {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     }
 }
 
@@ -202,6 +203,7 @@ async fn a_click_before_the_timeout_wins_and_the_timer_only_deletes_itself() {
         default_approvers: &[],
         shared: false,
         member_of: &|_| false,
+        now: chrono::Utc::now(),
     };
     let took = w
         .engine()

@@ -157,6 +157,13 @@ pub fn merge(source: &str, now: Vec<Person>, rows: &[Row]) -> Result<(Vec<Person
                 ),
             ));
         }
+        // Delegations are not imported: a row keeps the stored person's.
+        let mut p = p;
+        p.delegations = all
+            .iter()
+            .find(|o| o.name == p.name)
+            .map(|o| o.delegations.clone())
+            .unwrap_or_default();
         match all.iter_mut().find(|o| o.name == p.name) {
             Some(o) if *o == p => counted.unchanged += 1,
             Some(o) => {

@@ -604,6 +604,21 @@ mod tests {
             outcome(6)
         );
         assert!(outcome(7).starts_with("⏱ Timed out → rejected: timed out"));
+        // A delegate's answer says for whom; the name is escaped text.
+        let mut by_delegate = s.decided[0].clone();
+        by_delegate.on_behalf_of = Some("alice".into());
+        let blocks = t.decided(&by_delegate).unwrap();
+        assert_eq!(
+            blocks.last().unwrap()["text"]["text"],
+            "✅ Approved by <@U04APPROVER> for alice at 2025-11-21T09:30:00Z"
+        );
+        by_delegate.on_behalf_of = Some("<!here>".into());
+        let blocks = t.decided(&by_delegate).unwrap();
+        let text = blocks.last().unwrap()["text"]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(!text.contains("<!here>"), "{text}");
     }
 
     #[test]
@@ -690,6 +705,7 @@ mod tests {
                     by: by.to_string(),
                     at: nasty(100),
                     detail: Some(nasty(10_000)),
+                    on_behalf_of: None,
                 };
                 let blocks = t.decided(&v).unwrap();
                 assert_escaped(&Value::Array(blocks));
@@ -770,6 +786,7 @@ mod tests {
             by: String::new(),
             at: String::new(),
             detail: Some(String::new()),
+            on_behalf_of: None,
         };
         t.decided(&d).unwrap();
         t.modal(&ModalView {

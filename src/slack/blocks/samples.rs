@@ -171,6 +171,7 @@ pub(super) fn samples() -> Samples {
             by: by.into(),
             at: "2025-11-21T09:30:00Z".into(),
             detail: detail.map(str::to_string),
+            on_behalf_of: None,
         });
     }
     let modals =

@@ -173,6 +173,9 @@ pub struct DecidedView {
     pub at: String,
     /// Reject reason, modify feedback or response text.
     pub detail: Option<String>,
+    /// The person `by` answered for as a delegate ("… by bob for alice").
+    #[serde(default)]
+    pub on_behalf_of: Option<String>,
 }
 
 impl DecidedView {
@@ -201,6 +204,7 @@ impl DecidedView {
             by: answer.by.clone(),
             at: answer.at.to_rfc3339_opts(SecondsFormat::Secs, true),
             detail,
+            on_behalf_of: answer.on_behalf_of.clone(),
         }
     }
 }
@@ -449,6 +453,7 @@ mod tests {
             vars: Map::new(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
         assert_eq!(
@@ -485,6 +490,7 @@ mod tests {
                     vars: Map::new(),
                     call: Some(id),
                     person: None,
+                    on_behalf_of: None,
                 },
                 waited_ms: 10,
             },

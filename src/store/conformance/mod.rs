@@ -731,6 +731,53 @@ async fn the_people_directory_changes_whole_or_not_at_all(store: Arc<Store>) {
     );
     let d = store.directory().await.expect("directory");
     assert_eq!(d.canonical("U04ALICE"), "alice");
+    // A delegation is kept with the person, and a cycle stores nothing.
+    use crate::model::person::delegation::Delegation;
+    let now = chrono::DateTime::parse_from_rfc3339("2026-12-20T09:00:00Z")
+        .expect("a time")
+        .to_utc();
+    let away = |to: &str| Delegation {
+        to: to.into(),
+        starts: now,
+        ends: now + chrono::TimeDelta::days(14),
+        set_by: "alice".into(),
+        set_at: now,
+        reason: Some("winter break".into()),
+    };
+    let one = away("p00");
+    let got = store
+        .update_people(
+            &move |stored| {
+                Ok(Directory::new(stored)?
+                    .delegate("alice", one.clone(), now)?
+                    .into_people())
+            },
+            &audit("delegated alice"),
+        )
+        .await
+        .expect("delegated");
+    let stored = store.people().await.expect("people");
+    assert_eq!(got, stored);
+    let alice_now = stored.iter().find(|p| p.name == "alice").expect("alice");
+    assert_eq!(alice_now.delegations, vec![away("p00")]);
+    let entries = store.audit_entries().await.expect("audit").len();
+    let back = away("alice");
+    let refused = store
+        .update_people(
+            &move |stored| {
+                Ok(Directory::new(stored)?
+                    .delegate("p00", back.clone(), now)?
+                    .into_people())
+            },
+            &audit("delegated p00"),
+        )
+        .await
+        .expect_err("a cycle");
+    assert!(refused.to_string().contains("cycle"), "{refused}");
+    assert_eq!(store.people().await.expect("people"), stored);
+    assert_eq!(store.audit_entries().await.expect("audit").len(), entries);
+    let d = store.directory().await.expect("directory");
+    assert_eq!(d.delegates_of("alice", now), ["p00"]);
 }
 
 macro_rules! conformance {

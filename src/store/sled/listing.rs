@@ -323,6 +323,7 @@ mod tests {
             vars: Default::default(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         store
             .record_answer("d", None, &a)

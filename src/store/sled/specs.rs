@@ -98,6 +98,7 @@ mod tests {
             vars: Default::default(),
             call: None,
             person: None,
+            on_behalf_of: None,
         };
         let s = store
             .record_answer("b", None, &a)

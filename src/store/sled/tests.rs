@@ -97,6 +97,7 @@ pub(crate) fn approve(by: &str) -> Answer {
         vars: Default::default(),
         call: None,
         person: None,
+        on_behalf_of: None,
     }
 }
 
