@@ -516,37 +516,11 @@ pub(super) fn fmt_days(secs: u64) -> String {
 #[cfg(test)]
 mod timing_tests {
     use super::super::parse;
+    use super::super::testkit::{errors, gate_of, spec};
     use super::*;
-    use crate::error::{Diagnostic, Error};
-    use crate::spec::{ChainStep, Limits, PatternSpec};
+    use crate::error::Error;
+    use crate::spec::Limits;
     use std::path::Path;
-
-    /// A chain: agent `a`, then one gate whose lines are `gate` (line 14 on).
-    fn spec(gate: &str) -> String {
-        format!(
-            "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  a:\n    prompt: hi\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n{gate}"
-        )
-    }
-
-    fn gate_of(text: &str) -> GateSpec {
-        match parse(text, Path::new("f.yaml"), &Limits::default()) {
-            Ok(s) => match s.pattern {
-                PatternSpec::Chain { steps } => match steps.into_iter().nth(1) {
-                    Some(ChainStep::Gate(g)) => g,
-                    _ => panic!("no gate"),
-                },
-                _ => panic!("not a chain"),
-            },
-            Err(e) => panic!("{e}\n{text}"),
-        }
-    }
-
-    fn errors(text: &str) -> Vec<Diagnostic> {
-        match parse(text, Path::new("f.yaml"), &Limits::default()) {
-            Err(Error::Spec(d)) => d,
-            other => panic!("expected diagnostics, got {other:?}"),
-        }
-    }
 
     #[test]
     fn every_fallback_word_and_the_old_ones() {

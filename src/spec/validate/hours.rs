@@ -164,45 +164,15 @@ impl Validator {
 
 #[cfg(test)]
 mod tests {
-    use crate::error::{Diagnostic, Error};
+    use super::super::testkit::{errors_with as errors, gate_with as gate_of, spec};
     use crate::model::WhenClosed;
-    use crate::spec::{parse, ChainStep, GateSpec, Limits, PatternSpec};
+    use crate::spec::{parse, Limits};
     use std::path::Path;
-
-    /// A chain: agent `a`, then one gate whose lines are `gate` (line 14 on).
-    fn spec(gate: &str) -> String {
-        format!(
-            "version: 0\nname: t\nruntime:\n  provider: echo\nagents:\n  a:\n    prompt: hi\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n{gate}"
-        )
-    }
 
     fn limits(names: &[&str]) -> Limits {
         Limits {
             calendars: Some(names.iter().map(|n| n.to_string()).collect()),
             ..Limits::default()
-        }
-    }
-
-    fn gate_of(text: &str, limits: &Limits) -> (GateSpec, Vec<String>) {
-        match parse(text, Path::new("f.yaml"), limits) {
-            Ok(s) => {
-                let warnings = s.warnings.clone();
-                match s.pattern {
-                    PatternSpec::Chain { steps } => match steps.into_iter().nth(1) {
-                        Some(ChainStep::Gate(g)) => (g, warnings),
-                        _ => panic!("no gate"),
-                    },
-                    _ => panic!("not a chain"),
-                }
-            }
-            Err(e) => panic!("{e}\n{text}"),
-        }
-    }
-
-    fn errors(text: &str, limits: &Limits) -> Vec<Diagnostic> {
-        match parse(text, Path::new("f.yaml"), limits) {
-            Err(Error::Spec(d)) => d,
-            other => panic!("expected diagnostics, got {other:?}"),
         }
     }
 

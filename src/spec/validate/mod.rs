@@ -40,6 +40,8 @@ mod reach;
 mod routing;
 mod rules;
 mod security;
+#[cfg(test)]
+mod testkit;
 mod tools;
 mod workflow;
 
