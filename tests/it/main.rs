@@ -34,6 +34,7 @@ mod cli_sweep;
 mod cli_tools;
 mod cli_validate;
 mod cli_webhooks;
+mod commands_once;
 mod compat;
 mod crash_loop;
 mod delegation;
