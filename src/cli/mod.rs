@@ -635,6 +635,7 @@ fn through_server(c: &Command) -> bool {
             | Command::People(_)
             | Command::Notifications(_)
     ) || matches!(c, Command::Teams(t) if t.remote())
+        || matches!(c, Command::Webhooks(_))
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {

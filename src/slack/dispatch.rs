@@ -41,7 +41,12 @@ pub enum Reply {
 /// sighting is acknowledged with nothing to show.
 pub async fn command(app: &App, cmd: SlackCommandEvent) -> Reply {
     if !cmd.trigger_id.0.is_empty() {
-        match app.hub.store.first_sighting(&command_key(&cmd.trigger_id.0)).await {
+        match app
+            .hub
+            .store
+            .first_sighting(&command_key(&cmd.trigger_id.0))
+            .await
+        {
             Ok(true) => {}
             Ok(false) => {
                 tracing::info!("a slash command delivered again is acknowledged, not carried out");

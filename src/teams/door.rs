@@ -240,7 +240,9 @@ async fn messages_route(
             match d.hub.store.first_sighting(&key).await {
                 Ok(true) => {}
                 Ok(false) => {
-                    tracing::info!("a Teams command delivered again is acknowledged, not carried out");
+                    tracing::info!(
+                        "a Teams command delivered again is acknowledged, not carried out"
+                    );
                     return (StatusCode::OK, Json(json!({}))).into_response();
                 }
                 Err(e) => {
