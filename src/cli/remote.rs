@@ -166,9 +166,8 @@ impl Remote {
             "not_found" | "not_open" | "stale" | "already_answered" | "timed_out" | "forbidden"
             | "running" => Error::Session(about(message)),
             "bad_answer" | "bad_request" | "bad_field" | "bad_inputs" | "unknown_workflow"
-            | "bad_token" | "name_taken" | "invalid_spec" | "cannot_run" | "invalid_request" => {
-                Error::Usage(message)
-            }
+            | "bad_token" | "name_taken" | "invalid_spec" | "cannot_run" | "invalid_request"
+            | "bad_link" | "not_approver" => Error::Usage(message),
             "backup_failed" => Error::Store(format!("{}: {message}", self.origin)),
             _ => Error::Runtime(format!("{} answered {status}: {message}", self.origin)),
         }

@@ -21,6 +21,7 @@ mod cli_evaluator;
 mod cli_flows;
 mod cli_gate_types;
 mod cli_graph;
+mod cli_links;
 mod cli_mcp;
 mod cli_native_tools;
 mod cli_orchestrator;
