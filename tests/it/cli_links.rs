@@ -4,9 +4,15 @@
 //! pressing its button approves once and the run goes on once; a second
 //! press is refused. A person who may not answer the gate (not an
 //! approver; the run's own starter where self-approval is off) and a run
-//! that is not paused are refused, naming why, and nothing is made.
+//! that is not paused are refused, naming why, and nothing is made. On a
+//! shared PostgreSQL store with no server in between, the CLI signs the
+//! link itself (with `STRANDS_PUBLIC_URL`) and the service honours it.
 
-use super::api::{World, WAIT};
+use super::api::{deploy, World, WAIT};
+use crate::common::api::{call, make_token};
+use crate::common::service::{write_workflows, ServeConfig, Service};
+use crate::common::{FakeLlm, Sandbox};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// Where the service says it is reached (links open there).
@@ -29,6 +35,10 @@ fn wait_status(w: &World, id: &str, status: &str) -> serde_json::Value {
 }
 
 fn press(w: &World, path: &str) -> crate::common::service::HttpReply {
+    press_on(&w.svc, path)
+}
+
+fn press_on(svc: &Service, path: &str) -> crate::common::service::HttpReply {
     let h = vec![
         ("Accept".to_string(), "text/html".to_string()),
         ("Sec-Fetch-Site".to_string(), "same-origin".to_string()),
@@ -37,7 +47,7 @@ fn press(w: &World, path: &str) -> crate::common::service::HttpReply {
             "application/x-www-form-urlencoded".to_string(),
         ),
     ];
-    w.svc.request("POST", path, &h, b"decision=approve")
+    svc.request("POST", path, &h, b"decision=approve")
 }
 
 #[test]
@@ -128,4 +138,63 @@ fn a_link_made_on_the_command_line_approves_once() {
         .strands(&["links", "create", &id, "--for", "alice"]);
     assert_ne!(late.code, 0);
     assert!(late.stderr.contains("not paused"), "{}", late.stderr);
+}
+
+#[test]
+fn on_a_shared_store_the_cli_signs_the_link_itself() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let Some(url) = rt.block_on(strands::store::postgres::testdb::database("links_offline")) else {
+        return;
+    };
+    let llm = FakeLlm::start();
+    let mut sandbox = Sandbox::new();
+    sandbox.store = std::path::PathBuf::from(&url);
+    let dir = write_workflows(&sandbox, &llm, &[("deploy", &deploy())]);
+    let ci = make_token(&sandbox, "ci-bot", "operator");
+    let svc =
+        Service::launch(ServeConfig::api(&sandbox, &dir).with("STRANDS_PUBLIC_URL", Some(PUBLIC)));
+    let body = json!({ "workflow": "deploy", "vars": { "service": "api" } });
+    let r = call(&svc, "POST", "/api/v1/runs", Some(&ci), Some(&body));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["session_id"].as_str().expect("an id").to_string();
+    let until = Instant::now() + WAIT;
+    while sandbox.show(&id)["status"] != "paused" {
+        assert!(Instant::now() < until, "never paused: {}", svc.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Without the service's address there is no link to print.
+    let args = [
+        "links",
+        "create",
+        &id,
+        "--for",
+        "alice",
+        "--decision",
+        "approve",
+        "--json",
+    ];
+    let bare = sandbox.strands(&args);
+    assert_eq!(bare.code, 2, "{}", bare.stderr);
+    assert!(
+        bare.stderr.contains("STRANDS_PUBLIC_URL"),
+        "{}",
+        bare.stderr
+    );
+    let out = sandbox.strands_env(&[("STRANDS_PUBLIC_URL", PUBLIC)], &args);
+    out.expect_code(0);
+    let link = out.json()["url"].as_str().expect("a url").to_string();
+    assert!(link.starts_with(PUBLIC), "{link}");
+    let path = link[link.find("/l/").expect("a /l/ link")..].to_string();
+    let r = press_on(&svc, &path);
+    assert!(r.status < 400, "{} {}", r.status, r.body);
+    let until = Instant::now() + WAIT;
+    while sandbox.show(&id)["status"] != "completed" {
+        assert!(Instant::now() < until, "never completed: {}", svc.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(press_on(&svc, &path).status, 403, "used once");
 }
