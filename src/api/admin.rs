@@ -209,7 +209,7 @@ pub async fn failed_webhooks(
     axum::extract::Query(q): axum::extract::Query<FailedQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Role::Admin)?;
-    let limit = q.limit.unwrap_or(50).clamp(1, 1000);
+    let limit = q.limit.unwrap_or(50).min(1000);
     let failed: Vec<Value> = hub
         .store
         .webhook_failed(limit)
