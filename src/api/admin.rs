@@ -1,6 +1,8 @@
 //! Admin routes: the audit export, API tokens (`strands tokens ...` goes
-//! through these when the CLI talks to a server) and the Teams
-//! conversations the room knows (`strands teams conversations`).
+//! through these when the CLI talks to a server), the Teams
+//! conversations the room knows (`strands teams conversations`), failed
+//! notifications, and webhook deliveries given up on queued again
+//! (`strands webhooks retry`).
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -192,6 +194,96 @@ pub async fn failed_notifications(
     Ok(Json(
         serde_json::json!({ "count": failed.len(), "failed": failed }),
     ))
+}
+
+/// The webhook deliveries strands gave up on, latest first, as `strands
+/// webhooks failed --json` lists them (endpoints without credentials).
+/// Admins.
+#[utoipa::path(get, path = "/webhooks/failed", tag = "admin",
+    params(FailedQuery),
+    security(("bearer" = [])),
+    responses((status = 200, body = Object, description = "`{\"count\": N, \"failed\": [{endpoint, type, session, workflow, seq, msg_id, attempts, last_error, queued_at, first_attempt_at, last_attempt_at}]}`"), (status = 403, body = ErrorBody)))]
+pub async fn failed_webhooks(
+    State(hub): State<Hub>,
+    caller: Caller,
+    axum::extract::Query(q): axum::extract::Query<FailedQuery>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Role::Admin)?;
+    let limit = q.limit.unwrap_or(50).min(1000);
+    let failed: Vec<Value> = hub
+        .store
+        .webhook_failed(limit)
+        .await?
+        .iter()
+        .map(crate::model::webhook::Delivery::listed)
+        .collect();
+    Ok(Json(
+        serde_json::json!({ "count": failed.len(), "failed": failed }),
+    ))
+}
+
+/// Which webhook deliveries given up on to queue again.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RetryQuery {
+    /// `all`: every delivery given up on (`strands webhooks retry --all-failed`).
+    pub failed: Option<String>,
+}
+
+/// What a retry queued again.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct Requeued {
+    /// Deliveries queued again (one message goes to each endpoint that
+    /// gave it up).
+    pub requeued: usize,
+}
+
+/// Queues webhook message `id` (its `webhook-id`, as `strands webhooks
+/// failed` lists it) again, to every endpoint that gave it up: due now,
+/// the same `webhook-id` (receivers drop what they already have), its
+/// attempts counted afresh. Admins.
+#[utoipa::path(post, path = "/webhooks/{id}/retry", tag = "admin",
+    params(("id" = String, Path, description = "the message id (`webhook-id`)")),
+    security(("bearer" = [])),
+    responses((status = 200, body = Requeued), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn retry_webhook(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Requeued>, ApiError> {
+    caller.require(Role::Admin)?;
+    let ids = [id];
+    let requeued = hub
+        .store
+        .webhook_requeue(Some(&ids), chrono::Utc::now())
+        .await?;
+    if requeued == 0 {
+        return Err(ApiError::not_found(format!(
+            "no webhook delivery given up on has message id `{}` (`strands webhooks failed` lists them)",
+            ids[0]
+        )));
+    }
+    Ok(Json(Requeued { requeued }))
+}
+
+/// Queues every webhook delivery given up on again (`?failed=all`), as
+/// `POST /webhooks/{id}/retry` does one. Admins.
+#[utoipa::path(post, path = "/webhooks/retry", tag = "admin", params(RetryQuery),
+    security(("bearer" = [])),
+    responses((status = 200, body = Requeued), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn retry_webhooks(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<RetryQuery>,
+) -> Result<Json<Requeued>, ApiError> {
+    caller.require(Role::Admin)?;
+    if q.failed.as_deref() != Some("all") {
+        return Err(ApiError::bad_request(
+            "say which: `?failed=all` queues every delivery given up on again, `POST /api/v1/webhooks/{id}/retry` one message",
+        ));
+    }
+    let requeued = hub.store.webhook_requeue(None, chrono::Utc::now()).await?;
+    Ok(Json(Requeued { requeued }))
 }
 
 /// Revokes the token in use named `name`. Admins.

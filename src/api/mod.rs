@@ -19,6 +19,8 @@
 //! | `GET /api/v1/events` | operator | every run's events (SSE) |
 //! | `GET /api/v1/audit` | admin | the audit trail, JSON lines ([`admin`]) |
 //! | `POST/GET /api/v1/tokens`, `DELETE /api/v1/tokens/{name}` | admin | tokens |
+//! | `GET /api/v1/webhooks/failed` | admin | webhook deliveries given up on ([`admin`]) |
+//! | `POST /api/v1/webhooks/{id}/retry`, `POST /api/v1/webhooks/retry?failed=all` | admin | queue them again |
 //! | `POST /api/v1/store/backup` | admin | a copy of the (sled) store, verified ([`admin`]) |
 //! | `GET/POST /api/v1/people`, `GET/PATCH/DELETE /api/v1/people/{name}`, `POST /api/v1/people/import` | admin | the people directory ([`people`]) |
 //! | `GET /api/v1/people/delegations` | admin | every delegation not over ([`delegations`]) |
@@ -139,6 +141,9 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::revoke_token))
         .routes(routes!(admin::teams_conversations))
         .routes(routes!(admin::failed_notifications))
+        .routes(routes!(admin::failed_webhooks))
+        .routes(routes!(admin::retry_webhook))
+        .routes(routes!(admin::retry_webhooks))
         .routes(routes!(admin::store_backup))
         .routes(routes!(people::list, people::add))
         .routes(routes!(people::show, people::edit, people::remove))

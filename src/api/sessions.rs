@@ -15,6 +15,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
 use crate::engine::Accepted;
 use crate::hub::answers::AnswerRequest;
+use crate::hub::links;
 use crate::hub::view::SessionView;
 use crate::hub::Hub;
 use crate::model::token::Role;
@@ -327,6 +328,10 @@ pub struct LinkRequest {
     /// How long it works, 1–168 hours (default 24).
     #[serde(default)]
     pub hours: Option<u32>,
+    /// `open` (default: the link opens the run's page), `approve` or
+    /// `reject` (its button answers that way, and nothing else).
+    #[serde(default)]
+    pub decision: Option<String>,
 }
 
 /// A one-tap link: sign-in for one gate, single use.
@@ -336,11 +341,16 @@ pub struct LinkMade {
     pub person: String,
     pub gate: String,
     pub expires_at: DateTime<Utc>,
+    /// `open`, `approve` or `reject`.
+    #[serde(default)]
+    pub decision: Option<String>,
 }
 
-/// Makes a one-tap link to the web page of an open gate, for a person
-/// (to send by e-mail or chat). Opening it decides nothing; it signs its
-/// holder in as that person, for that gate only, once. Operators.
+/// Makes a one-tap link to the web page of an open gate of a paused run,
+/// for a person who may answer it (to send by e-mail or chat; `strands
+/// links create`). Opening it decides nothing; it signs its holder in as
+/// that person, for that gate only, once (with `decision`, its button
+/// answers that way). Operators.
 #[utoipa::path(post, path = "/sessions/{id}/links", tag = "sessions",
     params(("id" = String, Path, description = "a session id")),
     request_body = LinkRequest,
@@ -349,8 +359,8 @@ pub struct LinkMade {
         (status = 200, body = LinkMade),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody, description = "no such open gate"),
-        (status = 422, body = ErrorBody, description = "a bad name or duration"),
+        (status = 409, body = ErrorBody, description = "not paused, or no such open gate"),
+        (status = 422, body = ErrorBody, description = "a bad name, duration or decision; a person who may not answer the gate"),
     ))]
 pub async fn link(
     State(hub): State<Hub>,
@@ -372,22 +382,26 @@ pub async fn link(
             "`hours` must be between 1 and 168",
         ));
     }
+    let decision = req.decision.as_deref().unwrap_or("open");
+    let intent =
+        links::Intent::parse(decision).map_err(|e| ApiError::unprocessable("bad_link", e))?;
     let s = hub.store.get(&id).await?;
-    let gate = match req.gate.as_deref() {
-        Some(g) => s.open_gate(g).map(|g| g.handle()),
-        None => s.first_gate().map(|g| g.handle()),
-    }
-    .ok_or_else(|| {
-        ApiError::conflict(
-            "not_open",
-            format!("session {} has no such open gate to link to", s.id),
-        )
-    })?;
-    let (token, grant) = crate::hub::links::mint(
+    let nobody = |_: &str| false;
+    let asker = hub.asker(&req.person, &nobody);
+    let gate = links::linkable(&s, req.gate.as_deref(), intent, &asker, &hub.people()).map_err(
+        |r| match r {
+            links::MintRefusal::MayNotAnswer { .. } => {
+                ApiError::unprocessable("not_approver", r.to_string())
+            }
+            _ => ApiError::conflict("not_open", r.to_string()),
+        },
+    )?;
+    let (token, grant) = links::mint_for(
         &hub.store,
         (&s.id, &s.workflow, &gate),
         &req.person,
         chrono::TimeDelta::hours(i64::from(hours)),
+        intent,
         (&caller.name, "api"),
     )
     .await?;
@@ -396,5 +410,6 @@ pub async fn link(
         person: req.person,
         gate,
         expires_at: grant.expires_at(),
+        decision: Some(decision.to_string()),
     }))
 }

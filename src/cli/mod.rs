@@ -1,5 +1,6 @@
 //! The command line (clap): `run`, `resume`, `validate`, `plan`,
-//! `explain`, `sessions ...`, `audit ...`, `webhooks failed`, `doctor`,
+//! `explain`, `sessions ...`, `audit ...`, `webhooks failed|retry`,
+//! `links create`, `doctor`,
 //! `list-tools`, `list-supported`, `version`, and strands-cli's spellings
 //! of them (`run --resume ID`, `-r`, `list-sessions`, `--verbose`, ...).
 //!
@@ -38,6 +39,7 @@ mod audit;
 mod doctor;
 mod human;
 mod info;
+mod links;
 pub mod notifications;
 mod people;
 mod policy;
@@ -51,6 +53,7 @@ mod tokens;
 mod webhooks;
 
 use audit::audit;
+pub use links::LinksCommand;
 pub use notifications::NotificationsCommand;
 pub use people::PeopleCommand;
 pub use policy::PolicyCommand;
@@ -161,9 +164,12 @@ pub enum Command {
     /// Check and export the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
-    /// Webhook deliveries strands gave up on.
+    /// Webhook deliveries strands gave up on, and sending them again (offline, or through the server).
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// One-tap links to a paused run's gate, for a person to answer from a phone or a mail.
+    #[command(subcommand)]
+    Links(LinksCommand),
     /// Notifications (mail) strands gave up on (offline, or through the server).
     #[command(subcommand)]
     Notifications(NotificationsCommand),
@@ -505,6 +511,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Webhooks(cmd) => cmd.json(),
+        Command::Links(cmd) => cmd.json(),
         Command::Notifications(cmd) => cmd.json(),
         Command::Teams(cmd) => cmd.json(),
         Command::People(cmd) => cmd.json(),
@@ -635,6 +642,7 @@ fn through_server(c: &Command) -> bool {
             | Command::People(_)
             | Command::Notifications(_)
     ) || matches!(c, Command::Teams(t) if t.remote())
+        || matches!(c, Command::Webhooks(_) | Command::Links(_))
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {
@@ -682,6 +690,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
+        Command::Links(cmd) => links::links(&ctx, cmd).await,
         Command::Notifications(cmd) => notifications::notifications(&ctx, cmd).await,
         Command::Teams(cmd) => teams::teams(&ctx, cmd).await,
         Command::People(cmd) => people::people(&ctx, cmd).await,

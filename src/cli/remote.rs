@@ -166,9 +166,8 @@ impl Remote {
             "not_found" | "not_open" | "stale" | "already_answered" | "timed_out" | "forbidden"
             | "running" => Error::Session(about(message)),
             "bad_answer" | "bad_request" | "bad_field" | "bad_inputs" | "unknown_workflow"
-            | "bad_token" | "name_taken" | "invalid_spec" | "cannot_run" | "invalid_request" => {
-                Error::Usage(message)
-            }
+            | "bad_token" | "name_taken" | "invalid_spec" | "cannot_run" | "invalid_request"
+            | "bad_link" | "not_approver" => Error::Usage(message),
             "backup_failed" => Error::Store(format!("{}: {message}", self.origin)),
             _ => Error::Runtime(format!("{} answered {status}: {message}", self.origin)),
         }
@@ -541,6 +540,39 @@ pub(super) async fn failed_notifications(remote: &Remote, limit: usize) -> Resul
         )
         .await?;
     Ok(v["failed"].as_array().cloned().unwrap_or_default())
+}
+
+pub(super) async fn failed_webhooks(remote: &Remote, limit: usize) -> Result<Vec<Value>> {
+    let v: Value = remote
+        .json(
+            remote.request(Method::GET, &format!("/webhooks/failed?limit={limit}")),
+            None,
+        )
+        .await?;
+    Ok(v["failed"].as_array().cloned().unwrap_or_default())
+}
+
+/// `POST /webhooks/{id}/retry`, or `/webhooks/retry?failed=all` without
+/// an id: how many deliveries were queued again.
+pub(super) async fn retry_webhooks(remote: &Remote, id: Option<&str>) -> Result<usize> {
+    let path = match id {
+        // Message ids are `msg_<store id>_<seq>`: nothing to escape.
+        Some(id)
+            if !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+        {
+            return Err(Error::Usage(format!(
+                "`{id}` is not a webhook message id (`strands webhooks failed` lists them)"
+            )))
+        }
+        Some(id) => format!("/webhooks/{id}/retry"),
+        None => "/webhooks/retry?failed=all".to_string(),
+    };
+    let v: crate::api::admin::Requeued = remote
+        .json(remote.request(Method::POST, &path), None)
+        .await?;
+    Ok(v.requeued)
 }
 
 pub(super) async fn teams_conversations(remote: &Remote) -> Result<Vec<Value>> {

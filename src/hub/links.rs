@@ -54,6 +54,19 @@ pub enum Intent {
 }
 
 impl Intent {
+    /// `approve`, `reject`, or `open` (no intent: the link opens the run's
+    /// page): what `strands links create --decision` and the API take.
+    pub fn parse(word: &str) -> std::result::Result<Option<Intent>, String> {
+        match word {
+            "approve" => Ok(Some(Intent::Approve)),
+            "reject" => Ok(Some(Intent::Reject)),
+            "open" => Ok(None),
+            other => Err(format!(
+                "`{other}` is not a link's decision: approve, reject or open"
+            )),
+        }
+    }
+
     /// `approve`, `reject`: the decision's name in an answer request.
     pub fn decision(self) -> &'static str {
         match self {
@@ -149,6 +162,77 @@ pub async fn mint_for(
     ev.gate = Some(gate.to_string());
     store.append_audit(&[ev]).await?;
     Ok((token, g))
+}
+
+/// Why no link is made for a person (`strands links create`, `POST
+/// /api/v1/sessions/{id}/links`): a link nobody could use is refused
+/// when it is asked for, not when it is opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MintRefusal {
+    #[error("session {session} is {status}, not paused: it waits for no answer")]
+    NotPaused {
+        session: String,
+        status: crate::model::Status,
+    },
+    #[error("session {session} has no open gate `{gate}`")]
+    NoSuchGate { session: String, gate: String },
+    #[error("{person} may not {what} gate {gate} of session {session}: {why}")]
+    MayNotAnswer {
+        person: String,
+        what: &'static str,
+        gate: String,
+        session: String,
+        why: String,
+    },
+}
+
+/// The handle of the open gate of `s` a link for `asker.who` would be
+/// for — gate `gate` (a handle or an id), or the first open one — when
+/// the session is paused there and that person may answer it as `intent`
+/// says (either way when `None`), judged by the engine's own rules
+/// ([`crate::engine::intake::authorize`]), never a copy of them.
+pub fn linkable(
+    s: &crate::model::Session,
+    gate: Option<&str>,
+    intent: Option<Intent>,
+    asker: &crate::engine::intake::Asker<'_>,
+    people: &crate::model::person::Directory,
+) -> std::result::Result<String, MintRefusal> {
+    use crate::model::Decision;
+    if s.status != crate::model::Status::Paused {
+        return Err(MintRefusal::NotPaused {
+            session: s.id.clone(),
+            status: s.status,
+        });
+    }
+    let open = match gate {
+        Some(g) => s.open_gate(g),
+        None => s.first_gate(),
+    }
+    .ok_or_else(|| MintRefusal::NoSuchGate {
+        session: s.id.clone(),
+        gate: gate.unwrap_or("(any)").to_string(),
+    })?;
+    let judge = |d: &Decision| crate::engine::intake::authorize(open, s, d, asker, people);
+    let reject = Decision::Reject { reason: None };
+    let (judged, what) = match intent {
+        Some(Intent::Approve) => (judge(&Decision::Approve), "approve"),
+        Some(Intent::Reject) => (judge(&reject), "reject"),
+        None => (
+            judge(&reject).or_else(|_| judge(&Decision::Approve)),
+            "answer",
+        ),
+    };
+    match judged {
+        Ok(_) => Ok(open.handle()),
+        Err(why) => Err(MintRefusal::MayNotAnswer {
+            person: asker.who.to_string(),
+            what,
+            gate: open.handle(),
+            session: s.id.clone(),
+            why,
+        }),
+    }
 }
 
 /// What `token` grants, when this store signed it and it has not expired

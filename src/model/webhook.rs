@@ -62,6 +62,40 @@ impl Delivery {
         }
     }
 
+    /// This delivery given up on, queued again by an operator (`strands
+    /// webhooks retry`): due `now`, with its message id (receivers drop
+    /// what they already have) and a fresh count of attempts, so the
+    /// give-up time counts from its next attempt. The last error stays
+    /// until an attempt replaces it.
+    pub fn requeued(&self, now: DateTime<Utc>) -> Delivery {
+        Delivery {
+            attempts: 0,
+            first_attempt_at: None,
+            last_attempt_at: None,
+            next_at: now,
+            ..self.clone()
+        }
+    }
+
+    /// A delivery given up on as `strands webhooks failed --json` and
+    /// `GET /api/v1/webhooks/failed` list it (the endpoint without
+    /// credentials).
+    pub fn listed(&self) -> serde_json::Value {
+        serde_json::json!({
+            "endpoint": self.endpoint_shown(),
+            "type": self.event.what.name(),
+            "session": self.event.session,
+            "workflow": self.event.workflow,
+            "seq": self.seq(),
+            "msg_id": self.msg_id,
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "queued_at": self.queued_at,
+            "first_attempt_at": self.first_attempt_at,
+            "last_attempt_at": self.last_attempt_at,
+        })
+    }
+
     /// The event's number in the store's sequence.
     pub fn seq(&self) -> u64 {
         self.event.seq

@@ -34,9 +34,36 @@ pub enum Reply {
     Failed,
 }
 
-/// A `/strands` slash command.
+/// A `/strands` slash command, carried out once per `trigger_id` across
+/// replicas and restarts (the store remembers the ids it has seen, as for
+/// events): an HTTP retry or a Socket Mode redelivery carries the same
+/// payload, hence the same `trigger_id`, whatever its envelope. A second
+/// sighting is acknowledged with nothing to show.
 pub async fn command(app: &App, cmd: SlackCommandEvent) -> Reply {
+    if !cmd.trigger_id.0.is_empty() {
+        match app
+            .hub
+            .store
+            .first_sighting(&command_key(&cmd.trigger_id.0))
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!("a slash command delivered again is acknowledged, not carried out");
+                return Reply::Duplicate;
+            }
+            Err(e) => {
+                tracing::error!("command dedup failed: {e}");
+                return Reply::Failed;
+            }
+        }
+    }
     Reply::Body(commands::handle(app, cmd).await)
+}
+
+/// The store's sighting key of a slash command (apart from event ids).
+pub fn command_key(trigger_id: &str) -> String {
+    format!("slack-cmd:{trigger_id}")
 }
 
 /// A button click or a modal submission: `payload` is the interaction's JSON.

@@ -7,7 +7,8 @@
 //! a session, checkpoint it with a compare-and-swap on its revision, record
 //! an answer exactly once, index a posted message, arm and fire timers,
 //! append to the audit chain, queue an answer for a busy run, keep the
-//! webhook outbox (a cursor per endpoint, pending and failed deliveries),
+//! webhook outbox (a cursor per endpoint, pending and failed deliveries,
+//! the failed ones queued again on an operator's word),
 //! keep the mail outbox (each mail queued once, pending, sent or failed).
 //! Each backend implements [`Backend`] and keeps every guarantee:
 //! [`sled::SledStore`] (the embedded default, one process per store) and
@@ -302,6 +303,15 @@ pub trait Backend: Send + Sync {
     ) -> impl Future<Output = Result<()>> + Send;
     /// Up to `limit` deliveries given up on, latest first.
     fn webhook_failed(&self, limit: usize) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
+    /// Queues deliveries given up on again, due `now` ([`Delivery::requeued`]:
+    /// same message id, attempts counted afresh): those whose message id is
+    /// in `msg_ids`, or all. Each leaves the failed ones as it is queued,
+    /// atomically (two callers never queue one twice); how many were.
+    fn webhook_requeue(
+        &self,
+        msg_ids: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<usize>> + Send;
 
     /// Queues `mail` for the e-mail room's sender (due at its `next_at`)
     /// unless a mail with its id was ever queued; whether it was.
@@ -585,6 +595,7 @@ forward! {
     fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>>;
     fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()>;
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
+    fn webhook_requeue(&self, msg_ids: Option<&[String]>, now: DateTime<Utc>) -> Result<usize>;
     fn mail_queue(&self, mail: &crate::model::mail::Mail) -> Result<bool>;
     fn mail_due(&self, now: DateTime<Utc>, lease: std::time::Duration, limit: usize) -> Result<Vec<crate::model::mail::Mail>>;
     fn mail_settle(&self, taken: &crate::model::mail::Mail, outcome: Settle) -> Result<()>;

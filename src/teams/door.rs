@@ -26,7 +26,10 @@
 //! token.
 //!
 //! A verified `message` with text is a command ([`super::commands`]):
-//! acknowledged with `{}` at once, carried out in the background, and
+//! carried out once per activity id in its conversation (the store
+//! remembers the ids it has seen: a redelivery, to any replica or after a
+//! restart, is acknowledged and does nothing), acknowledged with `{}` at
+//! once, carried out in the background, and
 //! answered in the conversation through the server's one [`Connector`]
 //! (a reply in the message's thread in a channel, a message elsewhere).
 //!
@@ -233,9 +236,40 @@ async fn messages_route(
     if kind == "message" && activity.get("value").is_some() {
         super::actions::submit(door.room(), activity);
     } else if kind == "message" {
+        if let Some(key) = command_key(&activity) {
+            match d.hub.store.first_sighting(&key).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::info!(
+                        "a Teams command delivered again is acknowledged, not carried out"
+                    );
+                    return (StatusCode::OK, Json(json!({}))).into_response();
+                }
+                Err(e) => {
+                    tracing::error!("Teams command dedup failed: {e}");
+                    return error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "store",
+                        "the activity could not be recorded",
+                    );
+                }
+            }
+        }
         command(&door, activity);
     }
     (StatusCode::OK, Json(json!({}))).into_response()
+}
+
+/// The store's sighting key of a command `message`: its activity id,
+/// scoped by its conversation (ids are unique within one), so the Bot
+/// Framework's redelivery of it — to any replica, after a restart — is
+/// carried out once. `None` for a message with no text, id or
+/// conversation (nothing to carry out, or nothing to know it again by).
+fn command_key(activity: &Value) -> Option<String> {
+    commands::command_text(activity)?;
+    let conversation = str_at(activity, "/conversation/id")?;
+    let id = str_at(activity, "/id")?;
+    Some(format!("teams-cmd:{conversation}:{id}"))
 }
 
 /// The local Playground mode's check, in place of a token: the request

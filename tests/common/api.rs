@@ -246,8 +246,10 @@ impl Delivery {
 
 struct ReceiverState {
     got: Mutex<Vec<Delivery>>,
-    /// Deliveries answered 500 before the first 200.
+    /// Deliveries answered with a failure before the first 200.
     fail_first: Mutex<usize>,
+    /// The failure's status (500 unless told).
+    fail_status: Mutex<u16>,
 }
 
 /// A webhook endpoint on 127.0.0.1 that answers 500 to its first
@@ -264,6 +266,7 @@ impl Receiver {
         let state = Arc::new(ReceiverState {
             got: Mutex::new(Vec::new()),
             fail_first: Mutex::new(fail_first),
+            fail_status: Mutex::new(500),
         });
         let app = Router::new()
             .route("/hook", axum::routing::post(receive))
@@ -278,6 +281,13 @@ impl Receiver {
     /// From now on, fail the next `n` deliveries.
     pub fn fail_next(&self, n: usize) {
         *self.state.fail_first.lock().expect("state") = n;
+    }
+
+    /// From now on, answer the next `n` deliveries with `status` (a 4xx
+    /// makes strands give up at once).
+    pub fn fail_next_with(&self, n: usize, status: u16) {
+        *self.state.fail_status.lock().expect("state") = status;
+        self.fail_next(n);
     }
 
     pub fn deliveries(&self) -> Vec<Delivery> {
@@ -321,7 +331,8 @@ async fn receive(
         let mut fail = state.fail_first.lock().expect("state");
         if *fail > 0 {
             *fail -= 1;
-            StatusCode::INTERNAL_SERVER_ERROR
+            let status = *state.fail_status.lock().expect("state");
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
         } else {
             StatusCode::OK
         }

@@ -2,10 +2,13 @@
 //! receiver started by the test, signed per the Standard Webhooks spec
 //! (checked with the reference `standardwebhooks` crate), retried after
 //! failures with the same `webhook-id`, and — written in the store's outbox
-//! with the change it reports — delivered after a `kill -9` and restart.
+//! with the change it reports — delivered after a `kill -9` and restart;
+//! a delivery given up on (a 4xx) is listed by `strands webhooks failed`
+//! and, once the receiver is fixed, sent again by the running service
+//! after `strands webhooks retry --all-failed`, with the same `webhook-id`.
 
 use super::api::{World, WAIT};
-use crate::common::api::Receiver;
+use crate::common::api::{call, expect_error, Receiver};
 use serde_json::json;
 use std::time::Duration;
 
@@ -111,6 +114,83 @@ fn events_are_signed_retried_with_one_id_and_delivered_after_a_kill_9() {
         !after.iter().any(|d| d.json()["type"] == "step.done"),
         "step.done stays off webhooks"
     );
+}
+
+#[test]
+fn a_delivery_given_up_on_is_sent_again_after_webhooks_retry() {
+    let hooks = Receiver::start(0);
+    hooks.fail_next_with(1000, 410);
+    let w = World::start_with(|cfg| {
+        cfg.with("STRANDS_WEBHOOK_URL", Some(&hooks.url))
+            .with("STRANDS_WEBHOOK_SECRET", Some(SECRET))
+    });
+    let id = w.start_run("api");
+    let gone = hooks.wait_for(WAIT, |d| d.iter().any(|d| d.status == 410));
+    let msg_id = gone[0].header("webhook-id");
+    assert_eq!(gone[0].json()["type"], "gate.opened");
+
+    // Listed as given up on, through the server holding the store.
+    let until = std::time::Instant::now() + WAIT;
+    let failed = loop {
+        let out = w.sandbox.strands(&["webhooks", "failed", "--json"]);
+        out.expect_code(0);
+        let v = out.json();
+        if v["count"] == 1 {
+            break v;
+        }
+        assert!(std::time::Instant::now() < until, "not given up: {v:#}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(failed["failed"][0]["msg_id"], msg_id.as_str(), "{failed:#}");
+    assert_eq!(failed["failed"][0]["session"], id.as_str());
+    assert_eq!(
+        failed["failed"][0]["last_error"], "HTTP 410 Gone",
+        "{failed:#}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(hooks.deliveries().len(), 1, "given up: not tried again");
+
+    // Refused retries change nothing.
+    let svc = &w.svc;
+    let r = call(svc, "POST", "/api/v1/webhooks/retry", Some(&w.root), None);
+    expect_error(&r, 400, "bad_request");
+    let path = format!("/api/v1/webhooks/{msg_id}/retry");
+    expect_error(
+        &call(svc, "POST", &path, Some(&w.ci), None),
+        403,
+        "forbidden",
+    );
+    let r = call(
+        svc,
+        "POST",
+        "/api/v1/webhooks/msg_nope_9/retry",
+        Some(&w.root),
+        None,
+    );
+    expect_error(&r, 404, "not_found");
+    let out = w.sandbox.strands(&["webhooks", "retry", "msg_nope_9"]);
+    assert_ne!(out.code, 0, "an unknown id is refused: {}", out.stdout);
+    assert_eq!(
+        w.sandbox.strands(&["webhooks", "failed", "--json"]).json()["count"],
+        1
+    );
+
+    // The receiver is fixed; the operator retries; the service sends it.
+    hooks.fail_next(0);
+    let out = w
+        .sandbox
+        .strands(&["webhooks", "retry", "--all-failed", "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["requeued"], 1, "{} {}", out.stdout, out.stderr);
+    let got = hooks.wait_for(WAIT, |d| d.iter().any(|d| d.status == 200));
+    let sent = got.iter().find(|d| d.status == 200).expect("delivered");
+    assert_eq!(sent.header("webhook-id"), msg_id, "the same message id");
+    assert_eq!(sent.json()["type"], "gate.opened");
+    assert!(signed_by_us(sent));
+    let out = w.sandbox.strands(&["webhooks", "failed", "--json"]);
+    assert_eq!(out.json()["count"], 0, "{}", out.stdout);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(hooks.deliveries().len(), 2, "sent once more, not again");
 }
 
 /// Replaces every `from` in a byte string.

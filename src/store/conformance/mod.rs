@@ -507,6 +507,80 @@ async fn the_webhook_outbox_queues_and_settles_once(store: Arc<Store>) {
     assert!(store.webhook_next_due().await.expect("next").is_some());
 }
 
+/// Gives up on every pending delivery due by `now`; their message ids.
+async fn give_up_all(store: &Store, now: DateTime<Utc>) -> Vec<String> {
+    let mut ids = Vec::new();
+    for d in store.webhook_due(now, LEASE, 100).await.expect("due") {
+        ids.push(d.msg_id.clone());
+        let error = "HTTP 410".to_string();
+        store
+            .webhook_settle(&d, Settle::GaveUp { error })
+            .await
+            .expect("gave up");
+    }
+    ids
+}
+
+async fn given_up_deliveries_are_queued_again_once(store: Arc<Store>) {
+    let hooks = [HOOK.to_string(), "http://127.0.0.1:9/other".to_string()];
+    let now = Utc::now();
+    store.webhook_pull(&hooks, now, 100).await.expect("cursor");
+    reports(&store, "s1", vec![run_failed("a"), run_failed("b")]).await;
+    assert_eq!(store.webhook_pull(&hooks, now, 100).await.expect("pull"), 4);
+    let ids = give_up_all(&store, now).await;
+    assert_eq!(ids.len(), 4);
+    assert!(store.webhook_next_due().await.expect("next").is_none());
+
+    // One message id: its deliveries to both endpoints, once.
+    let one = [ids[0].clone()];
+    let (a, b) = tokio::join!(
+        store.webhook_requeue(Some(&one), now),
+        store.webhook_requeue(Some(&one), now)
+    );
+    assert_eq!(a.expect("requeue") + b.expect("requeue"), 2);
+    assert_eq!(store.webhook_failed(10).await.expect("failed").len(), 2);
+    let later = now + TimeDelta::seconds(1);
+    let again = store.webhook_due(later, LEASE, 10).await.expect("due");
+    assert_eq!(again.len(), 2);
+    assert!(
+        again.iter().all(|d| d.msg_id == ids[0]),
+        "the same message id"
+    );
+    assert!(
+        again
+            .iter()
+            .all(|d| d.attempts == 1 && d.first_attempt_at == Some(later)),
+        "attempts counted afresh: {again:?}"
+    );
+    for d in &again {
+        store
+            .webhook_settle(d, Settle::Delivered)
+            .await
+            .expect("delivered");
+    }
+
+    // An unknown id changes nothing; none means all.
+    let unknown = ["msg_nope_1".to_string()];
+    assert_eq!(
+        store
+            .webhook_requeue(Some(&unknown), now)
+            .await
+            .expect("requeue"),
+        0
+    );
+    assert_eq!(store.webhook_requeue(None, now).await.expect("requeue"), 2);
+    assert!(store.webhook_failed(10).await.expect("failed").is_empty());
+    assert_eq!(
+        store
+            .webhook_due(later, LEASE, 10)
+            .await
+            .expect("due")
+            .len(),
+        2
+    );
+    assert_eq!(store.webhook_requeue(None, now).await.expect("requeue"), 0);
+}
+
 async fn a_mail_is_queued_once_and_sent_once(store: Arc<Store>) {
     use crate::model::mail::{Mail, MailKind};
     let now = Utc::now();
@@ -823,6 +897,7 @@ conformance! {
     a_token_name_is_in_use_once,
     sign_ins_and_keys,
     the_webhook_outbox_queues_and_settles_once,
+    given_up_deliveries_are_queued_again_once,
     a_mail_is_queued_once_and_sent_once,
     leases_go_to_one_replica_at_a_time,
     pages_list_newest_first_and_counts_follow,

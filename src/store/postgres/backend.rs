@@ -204,6 +204,13 @@ impl crate::store::Backend for PgStore {
     ) -> Result<()> {
         PgStore::webhook_settle(self, taken, outcome).await
     }
+    async fn webhook_requeue(
+        &self,
+        msg_ids: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<usize> {
+        PgStore::webhook_requeue(self, msg_ids, now).await
+    }
     async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
         PgStore::webhook_failed(self, limit).await
     }

@@ -216,6 +216,52 @@ impl PgStore {
         tx.commit().await.map_err(e)
     }
 
+    pub async fn webhook_requeue(
+        &self,
+        msg_ids: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<usize> {
+        let mut client = self.client().await?;
+        let e = |e| self.err("webhooks", e);
+        let tx = client.transaction().await.map_err(e)?;
+        let rows = tx
+            .query(
+                "SELECT failed_ms, endpoint, seq, body FROM webhook_failed FOR UPDATE",
+                &[],
+            )
+            .await
+            .map_err(e)?;
+        let mut n = 0;
+        for r in &rows {
+            let (failed_ms, endpoint, seq): (i64, String, i64) = (r.get(0), r.get(1), r.get(2));
+            let d: Delivery = decode("webhook delivery", r.get::<_, &[u8]>(3))?;
+            if msg_ids.is_some_and(|ids| !ids.contains(&d.msg_id)) {
+                continue;
+            }
+            tx.execute(
+                "DELETE FROM webhook_failed WHERE failed_ms = $1 AND endpoint = $2 AND seq = $3",
+                &[&failed_ms, &endpoint, &seq],
+            )
+            .await
+            .map_err(e)?;
+            tx.execute(
+                "INSERT INTO webhook_pending (endpoint, seq, next_ms, body) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT DO NOTHING",
+                &[
+                    &endpoint,
+                    &seq,
+                    &millis(now),
+                    &encode("webhook delivery", &d.requeued(now))?,
+                ],
+            )
+            .await
+            .map_err(e)?;
+            n += 1;
+        }
+        tx.commit().await.map_err(e)?;
+        Ok(n)
+    }
+
     pub async fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>> {
         let client = self.client().await?;
         let rows = client

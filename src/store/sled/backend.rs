@@ -274,6 +274,13 @@ impl crate::store::Backend for SledStore {
     ) -> Result<()> {
         off_worker(|| SledStore::webhook_settle(self, taken, outcome)).await
     }
+    async fn webhook_requeue(
+        &self,
+        msg_ids: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<usize> {
+        off_worker(|| SledStore::webhook_requeue(self, msg_ids, now)).await
+    }
     async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
         off_worker(|| SledStore::webhook_failed(self, limit)).await
     }

@@ -262,6 +262,45 @@ impl SledStore {
         Ok(())
     }
 
+    /// Puts deliveries given up on back in the queue, due `now`: those
+    /// whose message id is in `msg_ids`, or all of them. Each leaves the
+    /// failed ones in the write that queues it again. Returns how many.
+    pub fn webhook_requeue(&self, msg_ids: Option<&[String]>, now: DateTime<Utc>) -> Result<usize> {
+        let pending = self.tree(trees::WEBHOOK_PENDING)?;
+        let due = self.tree(trees::WEBHOOK_DUE)?;
+        let failed = self.tree(trees::WEBHOOK_FAILED)?;
+        let mut chosen = Vec::new();
+        for kv in failed.iter() {
+            let (k, v) = kv?;
+            let d = decode_delivery(&v).map_err(Error::Store)?;
+            if msg_ids.is_none_or(|ids| ids.contains(&d.msg_id)) {
+                chosen.push((k, d));
+            }
+        }
+        let mut n = 0;
+        for (k, d) in chosen {
+            let id = ident(&d.endpoint, d.seq());
+            let again = d.requeued(now);
+            let res = (&pending, &due, &failed).transaction(|(p, q, f)| {
+                if f.remove(&k)?.is_none() {
+                    return Ok(false); // requeued meanwhile
+                }
+                if p.get(id.as_slice())?.is_none() {
+                    p.insert(id.as_slice(), encode_delivery(&again).or_else(abort)?)?;
+                    q.insert(timed(now, &id), &[] as &[u8])?;
+                }
+                Ok(true)
+            });
+            if res.map_err(|e| txn_error("webhooks", e))? {
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.sync()?;
+        }
+        Ok(n)
+    }
+
     /// Up to `limit` deliveries given up on, latest first.
     pub fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>> {
         let failed = self.tree(trees::WEBHOOK_FAILED)?;

@@ -89,12 +89,18 @@ pub fn slash_command_body(user: &str, channel: &str, text: &str, response_url: &
         ("api_app_id", "A0STRANDS1"),
         ("is_enterprise_install", "false"),
         ("response_url", response_url),
-        (
-            "trigger_id",
-            "1763720010.4242424242.5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a",
-        ),
+        ("trigger_id", &command_trigger_id()),
     ])
     .expect("form-encode a slash command")
+}
+
+/// A fresh slash command `trigger_id`, shaped like Slack's: each command
+/// typed is a new one (the bot carries out each `trigger_id` once), and a
+/// redelivery is the same body sent again.
+pub fn command_trigger_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("1763720010.4242424242.{:016x}{n:016x}", std::process::id())
 }
 
 /// `payload=<json>`, as interactions arrive.

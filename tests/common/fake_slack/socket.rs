@@ -271,7 +271,7 @@ impl FakeSocket {
                 "command": "/strands", "text": text,
                 "api_app_id": "A0STRANDS1", "is_enterprise_install": "false",
                 "response_url": response_url,
-                "trigger_id": "1763720010.4242424242.5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"
+                "trigger_id": super::payloads::command_trigger_id()
             }
         })
     }
