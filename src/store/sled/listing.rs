@@ -34,6 +34,7 @@ fn status_byte(s: Status) -> u8 {
         Status::Completed => 3,
         Status::Failed => 4,
         Status::Rejected => 5,
+        Status::Cancelled => 6,
     }
 }
 
