@@ -644,6 +644,7 @@ fn through_server(c: &Command) -> bool {
             | Command::ListSessions(_)
             | Command::Sessions(SessionsCommand::List { .. })
             | Command::Sessions(SessionsCommand::Show { .. })
+            | Command::Sessions(SessionsCommand::Cancel { .. })
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Tokens(_)
             | Command::People(_)

@@ -238,6 +238,7 @@ fn a_finished_run_is_refused_and_a_paused_run_is_rejected() {
     let run = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
     run.expect_code(19);
     let paused = session_id(&run.json());
+    let asked = llm.count();
     let out = sandbox.strands_as(
         "ops",
         &[],
@@ -253,7 +254,7 @@ fn a_finished_run_is_refused_and_a_paused_run_is_rejected() {
         show["gates"][0]["decision"]["reason"], "cancelled by ops: not now",
         "{show:#}"
     );
-    assert!(llm.calls_of("WRITER").is_empty());
+    assert_eq!(llm.count(), asked, "the writer never ran");
     // Now finished: refused.
     let out = sandbox.strands(&["sessions", "cancel", &paused]);
     out.expect_code(17);

@@ -158,7 +158,7 @@ impl SledStore {
             // The tree holds other indexes too: they are built again after.
             ix.clear()?;
             meta.remove(super::awaiting::BUILT)?;
-            let mut counts = [0u64; 5];
+            let mut counts = [0u64; Status::ALL.len()];
             for kv in self.summaries.iter() {
                 let (_, v) = kv?;
                 let Some(s) = decode(&v) else { continue };
