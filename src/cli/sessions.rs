@@ -390,7 +390,10 @@ async fn cancel(ctx: &Ctx, store: &Store, id: &str, reason: Option<String>) -> R
                 member_of: &|_| false,
                 now: engine.now(),
             };
-            if let Err(refusal) = engine.submit(&s.id, gate.as_deref(), answer, &asker).await? {
+            if let Err(refusal) = engine
+                .submit(&s.id, gate.as_deref(), answer, &asker)
+                .await?
+            {
                 return Err(Error::Session(format!("session {}: {refusal}", s.id)));
             }
             ("rejected", engine.resume(&s.id, &mut channel).await?)

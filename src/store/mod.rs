@@ -419,9 +419,9 @@ pub trait Backend: Send + Sync {
         async move {
             let all = self.list(None).await?;
             Ok(Status::ALL
-            .into_iter()
-            .map(|st| (st, all.iter().filter(|s| s.status == st).count() as u64))
-            .collect())
+                .into_iter()
+                .map(|st| (st, all.iter().filter(|s| s.status == st).count() as u64))
+                .collect())
         }
     }
 

@@ -138,7 +138,10 @@ fn a_run_waiting_on_its_model_in_another_process_is_cancelled_at_once() {
     let mut run = sandbox.spawn(&["run", spec.to_str().expect("utf-8 path")]);
     llm.wait_for_requests(1, Duration::from_secs(20));
     let list = sandbox.list();
-    let id = list["sessions"][0]["id"].as_str().expect("an id").to_string();
+    let id = list["sessions"][0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_string();
     assert_eq!(list["sessions"][0]["status"], "running", "{list:#}");
 
     // Another process, another person: the cancel is recorded at once.
@@ -242,7 +245,9 @@ fn a_finished_run_is_refused_and_a_paused_run_is_rejected() {
     let out = sandbox.strands_as(
         "ops",
         &[],
-        &["sessions", "cancel", &paused, "--reason", "not now", "--json"],
+        &[
+            "sessions", "cancel", &paused, "--reason", "not now", "--json",
+        ],
     );
     out.expect_code(0);
     let v = out.json();
@@ -301,7 +306,13 @@ fn serve_cancels_a_run_waiting_on_its_model_through_the_api_and_the_cli() {
     assert_eq!(r.json()["status"], "cancel_requested", "{}", r.body);
     let asked = Instant::now();
     let session = |svc: &Service| {
-        let r = call(svc, "GET", &format!("/api/v1/sessions/{id}"), Some(&ci), None);
+        let r = call(
+            svc,
+            "GET",
+            &format!("/api/v1/sessions/{id}"),
+            Some(&ci),
+            None,
+        );
         assert_eq!(r.status, 200, "{}", r.body);
         r.json()
     };

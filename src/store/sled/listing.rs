@@ -313,7 +313,7 @@ mod tests {
             .into_iter()
             .map(|(_, n)| n)
             .collect();
-        assert_eq!(counts, [0, 4, 1, 0, 0]);
+        assert_eq!(counts, [0, 4, 1, 0, 0, 0]);
 
         // An answer recorded moves it to running; a delete takes it out.
         let a = crate::model::Answer {
@@ -337,7 +337,7 @@ mod tests {
             .into_iter()
             .map(|(_, n)| n)
             .collect();
-        assert_eq!(counts, [1, 2, 1, 0, 0]);
+        assert_eq!(counts, [1, 2, 1, 0, 0, 0]);
         assert_eq!(
             ids(&store
                 .list_page(Some(Status::Running), None, 10)
