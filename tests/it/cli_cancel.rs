@@ -4,7 +4,8 @@
 //! cancelled from outside → it ends `cancelled` promptly, the audit says
 //! who, the model is not asked again and the step after never runs; a
 //! finished run is refused naming its status, changing nothing; a paused
-//! run still has its gate rejected.
+//! run still has its gate rejected; a tool call running at the cancel
+//! finishes, is recorded and never runs again, and nothing runs after it.
 
 use std::path::PathBuf;
 use std::process::Child;
@@ -15,7 +16,8 @@ use serde_json::{json, Value};
 
 use crate::common::api::{call, expect_error, make_token};
 use crate::common::service::{write_workflows, ServeConfig, Service};
-use crate::common::{session_id, Behaviour, FakeLlm, Sandbox};
+use crate::common::target::Target;
+use crate::common::{session_id, tool_call, tool_model, Behaviour, FakeLlm, Sandbox};
 
 /// planner → writer; the planner's model call (the first request) hangs
 /// for a minute.
@@ -343,4 +345,75 @@ fn serve_cancels_a_run_waiting_on_its_model_through_the_api_and_the_cli() {
     );
     assert!(r.body.contains("run.cancelled"), "{}", r.body);
     drop(svc);
+}
+
+/// One agent with `http_request` (asked before it runs).
+const TOOL_STEP: &str = r#"
+version: 0
+name: tool-step
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+tools:
+  network:
+    allow: ["127.0.0.1"]
+agents:
+  worker:
+    prompt: You are the WORKER.
+    tools: [http_request]
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: worker
+        input: Do the job.
+"#;
+
+#[test]
+fn a_tool_call_running_at_the_cancel_finishes_is_recorded_and_nothing_runs_after() {
+    let Some(url) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(strands::store::postgres::testdb::database("cancel_tool"))
+    else {
+        return;
+    };
+    // The target holds the POST for two seconds: the cancel comes meanwhile.
+    let target = Target::start_with(Some(("POST", "/slow", Duration::from_secs(2))));
+    let llm = tool_model(vec![vec![tool_call(
+        "call_slow",
+        "http_request",
+        json!({"method": "POST", "url": format!("{}/slow", target.url), "body": "x"}),
+    )]]);
+    let mut sandbox = Sandbox::new();
+    sandbox.store = PathBuf::from(&url);
+    let spec = sandbox.spec("tool.yaml", TOOL_STEP, &llm);
+    let run = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
+    run.expect_code(19);
+    let id = session_id(&run.json());
+
+    let mut resume = sandbox.spawn(&["resume", &id, "--approve"]);
+    target.wait_for("POST", "/slow", 1, Duration::from_secs(20));
+    let out = sandbox.strands_as("ops", &[], &["sessions", "cancel", &id, "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["outcome"], "requested", "{}", out.stdout);
+
+    // The call finishes (not interrupted), then the run stops: exit 23.
+    assert_eq!(exit_within(&mut resume, PROMPTLY), 23);
+    let show = sandbox.show(&id);
+    assert_eq!(show["status"], "cancelled", "{show:#}");
+    // Its result is recorded: it ran once, and is never run again.
+    let entries = audit_of(&sandbox, &id);
+    let ran: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["event"]["kind"] == "tool_run" && e["event"]["call"] == "call_slow")
+        .collect();
+    assert_eq!(ran.len(), 1, "{entries:#?}");
+    // Nothing after the cancel: the model never hears the result.
+    model_stays_at(&llm, 1);
+    sandbox.strands(&["resume", &id]).expect_code(17);
+    assert_eq!(target.count("POST", "/slow"), 1, "exactly once");
+    assert_eq!(llm.count(), 1);
 }
