@@ -171,6 +171,9 @@ impl Engine<'_> {
             )));
         };
         session.status = Status::Cancelled;
+        // As a rejection does: no gate stays open, no timer of one armed.
+        session.gates.clear();
+        session.arm.clear();
         session.events.push(EventKind::RunCancelled {
             by: c.by.clone(),
             reason: c.reason.clone(),
@@ -195,5 +198,71 @@ impl Engine<'_> {
             )
             .await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testkit::{World, CHAIN};
+
+    fn request(by: &str) -> CancelRequest {
+        CancelRequest {
+            by: by.into(),
+            via: "cli".into(),
+            reason: None,
+            at: chrono::Utc::now(),
+        }
+    }
+
+    /// The engine takes a stored cancel only when it is the one write
+    /// since its own copy: anything else is a real conflict.
+    #[tokio::test]
+    async fn a_cancel_merges_only_when_it_is_the_one_write_since() {
+        let w = World::new();
+        let mut ours = w.paused(&CHAIN.replace("$GATE", "")).await;
+        ours.status = Status::Running;
+        let mut stored = ours.clone();
+        stored.cancel = Some(request("ops"));
+        stored.rev = ours.rev + 1;
+
+        let mut two_ahead = stored.clone();
+        two_ahead.rev += 1;
+        assert!(!merge(&mut ours.clone(), &two_ahead), "another write too");
+        let mut ended = stored.clone();
+        ended.status = Status::Cancelled;
+        assert!(!merge(&mut ours.clone(), &ended), "already ended");
+        let mut none = stored.clone();
+        none.cancel = None;
+        assert!(!merge(&mut ours.clone(), &none), "no cancel");
+
+        assert!(merge(&mut ours, &stored));
+        assert_eq!(ours.rev, stored.rev);
+        assert_eq!(ours.cancel.as_ref().map(|c| c.by.as_str()), Some("ops"));
+        // Ours already carries it: nothing more to take.
+        let mut again = stored.clone();
+        again.rev = ours.rev + 1;
+        assert!(!merge(&mut ours, &again));
+    }
+
+    /// A finished run is refused naming its status and left as it was.
+    #[tokio::test]
+    async fn a_finished_run_is_refused_unchanged() {
+        let w = World::new();
+        let mut s = w.paused(&CHAIN.replace("$GATE", "")).await;
+        s.status = Status::Completed;
+        s.gates.clear();
+        w.store.checkpoint(&mut s).await.expect("checkpoint");
+        let rev = s.rev;
+        let err = w
+            .engine()
+            .request_cancel(&s.id, request("ops"))
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains("is completed"), "{err}");
+        assert_eq!(err.exit_code(), crate::error::exit::SESSION);
+        let after = w.store.get(&s.id).await.expect("session");
+        assert_eq!(after.rev, rev);
+        assert!(after.cancel.is_none());
     }
 }
