@@ -460,6 +460,23 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
     if let Some(f) = &v.error {
         outln!("Failure:   {} (exit {})", f.message, f.code)?;
     }
+    if let Some(c) = &v.cancel {
+        let what = if v.status == Status::Cancelled {
+            "by"
+        } else {
+            "requested by"
+        };
+        outln!(
+            "Cancelled: {what} {} via {} at {}{}",
+            c.by,
+            c.via,
+            human::local_stamp(c.at),
+            c.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        )?;
+    }
     if let Some(n) = &v.notification {
         let (room, what, key) = if crate::hub::places::is_slack(&n.channel) {
             ("Slack:", "approval message", "ts")

@@ -207,6 +207,15 @@ fn a_run_waiting_on_its_model_in_another_process_is_cancelled_at_once() {
     );
     sandbox.strands(&["audit", "verify"]).expect_code(0);
 
+    let text = sandbox.strands(&["sessions", "show", &id]);
+    text.expect_code(0);
+    assert!(
+        text.stdout.contains("Cancelled: by ops via cli at ")
+            && text.stdout.contains(": wrong inputs"),
+        "{}",
+        text.stdout
+    );
+
     // Asking again changes nothing.
     let again = sandbox.strands(&["sessions", "cancel", &id, "--json"]);
     again.expect_code(0);
