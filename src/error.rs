@@ -107,7 +107,8 @@ pub enum Error {
     #[error("session {id} is {status}; only a running or paused run can be cancelled")]
     Finished {
         id: String,
-        status: crate::model::Status,
+        /// The status it ended with (`completed`, `failed`, `rejected`).
+        status: String,
     },
 
     /// The drive stopped at a checkpoint: an operator cancelled the run

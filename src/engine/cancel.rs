@@ -91,7 +91,7 @@ impl Engine<'_> {
                 status => {
                     return Err(Error::Finished {
                         id: session.id,
-                        status,
+                        status: status.to_string(),
                     })
                 }
             }
