@@ -25,6 +25,8 @@ pub mod exit {
     pub const REJECTED: u8 = 21;
     /// Ours: `strands audit verify` found the chain broken.
     pub const AUDIT_BROKEN: u8 = 22;
+    /// Ours: an operator cancelled the running run (`sessions cancel`).
+    pub const CANCELLED: u8 = 23;
     pub const UNKNOWN: u8 = 70;
 }
 
@@ -99,6 +101,20 @@ pub enum Error {
     /// A bug: something that should not happen.
     #[error("internal error: {0}")]
     Internal(String),
+
+    /// A request that only a run still going can take (a cancel) came
+    /// for one that stopped for good; nothing changed.
+    #[error("session {id} is {status}; only a running or paused run can be cancelled")]
+    Finished {
+        id: String,
+        /// The status it ended with (`completed`, `failed`, `rejected`).
+        status: String,
+    },
+
+    /// The drive stopped at a checkpoint: an operator cancelled the run
+    /// (the engine ends it `cancelled`; callers see the session).
+    #[error("session {0} was cancelled")]
+    Cancelled(String),
 }
 
 fn artifact_exists(path: &std::path::Path, session: Option<&str>, resume: Option<&str>) -> String {
@@ -141,7 +157,8 @@ impl Error {
             Error::Spec(_) => exit::SCHEMA,
             Error::Runtime(_) => exit::RUNTIME,
             Error::Io { .. } | Error::ArtifactExists { .. } | Error::Store(_) => exit::IO,
-            Error::Session(_) => exit::SESSION,
+            Error::Session(_) | Error::Finished { .. } => exit::SESSION,
+            Error::Cancelled(_) => exit::CANCELLED,
             Error::Unsupported(_) => exit::UNSUPPORTED,
             Error::Budget(_) => exit::BUDGET,
             Error::Internal(_) => exit::UNKNOWN,

@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
-use crate::engine::Accepted;
+use crate::engine::{Accepted, CancelOutcome};
 use crate::hub::answers::AnswerRequest;
 use crate::hub::links;
 use crate::hub::view::SessionView;
@@ -42,7 +42,7 @@ pub(super) async fn readable(hub: &Hub, caller: &Caller, id: &str) -> Result<Ses
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// `running`, `paused`, `completed`, `failed` or `rejected`.
+    /// `running`, `paused`, `completed`, `failed`, `rejected` or `cancelled`.
     pub status: Option<String>,
     /// Only runs of this workflow.
     pub workflow: Option<String>,
@@ -85,7 +85,7 @@ pub async fn list(
         None | Some("") => None,
         Some(s) => Some(Status::parse(s).ok_or_else(|| {
             ApiError::bad_request(format!(
-                "status `{s}` is not one of running, paused, completed, failed, rejected"
+                "status `{s}` is not one of running, paused, completed, failed, rejected, cancelled"
             ))
         })?),
     };
@@ -257,8 +257,13 @@ pub struct CancelRequest {
     pub reason: Option<String>,
 }
 
-/// Cancels a paused run: its open gate is rejected, as `/strands cancel`
-/// does (the gate's approver rules apply).
+/// Cancels a run. A running one (driven here, by another replica or by a
+/// `strands` process on the same store) is asked to stop: it ends
+/// `cancelled` at its next checkpoint, its model call in flight abandoned
+/// (`status`: `cancel_requested`; asking again: `cancel_already_requested`;
+/// already ended: `already_cancelled`). A paused one has its open gate
+/// rejected, as `/strands cancel` does (the gate's approver rules apply;
+/// `status` as for an answer). Operators.
 #[utoipa::path(post, path = "/sessions/{id}/cancel", tag = "sessions",
     params(("id" = String, Path, description = "a session id")),
     request_body(content = Option<CancelRequest>, description = "optional reason"),
@@ -267,7 +272,7 @@ pub struct CancelRequest {
         (status = 200, body = AnswerOutcome),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody, description = "not paused"),
+        (status = 409, body = ErrorBody, description = "the run is completed, failed or rejected (`status` says which)"),
     ))]
 pub async fn cancel(
     State(hub): State<Hub>,
@@ -282,20 +287,48 @@ pub async fn cancel(
         serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("the body is not a cancel request: {e}")))?
     };
-    let s = hub.store.get(&id).await?;
-    let Some(gate) = s.first_gate().map(|g| g.handle()) else {
-        return Err(match s.status {
-            Status::Running => ApiError::conflict(
-                "running",
-                format!(
-                    "session {} is running; it can be cancelled when it pauses at a gate",
-                    s.id
-                ),
-            ),
-            status => ApiError::from(crate::model::Refusal::NotOpen(status)),
-        });
-    };
     let reason = body.reason.filter(|r| !r.trim().is_empty());
+    let before = hub.store.last_event().await?;
+    let request = crate::model::CancelRequest {
+        by: caller.name.clone(),
+        via: "api".into(),
+        reason: reason.clone(),
+        at: Utc::now(),
+    };
+    let (status, s) = match hub.engine().request_cancel(&id, request).await? {
+        CancelOutcome::Paused(s) => return reject_gate(&hub, &caller, &s, reason).await,
+        CancelOutcome::Requested(s) => {
+            // On a store only this process opens, nobody else can be
+            // driving it: a drive here ends it (one already going stops
+            // at its next checkpoint). Replicas take over unleased runs.
+            if !hub.store.is_shared() {
+                hub.drive(s.id.clone());
+            }
+            ("cancel_requested", s)
+        }
+        CancelOutcome::AlreadyRequested(s) => ("cancel_already_requested", s),
+        CancelOutcome::AlreadyCancelled(s) => ("already_cancelled", s),
+    };
+    Ok((
+        StatusCode::OK,
+        Json(AnswerOutcome {
+            status: status.into(),
+            session: SessionView::of(&s, false, None),
+            before,
+        }),
+    ))
+}
+
+/// A paused run's cancel: its first open gate rejected through the intake.
+async fn reject_gate(
+    hub: &Hub,
+    caller: &Caller,
+    s: &Session,
+    reason: Option<String>,
+) -> Result<(StatusCode, Json<AnswerOutcome>), ApiError> {
+    let Some(gate) = s.first_gate().map(|g| g.handle()) else {
+        return Err(ApiError::from(crate::model::Refusal::NotOpen(s.status)));
+    };
     let answer = Answer {
         decision: Decision::Reject {
             reason: Some(match reason {
@@ -311,7 +344,7 @@ pub async fn cancel(
         person: None,
         on_behalf_of: None,
     };
-    let outcome = take(&hub, &caller, &s.id, Some(&gate), answer).await?;
+    let outcome = take(hub, caller, &s.id, Some(&gate), answer).await?;
     Ok((StatusCode::OK, outcome))
 }
 

@@ -54,6 +54,11 @@ pub enum Progress {
     Failed {
         message: String,
     },
+    /// An operator cancelled the running run (`sessions cancel`).
+    Cancelled {
+        by: String,
+        reason: Option<String>,
+    },
 }
 
 /// Ask a human. The futures are `Send` so that a server (the Slack bot) can
@@ -172,6 +177,14 @@ impl<C: HumanChannel> HumanChannel for WithProgress<C> {
             Progress::Failed { message } => {
                 eprintln!("✗ workflow `{}` failed: {message}", session.workflow)
             }
+            Progress::Cancelled { by, reason } => eprintln!(
+                "✗ workflow `{}` cancelled by {by}{}",
+                session.workflow,
+                reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
         }
         self.inner.progress(session, event).await
     }

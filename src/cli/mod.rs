@@ -370,7 +370,7 @@ impl ResumeArgs {
 /// `sessions list` (and strands-cli's `list-sessions`).
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    #[arg(long, value_parser = ["running", "paused", "completed", "failed", "rejected"])]
+    #[arg(long, value_parser = ["running", "paused", "completed", "failed", "rejected", "cancelled"])]
     pub status: Option<String>,
     /// Only runs of this workflow (its `name`), read from the store's
     /// index by workflow.
@@ -403,6 +403,19 @@ pub enum SessionsCommand {
         /// Delete without asking (needed when stdin is not a terminal).
         #[arg(long, short = 'f')]
         force: bool,
+    },
+    /// Cancel a run. A running one (here, in another `strands` process on
+    /// the same store, or in `strands serve`) stops at its next checkpoint:
+    /// a model call in flight is abandoned, a tool call running finishes,
+    /// nothing after runs; it ends `cancelled`. A paused one has its open
+    /// gate rejected (it ends `rejected`). A finished run is refused.
+    Cancel {
+        id: String,
+        /// Why; recorded in the audit log and the run's events.
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        json: bool,
     },
     /// Post a paused session's approval message to Slack again (the bot must
     /// not be running on this store; in Slack use `/strands notify ID`).
@@ -501,7 +514,8 @@ fn wants_json(c: &Command) -> bool {
         Command::Sessions(SessionsCommand::List(a)) | Command::ListSessions(a) => a.json,
         Command::Sessions(SessionsCommand::Show { json, .. })
         | Command::Sessions(SessionsCommand::Cleanup { json, .. })
-        | Command::Sessions(SessionsCommand::Sweep { json }) => *json,
+        | Command::Sessions(SessionsCommand::Sweep { json })
+        | Command::Sessions(SessionsCommand::Cancel { json, .. }) => *json,
         Command::Sessions(SessionsCommand::Delete { .. })
         | Command::Sessions(SessionsCommand::Notify { .. })
         | Command::Serve(_) => false,
@@ -637,6 +651,7 @@ fn through_server(c: &Command) -> bool {
             | Command::ListSessions(_)
             | Command::Sessions(SessionsCommand::List { .. })
             | Command::Sessions(SessionsCommand::Show { .. })
+            | Command::Sessions(SessionsCommand::Cancel { .. })
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Tokens(_)
             | Command::People(_)

@@ -268,6 +268,14 @@ fn progress_line(e: &crate::model::Event) -> Option<String> {
                 .unwrap_or_default()
         ),
         K::RunFailed { message } => format!("✗ workflow `{}` failed: {message}", e.workflow),
+        K::RunCancelled { by, reason } => format!(
+            "✗ workflow `{}` cancelled by {by}{}",
+            e.workflow,
+            reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
         K::GateOpened { .. } | K::GateTimedOut { .. } => return None,
     })
 }
@@ -580,6 +588,34 @@ pub(super) async fn teams_conversations(remote: &Remote) -> Result<Vec<Value>> {
         .json(remote.request(Method::GET, "/teams/conversations"), None)
         .await?;
     Ok(v["conversations"].as_array().cloned().unwrap_or_default())
+}
+
+/// `sessions cancel` through the server: what it did, in the shape the
+/// offline CLI prints.
+pub(super) async fn cancel(remote: &Remote, id: &str, reason: Option<&str>) -> Result<Value> {
+    let o: AnswerOutcome = remote
+        .json(
+            remote
+                .request(Method::POST, &format!("/sessions/{id}/cancel"))
+                .json(&json!({ "reason": reason })),
+            Some(id),
+        )
+        .await?;
+    let outcome = match o.status.as_str() {
+        "cancel_requested" => "requested",
+        "cancel_already_requested" => "already_requested",
+        "already_cancelled" => "already_cancelled",
+        // The paused run's gate was rejected; the server carries it on.
+        _ => "rejected",
+    };
+    let s = &o.session;
+    Ok(json!({
+        "session": s.session_id,
+        "workflow": s.workflow,
+        "outcome": outcome,
+        "status": s.status,
+        "cancel": s.cancel,
+    }))
 }
 
 pub(super) async fn revoke_token(remote: &Remote, name: &str) -> Result<()> {

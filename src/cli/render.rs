@@ -40,6 +40,7 @@ pub(super) fn report_view(ctx: &Ctx, v: &SessionView, json: bool) -> Result<u8> 
             eprintln!("session {} completed", v.session_id);
         }
         Status::Rejected => eprintln!("session {} rejected", v.session_id),
+        Status::Cancelled => eprintln!("session {} cancelled", v.session_id),
         Status::Failed => eprintln!(
             "session {} failed: {}",
             v.session_id,

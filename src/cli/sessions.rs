@@ -1,4 +1,5 @@
-//! `strands sessions ...`: list, show, delete, cleanup, sweep, notify.
+//! `strands sessions ...`: list, show, delete, cleanup, sweep, notify,
+//! cancel.
 
 use super::*;
 use crate::hub::view::SessionView;
@@ -223,6 +224,10 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
                 print_list(&list, None, *json, "the server")?;
                 return Ok(exit::OK);
             }
+            SessionsCommand::Cancel { id, reason, json } => {
+                let v = super::remote::cancel(remote, id, reason.as_deref()).await?;
+                return print_cancel(&v, *json);
+            }
             SessionsCommand::Show { id, json } => {
                 let view = remote.session(id).await?;
                 if *json {
@@ -305,6 +310,10 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
         SessionsCommand::Notify { .. } | SessionsCommand::Sweep { .. } => Err(Error::Internal(
             "notify and sweep are handled before".into(),
         )),
+        SessionsCommand::Cancel { id, reason, json } => {
+            let v = cancel(ctx, &store, &id, reason).await?;
+            print_cancel(&v, json)
+        }
         SessionsCommand::Delete { id, force } => {
             let s = store.get(&id).await?;
             if !force && !confirm_delete(&s)? {
@@ -331,6 +340,96 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             Ok(exit::OK)
         }
     }
+}
+
+/// `sessions cancel` on the store: a running run is asked to stop (and,
+/// on a store only this process opens, ended now: nobody else drives it);
+/// a paused one has its first open gate rejected and is carried on to its
+/// end. The result is what the API answers.
+async fn cancel(ctx: &Ctx, store: &Store, id: &str, reason: Option<String>) -> Result<Value> {
+    use crate::engine::CancelOutcome;
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    let mut engine = ctx.engine(store);
+    let request = crate::model::CancelRequest {
+        by: ctx.who.clone(),
+        via: "cli".into(),
+        reason: reason.clone(),
+        at: Utc::now(),
+    };
+    let outcome = engine.request_cancel(id, request).await?;
+    let mut channel = crate::channel::Detached;
+    let (what, session) = match outcome {
+        CancelOutcome::Requested(s) if !store.is_shared() => {
+            ("cancelled", engine.resume(&s.id, &mut channel).await?)
+        }
+        CancelOutcome::Requested(s) => ("requested", s),
+        CancelOutcome::AlreadyRequested(s) => ("already_requested", s),
+        CancelOutcome::AlreadyCancelled(s) => ("already_cancelled", s),
+        CancelOutcome::Paused(s) => {
+            let gate = s.first_gate().map(|g| g.handle());
+            let answer = crate::model::Answer {
+                decision: Decision::Reject {
+                    reason: Some(match &reason {
+                        Some(r) => format!("cancelled by {}: {r}", ctx.who),
+                        None => format!("cancelled by {}", ctx.who),
+                    }),
+                },
+                by: ctx.who.clone(),
+                at: Utc::now(),
+                via: "cli".into(),
+                vars: Default::default(),
+                call: None,
+                person: None,
+                on_behalf_of: None,
+            };
+            let asker = crate::engine::Asker {
+                who: &ctx.who,
+                admins: &ctx.settings.admins,
+                default_approvers: &[],
+                shared: false,
+                member_of: &|_| false,
+                now: engine.now(),
+            };
+            if let Err(refusal) = engine
+                .submit(&s.id, gate.as_deref(), answer, &asker)
+                .await?
+            {
+                return Err(Error::Session(format!("session {}: {refusal}", s.id)));
+            }
+            ("rejected", engine.resume(&s.id, &mut channel).await?)
+        }
+    };
+    Ok(json!({
+        "session": session.id,
+        "workflow": session.workflow,
+        "outcome": what,
+        "status": session.status,
+        "cancel": session.cancel,
+    }))
+}
+
+/// Says what a cancel did (stdout with --json, stderr otherwise).
+fn print_cancel(v: &Value, json: bool) -> Result<u8> {
+    if json {
+        outln!("{v}")?;
+        return Ok(exit::OK);
+    }
+    let id = v["session"].as_str().unwrap_or_default();
+    let by = v["cancel"]["by"].as_str().unwrap_or_default();
+    match v["outcome"].as_str().unwrap_or_default() {
+        "cancelled" | "already_cancelled" => eprintln!("session {id} cancelled"),
+        "requested" => eprintln!(
+            "cancel recorded: session {id} stops at its next checkpoint (`strands sessions show {id}` says when)"
+        ),
+        "already_requested" => eprintln!(
+            "session {id}: a cancel is already recorded (by {by}); it stops at its next checkpoint"
+        ),
+        _ => eprintln!(
+            "session {id} {}: its open gate was rejected",
+            v["status"].as_str().unwrap_or_default()
+        ),
+    }
+    Ok(exit::OK)
 }
 
 pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
@@ -360,6 +459,23 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
     )?;
     if let Some(f) = &v.error {
         outln!("Failure:   {} (exit {})", f.message, f.code)?;
+    }
+    if let Some(c) = &v.cancel {
+        let what = if v.status == Status::Cancelled {
+            "by"
+        } else {
+            "requested by"
+        };
+        outln!(
+            "Cancelled: {what} {} via {} at {}{}",
+            c.by,
+            c.via,
+            human::local_stamp(c.at),
+            c.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        )?;
     }
     if let Some(n) = &v.notification {
         let (room, what, key) = if crate::hub::places::is_slack(&n.channel) {

@@ -170,7 +170,19 @@ impl Engine<'_> {
                     )
                 });
             }
-            let Some(joined) = running.join_next().await else {
+            // The calls race the operator's cancel: on a cancel they are
+            // abandoned (dropped unread) and the run stops here.
+            let id = session.id.clone();
+            let joined = tokio::select! {
+                j = running.join_next() => j,
+                c = self.cancel_signal(&id) => {
+                    c?;
+                    running.abort_all();
+                    let what = session.in_flight.iter().cloned().collect::<Vec<_>>().join(", ");
+                    return Err(self.abandon_call(session, &what).await?);
+                }
+            };
+            let Some(joined) = joined else {
                 break;
             };
             let (position, agent, millis, res) =
@@ -317,7 +329,14 @@ impl Engine<'_> {
             self.mark_in_flight(session, std::slice::from_ref(&at), channel)
                 .await?;
             trace_request(spec, &req);
-            let resp = provider.complete(&req).await?;
+            let id = session.id.clone();
+            let resp = tokio::select! {
+                r = provider.complete(&req) => r?,
+                c = self.cancel_signal(&id) => {
+                    c?;
+                    return Err(self.abandon_call(session, &at).await?);
+                }
+            };
             trace_response(spec, &agent.id, &resp);
             session.in_flight.remove(&at);
             let turn = session

@@ -77,7 +77,10 @@ pub fn for_rules(
 /// The context of `outputs.artifacts` when the run completes: [`build`]'s,
 /// plus what strands-cli's execution context adds at the top level (a
 /// variable of the run's own wins): `name`, `timestamp` (RFC 3339, now),
-/// `total_steps` (agent steps run), `cumulative_tokens`, and for a graph
+/// `total_steps` (agent steps run), `cumulative_tokens`, `runtime` (every
+/// key of strands-cli's: `provider`, `model_id`, `region`, `host`,
+/// `temperature`, `top_p`, `max_tokens`, `max_parallel`, `budgets`,
+/// `failure_policy`; those the spec leaves out are none) and for a graph
 /// `terminal_node`.
 pub fn for_artifacts(
     spec: &Spec,
@@ -118,9 +121,13 @@ pub fn for_artifacts(
             "provider": rt.provider,
             "model_id": rt.model_id,
             "host": rt.host,
+            "region": rt.region,
             "temperature": rt.temperature,
             "top_p": rt.top_p,
             "max_tokens": rt.max_tokens,
+            "max_parallel": rt.max_parallel,
+            "budgets": rt.budgets,
+            "failure_policy": rt.failure_policy,
         }),
     );
     match &session.state {

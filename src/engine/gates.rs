@@ -220,7 +220,14 @@ impl Engine<'_> {
         durability: crate::store::Durability,
     ) -> Result<()> {
         let armed = !session.arm.is_empty();
-        self.store.checkpoint_with(session, durability).await?;
+        if let Err(e) = self.store.checkpoint_with(session, durability).await {
+            // An operator's cancel moved the revision: the run stops here,
+            // and what it did since its last checkpoint is kept.
+            if self.cancel_arrived(session).await? {
+                return Err(Error::Cancelled(session.id.clone()));
+            }
+            return Err(e);
+        }
         if let (true, Some(w)) = (armed, &self.wake) {
             w.notify_one();
         }

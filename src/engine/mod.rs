@@ -8,6 +8,7 @@
 //! that dies in between leaves a session that `resume` finishes.
 
 pub mod artifacts;
+pub mod cancel;
 pub mod context;
 pub mod pattern;
 pub mod tools;
@@ -26,6 +27,7 @@ mod gates;
 mod notes;
 mod triggers;
 
+pub use cancel::CancelOutcome;
 pub use intake::{Accepted, Asker};
 
 use chrono::Utc;
@@ -243,6 +245,7 @@ impl<'a> Engine<'a> {
             triggers_fired: Default::default(),
             final_approved: false,
             in_flight: Default::default(),
+            cancel: None,
             rev: 0,
         };
         self.store.create(&mut session).await?;
@@ -281,10 +284,21 @@ impl<'a> Engine<'a> {
         mut session: Session,
         channel: &mut C,
     ) -> Result<Session> {
+        // Cancelled while no engine drove it (or this one died before it
+        // could stop): it stops here, before anything runs.
+        if session.status == Status::Running && session.cancel.is_some() {
+            self.end_cancelled(spec, &mut session, channel).await?;
+            return Ok(session);
+        }
         loop {
             match self.advance(spec, &mut session, channel).await {
                 Ok(true) => continue,
                 Ok(false) => return Ok(session),
+                // A checkpoint found the operator's cancel: nothing more runs.
+                Err(Error::Cancelled(_)) => {
+                    self.end_cancelled(spec, &mut session, channel).await?;
+                    return Ok(session);
+                }
                 Err(e @ (Error::Store(_) | Error::Internal(_))) => return Err(e),
                 // The run is done but may not replace a file: it stays as it
                 // is (every step checkpointed) for `resume --force`.

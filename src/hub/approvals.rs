@@ -194,6 +194,7 @@ impl ApprovalView {
             _ if timed_out => "timed_out",
             Status::Completed => "approved",
             Status::Rejected => "rejected",
+            Status::Cancelled => "cancelled",
         };
         let decision = match s.status {
             Status::Completed => Some("approved".to_string()),

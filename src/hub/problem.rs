@@ -64,6 +64,10 @@ impl From<crate::Error> for Problem {
             E::Usage(m) => Problem::bad_request(m),
             E::Session(m) => Problem::not_found(m),
             E::Forbidden(m) => Problem::forbidden(m),
+            E::Finished { ref status, .. } => {
+                let status = status.clone();
+                Problem::conflict("not_open", e.to_string()).with(json!({ "status": status }))
+            }
             E::Spec(_) => Problem::unprocessable("invalid_spec", e.to_string()),
             other => {
                 // The detail goes to the log; the caller learns it failed.

@@ -64,6 +64,11 @@ pub struct SessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub pending_answer: Option<crate::model::Answer>,
+    /// Who cancelled the run (or asked to: it stops at its next
+    /// checkpoint), how and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub cancel: Option<crate::model::CancelRequest>,
 }
 
 /// An open gate.
@@ -226,6 +231,7 @@ pub fn exit_code(session: &Session) -> u8 {
         Status::Completed => exit::OK,
         Status::Paused => exit::PAUSED,
         Status::Rejected => exit::REJECTED,
+        Status::Cancelled => exit::CANCELLED,
         Status::Failed => session
             .failure
             .as_ref()
@@ -308,6 +314,7 @@ impl SessionView {
             } else {
                 None
             },
+            cancel: s.cancel.clone(),
         }
     }
 
@@ -330,7 +337,7 @@ impl SessionView {
     pub fn finished(&self) -> bool {
         matches!(
             self.status,
-            Status::Completed | Status::Failed | Status::Rejected
+            Status::Completed | Status::Failed | Status::Rejected | Status::Cancelled
         )
     }
 

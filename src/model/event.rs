@@ -90,6 +90,9 @@ pub enum EventKind {
     RunFailed { message: String },
     #[serde(rename = "run.rejected")]
     RunRejected { reason: Option<String> },
+    /// An operator cancelled the running run; it stopped at a checkpoint.
+    #[serde(rename = "run.cancelled")]
+    RunCancelled { by: String, reason: Option<String> },
 }
 
 impl EventKind {
@@ -103,6 +106,7 @@ impl EventKind {
             EventKind::RunCompleted { .. } => "run.completed",
             EventKind::RunFailed { .. } => "run.failed",
             EventKind::RunRejected { .. } => "run.rejected",
+            EventKind::RunCancelled { .. } => "run.cancelled",
         }
     }
 
@@ -113,6 +117,7 @@ impl EventKind {
             EventKind::RunCompleted { .. }
                 | EventKind::RunFailed { .. }
                 | EventKind::RunRejected { .. }
+                | EventKind::RunCancelled { .. }
         )
     }
 

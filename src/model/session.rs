@@ -12,6 +12,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::conversation::{Message, Risk, ToolCall, ToolResult, Usage};
 use super::gate::{Answer, OpenGate, Position};
 
+/// Who asked to cancel a running run, how and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    pub by: String,
+    /// `cli`, `api`, `web`.
+    pub via: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -23,16 +34,20 @@ pub enum Status {
     Failed,
     /// A human (or a timeout fallback) rejected it at a gate.
     Rejected,
+    /// An operator cancelled it while it was running (`sessions cancel`):
+    /// it stopped at its next checkpoint.
+    Cancelled,
 }
 
 impl Status {
     /// Every status, in the order listings and counters show them.
-    pub const ALL: [Status; 5] = [
+    pub const ALL: [Status; 6] = [
         Status::Running,
         Status::Paused,
         Status::Completed,
         Status::Failed,
         Status::Rejected,
+        Status::Cancelled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -42,10 +57,14 @@ impl Status {
             Status::Completed => "completed",
             Status::Failed => "failed",
             Status::Rejected => "rejected",
+            Status::Cancelled => "cancelled",
         }
     }
     pub fn is_terminal(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed | Status::Rejected)
+        matches!(
+            self,
+            Status::Completed | Status::Failed | Status::Rejected | Status::Cancelled
+        )
     }
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
@@ -54,6 +73,7 @@ impl Status {
             "completed" => Status::Completed,
             "failed" => Status::Failed,
             "rejected" => Status::Rejected,
+            "cancelled" => Status::Cancelled,
             _ => return None,
         })
     }
@@ -238,6 +258,12 @@ pub struct Session {
     /// calls, by `CallState::Running`, at-most-once).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub in_flight: BTreeSet<String>,
+    /// An operator asked to cancel this running run (`sessions cancel`):
+    /// written by the canceller with a compare-and-swap, read by the
+    /// engine that drives the run at its next checkpoint (and while it
+    /// waits on a model), which then ends it `cancelled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<CancelRequest>,
     /// Store revision, bumped by every write (compare-and-swap).
     pub rev: u64,
     /// Audit events waiting to be appended with the next write of this

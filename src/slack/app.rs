@@ -716,6 +716,18 @@ impl App {
                 ),
                 None,
             ),
+            Progress::Cancelled { by, reason } => (
+                "cancelled",
+                format!(
+                    "`{}` cancelled by {by}{}",
+                    session.workflow,
+                    reason
+                        .as_ref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+                None,
+            ),
             Progress::GateSkipped { .. } | Progress::GateAnswered { .. } => return Ok(()),
         };
         let thread = self

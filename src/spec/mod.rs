@@ -88,6 +88,11 @@ pub struct RuntimeSpec {
     pub max_parallel: usize,
     /// `runtime.budgets.max_tokens`.
     pub budget_max_tokens: Option<u64>,
+    /// `runtime.budgets` as written (templates read every key, enforced
+    /// or not, as strands-cli's do).
+    pub budgets: Map<String, Value>,
+    /// `runtime.failure_policy` as written (templates only).
+    pub failure_policy: Option<Value>,
 }
 
 #[derive(Debug, Clone)]

@@ -428,16 +428,10 @@ pub trait Backend: Send + Sync {
     fn status_counts(&self) -> impl Future<Output = Result<Vec<(Status, u64)>>> + Send {
         async move {
             let all = self.list(None).await?;
-            Ok([
-                Status::Running,
-                Status::Paused,
-                Status::Completed,
-                Status::Failed,
-                Status::Rejected,
-            ]
-            .into_iter()
-            .map(|st| (st, all.iter().filter(|s| s.status == st).count() as u64))
-            .collect())
+            Ok(Status::ALL
+                .into_iter()
+                .map(|st| (st, all.iter().filter(|s| s.status == st).count() as u64))
+                .collect())
         }
     }
 

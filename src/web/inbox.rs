@@ -46,7 +46,7 @@ impl Filter {
             None | Some("") => Ok(None),
             Some(s) => Status::parse(s).map(Some).ok_or_else(|| {
                 WebError::bad_request(format!(
-                    "status `{s}` is not one of running, paused, completed, failed, rejected"
+                    "status `{s}` is not one of running, paused, completed, failed, rejected, cancelled"
                 ))
             }),
         }
@@ -137,7 +137,7 @@ async fn context(
         "runs": runs,
         "workflows": workflows,
         "filter": filter,
-        "statuses": ["paused", "running", "completed", "failed", "rejected"],
+        "statuses": ["paused", "running", "completed", "failed", "rejected", "cancelled"],
         "results": results,
         "after": after,
         "live_query": url::form_urlencoded::Serializer::new(String::new())

@@ -525,3 +525,97 @@ fn a_var_of_the_wrong_type_is_refused_before_anything_is_saved() {
         .expect_code(0);
     assert_eq!(fake.request(1).user(), "Count to 41; next is 42.");
 }
+
+/// strands-cli's `compaction-test-openai` example in small: `runtime` with
+/// budgets (and `warn_threshold`), a required integer input, compaction,
+/// and an artifact that reads `runtime.*`, `context_policy.*`,
+/// `steps[-1]` and `truncate`.
+const RUNTIME_ARTIFACT: &str = r#"
+version: 1
+name: runtime-in-artifacts
+runtime:
+  provider: openai
+  model_id: fake-model-7
+  host: $HOST
+  region: eu-north-1
+  temperature: 0.2
+  top_p: 0.9
+  max_tokens: 800
+  max_parallel: 3
+  budgets:
+    max_tokens: 50000
+    warn_threshold: 0.75
+context_policy:
+  compaction:
+    enabled: true
+    when_tokens_over: 5000
+    summary_ratio: 0.5
+    preserve_recent_messages: 15
+    summarization_model: fake-model-7
+agents:
+  accumulator:
+    prompt: You are the ACCUMULATOR.
+inputs:
+  required:
+    iterations:
+      type: integer
+      description: How many iterations
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: accumulator
+        input: "Iteration 1 of {{ iterations }}."
+      - agent: accumulator
+        input: "Iteration 2 of {{ iterations }}. Before: {{ steps[0].response | truncate(100) }}"
+outputs:
+  artifacts:
+    - path: "./result.md"
+      from: |
+        Workflow: {{ name }}
+        Iterations: {{ iterations }}
+        Model: {{ runtime.model_id }}
+        Provider: {{ runtime.provider }}
+        Host: {{ runtime.host }}
+        Region: {{ runtime.region }}
+        Sampling: {{ runtime.temperature }} / {{ runtime.top_p }} / {{ runtime.max_tokens }}
+        Parallel: {{ runtime.max_parallel }}
+        Budget: {{ runtime.budgets.max_tokens }} at {{ runtime.budgets.warn_threshold }}
+        Threshold: {{ context_policy.compaction.when_tokens_over }}
+        Preserve: {{ context_policy.compaction.preserve_recent_messages }}
+        Last: {{ steps[-1].response }}
+"#;
+
+#[test]
+fn artifacts_read_the_runtime_as_strands_cli_names_it() {
+    let fake = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let spec = sandbox.spec("runtime.yaml", RUNTIME_ARTIFACT, &fake);
+    let out = sandbox.strands(&[
+        "run",
+        spec.to_str().expect("utf-8 path"),
+        "--var",
+        "iterations=10",
+        "--out",
+        sandbox.path().to_str().expect("utf-8 path"),
+    ]);
+    out.expect_code(0);
+    let text = std::fs::read_to_string(sandbox.path().join("result.md")).expect("the artifact");
+    let want = [
+        "Workflow: runtime-in-artifacts".to_string(),
+        "Iterations: 10".into(),
+        "Model: fake-model-7".into(),
+        "Provider: openai".into(),
+        format!("Host: {}", fake.url),
+        "Region: eu-north-1".into(),
+        "Sampling: 0.2 / 0.9 / 800".into(),
+        "Parallel: 3".into(),
+        "Budget: 50000 at 0.75".into(),
+        "Threshold: 5000".into(),
+        "Preserve: 15".into(),
+        "Last: REPLY 2 to: Iteration 2 of 10.".into(),
+    ];
+    for line in want {
+        assert!(text.contains(&line), "{line:?} not in:\n{text}");
+    }
+}

@@ -16,6 +16,7 @@ mod approvals;
 mod cli_approvers;
 mod cli_audit;
 mod cli_business_hours;
+mod cli_cancel;
 mod cli_egress;
 mod cli_evaluator;
 mod cli_flows;

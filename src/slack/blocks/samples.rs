@@ -363,6 +363,7 @@ pub(super) mod fixtures {
             triggers_fired: Default::default(),
             final_approved: false,
             in_flight: Default::default(),
+            cancel: None,
             rev: 1,
         }
     }

@@ -376,6 +376,12 @@ impl Validator {
             max_tokens: rt.max_tokens,
             max_parallel,
             budget_max_tokens,
+            budgets: rt
+                .budgets
+                .as_ref()
+                .map(|b| b.value.clone())
+                .unwrap_or_default(),
+            failure_policy: rt.failure_policy.as_ref().map(|f| f.value.clone()),
         };
 
         if doc.agents.value.is_empty() {

@@ -167,16 +167,10 @@ pub(super) async fn a_session_written_inline_reads_and_moves_its_text(store: Arc
 /// Sessions per status counted from a full listing.
 async fn recount(store: &Store) -> Vec<(Status, u64)> {
     let all = store.list(None).await.expect("list");
-    [
-        Status::Running,
-        Status::Paused,
-        Status::Completed,
-        Status::Failed,
-        Status::Rejected,
-    ]
-    .into_iter()
-    .map(|st| (st, all.iter().filter(|s| s.status == st).count() as u64))
-    .collect()
+    Status::ALL
+        .into_iter()
+        .map(|st| (st, all.iter().filter(|s| s.status == st).count() as u64))
+        .collect()
 }
 
 pub(super) async fn counters_equal_a_recount(store: Arc<Store>) {
@@ -197,6 +191,7 @@ pub(super) async fn counters_equal_a_recount(store: Arc<Store>) {
         ("c4", Status::Completed),
         ("c5", Status::Failed),
         ("c6", Status::Rejected),
+        ("c7", Status::Cancelled),
     ] {
         let mut s = paused_session(id);
         s.status = st;

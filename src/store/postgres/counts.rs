@@ -51,7 +51,12 @@ pub(super) async fn count_in(
         .collect();
     moves.sort();
     let stmt = tx
-        .prepare_cached("UPDATE session_counts SET n = n + $2 WHERE status = $1")
+        // An upsert: a status newer than the table's rows (`cancelled`)
+        // gets its row with its first session, no migration needed.
+        .prepare_cached(
+            "INSERT INTO session_counts (status, n) VALUES ($1, $2)
+             ON CONFLICT (status) DO UPDATE SET n = session_counts.n + EXCLUDED.n",
+        )
         .await
         .map_err(|e| sql("session counts", e))?;
     // Pipelined (both sent at once; the server runs them in the order sent).

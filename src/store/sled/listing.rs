@@ -34,6 +34,7 @@ fn status_byte(s: Status) -> u8 {
         Status::Completed => 3,
         Status::Failed => 4,
         Status::Rejected => 5,
+        Status::Cancelled => 6,
     }
 }
 
@@ -157,7 +158,7 @@ impl SledStore {
             // The tree holds other indexes too: they are built again after.
             ix.clear()?;
             meta.remove(super::awaiting::BUILT)?;
-            let mut counts = [0u64; 5];
+            let mut counts = [0u64; Status::ALL.len()];
             for kv in self.summaries.iter() {
                 let (_, v) = kv?;
                 let Some(s) = decode(&v) else { continue };
@@ -312,7 +313,7 @@ mod tests {
             .into_iter()
             .map(|(_, n)| n)
             .collect();
-        assert_eq!(counts, [0, 4, 1, 0, 0]);
+        assert_eq!(counts, [0, 4, 1, 0, 0, 0]);
 
         // An answer recorded moves it to running; a delete takes it out.
         let a = crate::model::Answer {
@@ -336,7 +337,7 @@ mod tests {
             .into_iter()
             .map(|(_, n)| n)
             .collect();
-        assert_eq!(counts, [1, 2, 1, 0, 0]);
+        assert_eq!(counts, [1, 2, 1, 0, 0, 0]);
         assert_eq!(
             ids(&store
                 .list_page(Some(Status::Running), None, 10)

@@ -84,6 +84,7 @@ pub(crate) fn paused_session(id: &str) -> Session {
         triggers_fired: Default::default(),
         final_approved: false,
         in_flight: Default::default(),
+        cancel: None,
         rev: 0,
     }
 }

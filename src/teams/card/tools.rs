@@ -435,6 +435,7 @@ mod tests {
             triggers_fired: Default::default(),
             final_approved: false,
             in_flight: Default::default(),
+            cancel: None,
             rev: 1,
         }
     }
