@@ -350,7 +350,7 @@ fn explained(
     calendar: std::result::Result<(String, &Calendar), String>,
 ) -> Explained {
     let cal = calendar.as_ref().ok().map(|(_, c)| *c);
-    let deadline_at = timeout.map(|t| policy::deadline(at, &t, cal));
+    let deadline_at = timeout.map(|t| crate::gate::calendar::deadline(at, &t, cal));
     let deadline = timeout.zip(deadline_at).map(|(t, d)| {
         let when = d.format("%Y-%m-%d %H:%M UTC");
         match (&calendar, t.business) {

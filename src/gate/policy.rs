@@ -14,7 +14,8 @@
 //! This module only decides: given the rules and a template context,
 //! which rule applies ([`choose`]), what every channel says about it
 //! ([`Choice::note`]), what it changes on the opened gate ([`apply`],
-//! [`timers`]) and when its deadline falls ([`deadline`]). It reads no
+//! [`timers`]) and when its deadline falls (through
+//! [`crate::gate::calendar::deadline`], the one deadline rule). It reads no
 //! store and no clock; the engine builds the context (`details`, `tool`)
 //! and the validator checks the rules where they are written.
 //!
@@ -23,10 +24,7 @@
 //! strictest rule applies — the one needing the most approvals, the first
 //! listed on a tie — and the note says which condition failed and why.
 
-use chrono::{DateTime, Utc};
-
 use crate::model::{OpenGate, RuleNote};
-use crate::spec::timeout::Timeout;
 use crate::spec::GateTimers;
 use crate::template::Templates;
 
@@ -253,17 +251,6 @@ pub fn condition_text(cond: &str) -> String {
     out
 }
 
-/// When a gate opened at `opened_at` with a rule's timeout times out:
-/// business time (`8h business`) on the gate's calendar
-/// ([`crate::gate::calendar::deadline`], the one deadline rule).
-pub fn deadline(
-    opened_at: DateTime<Utc>,
-    timeout: &Timeout,
-    calendar: Option<&crate::model::calendar::Calendar>,
-) -> DateTime<Utc> {
-    crate::gate::calendar::deadline(opened_at, timeout, calendar)
-}
-
 /// Makes the chosen rule decide the opened gate: approvers, quorum,
 /// `require_reason` and timeout, and the note every channel shows. What
 /// the rule leaves out stays the gate's.
@@ -277,7 +264,11 @@ pub fn apply(gate: &mut OpenGate, choice: &Choice<'_>) {
         gate.require_reason = r;
     }
     if let Some(t) = &rule.timeout {
-        let at = deadline(gate.opened_at, t, gate.hours.as_ref().map(|h| &h.rules));
+        let at = crate::gate::calendar::deadline(
+            gate.opened_at,
+            t,
+            gate.hours.as_ref().map(|h| &h.rules),
+        );
         gate.timeout_at = Some(at);
     }
     gate.rule = Some(choice.note());
@@ -379,6 +370,8 @@ fn number(s: &str) -> Option<serde_json::Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::timeout::Timeout;
+    use chrono::{DateTime, Utc};
     use serde_json::json;
 
     fn rule(when: Option<&str>, approvers: &[&str], quorum: Option<u32>) -> ApprovalRule {
