@@ -99,6 +99,9 @@ pub struct Inner {
     pub replica: String,
     /// How long a lease on driving a session lasts unrenewed.
     pub lease: Duration,
+    /// Every new event, read from the store once and broadcast
+    /// ([`follow`]); started on first use.
+    bus: tokio::sync::OnceCell<Arc<follow::Bus>>,
     /// The people directory as last read (listing what waits for whom;
     /// the intake reads the store's).
     people: people::Cache,
@@ -154,6 +157,7 @@ impl Hub {
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             ),
             lease: lease_from_env(),
+            bus: tokio::sync::OnceCell::new(),
             people: people::Cache::default(),
         }))
     }

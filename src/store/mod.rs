@@ -20,6 +20,7 @@ pub mod awaiting;
 pub mod backup;
 #[cfg(test)]
 mod conformance;
+pub mod lane;
 pub mod migrate;
 pub mod outputs;
 pub mod postgres;
