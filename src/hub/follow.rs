@@ -226,9 +226,7 @@ impl Follow {
                     }
                 }
             }
-            let Some(rx) = self.rx.as_mut() else {
-                return None;
-            };
+            let rx = self.rx.as_mut()?;
             let got = tokio::select! {
                 got = rx.recv() => got,
                 _ = self.hub.stopping.cancelled() => return None,
