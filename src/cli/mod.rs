@@ -605,7 +605,9 @@ impl Ctx {
     }
     /// An engine on `store` with this process's settings.
     fn engine<'s>(&self, store: &'s Store) -> Engine<'s> {
-        Engine::new(store).with_settings(std::sync::Arc::clone(&self.settings))
+        Engine::new(store)
+            .with_settings(std::sync::Arc::clone(&self.settings))
+            .with_lease(store::lease::owner("cli"), crate::hub::lease_from_env())
     }
     /// The exact command to resume, naming the store when it is not the default.
     fn resume_cmd(&self, id: &str, flags: &str) -> String {

@@ -83,6 +83,11 @@ pub struct Engine<'a> {
     /// This invocation may replace existing artifact files (`--force`),
     /// whatever the session says.
     overwrite_artifacts: bool,
+    /// Who this engine drives sessions as, and for how long a lease lasts
+    /// unrenewed: on a shared store it drives only under the session's
+    /// lease ([`crate::store::lease`]). `None`: the caller holds it (the
+    /// service's drives) or nothing else drives (sled).
+    lease: Option<(String, Duration)>,
 }
 
 impl<'a> Engine<'a> {
@@ -100,7 +105,20 @@ impl<'a> Engine<'a> {
             providers: BTreeMap::new(),
             model: None,
             overwrite_artifacts: false,
+            lease: None,
         }
+    }
+
+    /// The engine drives sessions only under their lease, as `owner`,
+    /// for `ttl` at a time (the CLI on a shared store).
+    pub fn with_lease(mut self, owner: String, ttl: Duration) -> Self {
+        self.lease = Some((owner, ttl));
+        self
+    }
+
+    /// The lease this engine must hold to drive, on a shared store.
+    fn lease(&self) -> Option<(String, Duration)> {
+        self.lease.clone().filter(|_| self.store.is_shared())
     }
 
     /// Existing artifact files may be replaced by this engine's runs
@@ -180,7 +198,15 @@ impl<'a> Engine<'a> {
         start: Start,
         channel: &mut C,
     ) -> Result<Session> {
-        let session = self.create(spec, start).await?;
+        let id = uuid::Uuid::new_v4().to_string();
+        // Leased before it exists: no other process finds it running and
+        // free in between.
+        if let Some((owner, ttl)) = self.lease() {
+            if !self.store.take_lease(&id, &owner, ttl).await? {
+                return Err(Error::Internal(format!("a fresh session id {id} is leased")));
+            }
+        }
+        let session = self.create_as(spec, start, id).await?;
         self.drive(spec, session, channel).await
     }
 
@@ -279,6 +305,32 @@ impl<'a> Engine<'a> {
     /// artifact errors) are saved on the session as `failed` and returned in
     /// it; only store and internal errors come back as `Err`.
     pub async fn drive<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: Session,
+        channel: &mut C,
+    ) -> Result<Session> {
+        let Some((owner, ttl)) = self.lease() else {
+            return self.drive_here(spec, session, channel).await;
+        };
+        let (store, id) = (self.store, session.id.clone());
+        let driven = crate::store::lease::driving(
+            store,
+            &id,
+            &owner,
+            ttl,
+            self.drive_here(spec, session, channel),
+        )
+        .await?;
+        driven.unwrap_or_else(|| {
+            Err(Error::Session(format!(
+                "session {id} is being driven by another process right now; try again once it pauses"
+            )))
+        })
+    }
+
+    /// [`Engine::drive`] once this process may drive the session.
+    async fn drive_here<C: HumanChannel>(
         &mut self,
         spec: &Spec,
         mut session: Session,

@@ -110,7 +110,7 @@ pub struct Inner {
 /// A lease lasts 30 s unless `STRANDS_LEASE_SECS` says otherwise; it is
 /// renewed every third of that, and lapsed leases are looked for as often,
 /// so a run whose replica died goes on elsewhere within 4/3 of it (40 s).
-fn lease_from_env() -> Duration {
+pub(crate) fn lease_from_env() -> Duration {
     let secs = std::env::var("STRANDS_LEASE_SECS")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -150,12 +150,7 @@ impl Hub {
             driving: Mutex::new(HashSet::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
-            replica: format!(
-                "{}-{}-{}",
-                whoami::fallible::hostname().unwrap_or_else(|_| "host".into()),
-                std::process::id(),
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            ),
+            replica: crate::store::lease::owner("serve"),
             lease: lease_from_env(),
             bus: tokio::sync::OnceCell::new(),
             people: people::Cache::default(),
@@ -341,67 +336,41 @@ impl Hub {
         let hub = self.clone();
         self.tasks.spawn(async move {
             let _permit = permit;
-            let leased = match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
-                Ok(held) => held,
-                Err(e) => {
-                    tracing::error!(session = %id, "cannot take the lease on the session: {e}");
-                    false
-                }
-            };
-            if !leased {
-                // Another replica drives it (and re-checks when it stops).
-                hub.driving
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                return;
-            }
-            let renew = hub.store.is_shared().then(|| {
-                let (hub, id) = (hub.clone(), id.clone());
-                tokio::spawn(async move {
-                    loop {
-                        tokio::time::sleep(hub.lease / 3).await;
-                        match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                tracing::warn!(session = %id, "lost the lease on the session to another replica");
-                                return;
-                            }
-                            Err(e) => tracing::warn!(session = %id, "cannot renew the lease: {e}"),
-                        }
-                    }
-                })
-            });
-            loop {
-                let mut hall = hub.hall();
-                let failed = match hub.engine().resume(&id, &mut hall).await {
-                    Ok(_) => false,
-                    Err(e) => {
+            let drives = async {
+                loop {
+                    let mut hall = hub.hall();
+                    if let Err(e) = hub.engine().resume(&id, &mut hall).await {
                         // Left as it is in the store; a restart picks it up.
                         tracing::error!(session = %id, "driving the session failed: {e}");
-                        true
+                        return false;
                     }
-                };
-                if !failed && hub.needs_driving(&id).await {
-                    continue;
+                    if !hub.needs_driving(&id).await {
+                        return true;
+                    }
                 }
-                if let Some(renew) = &renew {
-                    renew.abort();
+            };
+            let leased =
+                crate::store::lease::driving(&hub.store, &id, &hub.replica, hub.lease, drives)
+                    .await;
+            hub.driving
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            match leased {
+                // An answer recorded between the last look and letting go
+                // found this task still driving and left it to us: look
+                // once more (a later one starts its own drive).
+                Ok(Some(true)) => {
+                    if hub.needs_driving(&id).await {
+                        hub.drive(id);
+                    }
                 }
-                if let Err(e) = hub.store.release_lease(&id, &hub.replica).await {
-                    tracing::warn!(session = %id, "cannot hand the lease back: {e}");
+                Ok(Some(false)) => {}
+                // Another replica drives it (and re-checks when it stops).
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(session = %id, "cannot take the lease on the session: {e}");
                 }
-                hub.driving
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                // An answer recorded between the look above and letting go
-                // found this task still driving and left it to us: look once
-                // more (a later one starts its own drive).
-                if !failed && hub.needs_driving(&id).await {
-                    hub.drive(id);
-                }
-                break;
             }
         });
     }

@@ -21,6 +21,7 @@ pub mod backup;
 #[cfg(test)]
 mod conformance;
 pub mod lane;
+pub mod lease;
 pub mod migrate;
 pub mod outputs;
 pub mod postgres;

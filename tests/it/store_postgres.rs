@@ -352,3 +352,69 @@ fn a_sled_store_migrated_to_postgres_resumes_there() {
     assert_eq!(forced.code, 0, "{} {}", forced.stdout, forced.stderr);
     assert_eq!(pg.show(&id)["status"], "paused", "replaced by the source");
 }
+
+/// planner → writer, no gate.
+const TWO_STEPS: &str = r#"
+version: 0
+name: two-steps
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+agents:
+  planner:
+    prompt: You are the PLANNER.
+  writer:
+    prompt: You are the WRITER.
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: planner
+        input: Plan it.
+      - agent: writer
+        input: "Write from: {{ steps[0].response }}"
+"#;
+
+/// A `strands run` in a terminal on the shared database races two
+/// replicas that look for running sessions with no live lease three
+/// times a second (1 s leases): the CLI holds its run's lease from before
+/// the session exists, so neither replica drives it, and each step's
+/// model call is made once, by the CLI.
+#[test]
+fn a_cli_run_on_the_shared_database_is_never_driven_by_a_replica_too() {
+    let Some(url) = database("cli_run_lease") else {
+        return;
+    };
+    // The planner's call takes 4 s: twelve looks by each replica.
+    let llm = FakeLlm::start_with(Behaviour {
+        delay: Some((1, Duration::from_secs(4))),
+        ..Behaviour::default()
+    });
+    let slack = FakeSlack::start();
+    let sandbox = sandbox_on(&url);
+    let (mut a, mut b) = replicas(&sandbox, &slack, &llm, &[], "1");
+    let spec = sandbox.spec("two.yaml", TWO_STEPS, &llm);
+    let mut run = sandbox.spawn(&["run", spec.to_str().expect("utf-8 path")]);
+    let until = Instant::now() + Duration::from_secs(60);
+    let code = loop {
+        if let Some(status) = run.try_wait().expect("wait for strands run") {
+            break status.code();
+        }
+        assert!(Instant::now() < until, "strands run did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(0), "strands run: {}", a.log());
+    assert_eq!(
+        llm.calls_of("PLANNER").len(),
+        1,
+        "the planner's step ran twice: {:#?}",
+        llm.requests()
+    );
+    assert_eq!(llm.calls_of("WRITER").len(), 1, "{:#?}", llm.requests());
+    let list = sandbox.list();
+    assert_eq!(list["sessions"][0]["status"], "completed", "{list:#}");
+    a.stop();
+    b.stop();
+    assert_audit_intact(&sandbox);
+}
