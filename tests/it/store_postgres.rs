@@ -3,7 +3,9 @@
 //! fake model: clicks split across both resume once; a replica killed
 //! mid-step leaves its run to the other; a gate timeout fires once; the
 //! audit chain both wrote verifies; a sled store migrated to PostgreSQL
-//! resumes there. Skipped with a notice when no PostgreSQL server can be
+//! resumes there; a `strands run` in a terminal is never driven by a
+//! replica too; a stream on one replica gets the other's events by
+//! `NOTIFY`. Skipped with a notice when no PostgreSQL server can be
 //! started, failed under `STRANDS_REQUIRE_POSTGRES=1`.
 
 use std::path::PathBuf;
@@ -417,4 +419,55 @@ fn a_cli_run_on_the_shared_database_is_never_driven_by_a_replica_too() {
     a.stop();
     b.stop();
     assert_audit_intact(&sandbox);
+}
+
+/// Two API replicas on the database, whose listeners read the event head
+/// on their own only every 10 minutes: a stream open on one replica gets
+/// the events of a run started on the other at once — they can only have
+/// come by `NOTIFY` — in order, with nothing skipped.
+#[test]
+fn a_stream_on_one_replica_gets_events_written_by_the_other_by_notify() {
+    use crate::common::api::{call, make_token, Sse};
+    use crate::common::service::{ServeConfig, Service};
+    let Some(url) = database("events_notify") else {
+        return;
+    };
+    let llm = FakeLlm::start();
+    let sandbox = sandbox_on(&url);
+    let dir = write_workflows(&sandbox, &llm, &[("deploy", DEPLOY)]);
+    let ci = make_token(&sandbox, "ci-bot", "operator");
+    let cfg = ServeConfig::api(&sandbox, &dir).with("STRANDS_PG_EVENTS_POLL_SECS", Some("600"));
+    let writer = Service::launch(cfg.clone());
+    let reader = Service::launch(cfg);
+    let mut stream = Sse::open(&reader, "/api/v1/events", &ci, None);
+    assert_eq!(stream.status(), 200, "{}", stream.head);
+
+    let mut started = Vec::new();
+    for n in 0..3 {
+        let r = call(
+            &writer,
+            "POST",
+            "/api/v1/runs",
+            Some(&ci),
+            Some(&serde_json::json!({ "workflow": "deploy", "vars": { "service": format!("s{n}") } })),
+        );
+        assert_eq!(r.status, 201, "{}\n{}", r.body, writer.log());
+        started.push(r.json()["session_id"].as_str().expect("an id").to_string());
+    }
+    let mut opened = Vec::new();
+    let mut last = 0;
+    while opened.len() < started.len() {
+        let e = stream.next(Duration::from_secs(30)).unwrap_or_else(|| {
+            panic!(
+                "the reader replica never got the other's events (got {opened:?}):\n{}",
+                reader.log()
+            )
+        });
+        assert_eq!(e.id, last + 1, "events skipped or out of order: {e:?}");
+        last = e.id;
+        if e.event == "gate.opened" {
+            opened.push(e.data["session"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    assert_eq!(opened, started);
 }
