@@ -206,7 +206,15 @@ impl<'a> Engine<'a> {
                 return Err(Error::Internal(format!("a fresh session id {id} is leased")));
             }
         }
-        let session = self.create_as(spec, start, id).await?;
+        let session = match self.create_as(spec, start, id.clone()).await {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some((owner, _)) = self.lease() {
+                    let _ = self.store.release_lease(&id, &owner).await;
+                }
+                return Err(e);
+            }
+        };
         self.drive(spec, session, channel).await
     }
 

@@ -35,8 +35,10 @@ pub const POLL: Duration = Duration::from_secs(1);
 /// Events read from the store at once.
 const PAGE: usize = 256;
 /// Events the broadcast keeps for followers that have not read them yet;
-/// one further behind reads the store.
-const CAPACITY: usize = 4096;
+/// one further behind reads the store. (Small in unit tests, so every
+/// test that follows events also takes the path of a follower left
+/// behind.)
+const CAPACITY: usize = if cfg!(test) { 8 } else { 4096 };
 
 /// The process's one reader of new events, and its broadcast.
 pub struct Bus {
@@ -292,4 +294,102 @@ pub fn follow_session(hub: Hub, id: String, after: u64) -> impl Stream<Item = Ev
 /// timed out, a run ended): every event but a step done.
 pub fn changes_waiting(e: &Event) -> bool {
     !matches!(e.what, EventKind::StepDone { .. })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use futures_util::StreamExt;
+
+    use super::{follow_all, follow_session, CAPACITY};
+    use crate::config::Settings;
+    use crate::hub::Hub;
+    use crate::model::EventKind;
+    use crate::store::sled::tests::paused_session;
+    use crate::store::Store;
+
+    fn step(n: usize) -> EventKind {
+        EventKind::StepDone {
+            position: n.to_string(),
+            agent: "writer".into(),
+            tokens: 0,
+            millis: 0,
+        }
+    }
+
+    /// Writes session `id` with `events` events.
+    async fn write(hub: &Hub, id: &str, events: usize) {
+        let mut s = paused_session(id);
+        s.events = (0..events).map(step).collect();
+        hub.store.create(&mut s).await.expect("create");
+    }
+
+    /// A follower that reads nothing while many times the broadcast's
+    /// capacity is written (it falls behind) still gets every event once,
+    /// in order: what the broadcast dropped it reads from the store.
+    #[tokio::test]
+    async fn a_follower_left_behind_gets_every_event_once_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hub = Hub::new(
+            Store::open(dir.path()).expect("open"),
+            Arc::new(Settings::default()),
+            None,
+        );
+        write(&hub, "s0", 1).await;
+        let all = follow_all(hub.clone(), 0);
+        futures_util::pin_mut!(all);
+        let first = all.next().await.expect("the first event");
+        assert_eq!(first.seq, 1);
+        let total = 1 + 5 * CAPACITY;
+        for i in 1..total {
+            write(&hub, &format!("s{i}"), 1).await;
+        }
+        let mut seqs = vec![first.seq];
+        while seqs.len() < total {
+            let e = tokio::time::timeout(std::time::Duration::from_secs(10), all.next())
+                .await
+                .expect("events keep coming")
+                .expect("an event");
+            seqs.push(e.seq);
+        }
+        let want: Vec<u64> = (1..=total as u64).collect();
+        assert_eq!(seqs, want);
+    }
+
+    /// A run's stream replays from the start, gets only that run's events
+    /// (live ones by the broadcast too) and ends with its last one.
+    #[tokio::test]
+    async fn a_runs_stream_has_only_its_events_and_ends_with_the_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hub = Hub::new(
+            Store::open(dir.path()).expect("open"),
+            Arc::new(Settings::default()),
+            None,
+        );
+        write(&hub, "mine", 2).await;
+        write(&hub, "other", 3).await;
+        let one = follow_session(hub.clone(), "mine".into(), 0);
+        futures_util::pin_mut!(one);
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            got.push(one.next().await.expect("a replayed event"));
+        }
+        // Live: another run's events, then this one's end.
+        write(&hub, "other2", 2).await;
+        let mut s = hub.store.get("mine").await.expect("mine");
+        s.status = crate::model::Status::Completed;
+        s.events = vec![EventKind::RunCompleted { output_chars: 0 }];
+        hub.store.checkpoint(&mut s).await.expect("checkpoint");
+        while let Some(e) = tokio::time::timeout(std::time::Duration::from_secs(10), one.next())
+            .await
+            .expect("the stream goes on or ends")
+        {
+            got.push(e);
+        }
+        assert!(got.iter().all(|e| e.session == "mine"), "{got:?}");
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[2].what.is_final(), "{got:?}");
+        assert!(got.windows(2).all(|w| w[0].seq < w[1].seq), "{got:?}");
+    }
 }
