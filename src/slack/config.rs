@@ -116,10 +116,6 @@ impl Config {
                 .or_else(|| get("STRANDS_TEMPLATES").map(PathBuf::from)),
         }))
     }
-
-    pub fn from_env(o: Overrides) -> Result<Option<Config>> {
-        Self::from_lookup(|k| std::env::var(k).ok(), o)
-    }
 }
 
 #[cfg(test)]

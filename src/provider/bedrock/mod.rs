@@ -83,7 +83,7 @@ impl BedrockClient {
     /// Builds the client from the spec's settings and the environment's
     /// endpoint overrides; the SDK itself is set up on the first call.
     pub fn new(config: &ProviderConfig) -> Result<Self> {
-        Self::with_env(config, |name| std::env::var(name).ok())
+        Self::with_env(config, |name| config.credentials.get(name))
     }
 
     /// [`BedrockClient::new`] with the environment given as a lookup function.

@@ -15,7 +15,7 @@
 //! cache (every read goes to the database) or notify other replicas of new
 //! events (their subscribers poll; see `api::events`).
 //!
-//! Settings (read once, at connect): `STRANDS_PG_POOL_SIZE` (default 16),
+//! Settings (read once, at start-up, and handed to connect): `STRANDS_PG_POOL_SIZE` (default 16),
 //! `STRANDS_PG_STATEMENT_TIMEOUT_MS` (default 30000), `STRANDS_PG_CONNECT_TIMEOUT_SECS`
 //! (default 10), `STRANDS_PG_CA_FILE` (a PEM file of CA certificates to
 //! trust besides the system's); TLS itself is asked for in the URL
@@ -38,8 +38,6 @@ mod timers;
 mod tokens;
 mod webhooks;
 
-use std::time::Duration;
-
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use crate::error::{Error, Result};
@@ -49,42 +47,9 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
-/// How to reach the database, read once from the environment.
-#[derive(Debug, Clone)]
-pub struct PgSettings {
-    pub pool_size: usize,
-    pub statement_timeout: Duration,
-    pub connect_timeout: Duration,
-    /// Extra CA certificates (PEM) for TLS.
-    pub ca_file: Option<std::path::PathBuf>,
-}
-
-impl PgSettings {
-    pub fn from_env() -> Result<PgSettings> {
-        fn num(name: &str, default: u64) -> Result<u64> {
-            match std::env::var(name) {
-                Ok(v) if !v.trim().is_empty() => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| Error::Usage(format!("{name}={v:?} is not a whole number"))),
-                _ => Ok(default),
-            }
-        }
-        Ok(PgSettings {
-            pool_size: num("STRANDS_PG_POOL_SIZE", 16)?.max(1) as usize,
-            statement_timeout: Duration::from_millis(num(
-                "STRANDS_PG_STATEMENT_TIMEOUT_MS",
-                30_000,
-            )?),
-            connect_timeout: Duration::from_secs(
-                num("STRANDS_PG_CONNECT_TIMEOUT_SECS", 10)?.max(1),
-            ),
-            ca_file: std::env::var_os("STRANDS_PG_CA_FILE")
-                .filter(|v| !v.is_empty())
-                .map(Into::into),
-        })
-    }
-}
+/// How to reach the database: a section of the settings
+/// (`config::PgSettings`), read once at start-up.
+pub use crate::config::PgSettings;
 
 /// The PostgreSQL backend.
 pub struct PgStore {
