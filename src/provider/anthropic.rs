@@ -98,7 +98,7 @@ struct WireRequest<'a> {
 }
 
 impl AnthropicClient {
-    /// Builds the client from the spec's settings and the environment
+    /// Builds the client from the spec's settings and its credentials
     /// (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`; empty values count as
     /// unset). A missing key is `Error::Usage`.
     pub fn new(config: &ProviderConfig) -> Result<Self> {

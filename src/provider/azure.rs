@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 /// latest generally available data-plane version.
 pub const DEFAULT_API_VERSION: &str = "2024-10-21";
 
-/// Builds the client from `config` and the environment.
+/// Builds the client from `config` and its credentials.
 pub fn client(config: &ProviderConfig) -> Result<OpenAiClient> {
     with_env(config, |name| config.credentials.get(name))
 }

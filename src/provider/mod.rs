@@ -105,7 +105,7 @@ impl ProviderKind {
     }
 }
 
-/// Connection settings resolved from the spec and the environment.
+/// Connection settings resolved from the spec and the settings.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,

@@ -140,7 +140,7 @@ struct WireRequest<'a> {
 }
 
 impl OpenAiClient {
-    /// Builds the client from the spec's settings and the environment
+    /// Builds the client from the spec's settings and its credentials
     /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`; empty values count as unset).
     pub fn new(config: &ProviderConfig) -> Result<Self> {
         Self::with_env(config, |name| config.credentials.get(name))

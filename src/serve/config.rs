@@ -1,5 +1,5 @@
-//! The service's configuration, read once from the environment (flags may
-//! override): where it listens, the store, the workflows it may start, the
+//! The service's configuration, built once at start-up from the settings'
+//! variables (`config::env::Env`; flags may override): where it listens, the store, the workflows it may start, the
 //! API's limits, and the rooms' own settings (Slack's and Teams', when set).
 //!
 //! | variable | setting |

@@ -1,4 +1,4 @@
-//! Webhook settings, read once from the environment into a plain struct.
+//! Webhook settings, built once from the settings' variables into a plain struct.
 //!
 //! | variable | setting |
 //! |---|---|
