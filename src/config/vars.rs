@@ -15,6 +15,8 @@ use std::fmt::Write as _;
 /// A part of the settings tree: what a variable configures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Section {
+    /// The settings file itself.
+    File,
     /// Where sessions are kept (a directory, or a database URL).
     Store,
     /// PostgreSQL, when the store is a `postgres://` URL.
@@ -51,7 +53,8 @@ pub enum Section {
 
 impl Section {
     /// Every section, in the order they are shown.
-    pub const ALL: [Section; 16] = [
+    pub const ALL: [Section; 17] = [
+        Section::File,
         Section::Store,
         Section::Postgres,
         Section::Lease,
@@ -74,6 +77,7 @@ impl Section {
     /// write it.
     pub fn name(self) -> &'static str {
         match self {
+            Section::File => "file",
             Section::Store => "store",
             Section::Postgres => "postgres",
             Section::Lease => "lease",
@@ -217,6 +221,14 @@ use Section::*;
 /// environment is read from this table only, and a name missing from it is
 /// a bug caught in tests ([`super::env::Env::get`]).
 pub const VARS: &[Var] = &[
+    // file
+    var(
+        "STRANDS_CONFIG",
+        File,
+        Path,
+        Some("`strands.toml` in the current directory, if there is one"),
+        "a TOML file of these variables (`STRANDS_BIND = \"0.0.0.0:3000\"`), read before the environment, which wins",
+    ),
     // store
     password(with_flag(
         var(

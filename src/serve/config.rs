@@ -210,8 +210,10 @@ mod tests {
             unknown.is_empty(),
             "read but not in config::vars::VARS: {unknown:?}"
         );
-        // What the CLI reads itself (cli/mod.rs, remote.rs, doctor.rs).
+        // What the CLI reads itself (cli/mod.rs, remote.rs, doctor.rs), and
+        // the settings file's name (config::env).
         const CLI: &[&str] = &[
+            "STRANDS_CONFIG",
             "STRANDS_STORE",
             "STRANDS_SERVER",
             "STRANDS_TOKEN",
