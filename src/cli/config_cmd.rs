@@ -1,6 +1,7 @@
 //! `strands config`: the effective settings — every variable of
 //! `config::vars`, its value (secrets masked: `xoxb-…(set)`, `********`,
-//! a URL's password) and where it came from (`default`, `env`, the
+//! a URL's password; unset, the default as it comes out, e.g. the public
+//! URL from the bind address) and where it came from (`default`, `env`, the
 //! `strands.toml` file, a flag) — then what the settings would refuse
 //! (a half-configured room, a bad number), exit 2 when there is any.
 //! `--json` for scripts; `--markdown` prints the table of variables the
@@ -60,7 +61,22 @@ pub(super) fn config(env: &Env, store: &std::path::Path, args: ConfigArgs) -> Re
         .into_iter()
         .filter(|s| sections.contains(&s.var.section))
         .collect();
-    let problems = problems(env, store);
+    let (problems, serve) = problems(env, store);
+    // Defaults that depend on the machine or on other settings, as they
+    // come out.
+    let derived = |name: &str| -> Option<String> {
+        match name {
+            "STRANDS_STORE" => Some(store.display().to_string()),
+            "STRANDS_PUBLIC_URL" => serve.as_ref().map(|c| c.public_url.clone()),
+            _ => None,
+        }
+    };
+    let effective = |s: &Shown| -> Option<String> {
+        s.value
+            .clone()
+            .or_else(|| derived(s.var.name))
+            .or_else(|| s.var.default.map(plain))
+    };
     let code = if problems.is_empty() {
         exit::OK
     } else {
@@ -76,6 +92,7 @@ pub(super) fn config(env: &Env, store: &std::path::Path, args: ConfigArgs) -> Re
                     "type": s.var.kind.name(),
                     "secret": s.var.secret != vars::Secret::No,
                     "value": s.value,
+                    "effective": effective(s),
                     "default": s.var.default.map(plain),
                     "source": source(&s.source),
                     "flag": s.var.flag,
@@ -114,11 +131,7 @@ pub(super) fn config(env: &Env, store: &std::path::Path, args: ConfigArgs) -> Re
             current = Some(s.var.section);
             outln!("\n[{}]", s.var.section.name())?;
         }
-        let value = match (&s.value, s.var.default) {
-            (Some(v), _) => v.clone(),
-            (None, Some(d)) => plain(d),
-            (None, None) => "(unset)".into(),
-        };
+        let value = effective(s).unwrap_or_else(|| "(unset)".into());
         outln!("{:<width$}  {value}  ({})", s.var.name, source(&s.source))?;
     }
     if !problems.is_empty() {
@@ -149,27 +162,32 @@ fn plain(d: &str) -> String {
 }
 
 /// What the settings would refuse: every command's (the service file, the
-/// store), the server's (`strands serve`), the client's (`STRANDS_SERVER`).
-fn problems(env: &Env, store: &std::path::Path) -> Vec<Problem> {
+/// store), the server's (`strands serve`), the client's (`STRANDS_SERVER`);
+/// and the server's settings when it would start.
+fn problems(env: &Env, store: &std::path::Path) -> (Vec<Problem>, Option<crate::serve::Config>) {
     let mut out = Vec::new();
+    let mut serve = None;
     if let Err(e) = crate::config::Settings::load(env.lookup()) {
         out.push(Problem {
             section: "engine",
             message: e.to_string(),
         });
     }
-    if let Err(e) = crate::serve::Config::from_lookup(
+    match crate::serve::Config::from_lookup(
         env.lookup(),
         store.to_path_buf(),
         crate::serve::config::Overrides::default(),
     ) {
-        let message = e.to_string();
-        // Settings::load's own errors are reported once, above.
-        if !out.iter().any(|p| p.message == message) {
-            out.push(Problem {
-                section: "serve",
-                message: format!("strands serve would refuse to start: {message}"),
-            });
+        Ok(config) => serve = Some(config),
+        Err(e) => {
+            let message = e.to_string();
+            // Settings::load's own errors are reported once, above.
+            if !out.iter().any(|p| p.message == message) {
+                out.push(Problem {
+                    section: "serve",
+                    message: format!("strands serve would refuse to start: {message}"),
+                });
+            }
         }
     }
     if let Err(e) = super::remote::Remote::from_settings(env, None) {
@@ -178,5 +196,5 @@ fn problems(env: &Env, store: &std::path::Path) -> Vec<Problem> {
             message: e.to_string(),
         });
     }
-    out
+    (out, serve)
 }

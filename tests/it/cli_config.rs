@@ -61,6 +61,12 @@ fn config_shows_values_and_sources_and_never_a_secret() {
     assert!(line(&out.stdout, "STRANDS_LEASE_SECS").contains("12  (strands.toml)"));
     assert!(line(&out.stdout, "STRANDS_PG_POOL_SIZE").contains("16  (default)"));
     assert!(line(&out.stdout, "STRANDS_STORE").contains("(flag --store)"));
+    // A default that depends on another setting, as it comes out.
+    assert!(
+        line(&out.stdout, "STRANDS_PUBLIC_URL").contains("http://127.0.0.1:4000  (default)"),
+        "{}",
+        out.stdout
+    );
 
     let json = sb.strands_env(&env, &["config", "--json"]).json();
     let bot = entry(&json, "SLACK_BOT_TOKEN");
@@ -69,6 +75,8 @@ fn config_shows_values_and_sources_and_never_a_secret() {
     assert_eq!(bot["secret"], true);
     assert_eq!(entry(&json, "STRANDS_LEASE_SECS")["source"], "strands.toml");
     assert_eq!(entry(&json, "STRANDS_WORKFLOWS")["value"], Value::Null);
+    assert_eq!(entry(&json, "STRANDS_PG_POOL_SIZE")["effective"], "16");
+    assert_eq!(entry(&json, "STRANDS_BIND")["effective"], "127.0.0.1:4000");
     assert!(!json.to_string().contains("very-secret"), "{json}");
     assert_eq!(json["problems"], serde_json::json!([]));
 }
