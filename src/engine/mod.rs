@@ -179,11 +179,10 @@ impl<'a> Engine<'a> {
     /// cannot set up — a key or endpoint missing from the environment, a
     /// bad base URL (exit 2, naming the variable). Credentials that need a
     /// network round trip (bedrock's) are checked at the first call.
-    pub fn preflight(spec: &Spec) -> Result<()> {
-        let settings = crate::config::Settings::default();
+    pub fn preflight(spec: &Spec, settings: &crate::config::Settings) -> Result<()> {
         let mut checked = std::collections::BTreeSet::new();
         for agent in spec.agents.values() {
-            let (config, _) = agents::provider_config(spec, agent, &settings)?;
+            let (config, _) = agents::provider_config(spec, agent, settings)?;
             if checked.insert((config.kind, config.host.clone())) {
                 Provider::new(&config)?;
             }
@@ -203,7 +202,9 @@ impl<'a> Engine<'a> {
         // free in between.
         if let Some((owner, ttl)) = self.lease() {
             if !self.store.take_lease(&id, &owner, ttl).await? {
-                return Err(Error::Internal(format!("a fresh session id {id} is leased")));
+                return Err(Error::Internal(format!(
+                    "a fresh session id {id} is leased"
+                )));
             }
         }
         let session = match self.create_as(spec, start, id.clone()).await {
@@ -230,7 +231,7 @@ impl<'a> Engine<'a> {
     /// [`Engine::create`] under a given id: the store refuses it when a
     /// session of that id exists (an approval request's idempotency key).
     pub async fn create_as(&self, spec: &Spec, start: Start, id: String) -> Result<Session> {
-        Self::preflight(spec)?;
+        Self::preflight(spec, &self.settings)?;
         if !(start.overwrite_artifacts || self.overwrite_artifacts) {
             artifacts::precheck(
                 &self.templates,
@@ -300,7 +301,7 @@ impl<'a> Engine<'a> {
             )));
         }
         let spec = self.spec(&session)?;
-        Self::preflight(&spec)?;
+        Self::preflight(&spec, &self.settings)?;
         self.drive(&spec, session, channel).await
     }
 

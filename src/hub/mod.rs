@@ -107,18 +107,6 @@ pub struct Inner {
     people: people::Cache,
 }
 
-/// A lease lasts 30 s unless `STRANDS_LEASE_SECS` says otherwise; it is
-/// renewed every third of that, and lapsed leases are looked for as often,
-/// so a run whose replica died goes on elsewhere within 4/3 of it (40 s).
-pub(crate) fn lease_from_env() -> Duration {
-    let secs = std::env::var("STRANDS_LEASE_SECS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .unwrap_or(30);
-    Duration::from_secs(secs)
-}
-
 impl std::ops::Deref for Hub {
     type Target = Inner;
     fn deref(&self) -> &Inner {
@@ -136,6 +124,7 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
 impl Hub {
     pub fn new(store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
         let limits = settings.limits.clone();
+        let lease = settings.lease;
         Hub(Arc::new(Inner {
             store,
             settings,
@@ -151,7 +140,7 @@ impl Hub {
             tasks: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
             replica: crate::store::lease::owner("serve"),
-            lease: lease_from_env(),
+            lease,
             bus: tokio::sync::OnceCell::new(),
             people: people::Cache::default(),
         }))
@@ -262,7 +251,7 @@ impl Hub {
             Ok(s) => s,
             Err(r) => return Ok(Err(r)),
         };
-        if let Err(e) = Engine::preflight(&spec) {
+        if let Err(e) = Engine::preflight(&spec, &self.settings) {
             return Ok(Err(StartRefusal::CannotRun(e.to_string())));
         }
         let variables = match spec.resolve_variables(vars) {
@@ -454,7 +443,7 @@ impl Hub {
             tracing::info!(session = %s.id, "resuming a session left running");
             self.drive(s.id);
         }
-        self.start_reposting(repost::Pace::from_env());
+        self.start_reposting(self.settings.repost);
         Ok(())
     }
 

@@ -29,7 +29,7 @@ pub use config::Config;
 
 /// Runs the service until SIGINT/SIGTERM.
 pub async fn run(config: Config) -> Result<()> {
-    let store = Store::connect(&config.store).await?;
+    let store = Store::connect_with(&config.store, &config.settings.store).await?;
     let shared = store.is_shared();
     let hub = Hub::new(
         store,

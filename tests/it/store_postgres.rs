@@ -449,7 +449,9 @@ fn a_stream_on_one_replica_gets_events_written_by_the_other_by_notify() {
             "POST",
             "/api/v1/runs",
             Some(&ci),
-            Some(&serde_json::json!({ "workflow": "deploy", "vars": { "service": format!("s{n}") } })),
+            Some(
+                &serde_json::json!({ "workflow": "deploy", "vars": { "service": format!("s{n}") } }),
+            ),
         );
         assert_eq!(r.status, 201, "{}\n{}", r.body, writer.log());
         started.push(r.json()["session_id"].as_str().expect("an id").to_string());

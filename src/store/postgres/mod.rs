@@ -16,7 +16,7 @@
 //! events by `LISTEN`/`NOTIFY`, with a slow poll as the safety net
 //! ([`listen`]).
 //!
-//! Settings (read once, at connect): `STRANDS_PG_POOL_SIZE` (default 16),
+//! Settings (read once, at start-up, and handed to connect): `STRANDS_PG_POOL_SIZE` (default 16),
 //! `STRANDS_PG_STATEMENT_TIMEOUT_MS` (default 30000), `STRANDS_PG_CONNECT_TIMEOUT_SECS`
 //! (default 10), `STRANDS_PG_EVENTS_POLL_SECS` (default 5: how often the
 //! listener also reads the event head, in case a notification was missed),
@@ -42,8 +42,6 @@ mod timers;
 mod tokens;
 mod webhooks;
 
-use std::time::Duration;
-
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use crate::error::{Error, Result};
@@ -53,45 +51,9 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
-/// How to reach the database, read once from the environment.
-#[derive(Debug, Clone)]
-pub struct PgSettings {
-    pub pool_size: usize,
-    pub statement_timeout: Duration,
-    pub connect_timeout: Duration,
-    /// How often the event listener reads the event head as well.
-    pub events_poll: Duration,
-    /// Extra CA certificates (PEM) for TLS.
-    pub ca_file: Option<std::path::PathBuf>,
-}
-
-impl PgSettings {
-    pub fn from_env() -> Result<PgSettings> {
-        fn num(name: &str, default: u64) -> Result<u64> {
-            match std::env::var(name) {
-                Ok(v) if !v.trim().is_empty() => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| Error::Usage(format!("{name}={v:?} is not a whole number"))),
-                _ => Ok(default),
-            }
-        }
-        Ok(PgSettings {
-            pool_size: num("STRANDS_PG_POOL_SIZE", 16)?.max(1) as usize,
-            statement_timeout: Duration::from_millis(num(
-                "STRANDS_PG_STATEMENT_TIMEOUT_MS",
-                30_000,
-            )?),
-            connect_timeout: Duration::from_secs(
-                num("STRANDS_PG_CONNECT_TIMEOUT_SECS", 10)?.max(1),
-            ),
-            events_poll: Duration::from_secs(num("STRANDS_PG_EVENTS_POLL_SECS", 5)?.max(1)),
-            ca_file: std::env::var_os("STRANDS_PG_CA_FILE")
-                .filter(|v| !v.is_empty())
-                .map(Into::into),
-        })
-    }
-}
+/// How to reach the database: a section of the settings
+/// (`config::PgSettings`), read once at start-up.
+pub use crate::config::PgSettings;
 
 /// The PostgreSQL backend.
 pub struct PgStore {
@@ -109,7 +71,7 @@ pub struct PgStore {
     /// What the listener connects with (the pool's own settings).
     connect_config: tokio_postgres::Config,
     tls: tokio_postgres_rustls::MakeRustlsConnect,
-    events_poll: Duration,
+    events_poll: std::time::Duration,
     /// Texts written apart since connect (`outputs`).
     outputs_written: std::sync::atomic::AtomicU64,
 }
