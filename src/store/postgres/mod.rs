@@ -91,6 +91,8 @@ pub struct PgStore {
     pool: Pool,
     /// `postgres://host:port/db`, without credentials.
     location: String,
+    /// Where "now" comes from (`updated_at`, events, leases, timers due).
+    clock: crate::clock::SharedClock,
     /// The number of the last event this process wrote (subscribers wait on it).
     event_tx: tokio::sync::watch::Sender<u64>,
     /// Texts written apart since connect (`outputs`).
@@ -124,6 +126,16 @@ fn redact(url: &str, config: &tokio_postgres::Config) -> String {
 }
 
 impl PgStore {
+    /// Takes "now" from `clock` from here on (the process's).
+    pub fn set_clock(&mut self, clock: crate::clock::SharedClock) {
+        self.clock = clock;
+    }
+
+    /// Now, by the store's clock.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
     /// Connects to `url`, checks the server answers, and brings the schema
     /// to the version this build knows (refusing a newer one). Errors name
     /// the host and port, never the password.
@@ -159,6 +171,7 @@ impl PgStore {
         let store = PgStore {
             pool,
             location,
+            clock: crate::clock::system(),
             event_tx: tokio::sync::watch::channel(0).0,
             outputs_written: Default::default(),
         };
