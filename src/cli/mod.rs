@@ -583,11 +583,19 @@ struct Ctx {
     settings: std::sync::Arc<crate::config::Settings>,
     /// The server this invocation goes through, if any.
     remote: Option<remote::Remote>,
+    /// The process's clock, made once here and handed to everything below.
+    clock: crate::clock::SharedClock,
 }
 
 impl Ctx {
     async fn open(&self) -> Result<Store> {
-        Store::connect(&self.store_path).await
+        Ok(Store::connect(&self.store_path)
+            .await?
+            .with_clock(std::sync::Arc::clone(&self.clock)))
+    }
+    /// Now, by the process's clock.
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
     /// Whether the store is a PostgreSQL database (shared, no lock).
     fn store_is_url(&self) -> bool {
@@ -605,7 +613,9 @@ impl Ctx {
     }
     /// An engine on `store` with this process's settings.
     fn engine<'s>(&self, store: &'s Store) -> Engine<'s> {
-        Engine::new(store).with_settings(std::sync::Arc::clone(&self.settings))
+        Engine::new(store)
+            .with_settings(std::sync::Arc::clone(&self.settings))
+            .with_clock(std::sync::Arc::clone(&self.clock))
     }
     /// The exact command to resume, naming the store when it is not the default.
     fn resume_cmd(&self, id: &str, flags: &str) -> String {
@@ -678,6 +688,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             ..crate::config::Settings::load(|k| std::env::var(k).ok())?
         }),
         remote: None,
+        clock: crate::clock::system(),
     };
     if through_server(&cli.command) {
         ctx.remote = match remote::Remote::from_env(cli.identity.as_deref())? {
@@ -721,7 +732,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                     templates: args.templates,
                 },
             )?;
-            crate::serve::run(config).await?;
+            crate::serve::run(config, std::sync::Arc::clone(&ctx.clock)).await?;
             Ok(exit::OK)
         }
     }
