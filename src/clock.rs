@@ -3,13 +3,18 @@
 //! everything that stamps or judges a time: the engine and its gates, the
 //! timers, the intake, tokens', sign-ins' and one-tap links' expiry, audit
 //! entries, the store's leases and `updated_at`, the webhook and mail
-//! outboxes' backoff, repost pacing, delegation windows, calendars.
+//! outboxes' backoff, delegation windows, calendars.
 //!
 //! It exists so that time is an input: a test runs a gate's timeout, a
 //! link's expiry or a Friday-evening calendar on a paused ([`TokioClock`])
 //! or set ([`FixedClock`]) clock instead of waiting for the wall clock.
 //! This is the only module that reads the system's time of day; a test
-//! below fails naming any other file that does.
+//! below fails naming any other file that does (one exception, named
+//! there: a `Retry-After` HTTP-date, an instant on the server's clock).
+//!
+//! The real clock ([`SystemClock`]) reads the system's time at each call
+//! rather than counting from start-up, so a long-running service follows
+//! the wall clock across a suspend or a stepped clock.
 //!
 //! It does not measure durations: elapsed times (latencies, timeouts of a
 //! request, pacing between posts) use `tokio::time::Instant`, which tests
