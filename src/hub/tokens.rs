@@ -109,3 +109,45 @@ pub fn listed(t: &TokenRecord, now: DateTime<Utc>) -> serde_json::Value {
         "revoked_at": t.revoked_at,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{FixedClock, SharedClock};
+    use std::sync::Arc;
+
+    /// A hub given a clock hands it to its store: a token made for a day
+    /// works until the clock says the day is over, and is listed so.
+    #[tokio::test]
+    async fn a_token_expires_by_the_clock_the_hub_is_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let clock = Arc::new(FixedClock::at(crate::clock::test_epoch()));
+        let shared: SharedClock = clock.clone();
+        let hub = crate::hub::Hub::new(store, Arc::default(), None).with_clock(shared);
+        assert_eq!(hub.store.now(), crate::clock::test_epoch());
+        let new = create(
+            &hub.store,
+            "ci",
+            Role::Approver,
+            Some(1),
+            false,
+            "admin",
+            "cli",
+        )
+        .await
+        .expect("io")
+        .expect("made");
+        assert_eq!(new.record.created_at, crate::clock::test_epoch());
+        assert!(authenticate(&hub.store, &new.token)
+            .await
+            .expect("io")
+            .is_some());
+        clock.advance(TimeDelta::days(1) + TimeDelta::seconds(1));
+        assert!(authenticate(&hub.store, &new.token)
+            .await
+            .expect("io")
+            .is_none());
+        assert_eq!(listed(&new.record, hub.clock.now())["state"], "expired");
+    }
+}
