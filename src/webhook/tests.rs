@@ -165,6 +165,8 @@ fn failed(message: &str) -> EventKind {
     }
 }
 
+/// A store in `dir`, on the system's clock: the receivers check the
+/// signatures' timestamps against it.
 fn store_in(dir: &tempfile::TempDir) -> Store {
     Store::open(&dir.path().join("store")).expect("open the store")
 }
@@ -392,7 +394,7 @@ async fn retry_after_is_honoured() {
         .await
         .expect("due")
         .expect("pending");
-    let wait = next - crate::clock::test_epoch();
+    let wait = next - store.now();
     assert!(
         wait > chrono::TimeDelta::milliseconds(2500),
         "waits what the endpoint asked, not 10 ms: {wait}"
