@@ -86,7 +86,8 @@ pub struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     /// An engine on `store` with default settings (nothing is read from
-    /// the environment here; see [`Engine::with_settings`]).
+    /// the environment here; see [`Engine::with_settings`]) and a clock
+    /// following tokio's until given the process's ([`Engine::with_clock`]).
     pub fn new(store: &'a Store) -> Self {
         Engine {
             store,
