@@ -4,7 +4,7 @@
 //! module needing one that needs it back — a cycle — fails here, naming
 //! the file and the line.
 //!
-//! From the bottom: `error`, `audit`, `template`, `retry` (leaves) →
+//! From the bottom: `error`, `clock`, `audit`, `template`, `retry` (leaves) →
 //! `model` (the durable data and the answer rule) → `provider` (models'
 //! wire formats) → `spec` (load and validate) → `config` (settings read
 //! once) → `gate` (who may answer,
@@ -23,9 +23,9 @@
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
-    "error", "audit", "template", "retry", "model", "provider", "spec", "config", "gate", "tools",
-    "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "teams", "email",
-    "serve", "cli",
+    "error", "clock", "audit", "template", "retry", "model", "provider", "spec", "config", "gate",
+    "tools", "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "teams",
+    "email", "serve", "cli",
 ];
 
 /// The ways in from outside, each off the hub; none may use another.
