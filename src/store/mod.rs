@@ -516,6 +516,11 @@ pub trait Backend: Send + Sync {
     ) -> impl Future<Output = Result<()>> + Send {
         async { Ok(()) }
     }
+    /// Who holds a live lease on `session`, if anyone (none with one
+    /// process per store).
+    fn lease_holder(&self, _session: &str) -> impl Future<Output = Result<Option<String>>> + Send {
+        async { Ok(None) }
+    }
     /// Running sessions no replica holds a live lease on (none with one
     /// process per store: start-up recovery finds those).
     fn unleased_running(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
@@ -613,6 +618,7 @@ forward! {
     fn update_people(&self, change: &PeopleChange, audit: &crate::audit::AuditEvent) -> Result<Vec<Person>>;
     fn take_lease(&self, session: &str, owner: &str, ttl: std::time::Duration) -> Result<bool>;
     fn release_lease(&self, session: &str, owner: &str) -> Result<()>;
+    fn lease_holder(&self, session: &str) -> Result<Option<String>>;
     fn unleased_running(&self) -> Result<Vec<String>>;
 }
 

@@ -277,6 +277,9 @@ impl crate::store::Backend for PgStore {
     async fn release_lease(&self, session: &str, owner: &str) -> Result<()> {
         PgStore::release_lease(self, session, owner).await
     }
+    async fn lease_holder(&self, session: &str) -> Result<Option<String>> {
+        PgStore::lease_holder(self, session).await
+    }
     async fn unleased_running(&self) -> Result<Vec<String>> {
         PgStore::unleased_running(self).await
     }

@@ -40,6 +40,19 @@ impl PgStore {
         Ok(())
     }
 
+    /// Who holds a live lease on `session`, if anyone.
+    pub async fn lease_holder(&self, session: &str) -> Result<Option<String>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT owner FROM leases WHERE session = $1 AND until >= $2",
+                &[&session, &self.now()],
+            )
+            .await
+            .map_err(|e| self.err("leases", e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
     /// Running sessions nobody holds a live lease on (a replica died
     /// driving them, or none ever took them).
     pub async fn unleased_running(&self) -> Result<Vec<String>> {
