@@ -17,8 +17,13 @@ use std::time::Duration;
 use clap::Args;
 use reqwest::Method;
 
-use super::*;
+use serde_json::Value;
+
+use super::{remote, Ctx};
+use crate::channel::Detached;
+use crate::error::{exit, Error, Result};
 use crate::hub::approvals::{self, Action, ApprovalRequest, ApprovalView, OnTimeout};
+use crate::spec;
 
 /// Exit codes of `strands ask` (README, Exit codes).
 pub mod codes {

@@ -1,6 +1,9 @@
 //! `strands audit verify|export`.
 
-use super::*;
+use serde_json::json;
+
+use super::{AuditCommand, Ctx, STDOUT};
+use crate::error::{exit, Error, Result};
 
 pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
     use crate::audit::Verdict;

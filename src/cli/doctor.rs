@@ -7,7 +7,10 @@
 //! A store that does not open is told the way back: its last backup
 //! (`backups.log`), or that none was made.
 
-use super::*;
+use serde_json::json;
+
+use super::Ctx;
+use crate::error::{exit, Result};
 
 /// One line of the report.
 #[derive(Debug, serde::Serialize)]

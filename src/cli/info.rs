@@ -6,9 +6,15 @@
 //! JSON of `plan` keeps its keys (`name`, `version`, `supported`,
 //! `runtime`, `agents`, `pattern`, `issues`) and adds ours.
 
-use super::*;
+use crate::cli::human;
+use crate::cli::Ctx;
+use crate::error::exit;
+use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
+use crate::spec;
 use crate::spec::{AgentStep, ChainStep, Edge, GateSpec, PatternSpec, Spec, TaskBody, When};
+use serde_json::json;
+use serde_json::Value;
 
 /// Printed after every exit 18.
 pub(super) const UNSUPPORTED_HINT: &str = "what to do: `strands explain SPEC` names each unsupported feature with its fix; `strands list-supported` lists what this build runs. \

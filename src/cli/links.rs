@@ -10,7 +10,12 @@
 //! (the engine's own rules: [`crate::hub::links::linkable`]), is refused,
 //! naming why, and nothing is made.
 
-use super::*;
+use clap::Subcommand;
+use serde_json::json;
+use serde_json::Value;
+
+use super::Ctx;
+use crate::error::{exit, Error, Result};
 use crate::hub::links::{self, Intent};
 
 #[derive(Subcommand, Debug)]

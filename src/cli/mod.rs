@@ -10,17 +10,13 @@
 //! for stdout goes through [`outln!`]: a reader that stops early
 //! (`strands audit export | head`) ends the command quietly with exit 0.
 
-use chrono::Utc;
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use crate::channel::{terminal::Terminal, AutoApprove, Detached, HumanChannel, WithProgress};
-use crate::engine::{Engine, Start};
+use crate::engine::Engine;
 use crate::error::{exit, Error, Result};
-use crate::model::{Answer, Decision};
-use crate::model::{Session, Status};
 use crate::spec;
 use crate::store::{self, Store};
 

@@ -4,7 +4,12 @@
 //! through the server when one holds it (or `STRANDS_SERVER` is set;
 //! `GET /api/v1/notifications/failed`, admins).
 
-use super::*;
+use clap::Subcommand;
+use serde_json::json;
+use serde_json::Value;
+
+use super::Ctx;
+use crate::error::{exit, Result};
 use crate::model::mail::Mail;
 
 fn row(m: &Mail) -> Value {

@@ -9,8 +9,15 @@
 //! anyone's).
 
 use reqwest::Method;
+use serde_json::json;
 
-use super::*;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use super::Ctx;
+use crate::error::{exit, Error, Result};
 use crate::hub::people::delegations::{self, DelegateRequest, DelegationView};
 use crate::hub::people::PersonPatch;
 use crate::model::person::Person;

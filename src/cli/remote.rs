@@ -11,14 +11,19 @@ use futures_util::StreamExt;
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
+use serde_json::json;
 
 use super::render::report_view;
-use super::*;
+use serde_json::{Map, Value};
+
+use super::{Ctx, ResumeArgs, RunArgs};
 use crate::api::admin::TokenCreated;
 use crate::api::runs::RunStarted;
 use crate::api::sessions::{AnswerOutcome, SessionPage};
+use crate::error::{Error, Result};
 use crate::hub::answers::AnswerRequest;
 use crate::hub::view::SessionView;
+use crate::model::{Answer, Decision, Status};
 
 /// How long one look at the run waits for its next event.
 const LOOK: std::time::Duration = std::time::Duration::from_secs(2);

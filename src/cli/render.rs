@@ -4,9 +4,14 @@
 //! store, or read from a server (`STRANDS_SERVER`) — so the CLI prints the
 //! same either way.
 
-use super::*;
+use serde_json::{json, Value};
+
+use super::{human, Ctx};
+use crate::error::Result;
 use crate::hub::view::{GateView, SessionView};
 use crate::model::Notification;
+use crate::model::{Session, Status};
+use crate::spec;
 
 pub use crate::hub::view::exit_code;
 

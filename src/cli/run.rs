@@ -1,9 +1,19 @@
 //! `strands validate`, `run` and `resume`: specs in, answers in through
 //! the engine's intake, the run driven to its next stop.
 
-use super::*;
+use serde_json::{json, Map, Value};
+use std::io::IsTerminal;
+
+use super::{report, Ctx, ResumeArgs, RunArgs};
+use crate::channel::terminal::Terminal;
+use crate::channel::{AutoApprove, Detached, HumanChannel, WithProgress};
 use crate::engine::Asker;
+use crate::engine::{Engine, Start};
+use crate::error::{exit, Error, Result};
 use crate::model::Refusal;
+use crate::model::{Answer, Decision, Session, Status};
+use crate::spec;
+use crate::store::Store;
 
 pub(super) fn validate(ctx: &Ctx, path: &std::path::Path, json: bool) -> Result<u8> {
     let spec = spec::load(path, &ctx.settings.checking_limits())?;

@@ -1,8 +1,16 @@
 //! `strands sessions ...`: list, show, delete, cleanup, sweep, notify,
 //! cancel.
 
-use super::*;
+use chrono::Utc;
+use serde_json::{json, Value};
+use std::io::IsTerminal;
+
+use super::{human, render, run, Ctx, ListArgs, SessionsCommand};
+use crate::error::{exit, Error, Result};
 use crate::hub::view::SessionView;
+use crate::model::{Decision, Status};
+use crate::spec;
+use crate::store::Store;
 use run::cli_channel;
 
 /// `sessions sweep`: every paused session whose gate timed out gets its

@@ -4,7 +4,12 @@
 //! `strands store backup DEST`: a verified copy of a sled store
 //! (`store::backup`), made by `strands serve` when it holds the store.
 
-use super::*;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::Ctx;
+use crate::error::{exit, Error, Result};
 
 #[derive(Subcommand, Debug)]
 pub enum StoreCommand {

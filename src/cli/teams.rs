@@ -7,7 +7,14 @@
 //! manifest filled with the app ID, and the icons), written as a zip;
 //! offline, no store.
 
-use super::*;
+use serde_json::json;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use super::Ctx;
+use crate::error::{exit, Error, Result};
 
 #[derive(Subcommand, Debug)]
 pub enum TeamsCommand {

@@ -2,7 +2,10 @@
 //! a server holds it (or `STRANDS_SERVER` is set), through the server. The
 //! secret is printed once, on stdout; everything else goes to stderr.
 
-use super::*;
+use serde_json::{json, Value};
+
+use super::{Ctx, TokensCommand};
+use crate::error::{exit, Error, Result};
 use crate::model::token::Role;
 
 pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {

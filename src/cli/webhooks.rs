@@ -6,7 +6,12 @@
 //! `STRANDS_SERVER` is set: `GET /api/v1/webhooks/failed`, `POST
 //! /api/v1/webhooks/{id}/retry`, admins), to the store otherwise.
 
-use super::*;
+use clap::Subcommand;
+use serde_json::json;
+use serde_json::Value;
+
+use super::Ctx;
+use crate::error::{exit, Error, Result};
 use crate::model::webhook::Delivery;
 
 #[derive(Subcommand, Debug)]

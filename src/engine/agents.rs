@@ -1,7 +1,20 @@
 //! Agent steps: model requests (several at once, up to `max_parallel`),
 //! the tool-calling loop, tool-call gates, and running approved calls at
 //! most once.
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::task::JoinSet;
+
+use super::{context, notes, pattern, tools, Engine};
+use crate::audit::{AuditEvent, AuditKind};
+use crate::channel::{HumanChannel, Progress};
+use crate::error::{Error, Result};
+use crate::gate;
+use crate::model::{AgentTurn, CallState, Position, RecordKind, Session, Status, StepRecord};
+use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind};
+use crate::spec::{AgentStep, Spec};
 
 impl Engine<'_> {
     pub(super) fn provider(&mut self, spec: &Spec, agent: &str) -> Result<(Provider, String)> {

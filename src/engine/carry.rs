@@ -1,6 +1,13 @@
 //! Carrying out a recorded answer: what the gate's outcome does to the
 //! run (continue, re-run with feedback, reject, skip, abort).
-use super::*;
+use super::{pattern, Engine};
+use crate::audit::{AuditEvent, AuditKind};
+use crate::channel::{HumanChannel, Progress};
+use crate::error::{Error, Result};
+use crate::gate;
+use crate::gate::Outcome;
+use crate::model::{GateEvent, GateEventKind, RecordKind, Session, Status, StepRecord};
+use crate::spec::Spec;
 
 impl Engine<'_> {
     /// Carries out a recorded answer on its open gate.

@@ -20,8 +20,14 @@
 //! the conversation of one step with tools: the model's calls and the
 //! tools' results.
 
-use super::*;
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::model::Session;
+use crate::provider::ChatRequest;
+use crate::provider::Message;
+use crate::provider::Provider;
 use crate::spec::context::Compaction;
+use crate::spec::Spec;
 
 /// The summariser's instructions (the system prompt of its request).
 pub const SUMMARY_SYSTEM: &str = "You are a helpful assistant that creates concise summaries of \

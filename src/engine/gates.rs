@@ -2,7 +2,12 @@
 //! prompt and context (redacted), the workflow's approval defaults, its
 //! business hours (the service calendar it keeps, its business-time
 //! deadline, `when_closed`), and the audit record of the request.
-use super::*;
+use super::{context, pattern, timers, Engine};
+use crate::audit::{AuditEvent, AuditKind};
+use crate::error::{Error, Result};
+use crate::gate;
+use crate::model::{GateEvent, GateEventKind, Position, RecordKind, Session, StepRecord};
+use crate::spec::Spec;
 
 impl Engine<'_> {
     /// Opens a spec gate at `position`: `None` when its condition is false

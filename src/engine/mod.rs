@@ -33,20 +33,16 @@ pub use intake::{Accepted, Asker};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::task::JoinSet;
+use std::time::Duration;
 
 use crate::audit::{AuditEvent, AuditKind};
 use crate::channel::{HumanChannel, Progress, Reply};
 use crate::error::{Error, Result};
-use crate::gate::{self, Outcome};
-use crate::model::{
-    AgentTurn, CallState, GateEvent, GateEventKind, PatternState, RecordKind, Session, Status,
-    StepRecord,
-};
-use crate::model::{Answer, Position};
-use crate::provider::{ChatRequest, Message, Provider, ProviderConfig, ProviderKind};
-use crate::spec::{AgentStep, Spec};
+use crate::gate::{self};
+use crate::model::Position;
+use crate::model::{PatternState, Session, Status};
+use crate::provider::{Provider, ProviderKind};
+use crate::spec::Spec;
 use crate::store::Store;
 use crate::template::Templates;
 use pattern::{GateWork, Next};

@@ -32,8 +32,11 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 use serde_json::json;
 
-use super::*;
+use super::pattern;
+use crate::model::Session;
+use crate::provider::Message;
 use crate::spec::context::{Notes, NotesFormat};
+use crate::spec::Spec;
 
 /// Characters of a step's input and outcome kept in a note.
 const NOTE_CHARS: usize = 200;

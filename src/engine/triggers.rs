@@ -1,6 +1,10 @@
 //! Gates the run itself triggers (`hitl.gates`): budgets, low confidence,
 //! custom conditions, the final answer.
-use super::*;
+use super::{context, pattern, Engine};
+use crate::error::Result;
+use crate::gate;
+use crate::model::{Position, Session, Status};
+use crate::spec::Spec;
 
 impl Engine<'_> {
     /// Opens the first `hitl.gates` trigger that fires: a budget passed, a

@@ -872,3 +872,40 @@ pub mod syscall_kill;
 pub mod target;
 pub mod teams_driver;
 pub mod wire_fakes;
+
+/// Waits until `fact` holds, checking every 20 ms; fails naming `what` (and
+/// what `describe` says then) when it does not hold within `within`. For a
+/// test that waits on what it expects rather than sleeping a guess.
+#[track_caller]
+pub fn wait_until(
+    within: Duration,
+    what: &str,
+    mut fact: impl FnMut() -> bool,
+    describe: impl Fn() -> String,
+) {
+    let until = Instant::now() + within;
+    while !fact() {
+        assert!(
+            Instant::now() < until,
+            "{what}: not within {within:?}\n{}",
+            describe()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the wall clock is past `deadline` (an RFC 3339 instant, as a
+/// gate's `timeout_at`), and a little more so that a process reading its
+/// own clock sees it passed too.
+#[track_caller]
+pub fn wait_past(deadline: &Value) {
+    let at = deadline
+        .as_str()
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .unwrap_or_else(|| panic!("an RFC 3339 instant, not {deadline}"));
+    let left = (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .unwrap_or_default();
+    assert!(left < Duration::from_secs(60), "{deadline} is far off");
+    std::thread::sleep(left + Duration::from_millis(50));
+}

@@ -11,7 +11,7 @@
 
 use super::api::World;
 use crate::common::api::{call, expect_error};
-use crate::common::Outcome;
+use crate::common::{wait_until, Outcome};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -60,6 +60,21 @@ fn paused(w: &World, id: &str) {
     }
 }
 
+/// Waits until `strands ask` has made its request, the `n`th in the store
+/// (so that `id_of`, asking with the same key, finds it rather than making
+/// it).
+#[track_caller]
+fn asked(w: &World, n: usize) {
+    wait_until(
+        WAIT_ASKED,
+        "strands ask made its request",
+        || approval_count(w) >= n,
+        || w.svc.log(),
+    );
+}
+
+const WAIT_ASKED: Duration = Duration::from_secs(20);
+
 fn approval_count(w: &World) -> usize {
     let r = call(
         &w.svc,
@@ -90,7 +105,7 @@ fn ask_exits_0_naming_the_approver_and_1_with_the_reason() {
                 ],
             )
         });
-        std::thread::sleep(Duration::from_millis(300));
+        asked(&w, 1);
         let id = id_of(&w, "run-1");
         paused(&w, &id);
         // The approver sees it among the sessions they may answer.
@@ -125,7 +140,7 @@ fn ask_exits_0_naming_the_approver_and_1_with_the_reason() {
                 &["Drop the table?", "--approvers", "alice", "--key", "run-2"],
             )
         });
-        std::thread::sleep(Duration::from_millis(300));
+        asked(&w, 2);
         let id = id_of(&w, "run-2");
         paused(&w, &id);
         let r = w.answer(
@@ -597,7 +612,7 @@ fn a_server_restart_while_ask_waits_resumes_waiting_on_the_same_request() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn ask");
-    std::thread::sleep(Duration::from_millis(300));
+    asked(&w, 1);
     let id = id_of(&w, "run-9");
     paused(&w, &id);
     w.svc.kill();

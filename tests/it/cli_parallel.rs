@@ -3,7 +3,7 @@
 //! either order, `reduce` sees every branch, and nothing runs twice across
 //! pauses, answers and restarts.
 
-use crate::common::{session_id, Behaviour, FakeLlm, Sandbox};
+use crate::common::{session_id, wait_until, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -472,12 +472,21 @@ fn a_parked_gates_timeout_applies_while_the_other_gate_stays_open() {
     let run = sandbox.strands(&["run", spec.to_str().expect("utf-8"), "--json"]);
     run.expect_code(19);
     let id = session_id(&run.json());
-    std::thread::sleep(Duration::from_millis(1300));
-    // `sessions sweep` finds the passed deadline even though the gate is not
-    // the focused one, and answers it with its default.
-    let swept = sandbox.strands(&["sessions", "sweep", "--json"]);
-    swept.expect_code(0);
-    let v = swept.json();
+    // `sessions sweep` finds the passed deadline (once it has passed: a
+    // sweep before finds nothing) even though the gate is not the focused
+    // one, and answers it with its default.
+    let mut v = Value::Null;
+    wait_until(
+        Duration::from_secs(20),
+        "a sweep found the passed deadline",
+        || {
+            let swept = sandbox.strands(&["sessions", "sweep", "--json"]);
+            swept.expect_code(0);
+            v = swept.json();
+            v["count"] != 0
+        },
+        String::new,
+    );
     assert_eq!(v["count"], 1, "{v:#}");
     assert!(
         v["swept"][0]["gate"]

@@ -2,7 +2,7 @@
 //! crash recovery, retries, budgets, gate timeouts, the workflow (DAG)
 //! pattern, artifacts and typed `--var`s.
 
-use crate::common::{history, session_id, Behaviour, FakeLlm, Sandbox};
+use crate::common::{history, session_id, wait_past, Behaviour, FakeLlm, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -240,7 +240,7 @@ fn a_timed_out_hitl_gate_takes_its_default_on_resume() {
     assert!(v["gate"]["timeout_at"].is_string(), "{v:#}");
     assert_eq!(v["gate"]["default"], "approved");
 
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_past(&v["gate"]["timeout_at"]);
     let resumed = sandbox.strands(&["resume", &id, "--json"]);
     resumed.expect_code(0);
     let v = resumed.json();
@@ -270,8 +270,9 @@ fn a_timed_out_hitl_gate_without_default_rejects_even_a_late_answer() {
 
     let run = sandbox.strands(&["run", spec.to_str().expect("utf-8 path"), "--json"]);
     run.expect_code(19);
-    let id = session_id(&run.json());
-    std::thread::sleep(Duration::from_millis(1500));
+    let v = run.json();
+    let id = session_id(&v);
+    wait_past(&v["gate"]["timeout_at"]);
 
     let late = sandbox.strands(&["resume", &id, "--response", "ship it", "--json"]);
     late.expect_code(21);

@@ -2,9 +2,8 @@
 //! without the bot (for cron), exactly once, and leaves gates not yet due
 //! alone.
 
-use crate::common::{history, FakeLlm, Sandbox};
+use crate::common::{history, wait_past, FakeLlm, Sandbox};
 use serde_json::Value;
-use std::time::Duration;
 
 /// One agent, a hitl gate (`GATE`), one more agent; the offline `echo`
 /// provider answers.
@@ -103,7 +102,9 @@ fn sweep_applies_passed_timeouts_once_and_leaves_the_rest() {
         "        timeout_seconds: 3600\n        fallback_action: approve\n",
     );
     let never = paused(&sandbox, &llm, "never", "");
-    std::thread::sleep(Duration::from_millis(1300));
+    // The last of the one-second gates opened last: when its deadline has
+    // passed, all six have.
+    wait_past(&sandbox.show(&escalate)["gate"]["timeout_at"]);
 
     let out = sandbox.strands(&["sessions", "sweep", "--json"]);
     out.expect_code(0);

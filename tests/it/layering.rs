@@ -19,6 +19,9 @@
 //! Doors sit side by side, not on each other: a door uses the hub and what
 //! is below it, never another door, and the hub uses no door (nor `serve`
 //! or `cli`). What two doors need alike moves down into the hub.
+//!
+//! And a module says what it takes from its parent: no `use super::*`
+//! outside tests, so its imports list what it depends on.
 
 use std::path::Path;
 
@@ -253,4 +256,105 @@ fn modules_only_use_the_layers_below_them() {
     }
     assert!(seen > 200, "the scan found the crate's paths ({seen})");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The module files of `src` that are tests: declared `#[cfg(test)] mod
+/// name;` in their parent, with everything in their folder.
+fn test_module_files(files: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let mut dirs = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        // A `foo.rs`'s modules are in `foo/`; a `mod.rs`'s or `lib.rs`'s
+        // beside it.
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let here = if matches!(stem, "mod" | "lib" | "main") {
+            file.parent().expect("a folder").to_path_buf()
+        } else {
+            file.with_extension("")
+        };
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            if !pair[0].starts_with("#[cfg(test)]") {
+                continue;
+            }
+            let decl = pair[1]
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ");
+            if let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';')) {
+                dirs.push(here.join(name));
+            }
+        }
+    }
+    files
+        .iter()
+        .filter(|f| {
+            dirs.iter()
+                .any(|d| f.starts_with(d) || **f == d.with_extension("rs"))
+        })
+        .cloned()
+        .collect()
+}
+
+/// `file:line` of each `use super::*` outside tests: test module files,
+/// and what follows a `#[cfg(test)] mod … {` in a file.
+fn super_globs(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    files.sort();
+    let tests = test_module_files(&files);
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !tests.contains(f)) {
+        let rel = file.strip_prefix(src).expect("under src");
+        let code = strip_comments(&std::fs::read_to_string(file).expect("read source"));
+        let lines: Vec<&str> = code.lines().collect();
+        // Inside a `#[cfg(test)] mod … {`: its braces still open.
+        let mut test_depth = 0i64;
+        for (i, line) in lines.iter().enumerate() {
+            let line = line.trim();
+            let opens_test_mod = i > 0
+                && lines[i - 1].trim().starts_with("#[cfg(test)]")
+                && line.contains("mod ")
+                && line.ends_with('{');
+            if test_depth > 0 || opens_test_mod {
+                test_depth += line.matches('{').count() as i64;
+                test_depth -= line.matches('}').count() as i64;
+                continue;
+            }
+            let glob = line.split_whitespace().collect::<String>();
+            if glob.ends_with("usesuper::*;") {
+                found.push(format!("src/{}:{}: {line}", rel.display(), i + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn modules_name_what_they_take_from_their_parent() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = super_globs(&src);
+    assert!(
+        found.is_empty(),
+        "`use super::*` outside tests hides what a module depends on; import the names \
+         it uses (`use super::{{A, B}}`, `use crate::…`):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_glob_rule_finds_a_glob_outside_tests_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("b")).expect("mkdir");
+    let write = |f: &str, text: &str| std::fs::write(src.join(f), text).expect("write");
+    write("lib.rs", "pub mod a;\n#[cfg(test)]\nmod b;\n");
+    write(
+        "a.rs",
+        "// use super::*;\nuse super::*;\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+    );
+    write("b.rs", "use super::*;\nmod c;\n");
+    write("b/c.rs", "use super::*;\n");
+    assert_eq!(super_globs(&src), ["src/a.rs:2: use super::*;"]);
 }

@@ -11,9 +11,15 @@
 //! refusal. What comes back is typed ([`Accepted`], [`Refusal`]); each
 //! channel says it its own way. The engine prints nothing.
 
-use super::*;
+use super::{pattern, tools, Engine};
+use crate::audit::{AuditEvent, AuditKind};
+use crate::error::{Error, Result};
+use crate::gate;
+use crate::gate::Outcome;
 use crate::model::person::Directory;
 use crate::model::Refusal;
+use crate::model::{Answer, GateEventKind, Session, Status};
+use crate::spec::Spec;
 
 /// Who is answering, as the channel that heard them knows them.
 pub struct Asker<'a> {

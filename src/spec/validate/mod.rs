@@ -18,7 +18,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::raw::{self, Document};
-use super::*;
+use serde_json::Map;
+
+use super::{
+    sha256_hex, AgentSpec, AgentStep, AgentTool, ApprovalDefaults, ArtifactSpec, GateSpec,
+    HitlSpec, InputDecl, Limits, PatternSpec, RuntimeSpec, Spec, ToolsConfig, KNOWN_PATTERNS,
+};
 use crate::error::{Diagnostic, Error, Result};
 use crate::provider::ProviderKind;
 use crate::template::Templates;

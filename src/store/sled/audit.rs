@@ -1,7 +1,11 @@
 //! The audit chain in sled: entries by sequence number, the head beside
 //! them, appended inside the transaction of the change they describe.
 
-use super::*;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+use super::{SledStore, HEAD_KEY};
+use crate::error::{Error, Result};
 
 /// Appends events to the audit chain inside a transaction.
 pub(super) fn append_in(

@@ -16,7 +16,11 @@
 
 use sled::transaction::{TransactionalTree, UnabortableTransactionError};
 
-use super::*;
+use sled::transaction::TransactionError;
+
+use super::{listing, trees, SledStore};
+use crate::error::{Error, Result};
+use crate::model::{Session, Status};
 
 type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
 

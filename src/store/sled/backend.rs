@@ -37,7 +37,11 @@
 //! it inline, while the workers themselves stay free to accept, parse and
 //! answer.
 
-use super::*;
+use chrono::{DateTime, Utc};
+
+use super::{Escalation, Fired, MessageTarget, SledStore, Timer};
+use crate::error::Result;
+use crate::model::{Refusal, Session, Status, Summary};
 
 /// How many background sled calls run at once: one per core (as many as
 /// the workers that ran them inline before), at least two.

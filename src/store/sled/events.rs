@@ -5,7 +5,11 @@
 //! reader could skip. A write that added events tells this process's
 //! subscribers the new last number.
 
-use super::*;
+use chrono::{DateTime, Utc};
+
+use super::SledStore;
+use crate::error::{Error, Result};
+use crate::model::Session;
 use crate::model::{Event, EventKind};
 
 pub(super) const EVENT_HEAD: &[u8] = b"event_head";

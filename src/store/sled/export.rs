@@ -1,7 +1,8 @@
 //! Reads every tree of a sled store into a backend-neutral
 //! [`crate::store::migrate::Dump`] (for `strands store migrate`).
 
-use super::*;
+use super::{encode, trees, MessageTarget, SledStore};
+use crate::error::{Error, Result};
 use crate::store::migrate::Dump;
 
 /// Splits `session ++ 0 ++ gate`.

@@ -12,7 +12,11 @@
 
 use sled::transaction::{TransactionalTree, UnabortableTransactionError};
 
-use super::*;
+use chrono::{DateTime, Utc};
+
+use super::{trees, SledStore};
+use crate::error::Result;
+use crate::model::{Status, Summary};
 
 type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
 

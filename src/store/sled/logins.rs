@@ -2,7 +2,8 @@
 //! the secret's hash only) and the keys the service signs links with, made
 //! once in `meta` (`key/<name>` → 32 random bytes).
 
-use super::*;
+use super::{encode, trees, SledStore};
+use crate::error::{Error, Result};
 use crate::model::login::Login;
 
 impl SledStore {

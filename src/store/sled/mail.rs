@@ -8,9 +8,13 @@
 //! the pending trees in the write that records its outcome: a mail the
 //! server took is never sent again.
 
+use sled::Transactional;
 use std::time::Duration;
 
-use super::*;
+use chrono::{DateTime, Utc};
+
+use super::{abort, trees, txn_error, SledStore};
+use crate::error::{Error, Result};
 use crate::model::mail::{Mail, Settle};
 
 /// The `mail` value of a sent mail.

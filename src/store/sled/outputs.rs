@@ -15,7 +15,9 @@ use std::sync::atomic::Ordering;
 
 use sled::transaction::{TransactionalTree, UnabortableTransactionError};
 
-use super::*;
+use super::{gate_key, trees, SledStore};
+use crate::error::{Error, Result};
+use crate::model::Session;
 use crate::store::outputs;
 
 type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;

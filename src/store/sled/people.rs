@@ -3,8 +3,12 @@
 //! small (hundreds of people), and one key makes every change — an import
 //! of a whole file too — one transaction, written with its audit entry.
 
-use super::*;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+use super::{append_in, encode, trees, SledStore};
 use crate::audit::AuditEvent;
+use crate::error::{Error, Result};
 use crate::model::person::Person;
 
 const DIRECTORY: &[u8] = b"directory";

@@ -7,7 +7,9 @@
 //! Sessions written before (text inline) read as they are and lose the
 //! copy at their next write.
 
-use super::*;
+use super::{trees, SledStore};
+use crate::error::{Error, Result};
+use crate::model::Session;
 
 /// What a stored session holds instead of its spec's text.
 const REF: &str = "\0spec:";
@@ -63,6 +65,7 @@ impl SledStore {
 mod tests {
     use super::super::tests::paused_session;
     use super::*;
+    use crate::model::Status;
 
     #[test]
     fn a_spec_is_stored_once_and_every_session_reads_it_back() {

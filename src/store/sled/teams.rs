@@ -1,7 +1,8 @@
 //! Teams conversation references in sled: `teams_conversations`
 //! (conversation id → `model::teams::TeamsConversation`).
 
-use super::*;
+use super::{encode, trees, SledStore};
+use crate::error::{Error, Result};
 use crate::model::teams::TeamsConversation;
 
 impl SledStore {

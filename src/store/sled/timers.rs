@@ -2,7 +2,15 @@
 //! mark per gate asking, timeouts recorded with their timer marked fired in
 //! one transaction, escalations indexed like the first message.
 
-use super::*;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+use super::{
+    append_events, append_in, encode, gate_key, message_key, trees, Escalation, Fired,
+    MessageTarget, SledStore, Timer, TimerKind,
+};
+use crate::error::{Error, Result};
+use crate::model::{Answer, Refusal, Session};
 
 fn kind_byte(kind: TimerKind) -> u8 {
     match kind {

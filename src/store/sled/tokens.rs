@@ -2,8 +2,13 @@
 //! (name → id, for tokens not revoked), written with their audit entry in
 //! one transaction so a token never exists unaudited.
 
-use super::*;
+use chrono::{DateTime, Utc};
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+use super::{append_in, encode, trees, SledStore};
 use crate::audit::AuditEvent;
+use crate::error::{Error, Result};
 use crate::model::token::TokenRecord;
 
 impl SledStore {

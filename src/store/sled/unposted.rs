@@ -12,8 +12,13 @@
 //! it after one load.
 
 use sled::transaction::{TransactionalTree, UnabortableTransactionError};
+use sled::Transactional;
 
-use super::*;
+use sled::transaction::TransactionError;
+
+use super::{gate_key, trees, SledStore};
+use crate::error::{Error, Result};
+use crate::model::{Session, Status};
 
 type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
 

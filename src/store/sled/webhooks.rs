@@ -11,10 +11,14 @@
 //! else takes it meanwhile); a settled delivery leaves the pending trees in
 //! the write that records its outcome.
 
+use sled::Transactional;
 use std::time::Duration;
 
 use super::events::EVENT_HEAD;
-use super::*;
+use chrono::{DateTime, Utc};
+
+use super::{abort, trees, txn_error, SledStore};
+use crate::error::{Error, Result};
 use crate::model::webhook::{Delivery, Settle};
 use crate::model::Event;
 
