@@ -79,6 +79,11 @@ pub struct AuditEvent {
     /// are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// The OpenTelemetry trace of the run (`crate::telemetry`), when it
+    /// was traced. Absent from older entries and untraced runs, so their
+    /// hashes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl AuditEvent {

@@ -246,6 +246,7 @@ impl<'a> Engine<'a> {
             final_approved: false,
             in_flight: Default::default(),
             cancel: None,
+            trace: None,
             rev: 0,
         };
         self.store.create(&mut session).await?;

@@ -154,6 +154,7 @@ mod tests {
             at: Utc::now(),
             session: "s1".into(),
             workflow: "wf".into(),
+            trace_id: None,
             what: EventKind::RunFailed {
                 message: "boom".into(),
             },
