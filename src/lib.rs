@@ -25,6 +25,7 @@ pub mod slack;
 pub mod spec;
 pub mod store;
 pub mod teams;
+pub mod telemetry;
 pub mod template;
 pub mod tools;
 pub mod web;

@@ -454,8 +454,10 @@ pub fn main() -> u8 {
             };
         }
     };
-    init_tracing(log_level(&cli));
     crate::provider::install_crypto();
+    // Dropped last: the spans of this command reach the collector before
+    // the process exits.
+    let _telemetry = init_tracing(log_level(&cli));
     let json = wants_json(&cli.command);
     // The bot serves many requests at once; the CLI runs one session.
     let runtime = if matches!(cli.command, Command::Serve(_)) {
@@ -549,22 +551,33 @@ fn log_level(cli: &Cli) -> Option<&'static str> {
     }
 }
 
-fn init_tracing(level: Option<&str>) {
+/// Logs to stderr at `level`, and traces over OTLP when the `OTEL_*`
+/// variables ask for them (`crate::telemetry`; each output has its own
+/// filter). The returned exporter sends what is left when dropped.
+fn init_tracing(level: Option<&str>) -> crate::telemetry::Telemetry {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
     let filter = match level {
         Some(l) => tracing_subscriber::EnvFilter::new(l),
         None => tracing_subscriber::EnvFilter::try_from_env("STRANDS_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if std::env::var("STRANDS_LOG_FORMAT").is_ok_and(|v| v == "json") {
-        builder.json().try_init()
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = if std::env::var("STRANDS_LOG_FORMAT").is_ok_and(|v| v == "json") {
+        fmt.json().with_filter(filter).boxed()
     } else {
-        builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init()
+        fmt.with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .boxed()
     };
+    let (traces, telemetry) =
+        crate::telemetry::layer(crate::telemetry::wanted(|k| std::env::var(k).ok()));
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(traces)
+        .try_init();
+    telemetry
 }
 
 fn identity(cli_as: &Option<String>) -> String {

@@ -180,8 +180,13 @@ impl<'a> Engine<'a> {
         start: Start,
         channel: &mut C,
     ) -> Result<Session> {
-        let session = self.create(spec, start).await?;
-        self.drive(spec, session, channel).await
+        use tracing::Instrument as _;
+        // One span from before the session exists: its creation is part
+        // of the run's trace, whose root this is.
+        let span = crate::telemetry::run_span(&spec.name, spec.pattern.name(), None);
+        let session = self.create(spec, start).instrument(span.clone()).await?;
+        span.record("session.id", session.id.as_str());
+        self.drive(spec, session, channel).instrument(span).await
     }
 
     /// Saves a new session, `running` at its first step, without running it
@@ -246,7 +251,8 @@ impl<'a> Engine<'a> {
             final_approved: false,
             in_flight: Default::default(),
             cancel: None,
-            trace: None,
+            // The run's trace starts with the span creating it, if any.
+            trace: crate::telemetry::current(),
             rev: 0,
         };
         self.store.create(&mut session).await?;
@@ -268,7 +274,9 @@ impl<'a> Engine<'a> {
         }
         let spec = self.spec(&session)?;
         Self::preflight(&spec)?;
-        self.drive(&spec, session, channel).await
+        use tracing::Instrument as _;
+        let span = crate::telemetry::run_span(&session.workflow, &session.pattern, Some(&session));
+        self.drive(&spec, session, channel).instrument(span).await
     }
 
     /// The session's spec, parsed once per distinct snapshot (shared cache).
@@ -279,12 +287,19 @@ impl<'a> Engine<'a> {
     /// Runs until the next stop. Run failures (provider, template, budget,
     /// artifact errors) are saved on the session as `failed` and returned in
     /// it; only store and internal errors come back as `Err`.
+    ///
+    /// Callers run it in a `run` span ([`crate::telemetry::run_span`]),
+    /// which becomes the run's trace when it has none yet (kept at the
+    /// next checkpoint).
     pub async fn drive<C: HumanChannel>(
         &mut self,
         spec: &Spec,
         mut session: Session,
         channel: &mut C,
     ) -> Result<Session> {
+        if session.trace.is_none() {
+            session.trace = crate::telemetry::current();
+        }
         // Cancelled while no engine drove it (or this one died before it
         // could stop): it stops here, before anything runs.
         if session.status == Status::Running && session.cancel.is_some() {
