@@ -25,9 +25,9 @@ pub mod slack;
 pub mod spec;
 pub mod store;
 pub mod teams;
-pub mod telemetry;
 pub mod template;
 pub mod tools;
+pub mod traces;
 pub mod web;
 pub mod webhook;
 

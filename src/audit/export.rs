@@ -1,7 +1,7 @@
 //! The audit trail as a file a reviewer opens: JSON lines (each entry
 //! with its place in the chain) or CSV (one column per field;
-//! `on_behalf_of` names the person a delegate answered for, `trace_id`
-//! the run's OpenTelemetry trace). Shared by
+//! `on_behalf_of` names the person a delegate answered for; `trace_id`,
+//! last, the run's OpenTelemetry trace). Shared by
 //! `strands audit export` and the web inbox's audit download.
 
 use super::AuditEntry;
@@ -25,9 +25,9 @@ pub const CSV_COLUMNS: [&str; 20] = [
     "preview",
     "detail",
     "rule",
-    "trace_id",
     "prev",
     "hash",
+    "trace_id",
 ];
 
 /// `entries` as CSV with a header row.
@@ -63,9 +63,9 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             e.preview.clone().unwrap_or_default(),
             e.detail.clone().unwrap_or_default(),
             e.rule.clone().unwrap_or_default(),
-            e.trace_id.clone().unwrap_or_default(),
             entry.prev.clone(),
             entry.hash.clone(),
+            e.trace_id.clone().unwrap_or_default(),
         ])
         .map_err(|e| format!("csv: {e}"))?;
     }

@@ -79,7 +79,7 @@ pub struct AuditEvent {
     /// are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
-    /// The OpenTelemetry trace of the run (`crate::telemetry`), when it
+    /// The OpenTelemetry trace of the run (`crate::traces`), when it
     /// was traced. Absent from older entries and untraced runs, so their
     /// hashes are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]

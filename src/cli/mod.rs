@@ -457,7 +457,7 @@ pub fn main() -> u8 {
     crate::provider::install_crypto();
     // Dropped last: the spans of this command reach the collector before
     // the process exits.
-    let _telemetry = init_tracing(log_level(&cli));
+    let _traces = init_tracing(log_level(&cli));
     let json = wants_json(&cli.command);
     // The bot serves many requests at once; the CLI runs one session.
     let runtime = if matches!(cli.command, Command::Serve(_)) {
@@ -552,9 +552,9 @@ fn log_level(cli: &Cli) -> Option<&'static str> {
 }
 
 /// Logs to stderr at `level`, and traces over OTLP when the `OTEL_*`
-/// variables ask for them (`crate::telemetry`; each output has its own
+/// variables ask for them (`crate::traces`; each output has its own
 /// filter). The returned exporter sends what is left when dropped.
-fn init_tracing(level: Option<&str>) -> crate::telemetry::Telemetry {
+fn init_tracing(level: Option<&str>) -> crate::traces::Exporter {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::Layer as _;
@@ -571,13 +571,12 @@ fn init_tracing(level: Option<&str>) -> crate::telemetry::Telemetry {
             .with_filter(filter)
             .boxed()
     };
-    let (traces, telemetry) =
-        crate::telemetry::layer(crate::telemetry::wanted(|k| std::env::var(k).ok()));
+    let (layer, exporter) = crate::traces::layer(crate::traces::wanted(|k| std::env::var(k).ok()));
     let _ = tracing_subscriber::registry()
         .with(logs)
-        .with(traces)
+        .with(layer)
         .try_init();
-    telemetry
+    exporter
 }
 
 fn identity(cli_as: &Option<String>) -> String {

@@ -643,7 +643,7 @@ impl Engine<'_> {
     }
 }
 
-/// The span of one agent step (`crate::telemetry`): its position and agent.
+/// The span of one agent step (`crate::traces`): its position and agent.
 fn step_span(position: &Position, agent: &str) -> tracing::Span {
     tracing::info_span!("step", position = %position, agent = %agent)
 }

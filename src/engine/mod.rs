@@ -183,7 +183,7 @@ impl<'a> Engine<'a> {
         use tracing::Instrument as _;
         // One span from before the session exists: its creation is part
         // of the run's trace, whose root this is.
-        let span = crate::telemetry::run_span(&spec.name, spec.pattern.name(), None);
+        let span = crate::traces::run_span(&spec.name, spec.pattern.name(), None);
         let session = self.create(spec, start).instrument(span.clone()).await?;
         span.record("session.id", session.id.as_str());
         self.drive(spec, session, channel).instrument(span).await
@@ -252,7 +252,7 @@ impl<'a> Engine<'a> {
             in_flight: Default::default(),
             cancel: None,
             // The run's trace starts with the span creating it, if any.
-            trace: crate::telemetry::current(),
+            trace: crate::traces::current(),
             rev: 0,
         };
         self.store.create(&mut session).await?;
@@ -275,7 +275,7 @@ impl<'a> Engine<'a> {
         let spec = self.spec(&session)?;
         Self::preflight(&spec)?;
         use tracing::Instrument as _;
-        let span = crate::telemetry::run_span(&session.workflow, &session.pattern, Some(&session));
+        let span = crate::traces::run_span(&session.workflow, &session.pattern, Some(&session));
         self.drive(&spec, session, channel).instrument(span).await
     }
 
@@ -288,7 +288,7 @@ impl<'a> Engine<'a> {
     /// artifact errors) are saved on the session as `failed` and returned in
     /// it; only store and internal errors come back as `Err`.
     ///
-    /// Callers run it in a `run` span ([`crate::telemetry::run_span`]),
+    /// Callers run it in a `run` span ([`crate::traces::run_span`]),
     /// which becomes the run's trace when it has none yet (kept at the
     /// next checkpoint).
     pub async fn drive<C: HumanChannel>(
@@ -298,7 +298,7 @@ impl<'a> Engine<'a> {
         channel: &mut C,
     ) -> Result<Session> {
         if session.trace.is_none() {
-            session.trace = crate::telemetry::current();
+            session.trace = crate::traces::current();
         }
         // Cancelled while no engine drove it (or this one died before it
         // could stop): it stops here, before anything runs.

@@ -273,7 +273,7 @@ pub struct Session {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<CancelRequest>,
     /// The run's trace, when traces were on as it started
-    /// (`crate::telemetry`): later processes continue it.
+    /// (`crate::traces`): later processes continue it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceRef>,
     /// Store revision, bumped by every write (compare-and-swap).

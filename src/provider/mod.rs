@@ -150,7 +150,7 @@ impl Provider {
 
     /// One completion, with retries. Errors are `Error::Runtime` naming the
     /// provider, the URL (never the key) and what went wrong.
-    /// Each call is a `model.call` span (`crate::telemetry`): the
+    /// Each call is a `model.call` span (`crate::traces`): the
     /// provider, model and agent, and the tokens it used.
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         use tracing::Instrument as _;

@@ -528,7 +528,7 @@ pub enum Store {
 }
 
 /// The operations that write: each runs in a `store.<operation>` span
-/// when it is part of a traced operation (`crate::telemetry`).
+/// when it is part of a traced operation (`crate::traces`).
 const WRITES: &[&str] = &[
     "create",
     "checkpoint",

@@ -144,7 +144,7 @@ impl Engine<'_> {
         // What follows is in the answer's span (each part instrumented:
         // the futures of a run nest deep enough as they are).
         use tracing::Instrument as _;
-        let span = crate::telemetry::answer_span(&session, gate, &answer);
+        let span = crate::traces::answer_span(&session, gate, &answer);
         // Judged on people: the directory as stored now (small), so every
         // process and replica judges alike. The answer keeps the channel
         // identity used (`by`) and the person it belongs to.

@@ -53,11 +53,11 @@ pub fn wanted(env: impl Fn(&str) -> Option<String>) -> bool {
 
 /// The exporter of this process; dropping it sends what is left.
 #[derive(Default)]
-pub struct Telemetry {
+pub struct Exporter {
     provider: Option<SdkTracerProvider>,
 }
 
-impl Telemetry {
+impl Exporter {
     /// Sends the spans still queued and stops the exporter (at most
     /// [`FLUSH`]: a collector that does not answer does not hold the exit).
     pub fn shutdown(&mut self) {
@@ -69,7 +69,7 @@ impl Telemetry {
     }
 }
 
-impl Drop for Telemetry {
+impl Drop for Exporter {
     fn drop(&mut self) {
         self.shutdown();
     }
@@ -83,14 +83,14 @@ pub fn layer<S>(
     wanted: bool,
 ) -> (
     Option<impl tracing_subscriber::Layer<S> + 'static>,
-    Telemetry,
+    Exporter,
 )
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
     use tracing_subscriber::Layer as _;
     if !wanted {
-        return (None, Telemetry::default());
+        return (None, Exporter::default());
     }
     let exporter = match opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -99,7 +99,7 @@ where
         Ok(e) => e,
         Err(e) => {
             eprintln!("warning: traces are off: cannot set up the OTLP exporter ({e})");
-            return (None, Telemetry::default());
+            return (None, Exporter::default());
         }
     };
     let provider = SdkTracerProvider::builder()
@@ -117,7 +117,7 @@ where
         .with_filter(only_spans);
     (
         Some(layer),
-        Telemetry {
+        Exporter {
             provider: Some(provider),
         },
     )
