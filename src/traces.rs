@@ -145,6 +145,7 @@ pub fn current() -> Option<TraceRef> {
     sc.is_valid().then(|| TraceRef {
         trace_id: sc.trace_id().to_string(),
         span_id: sc.span_id().to_string(),
+        sampled: sc.is_sampled(),
     })
 }
 
@@ -163,13 +164,12 @@ pub fn join(span: &Span, trace: Option<&TraceRef>) {
     else {
         return;
     };
-    let parent = SpanContext::new(
-        trace_id,
-        span_id,
-        TraceFlags::SAMPLED,
-        true,
-        TraceState::default(),
-    );
+    let flags = if t.sampled {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    };
+    let parent = SpanContext::new(trace_id, span_id, flags, true, TraceState::default());
     let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(parent));
 }
 
@@ -237,6 +237,54 @@ mod tests {
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
             ("OTEL_TRACES_EXPORTER", "none"),
         ])));
+    }
+
+    /// What a later process does with a stored trace, with an SDK that
+    /// exports nowhere.
+    #[test]
+    fn a_span_joined_to_a_stored_trace_continues_it() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let provider = SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        tracing::subscriber::with_default(subscriber, || {
+            let stored = TraceRef {
+                trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+                span_id: "00f067aa0ba902b7".into(),
+                sampled: true,
+            };
+            let span = tracing::info_span!("run");
+            join(&span, Some(&stored));
+            let here = span.in_scope(current).expect("a trace");
+            assert_eq!(here.trace_id, stored.trace_id);
+            assert_ne!(here.span_id, stored.span_id);
+            assert!(here.sampled);
+
+            // Inside that trace already: stays the current span's child.
+            let inner = span.in_scope(|| {
+                let answer = tracing::info_span!("answer");
+                join(&answer, Some(&stored));
+                answer.context().span().span_context().clone()
+            });
+            assert_eq!(inner.trace_id().to_string(), stored.trace_id);
+
+            // A trace its first process did not sample stays unsampled.
+            let unsampled = TraceRef {
+                sampled: false,
+                ..stored.clone()
+            };
+            let span = tracing::info_span!("run");
+            join(&span, Some(&unsampled));
+            let here = span.in_scope(current).expect("a trace");
+            assert_eq!(here.trace_id, stored.trace_id);
+            assert!(!here.sampled);
+
+            // No stored trace: a new one.
+            let root = tracing::info_span!("run");
+            join(&root, None);
+            let fresh = root.in_scope(current).expect("a trace");
+            assert_ne!(fresh.trace_id, stored.trace_id);
+        });
     }
 
     #[test]

@@ -175,6 +175,14 @@ pub struct Failure {
 pub struct TraceRef {
     pub trace_id: String,
     pub span_id: String,
+    /// Whether that span was sampled (exported): later spans follow its
+    /// choice.
+    #[serde(default = "sampled")]
+    pub sampled: bool,
+}
+
+fn sampled() -> bool {
+    true
 }
 
 /// The session format this build writes. Older formats are read
