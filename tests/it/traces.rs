@@ -4,7 +4,9 @@
 //! — the same id in its spans, its audit entries and its events.
 //!
 //! The workflow: an agent that calls a tool (calculator, no approval
-//! needed), a manual gate, and an agent after it.
+//! needed), a manual gate, and an agent after it. And `strands serve`: a
+//! run started and answered over the API is one trace, and its webhooks
+//! carry it.
 
 use crate::common::otlp::{Collector, Span};
 use crate::common::{assistant_turns, session_id, tool_call, Behaviour, FakeLlm, Sandbox, Say};
@@ -211,4 +213,62 @@ fn without_an_endpoint_nothing_is_traced() {
     let store = strands::store::sled::SledStore::open(&sandbox.store).expect("open the store");
     let session = store.get(&id).expect("the session");
     assert_eq!(session.trace, None);
+}
+
+#[test]
+fn the_service_traces_an_api_run_and_its_webhooks_carry_the_trace() {
+    use super::api::{World, WAIT};
+    use crate::common::api::Receiver;
+    let collector = Collector::start();
+    let hooks = Receiver::start(0);
+    let w = World::start_with(|cfg| {
+        cfg.with("OTEL_EXPORTER_OTLP_ENDPOINT", Some(&collector.endpoint))
+            .with("OTEL_SERVICE_NAME", None)
+            // The service exports as it goes, not only when it stops.
+            .with("OTEL_BSP_SCHEDULE_DELAY", Some("50"))
+            .with("STRANDS_WEBHOOK_URL", Some(&hooks.url))
+            .with(
+                "STRANDS_WEBHOOK_SECRET",
+                Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            )
+    });
+    let id = w.start_run("api");
+    w.wait_paused(&id);
+    let r = w.answer(&id, &w.alice, json!({ "decision": "approve" }));
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    let got = hooks.wait_for(WAIT, |d| {
+        d.iter().any(|d| d.json()["type"] == "run.completed")
+    });
+    let spans = collector.wait_until(WAIT, |s| {
+        s.iter().any(|s| s.name == "answer")
+            && s.iter()
+                .filter(|s| s.name == "run" && s.attr("session.id") == id)
+                .count()
+                == 2
+    });
+    let runs: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "run" && s.attr("session.id") == id)
+        .collect();
+    let root = runs
+        .iter()
+        .find(|s| s.parent.is_empty())
+        .unwrap_or_else(|| panic!("a root `run`: {spans:#?}"));
+    let trace = root.trace_id.clone();
+    let later = runs
+        .iter()
+        .find(|s| !s.parent.is_empty())
+        .unwrap_or_else(|| panic!("a second `run`: {spans:#?}"));
+    assert_eq!(later.trace_id, trace, "{spans:#?}");
+    let answer = one(&spans, "answer");
+    assert!(under(answer, root), "{spans:#?}");
+    assert_eq!(answer.attr("channel"), "api");
+    assert_eq!(answer.attr("decision"), "approved");
+    assert_eq!(root.service, "strands");
+
+    for d in got.iter().filter(|d| d.status == 200) {
+        let body = d.json();
+        assert_eq!(body["data"]["trace_id"], trace.as_str(), "{body}");
+    }
 }
