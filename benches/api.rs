@@ -9,9 +9,14 @@
 //!   `[bench-id:<n>]` marker), and the answer's own HTTP time;
 //! - `BENCH_SUBSCRIBERS` (default 1000): concurrent `GET /api/v1/events`
 //!   streams (Server-Sent Events, one TCP connection each). Measured: the
-//!   server's RSS before and with them, and, for one event (a run's first
-//!   `step.done`), the time from the event being written (its `at`) to its
-//!   arrival at each subscriber.
+//!   server's RSS before and with them, and, for `BENCH_EVENTS` (default
+//!   20) events (the first `step.done` of as many runs started 100 ms
+//!   apart), the time from each event being written (its `at`) to its
+//!   arrival at each subscriber;
+//! - `BENCH_STORE=postgres`: two replicas on one PostgreSQL database (a
+//!   server started from Debian's `postgresql` in a temporary directory):
+//!   runs are started and answered on the first, the subscribers read the
+//!   second, so each event crosses replicas (`LISTEN`/`NOTIFY`).
 //!
 //! The bench process (fake model, clients, 1000 readers) shares the
 //! machine's cores with the server; the figures are an upper bound.
@@ -69,18 +74,39 @@ fn rss_kib(pid: u32) -> u64 {
 fn main() {
     let runs = env_usize("BENCH_RUNS", 200);
     let subscribers = env_usize("BENCH_SUBSCRIBERS", 1000);
+    let events = env_usize("BENCH_EVENTS", 20).max(1);
+    let pg_url = std::env::var("BENCH_STORE")
+        .is_ok_and(|v| v == "postgres")
+        .then(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            rt.block_on(strands::store::postgres::testdb::database("api_bench"))
+                .expect("BENCH_STORE=postgres needs Debian's postgresql installed")
+        });
     let llm = FakeLlm::start();
-    let sandbox = Sandbox::new();
+    let mut sandbox = Sandbox::new();
+    if let Some(url) = &pg_url {
+        sandbox.store = url.into();
+    }
     let dir = write_workflows(&sandbox, &llm, &[("bench", common::BENCH_CHAIN)]);
     let ops = make_token(&sandbox, "ops", "operator");
     let alice = make_token(&sandbox, "alice", "approver");
-    let svc = Service::launch(
-        ServeConfig::api(&sandbox, &dir)
-            .with("STRANDS_API_RATE_PER_SEC", Some("1000000"))
-            .with("STRANDS_API_BURST", Some("1000000")),
-    );
+    let cfg = ServeConfig::api(&sandbox, &dir)
+        .with("STRANDS_API_RATE_PER_SEC", Some("1000000"))
+        .with("STRANDS_API_BURST", Some("1000000"));
+    let svc = Service::launch(cfg.clone());
+    // On PostgreSQL the subscribers read another replica.
+    let second = pg_url.as_ref().map(|_| Service::launch(cfg));
+    let readers = second.as_ref().unwrap_or(&svc);
     println!(
-        "strands serve (API only), {runs} runs, {subscribers} SSE subscribers; {} cores",
+        "strands serve (API only), {runs} runs, {subscribers} SSE subscribers, {events} events; store: {}; {} cores",
+        if pg_url.is_some() {
+            "PostgreSQL, two replicas (events written on one, read on the other)"
+        } else {
+            "sled"
+        },
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
 
@@ -150,50 +176,68 @@ fn main() {
     summary("answer -> next model request", to_model);
 
     // SSE fan-out.
-    let pid = svc.pid();
+    let pid = readers.pid();
     let rss_before = rss_kib(pid);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime");
-    let host = svc.url.trim_start_matches("http://").to_string();
+    let host = readers.url.trim_start_matches("http://").to_string();
     let ready = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = Vec::with_capacity(subscribers);
     for _ in 0..subscribers {
         let (host, ops, ready) = (host.clone(), ops.clone(), ready.clone());
         tasks.push(rt.spawn(async move {
-            let mut s = tokio::net::TcpStream::connect(&host).await.ok()?;
+            let mut got = Vec::new();
+            let Ok(mut s) = tokio::net::TcpStream::connect(&host).await else {
+                return got;
+            };
             let req = format!(
                 "GET /api/v1/events HTTP/1.0\r\nHost: {host}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {ops}\r\n\r\n"
             );
-            s.write_all(req.as_bytes()).await.ok()?;
+            if s.write_all(req.as_bytes()).await.is_err() {
+                return got;
+            }
             let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
+            let mut chunk = [0u8; 16384];
             let mut counted = false;
-            loop {
-                let n = s.read(&mut chunk).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
+            while got.len() < events {
+                let n = match s.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return got,
+                    Ok(n) => n,
+                };
+                let arrived = chrono::Utc::now();
                 buf.extend_from_slice(&chunk[..n]);
-                if !counted && buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                if !counted {
+                    let Some(head) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
                     counted = true;
+                    buf.drain(..head + 4);
                     ready.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
-                let text = String::from_utf8_lossy(&buf);
-                if let Some(at) = text.find("event: step.done") {
-                    if let Some(end) = text[at..].find("\n\n") {
-                        let arrived = chrono::Utc::now();
-                        let block = &text[at..at + end];
-                        let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
-                        let v: serde_json::Value = serde_json::from_str(data).ok()?;
-                        let written: chrono::DateTime<chrono::Utc> =
-                            v["at"].as_str()?.parse().ok()?;
-                        return Some((arrived - written).num_microseconds()? as f64 / 1000.0);
+                while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+                    let block: Vec<u8> = buf.drain(..end + 2).collect();
+                    let text = String::from_utf8_lossy(&block);
+                    if !text.contains("event: step.done") {
+                        continue;
+                    }
+                    let Some(data) = text.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                        continue;
+                    };
+                    let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+                        continue;
+                    };
+                    let written = v["at"]
+                        .as_str()
+                        .and_then(|a| a.parse::<chrono::DateTime<chrono::Utc>>().ok());
+                    if let Some(us) = written.and_then(|w| (arrived - w).num_microseconds()) {
+                        got.push(us as f64 / 1000.0);
                     }
                 }
             }
+            got
         }));
     }
     let until = Instant::now() + Duration::from_secs(60);
@@ -207,22 +251,26 @@ fn main() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let rss_with = rss_kib(pid);
-    let r = call(
-        &svc,
-        "POST",
-        "/api/v1/runs",
-        Some(&ops),
-        Some(&json!({ "workflow": "bench", "vars": { "id": "fanout" } })),
-    );
-    assert_eq!(r.status, 201, "{}", r.body);
-    let latencies: Vec<f64> = rt.block_on(async {
-        let mut out = Vec::new();
+    for e in 0..events {
+        let r = call(
+            &svc,
+            "POST",
+            "/api/v1/runs",
+            Some(&ops),
+            Some(&json!({ "workflow": "bench", "vars": { "id": format!("fanout-{e}") } })),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (latencies, complete): (Vec<f64>, usize) = rt.block_on(async {
+        let (mut out, mut complete) = (Vec::new(), 0);
         for t in tasks {
-            if let Ok(Ok(Some(ms))) = tokio::time::timeout(Duration::from_secs(30), t).await {
-                out.push(ms);
+            if let Ok(Ok(got)) = tokio::time::timeout(Duration::from_secs(30), t).await {
+                complete += usize::from(got.len() == events);
+                out.extend(got);
             }
         }
-        out
+        (out, complete)
     });
     println!(
         "server RSS: {} KiB idle after the answers, {} KiB with {subscribers} subscribers ({:.1} KiB each)",
@@ -231,7 +279,7 @@ fn main() {
         (rss_with.saturating_sub(rss_before)) as f64 / subscribers.max(1) as f64
     );
     println!(
-        "fan-out: {} of {subscribers} subscribers got the event",
+        "fan-out: {complete} of {subscribers} subscribers got all {events} events ({} deliveries)",
         latencies.len()
     );
     summary("event written -> arrived at a subscriber", latencies);

@@ -1,28 +1,35 @@
-//! Settings read once, when the process starts, from the environment (and
-//! the command line's flags), into one plain struct that is passed down.
-//! Nothing below this reads `STRANDS_*` variables: the spec validator gets
-//! its limits, the engine its timeouts and admins, the tools their network
-//! allow-list. The Slack bot's own settings (tokens, bind address, channel)
-//! are `crate::slack::config`, built on these.
+//! The settings tree, built once when the process starts and handed down.
 //!
-//! | variable | setting |
-//! |---|---|
-//! | `STRANDS_ADMINS` | identities that may answer any gate |
-//! | `STRANDS_APPROVERS` | who may answer gates whose spec names nobody (the bot) |
-//! | `STRANDS_LLM_TIMEOUT_SECS` | per model call (120) |
-//! | `STRANDS_MAX_RETRIES`, `STRANDS_RETRY_BASE_MS` | the retry policy |
-//! | `STRANDS_MAX_TIMEOUT_DAYS` | the longest gate timeout a spec may set (7) |
-//! | `STRANDS_NETWORK_ALLOW` | installation-wide egress allow-list |
-//! | `STRANDS_DEFAULT_TIMEOUT_MINUTES` | timeout of gates without one (the bot) |
-//! | `STRANDS_REMIND_BEFORE_MINUTES` | one last reminder this long before a timeout, for gates without `remind_before` |
-//! | `STRANDS_DUCKDUCKGO_URL`, `STRANDS_TAVILY_URL` | where the search tools go |
-//! | `TAVILY_API_KEY` | `tavily_search`'s key (strands-cli's name) |
-//! | `STRANDS_SERVICE_FILE` | the service file: calendars and named policies ([`service`]) |
-//! | `STRANDS_CALENDARS` | business-hours calendars (a path or YAML), replacing the file's |
+//! Every variable strands reads is described in one table, [`vars::VARS`]
+//! (name, type, default, meaning, secret or not, section); [`env::Env`]
+//! reads those variables once — from the command line's flags, the
+//! environment, and an optional `strands.toml` — remembering where each
+//! value came from; each section is built from that lookup:
+//!
+//! - [`Settings`] (every command): the engine's (approvers, timeouts,
+//!   retries, limits, the service file), the tools' (network allow-list,
+//!   search endpoints), the providers' keys, the store's
+//!   ([`sections::StoreSettings`]), the lease and the re-post pace;
+//! - `serve::Config` (the approval service): where it listens, the web
+//!   inbox, the API's limits, and the rooms' own sections (Slack, Teams,
+//!   webhooks, e-mail), built on these.
+//!
+//! Nothing below `cli` and `serve` reads the environment: the spec
+//! validator gets its limits, the engine its timeouts and admins, the
+//! tools their allow-list, the store its pool, the hub its lease (a test,
+//! `nothing_below_cli_reads_the_environment`, names any file that does).
+//! `strands config` prints the tree's variables with their effective
+//! values and sources, secrets masked; the README's settings tables are
+//! [`vars::markdown`]'s.
 
 use std::time::Duration;
 
+pub mod env;
+pub mod sections;
 pub mod service;
+pub mod vars;
+
+pub use sections::{Pace, PgSettings, StoreSettings};
 
 use crate::retry::RetryPolicy;
 use crate::spec::network::Rule;
@@ -53,6 +60,14 @@ pub struct Settings {
     pub search: SearchSettings,
     /// The installation's calendars and named policies ([`service`]).
     pub service: service::ServiceFile,
+    /// Model providers' keys and endpoints (strands-cli's variables).
+    pub providers: crate::provider::Credentials,
+    /// Where sessions are kept: sled's cache, PostgreSQL's pool.
+    pub store: StoreSettings,
+    /// How long a lease on driving a run lasts unrenewed (shared stores).
+    pub lease: Duration,
+    /// How fast start-up asks again where a room never asked.
+    pub repost: Pace,
 }
 
 impl Default for Settings {
@@ -68,18 +83,19 @@ impl Default for Settings {
             remind_before: None,
             search: Default::default(),
             service: Default::default(),
+            providers: Default::default(),
+            store: StoreSettings::default(),
+            lease: Duration::from_secs(30),
+            repost: Pace::default(),
         }
     }
 }
 
 impl Settings {
-    /// The process environment.
-    pub fn from_env() -> Settings {
-        Settings::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// The settings from `get` (the environment, or a map in tests). A
-    /// value that does not parse keeps its default, with a warning.
+    /// The settings from `get` ([`env::Env::get`], or a map in tests). A
+    /// value that does not parse keeps its default, with a warning; the
+    /// sections whose bad values are errors (the service file, the store)
+    /// are [`Settings::load`]'s.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Settings {
         let limits = Limits::with_max_timeout_days(get("STRANDS_MAX_TIMEOUT_DAYS").as_deref());
         let llm_timeout = get("STRANDS_LLM_TIMEOUT_SECS")
@@ -107,6 +123,16 @@ impl Settings {
             network_allow,
             search: SearchSettings::from_lookup(&get),
             service: Default::default(),
+            providers: crate::provider::Credentials::from_lookup(
+                vars::VARS
+                    .iter()
+                    .filter(|v| v.section == vars::Section::Providers)
+                    .map(|v| v.name),
+                &get,
+            ),
+            store: StoreSettings::default(),
+            lease: sections::lease_from_lookup(&get),
+            repost: Pace::from_lookup(&get),
         }
     }
 
@@ -122,11 +148,13 @@ impl Settings {
         limits
     }
 
-    /// [`Settings::from_lookup`] with the service file ([`service`]), whose
-    /// errors stop start-up.
+    /// [`Settings::from_lookup`] with the service file ([`service`]) and
+    /// the store's settings, whose errors stop start-up.
     pub fn load(get: impl Fn(&str) -> Option<String>) -> crate::error::Result<Settings> {
         let service = service::ServiceFile::from_lookup(&get)?;
+        let store = StoreSettings::from_lookup(&get)?;
         let mut settings = Settings::from_lookup(get);
+        settings.store = store;
         settings.limits.calendars = Some(service.calendar_names());
         settings.service = service;
         Ok(settings)

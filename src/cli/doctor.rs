@@ -26,10 +26,6 @@ fn check(name: &'static str, status: &'static str, detail: impl Into<String>) ->
     }
 }
 
-fn env_set(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
-}
-
 /// Whether `url` answers an HTTP GET within two seconds.
 async fn answers(url: &str) -> std::result::Result<u16, String> {
     let client = reqwest::Client::builder()
@@ -105,7 +101,7 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
         ("openai", "OPENAI_API_KEY", "provider: openai"),
         ("anthropic", "ANTHROPIC_API_KEY", "provider: anthropic"),
     ] {
-        checks.push(if env_set(key) {
+        checks.push(if ctx.env.is_set(key) {
             check(name, "ok", format!("{key} is set ({what})"))
         } else {
             check(
@@ -115,8 +111,9 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
             )
         });
     }
-    let ollama = std::env::var("OLLAMA_HOST")
-        .ok()
+    let ollama = ctx
+        .env
+        .get("OLLAMA_HOST")
         .filter(|h| !h.trim().is_empty())
         .map(|h| {
             if h.starts_with("http") {
@@ -141,17 +138,17 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
             ),
         },
     );
-    if let Ok(server) = std::env::var("STRANDS_SERVER") {
+    if let Some(server) = ctx.env.get("STRANDS_SERVER") {
         let server = server.trim().trim_end_matches('/').to_string();
         if !server.is_empty() {
-            let token = if env_set("STRANDS_TOKEN") {
+            let token = if ctx.env.is_set("STRANDS_TOKEN") {
                 "STRANDS_TOKEN is set"
             } else {
                 "STRANDS_TOKEN is NOT set"
             };
             checks.push(match answers(&format!("{server}/healthz")).await {
                 Ok(s) if s < 400 => {
-                    let status = if env_set("STRANDS_TOKEN") {
+                    let status = if ctx.env.is_set("STRANDS_TOKEN") {
                         "ok"
                     } else {
                         "fail"
@@ -176,9 +173,9 @@ pub(super) async fn doctor(ctx: &Ctx, json: bool) -> Result<u8> {
         }
     }
     checks.push(slack_check(
-        env_set("SLACK_BOT_TOKEN"),
-        env_set("SLACK_APP_TOKEN"),
-        env_set("SLACK_SIGNING_SECRET"),
+        ctx.env.is_set("SLACK_BOT_TOKEN"),
+        ctx.env.is_set("SLACK_APP_TOKEN"),
+        ctx.env.is_set("SLACK_SIGNING_SECRET"),
     ));
     let failed = checks.iter().filter(|c| c.status == "fail").count();
     let code = if failed == 0 { exit::OK } else { exit::RUNTIME };

@@ -105,8 +105,9 @@ async fn offline(
     intent: Option<Intent>,
     hours: u32,
 ) -> Result<Value> {
-    let public = std::env::var("STRANDS_PUBLIC_URL")
-        .ok()
+    let public = ctx
+        .env
+        .get("STRANDS_PUBLIC_URL")
         .filter(|u| !u.trim().is_empty())
         .ok_or_else(|| {
             Error::Usage(

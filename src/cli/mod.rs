@@ -36,6 +36,7 @@ macro_rules! outln {
 
 mod ask;
 mod audit;
+mod config_cmd;
 mod doctor;
 mod human;
 mod info;
@@ -73,8 +74,9 @@ pub use webhooks::WebhooksCommand;
 )]
 pub struct Cli {
     /// Session store: a directory (sled) or a postgres:// URL (PostgreSQL,
-    /// shared by several servers). Default: ~/.local/share/strands/store
-    #[arg(long, global = true, env = "STRANDS_STORE")]
+    /// shared by several servers); or STRANDS_STORE. Default:
+    /// ~/.local/share/strands/store
+    #[arg(long, global = true)]
     pub store: Option<PathBuf>,
     /// Who you are, for the audit of answers (default: the OS user).
     #[arg(long = "as", global = true, value_name = "NAME")]
@@ -131,6 +133,8 @@ pub enum Command {
     /// strands-cli's name for `sessions list`.
     #[command(name = "list-sessions")]
     ListSessions(ListArgs),
+    /// The effective settings: every variable, its value (secrets masked) and where it came from.
+    Config(config_cmd::ConfigArgs),
     /// Check the set-up: the store, provider credentials, servers.
     Doctor {
         #[arg(long)]
@@ -454,11 +458,16 @@ pub fn main() -> u8 {
             };
         }
     };
+    let json = wants_json(&cli.command);
+    // The one read of the environment (and `strands.toml`) for settings.
+    let env = match crate::config::env::Env::from_process() {
+        Ok(env) => env,
+        Err(e) => return fail(&e, json),
+    };
     crate::provider::install_crypto();
     // Dropped last: the spans of this command reach the collector before
     // the process exits.
-    let _traces = init_tracing(log_level(&cli));
-    let json = wants_json(&cli.command);
+    let _traces = init_tracing(log_level(&cli), &env);
     // The bot serves many requests at once; the CLI runs one session.
     let runtime = if matches!(cli.command, Command::Serve(_)) {
         tokio::runtime::Builder::new_multi_thread()
@@ -473,7 +482,7 @@ pub fn main() -> u8 {
         Ok(r) => r,
         Err(e) => return fail(&Error::io("cannot start the async runtime", e), json),
     };
-    match runtime.block_on(dispatch(cli)) {
+    match runtime.block_on(dispatch(cli, env)) {
         Ok(code) => code,
         Err(e) => fail(&e, json),
     }
@@ -513,6 +522,7 @@ fn wants_json(c: &Command) -> bool {
         | Command::ListSupported { json }
         | Command::Version { json } => *json,
         Command::Plan { format, json, .. } => *json || format == "json",
+        Command::Config(a) => a.json,
         Command::Sessions(SessionsCommand::List(a)) | Command::ListSessions(a) => a.json,
         Command::Sessions(SessionsCommand::Show { json, .. })
         | Command::Sessions(SessionsCommand::Cleanup { json, .. })
@@ -554,24 +564,28 @@ fn log_level(cli: &Cli) -> Option<&'static str> {
 /// Logs to stderr at `level`, and traces over OTLP when the `OTEL_*`
 /// variables ask for them (`crate::traces`; each output has its own
 /// filter). The returned exporter sends what is left when dropped.
-fn init_tracing(level: Option<&str>) -> crate::traces::Exporter {
+fn init_tracing(level: Option<&str>, env: &crate::config::env::Env) -> crate::traces::Exporter {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::Layer as _;
     let filter = match level {
         Some(l) => tracing_subscriber::EnvFilter::new(l),
-        None => tracing_subscriber::EnvFilter::try_from_env("STRANDS_LOG")
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        None => env
+            .get("STRANDS_LOG")
+            .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
+            .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn")),
     };
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let logs = if std::env::var("STRANDS_LOG_FORMAT").is_ok_and(|v| v == "json") {
+    let logs = if env.get("STRANDS_LOG_FORMAT").is_some_and(|v| v == "json") {
         fmt.json().with_filter(filter).boxed()
     } else {
         fmt.with_ansi(std::io::stderr().is_terminal())
             .with_filter(filter)
             .boxed()
     };
-    let (layer, exporter) = crate::traces::layer(crate::traces::wanted(|k| std::env::var(k).ok()));
+    // OpenTelemetry's own variables (the SDK reads the rest of them).
+    let otel = |k: &str| std::env::var(k).ok().filter(|_| k.starts_with("OTEL_"));
+    let (layer, exporter) = crate::traces::layer(crate::traces::wanted(otel));
     let _ = tracing_subscriber::registry()
         .with(logs)
         .with(layer)
@@ -593,13 +607,16 @@ struct Ctx {
     who: String,
     /// Read once from the environment, passed to everything below.
     settings: std::sync::Arc<crate::config::Settings>,
+    /// The variables the settings were read from, with their sources
+    /// (`strands config`, and what only the CLI reads).
+    env: crate::config::env::Env,
     /// The server this invocation goes through, if any.
     remote: Option<remote::Remote>,
 }
 
 impl Ctx {
     async fn open(&self) -> Result<Store> {
-        Store::connect(&self.store_path).await
+        Store::connect_with(&self.store_path, &self.settings.store).await
     }
     /// Whether the store is a PostgreSQL database (shared, no lock).
     fn store_is_url(&self) -> bool {
@@ -617,7 +634,9 @@ impl Ctx {
     }
     /// An engine on `store` with this process's settings.
     fn engine<'s>(&self, store: &'s Store) -> Engine<'s> {
-        Engine::new(store).with_settings(std::sync::Arc::clone(&self.settings))
+        Engine::new(store)
+            .with_settings(std::sync::Arc::clone(&self.settings))
+            .with_lease(store::lease::owner("cli"), self.settings.lease)
     }
     /// The exact command to resume, naming the store when it is not the default.
     fn resume_cmd(&self, id: &str, flags: &str) -> String {
@@ -672,10 +691,27 @@ fn through_server(c: &Command) -> bool {
         || matches!(c, Command::Webhooks(_) | Command::Links(_))
 }
 
-async fn dispatch(cli: Cli) -> Result<u8> {
-    let store_path = cli.store.clone().unwrap_or_else(store::default_path);
+async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
+    // `--store`, else STRANDS_STORE (the environment's or the file's).
+    let store = match &cli.store {
+        Some(s) => {
+            env.set_flag("STRANDS_STORE", "--store", s.display().to_string());
+            Some(s.clone())
+        }
+        None => env
+            .get("STRANDS_STORE")
+            .filter(|s| !s.trim().is_empty())
+            .map(PathBuf::from),
+    };
+    let store_path = store.clone().unwrap_or_else(store::default_path);
+    // Before the settings are built: it shows them even when they would
+    // stop every other command.
+    let cli = match cli.command {
+        Command::Config(args) => return config_cmd::config(&env, &store_path, args),
+        command => Cli { command, ..cli },
+    };
     let mut ctx = Ctx {
-        explicit_store: cli.store.is_some(),
+        explicit_store: store.is_some(),
         // Absolute, so printed resume commands work from any directory
         // (a database URL stays as it is).
         store_path: match store_path.to_str() {
@@ -687,12 +723,13 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         // from the command line keep their specs' timeouts.
         settings: std::sync::Arc::new(crate::config::Settings {
             default_timeout: None,
-            ..crate::config::Settings::load(|k| std::env::var(k).ok())?
+            ..crate::config::Settings::load(env.lookup())?
         }),
+        env,
         remote: None,
     };
     if through_server(&cli.command) {
-        ctx.remote = match remote::Remote::from_env(cli.identity.as_deref())? {
+        ctx.remote = match remote::Remote::from_settings(&ctx.env, cli.identity.as_deref())? {
             Some(r) => Some(r),
             // A shared database needs no server in between.
             None if ctx.store_is_url() => None,
@@ -707,6 +744,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::ListTools { json } => info::list_tools(json),
         Command::Version { json } => info::version(json),
         Command::Doctor { json } => doctor::doctor(&ctx, json).await,
+        Command::Config(args) => config_cmd::config(&ctx.env, &ctx.store_path, args),
         Command::ListSessions(args) => sessions(&ctx, SessionsCommand::List(args)).await,
         Command::Run(args) => run(&ctx, args).await,
         Command::Resume(args) => resume(&ctx, args).await,
@@ -724,7 +762,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,
         Command::Policy(cmd) => policy::policy(&ctx, cmd).await,
         Command::Serve(args) => {
-            let config = crate::serve::Config::from_env(
+            let config = crate::serve::Config::from_lookup(
+                ctx.env.lookup(),
                 ctx.store_path.clone(),
                 crate::serve::config::Overrides {
                     bind: args.bind,

@@ -42,15 +42,15 @@ impl Remote {
 
     /// `STRANDS_SERVER` + `STRANDS_TOKEN`, when set; `as_who` is `--as`,
     /// which a server does not take from a token of its own.
-    pub(super) fn from_env(as_who: Option<&str>) -> Result<Option<Remote>> {
-        let Some(server) = std::env::var("STRANDS_SERVER")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-        else {
+    pub(super) fn from_settings(
+        env: &crate::config::env::Env,
+        as_who: Option<&str>,
+    ) -> Result<Option<Remote>> {
+        let Some(server) = env.get("STRANDS_SERVER").filter(|s| !s.trim().is_empty()) else {
             return Ok(None);
         };
-        let token = std::env::var("STRANDS_TOKEN")
-            .ok()
+        let token = env
+            .get("STRANDS_TOKEN")
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| {
                 Error::Usage(

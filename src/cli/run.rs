@@ -187,7 +187,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     if !issues.is_empty() {
         return Err(super::info::unsupported(path, &issues));
     }
-    Engine::preflight(&spec)?;
+    Engine::preflight(&spec, &ctx.settings)?;
     if args.no_save_session && has_gates(&spec) {
         return Err(Error::Usage(format!(
             "--no-save-session: workflow `{}` has human gates, and a run that pauses at one needs its session to be resumed (`strands resume ID`). Drop --no-save-session (sessions can be deleted later: `strands sessions delete ID --force`, `strands sessions cleanup`)",

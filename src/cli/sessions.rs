@@ -101,7 +101,9 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
 }
 
 pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
-    let Some(config) = crate::slack::config::Config::from_env(Default::default())? else {
+    let Some(config) =
+        crate::slack::config::Config::from_lookup(ctx.env.lookup(), Default::default())?
+    else {
         return Err(Error::Usage(
             "SLACK_BOT_TOKEN is not set: `sessions notify` posts to Slack".into(),
         ));

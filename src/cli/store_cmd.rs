@@ -57,7 +57,7 @@ pub(super) async fn store(ctx: &Ctx, cmd: StoreCommand) -> Result<u8> {
             to,
             force,
             json,
-        } => migrate(from, to, force, json).await,
+        } => migrate(ctx, from, to, force, json).await,
         StoreCommand::Verify { json } => verify(ctx, json).await,
         StoreCommand::Backup { dest, json } => backup(ctx, &dest, json).await,
     }
@@ -168,14 +168,16 @@ async fn backup(ctx: &Ctx, dest: &std::path::Path, json: bool) -> Result<u8> {
     Ok(code)
 }
 
-async fn migrate(from: PathBuf, to: String, force: bool, json: bool) -> Result<u8> {
+async fn migrate(ctx: &Ctx, from: PathBuf, to: String, force: bool, json: bool) -> Result<u8> {
     if !crate::store::postgres::is_url(&to) {
         return Err(Error::Usage(format!(
             "--to must be a postgres:// URL, not {}",
             crate::store::postgres::shown(&to)
         )));
     }
-    let report = crate::store::migrate::sled_to_postgres(&from, &to, force).await?;
+    let report =
+        crate::store::migrate::sled_to_postgres(&from, &to, force, &ctx.settings.store.postgres)
+            .await?;
     if json {
         outln!("{}", serde_json::to_value(&report).unwrap_or_default())?;
     } else if report.copied {

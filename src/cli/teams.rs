@@ -46,11 +46,16 @@ impl TeamsCommand {
 }
 
 /// `strands teams package`: the zip, written to `out`.
-fn package(app_id: Option<String>, out: &std::path::Path, host: Option<&str>) -> Result<u8> {
+fn package(
+    ctx: &Ctx,
+    app_id: Option<String>,
+    out: &std::path::Path,
+    host: Option<&str>,
+) -> Result<u8> {
     use crate::teams::package;
     let app_id = app_id
         .filter(|id| !id.trim().is_empty())
-        .or_else(|| crate::teams::TeamsSettings::app_id_from_lookup(|k| std::env::var(k).ok()))
+        .or_else(|| crate::teams::TeamsSettings::app_id_from_lookup(ctx.env.lookup()))
         .ok_or_else(|| {
             Error::Usage(
                 "no app ID: pass --app-id ID or set TEAMS_APP_ID (the Entra app's Application (client) ID)"
@@ -87,7 +92,7 @@ pub(super) async fn teams(ctx: &Ctx, cmd: TeamsCommand) -> Result<u8> {
     let json = match cmd {
         TeamsCommand::Conversations { json } => json,
         TeamsCommand::Package { app_id, out, host } => {
-            return package(app_id, &out, host.as_deref())
+            return package(ctx, app_id, &out, host.as_deref())
         }
     };
     // One shape either way: `TeamsConversation::listed`.

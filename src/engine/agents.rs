@@ -731,6 +731,7 @@ pub(super) fn provider_config(
             region: spec.runtime.region.clone(),
             timeout: settings.llm_timeout,
             retry: settings.retry,
+            credentials: settings.providers.clone(),
         },
         model,
     ))

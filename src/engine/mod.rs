@@ -83,6 +83,11 @@ pub struct Engine<'a> {
     /// This invocation may replace existing artifact files (`--force`),
     /// whatever the session says.
     overwrite_artifacts: bool,
+    /// Who this engine drives sessions as, and for how long a lease lasts
+    /// unrenewed: on a shared store it drives only under the session's
+    /// lease ([`crate::store::lease`]). `None`: the caller holds it (the
+    /// service's drives) or nothing else drives (sled).
+    lease: Option<(String, Duration)>,
 }
 
 impl<'a> Engine<'a> {
@@ -100,7 +105,20 @@ impl<'a> Engine<'a> {
             providers: BTreeMap::new(),
             model: None,
             overwrite_artifacts: false,
+            lease: None,
         }
+    }
+
+    /// The engine drives sessions only under their lease, as `owner`,
+    /// for `ttl` at a time (the CLI on a shared store).
+    pub fn with_lease(mut self, owner: String, ttl: Duration) -> Self {
+        self.lease = Some((owner, ttl));
+        self
+    }
+
+    /// The lease this engine must hold to drive, on a shared store.
+    fn lease(&self) -> Option<(String, Duration)> {
+        self.lease.clone().filter(|_| self.store.is_shared())
     }
 
     /// Existing artifact files may be replaced by this engine's runs
@@ -161,11 +179,10 @@ impl<'a> Engine<'a> {
     /// cannot set up — a key or endpoint missing from the environment, a
     /// bad base URL (exit 2, naming the variable). Credentials that need a
     /// network round trip (bedrock's) are checked at the first call.
-    pub fn preflight(spec: &Spec) -> Result<()> {
-        let settings = crate::config::Settings::default();
+    pub fn preflight(spec: &Spec, settings: &crate::config::Settings) -> Result<()> {
         let mut checked = std::collections::BTreeSet::new();
         for agent in spec.agents.values() {
-            let (config, _) = agents::provider_config(spec, agent, &settings)?;
+            let (config, _) = agents::provider_config(spec, agent, settings)?;
             if checked.insert((config.kind, config.host.clone())) {
                 Provider::new(&config)?;
             }
@@ -184,8 +201,30 @@ impl<'a> Engine<'a> {
         // One span from before the session exists: its creation is part
         // of the run's trace, whose root this is.
         let span = crate::traces::run_span(&spec.name, spec.pattern.name(), None);
-        let session = self.create(spec, start).instrument(span.clone()).await?;
-        span.record("session.id", session.id.as_str());
+        let id = uuid::Uuid::new_v4().to_string();
+        span.record("session.id", id.as_str());
+        // Leased before it exists: no other process finds it running and
+        // free in between.
+        if let Some((owner, ttl)) = self.lease() {
+            if !self.store.take_lease(&id, &owner, ttl).await? {
+                return Err(Error::Internal(format!(
+                    "a fresh session id {id} is leased"
+                )));
+            }
+        }
+        let session = match self
+            .create_as(spec, start, id.clone())
+            .instrument(span.clone())
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some((owner, _)) = self.lease() {
+                    let _ = self.store.release_lease(&id, &owner).await;
+                }
+                return Err(e);
+            }
+        };
         self.drive(spec, session, channel).instrument(span).await
     }
 
@@ -201,7 +240,7 @@ impl<'a> Engine<'a> {
     /// [`Engine::create`] under a given id: the store refuses it when a
     /// session of that id exists (an approval request's idempotency key).
     pub async fn create_as(&self, spec: &Spec, start: Start, id: String) -> Result<Session> {
-        Self::preflight(spec)?;
+        Self::preflight(spec, &self.settings)?;
         if !(start.overwrite_artifacts || self.overwrite_artifacts) {
             artifacts::precheck(
                 &self.templates,
@@ -273,7 +312,7 @@ impl<'a> Engine<'a> {
             )));
         }
         let spec = self.spec(&session)?;
-        Self::preflight(&spec)?;
+        Self::preflight(&spec, &self.settings)?;
         use tracing::Instrument as _;
         let span = crate::traces::run_span(&session.workflow, &session.pattern, Some(&session));
         self.drive(&spec, session, channel).instrument(span).await
@@ -292,6 +331,32 @@ impl<'a> Engine<'a> {
     /// which becomes the run's trace when it has none yet (kept at the
     /// next checkpoint).
     pub async fn drive<C: HumanChannel>(
+        &mut self,
+        spec: &Spec,
+        session: Session,
+        channel: &mut C,
+    ) -> Result<Session> {
+        let Some((owner, ttl)) = self.lease() else {
+            return self.drive_here(spec, session, channel).await;
+        };
+        let (store, id) = (self.store, session.id.clone());
+        let driven = crate::store::lease::driving(
+            store,
+            &id,
+            &owner,
+            ttl,
+            self.drive_here(spec, session, channel),
+        )
+        .await?;
+        driven.unwrap_or_else(|| {
+            Err(Error::Session(format!(
+                "session {id} is being driven by another process right now; try again once it pauses"
+            )))
+        })
+    }
+
+    /// [`Engine::drive`] once this process may drive the session.
+    async fn drive_here<C: HumanChannel>(
         &mut self,
         spec: &Spec,
         mut session: Session,

@@ -99,21 +99,12 @@ pub struct Inner {
     pub replica: String,
     /// How long a lease on driving a session lasts unrenewed.
     pub lease: Duration,
+    /// Every new event, read from the store once and broadcast
+    /// ([`follow`]); started on first use.
+    bus: tokio::sync::OnceCell<Arc<follow::Bus>>,
     /// The people directory as last read (listing what waits for whom;
     /// the intake reads the store's).
     people: people::Cache,
-}
-
-/// A lease lasts 30 s unless `STRANDS_LEASE_SECS` says otherwise; it is
-/// renewed every third of that, and lapsed leases are looked for as often,
-/// so a run whose replica died goes on elsewhere within 4/3 of it (40 s).
-fn lease_from_env() -> Duration {
-    let secs = std::env::var("STRANDS_LEASE_SECS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .unwrap_or(30);
-    Duration::from_secs(secs)
 }
 
 impl std::ops::Deref for Hub {
@@ -133,6 +124,7 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
 impl Hub {
     pub fn new(store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
         let limits = settings.limits.clone();
+        let lease = settings.lease;
         Hub(Arc::new(Inner {
             store,
             settings,
@@ -147,13 +139,9 @@ impl Hub {
             driving: Mutex::new(HashSet::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
-            replica: format!(
-                "{}-{}-{}",
-                whoami::fallible::hostname().unwrap_or_else(|_| "host".into()),
-                std::process::id(),
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            ),
-            lease: lease_from_env(),
+            replica: crate::store::lease::owner("serve"),
+            lease,
+            bus: tokio::sync::OnceCell::new(),
             people: people::Cache::default(),
         }))
     }
@@ -263,7 +251,7 @@ impl Hub {
             Ok(s) => s,
             Err(r) => return Ok(Err(r)),
         };
-        if let Err(e) = Engine::preflight(&spec) {
+        if let Err(e) = Engine::preflight(&spec, &self.settings) {
             return Ok(Err(StartRefusal::CannotRun(e.to_string())));
         }
         let variables = match spec.resolve_variables(vars) {
@@ -337,67 +325,41 @@ impl Hub {
         let hub = self.clone();
         self.tasks.spawn(async move {
             let _permit = permit;
-            let leased = match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
-                Ok(held) => held,
-                Err(e) => {
-                    tracing::error!(session = %id, "cannot take the lease on the session: {e}");
-                    false
-                }
-            };
-            if !leased {
-                // Another replica drives it (and re-checks when it stops).
-                hub.driving
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                return;
-            }
-            let renew = hub.store.is_shared().then(|| {
-                let (hub, id) = (hub.clone(), id.clone());
-                tokio::spawn(async move {
-                    loop {
-                        tokio::time::sleep(hub.lease / 3).await;
-                        match hub.store.take_lease(&id, &hub.replica, hub.lease).await {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                tracing::warn!(session = %id, "lost the lease on the session to another replica");
-                                return;
-                            }
-                            Err(e) => tracing::warn!(session = %id, "cannot renew the lease: {e}"),
-                        }
-                    }
-                })
-            });
-            loop {
-                let mut hall = hub.hall();
-                let failed = match hub.engine().resume(&id, &mut hall).await {
-                    Ok(_) => false,
-                    Err(e) => {
+            let drives = async {
+                loop {
+                    let mut hall = hub.hall();
+                    if let Err(e) = hub.engine().resume(&id, &mut hall).await {
                         // Left as it is in the store; a restart picks it up.
                         tracing::error!(session = %id, "driving the session failed: {e}");
-                        true
+                        return false;
                     }
-                };
-                if !failed && hub.needs_driving(&id).await {
-                    continue;
+                    if !hub.needs_driving(&id).await {
+                        return true;
+                    }
                 }
-                if let Some(renew) = &renew {
-                    renew.abort();
+            };
+            let leased =
+                crate::store::lease::driving(&hub.store, &id, &hub.replica, hub.lease, drives)
+                    .await;
+            hub.driving
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            match leased {
+                // An answer recorded between the last look and letting go
+                // found this task still driving and left it to us: look
+                // once more (a later one starts its own drive).
+                Ok(Some(true)) => {
+                    if hub.needs_driving(&id).await {
+                        hub.drive(id);
+                    }
                 }
-                if let Err(e) = hub.store.release_lease(&id, &hub.replica).await {
-                    tracing::warn!(session = %id, "cannot hand the lease back: {e}");
+                Ok(Some(false)) => {}
+                // Another replica drives it (and re-checks when it stops).
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(session = %id, "cannot take the lease on the session: {e}");
                 }
-                hub.driving
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                // An answer recorded between the look above and letting go
-                // found this task still driving and left it to us: look once
-                // more (a later one starts its own drive).
-                if !failed && hub.needs_driving(&id).await {
-                    hub.drive(id);
-                }
-                break;
             }
         });
     }
@@ -481,7 +443,7 @@ impl Hub {
             tracing::info!(session = %s.id, "resuming a session left running");
             self.drive(s.id);
         }
-        self.start_reposting(repost::Pace::from_env());
+        self.start_reposting(self.settings.repost);
         Ok(())
     }
 

@@ -23,7 +23,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -34,56 +33,9 @@ use crate::error::Result;
 /// Ids read from the unposted index at a time.
 pub const PAGE: usize = 256;
 
-/// How fast the queue goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pace {
-    /// Re-posts in flight at once (at least 1).
-    pub concurrency: usize,
-    /// The least time between the starts of two re-posts.
-    pub interval: Duration,
-}
-
-impl Default for Pace {
-    fn default() -> Self {
-        Pace {
-            concurrency: 4,
-            interval: Duration::from_secs(1),
-        }
-    }
-}
-
-impl Pace {
-    /// From `STRANDS_REPOST_CONCURRENCY` and `STRANDS_REPOST_INTERVAL_MS`.
-    pub fn from_env() -> Pace {
-        Pace::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// [`Pace::from_env`] with the environment given as a lookup; a value
-    /// that is not a number (or a concurrency of 0) is ignored, with a
-    /// warning, for the default.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Pace {
-        let mut pace = Pace::default();
-        if let Some(raw) = lookup("STRANDS_REPOST_CONCURRENCY") {
-            match raw.trim().parse::<usize>() {
-                Ok(n) if n > 0 => pace.concurrency = n,
-                _ => tracing::warn!(
-                    value = %raw,
-                    "ignoring STRANDS_REPOST_CONCURRENCY: not a positive integer"
-                ),
-            }
-        }
-        if let Some(raw) = lookup("STRANDS_REPOST_INTERVAL_MS") {
-            match raw.trim().parse::<u64>() {
-                Ok(ms) => pace.interval = Duration::from_millis(ms),
-                Err(_) => tracing::warn!(
-                    value = %raw,
-                    "ignoring STRANDS_REPOST_INTERVAL_MS: not a non-negative integer"
-                ),
-            }
-        }
-        pace
-    }
-}
+/// How fast the queue goes: a section of the settings (`config::Pace`),
+/// read once at start-up.
+pub use crate::config::Pace;
 
 /// Walks the index and starts a re-post for each id that needs one, at
 /// `pace`, until the index is exhausted or `stop` is cancelled; returns how
@@ -154,6 +106,7 @@ where
 mod tests {
     use super::*;
     use std::sync::Mutex;
+    use std::time::Duration;
 
     #[test]
     fn pace_reads_the_environment_and_ignores_nonsense() {

@@ -98,11 +98,11 @@ struct WireRequest<'a> {
 }
 
 impl AnthropicClient {
-    /// Builds the client from the spec's settings and the environment
+    /// Builds the client from the spec's settings and its credentials
     /// (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`; empty values count as
     /// unset). A missing key is `Error::Usage`.
     pub fn new(config: &ProviderConfig) -> Result<Self> {
-        Self::with_env(config, |name| std::env::var(name).ok())
+        Self::with_env(config, |name| config.credentials.get(name))
     }
 
     /// [`AnthropicClient::new`] with the environment given as a lookup
@@ -316,6 +316,7 @@ mod tests {
                 max_delay: Duration::from_millis(5),
                 max_server_delay: Duration::from_millis(5),
             },
+            credentials: Default::default(),
         }
     }
 

@@ -22,9 +22,9 @@ use crate::error::{Error, Result};
 /// latest generally available data-plane version.
 pub const DEFAULT_API_VERSION: &str = "2024-10-21";
 
-/// Builds the client from `config` and the environment.
+/// Builds the client from `config` and its credentials.
 pub fn client(config: &ProviderConfig) -> Result<OpenAiClient> {
-    with_env(config, |name| std::env::var(name).ok())
+    with_env(config, |name| config.credentials.get(name))
 }
 
 /// [`client`] with the environment given as a lookup function.
@@ -92,6 +92,7 @@ mod tests {
                 max_delay: Duration::from_millis(5),
                 max_server_delay: Duration::from_millis(5),
             },
+            credentials: Default::default(),
         }
     }
 

@@ -209,6 +209,7 @@ mod tests {
             region: None,
             timeout: Duration::from_secs(1),
             retry: Default::default(),
+            credentials: Default::default(),
         })
         .expect("echo needs no config");
         let r = provider

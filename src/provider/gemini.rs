@@ -150,11 +150,11 @@ impl GenerationConfig {
 }
 
 impl GeminiClient {
-    /// Builds the client from the spec's settings and the environment
+    /// Builds the client from the spec's settings and its credentials
     /// (`GEMINI_BASE_URL`, `GOOGLE_API_KEY`, `GEMINI_API_KEY`; empty values
     /// count as unset). A missing key is `Error::Usage`.
     pub fn new(config: &ProviderConfig) -> Result<Self> {
-        Self::with_env(config, |name| std::env::var(name).ok())
+        Self::with_env(config, |name| config.credentials.get(name))
     }
 
     /// [`GeminiClient::new`] with the environment given as a lookup function.

@@ -105,7 +105,7 @@ impl ProviderKind {
     }
 }
 
-/// Connection settings resolved from the spec and the environment.
+/// Connection settings resolved from the spec and the settings.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
@@ -115,6 +115,42 @@ pub struct ProviderConfig {
     pub region: Option<String>,
     pub timeout: Duration,
     pub retry: crate::retry::RetryPolicy,
+    /// The providers' keys and endpoints, from the settings.
+    pub credentials: Credentials,
+}
+
+/// The providers' variables (strands-cli's names: `OPENAI_API_KEY`,
+/// `ANTHROPIC_BASE_URL`…) as the settings read them at start-up, handed to
+/// each provider as it is built; providers never read the environment.
+/// Every value is kept secret: it never reaches a log line or a `{:?}`.
+#[derive(Clone, Default)]
+pub struct Credentials(std::collections::BTreeMap<String, secrecy::SecretString>);
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl Credentials {
+    /// The variables `names` that `get` has a value for.
+    pub fn from_lookup<'a>(
+        names: impl IntoIterator<Item = &'a str>,
+        get: &impl Fn(&str) -> Option<String>,
+    ) -> Credentials {
+        Credentials(
+            names
+                .into_iter()
+                .filter_map(|n| get(n).map(|v| (n.to_string(), secrecy::SecretString::from(v))))
+                .collect(),
+        )
+    }
+
+    /// `name`'s value, if set.
+    pub fn get(&self, name: &str) -> Option<String> {
+        use secrecy::ExposeSecret;
+        self.0.get(name).map(|v| v.expose_secret().to_string())
+    }
 }
 
 /// A ready-to-use provider. Enum dispatch: no trait objects needed.
@@ -130,8 +166,8 @@ pub enum Provider {
 }
 
 impl Provider {
-    /// Builds the provider from `config` and the environment (each
-    /// provider's module says which variables it reads). A missing key or
+    /// Builds the provider from `config` and its credentials (each
+    /// provider's module says which variables it takes). A missing key or
     /// endpoint is `Error::Usage` naming the variable to set.
     pub fn new(config: &ProviderConfig) -> Result<Self> {
         match config.kind {

@@ -140,10 +140,10 @@ struct WireRequest<'a> {
 }
 
 impl OpenAiClient {
-    /// Builds the client from the spec's settings and the environment
+    /// Builds the client from the spec's settings and its credentials
     /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`; empty values count as unset).
     pub fn new(config: &ProviderConfig) -> Result<Self> {
-        Self::with_env(config, |name| std::env::var(name).ok())
+        Self::with_env(config, |name| config.credentials.get(name))
     }
 
     /// [`OpenAiClient::new`] with the environment given as a lookup function.

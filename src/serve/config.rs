@@ -1,5 +1,5 @@
-//! The service's configuration, read once from the environment (flags may
-//! override): where it listens, the store, the workflows it may start, the
+//! The service's configuration, built once at start-up from the settings'
+//! variables (`config::env::Env`; flags may override): where it listens, the store, the workflows it may start, the
 //! API's limits, and the rooms' own settings (Slack's and Teams', when set).
 //!
 //! | variable | setting |
@@ -151,10 +151,6 @@ impl Config {
             settings: Arc::new(crate::config::Settings::load(&get)?),
         })
     }
-
-    pub fn from_env(store: PathBuf, o: Overrides) -> Result<Config> {
-        Self::from_lookup(|k| std::env::var(k).ok(), store, o)
-    }
 }
 
 #[cfg(test)]
@@ -172,6 +168,68 @@ mod tests {
             PathBuf::from("/tmp/s"),
             Overrides::default(),
         )
+    }
+
+    /// Every variable of `config::vars` is read by the sections built
+    /// here (the service's and every command's), or by the CLI alone; and
+    /// nothing is read that the table does not describe.
+    #[test]
+    fn the_settings_tree_reads_exactly_the_table_of_variables() {
+        use std::cell::RefCell;
+        use std::collections::BTreeSet;
+        // Every room on, so that each reads all of its variables.
+        let on: HashMap<&str, &str> = [
+            ("SLACK_BOT_TOKEN", "xoxb-1"),
+            ("SLACK_APP_TOKEN", "xapp-1"),
+            ("SLACK_SIGNING_SECRET", "s"),
+            ("TEAMS_APP_ID", "app"),
+            ("TEAMS_APP_PASSWORD", "p"),
+            ("STRANDS_WEBHOOK_URL", "https://hooks.example/x"),
+            (
+                "STRANDS_WEBHOOK_SECRET",
+                "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+            ),
+            ("STRANDS_SMTP_URL", "smtp://u:p@mail.example:587"),
+            ("STRANDS_EMAIL_FROM", "Strands <approvals@corp.example>"),
+        ]
+        .into_iter()
+        .collect();
+        let asked = RefCell::new(BTreeSet::new());
+        let get = |k: &str| {
+            asked.borrow_mut().insert(k.to_string());
+            on.get(k).map(|v| v.to_string())
+        };
+        Config::from_lookup(get, PathBuf::from("/tmp/s"), Overrides::default())
+            .expect("every room on");
+        let asked = asked.into_inner();
+        let unknown: Vec<&String> = asked
+            .iter()
+            .filter(|k| crate::config::vars::find(k).is_none())
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "read but not in config::vars::VARS: {unknown:?}"
+        );
+        // What the CLI reads itself (cli/mod.rs, remote.rs, doctor.rs), and
+        // the settings file's name (config::env).
+        const CLI: &[&str] = &[
+            "STRANDS_CONFIG",
+            "STRANDS_STORE",
+            "STRANDS_SERVER",
+            "STRANDS_TOKEN",
+            "STRANDS_LOG",
+            "STRANDS_LOG_FORMAT",
+            "OLLAMA_HOST",
+        ];
+        let unread: Vec<&str> = crate::config::vars::VARS
+            .iter()
+            .map(|v| v.name)
+            .filter(|n| !asked.contains(*n) && !CLI.contains(n))
+            .collect();
+        assert!(
+            unread.is_empty(),
+            "in config::vars::VARS but read by nothing: {unread:?}"
+        );
     }
 
     #[test]

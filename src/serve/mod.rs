@@ -29,7 +29,7 @@ pub use config::Config;
 
 /// Runs the service until SIGINT/SIGTERM.
 pub async fn run(config: Config) -> Result<()> {
-    let store = Store::connect(&config.store).await?;
+    let store = Store::connect_with(&config.store, &config.settings.store).await?;
     let shared = store.is_shared();
     let hub = Hub::new(
         store,
@@ -94,7 +94,13 @@ pub async fn run(config: Config) -> Result<()> {
     router = router
         .merge(crate::api::router(hub.clone(), config.api.clone()))
         .merge(crate::web::router(web))
-        .merge(service_routes(hub.clone()));
+        .merge(service_routes(hub.clone()))
+        // A request's store calls go ahead of background work.
+        .layer(axum::middleware::from_fn(
+            |req: axum::extract::Request, next: axum::middleware::Next| {
+                crate::store::lane::acknowledging(next.run(req))
+            },
+        ));
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|e| Error::io(format!("cannot listen on {}", config.bind), e))?;

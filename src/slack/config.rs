@@ -1,5 +1,5 @@
-//! Slack's configuration, read once from the environment (flags may
-//! override) into a plain struct: off when no Slack variable is set,
+//! Slack's configuration, built once from the settings' variables (flags
+//! may override) into a plain struct: off when no Slack variable is set,
 //! refused when half set. Slack reaches the bot one of two ways, or both:
 //! over Socket Mode (`SLACK_APP_TOKEN`, an `xapp-` token: the bot dials
 //! out, no public URL, no signing secret) or at request URLs
@@ -115,10 +115,6 @@ impl Config {
                 .templates
                 .or_else(|| get("STRANDS_TEMPLATES").map(PathBuf::from)),
         }))
-    }
-
-    pub fn from_env(o: Overrides) -> Result<Option<Config>> {
-        Self::from_lookup(|k| std::env::var(k).ok(), o)
     }
 }
 

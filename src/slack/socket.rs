@@ -319,7 +319,8 @@ async fn on_envelope(
             (ack, None)
         }
         Claim::First(publish) => {
-            let work = carry_out(&app, &envelope);
+            // Acknowledged first: in the store's acknowledgement lane.
+            let work = crate::store::lane::acknowledging(carry_out(&app, &envelope));
             tokio::pin!(work);
             match tokio::time::timeout_at(deadline, &mut work).await {
                 Ok(reply) => {

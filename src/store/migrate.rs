@@ -71,7 +71,12 @@ pub struct Report {
 }
 
 /// Copies the sled store at `from` into the PostgreSQL database `to`.
-pub async fn sled_to_postgres(from: &Path, to: &str, force: bool) -> Result<Report> {
+pub async fn sled_to_postgres(
+    from: &Path,
+    to: &str,
+    force: bool,
+    settings: &crate::config::PgSettings,
+) -> Result<Report> {
     if !from.join("db").exists() && !from.join("conf").exists() {
         return Err(Error::Usage(format!(
             "--from {}: no sled store there",
@@ -81,8 +86,7 @@ pub async fn sled_to_postgres(from: &Path, to: &str, force: bool) -> Result<Repo
     let source = super::sled::SledStore::open(from)?;
     let dump = source.export()?;
     drop(source);
-    let settings = super::postgres::PgSettings::from_env()?;
-    let target = super::postgres::PgStore::connect(to, &settings).await?;
+    let target = super::postgres::PgStore::connect(to, settings).await?;
     let mut report = Report {
         from: from.display().to_string(),
         to: target.location(),

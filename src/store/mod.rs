@@ -20,6 +20,8 @@ pub mod awaiting;
 pub mod backup;
 #[cfg(test)]
 mod conformance;
+pub mod lane;
+pub mod lease;
 pub mod migrate;
 pub mod outputs;
 pub mod postgres;
@@ -666,18 +668,22 @@ impl Store {
         Ok(Store::Sled(sled::SledStore::open(location)?))
     }
 
-    /// Opens the store `location` names: a `postgres://` URL (PostgreSQL,
-    /// settings from the environment: see [`postgres::PgSettings`]) or a
-    /// directory (sled).
+    /// Opens the store `location` names, with the default settings.
     pub async fn connect(location: &std::path::Path) -> Result<Store> {
+        Store::connect_with(location, &crate::config::StoreSettings::default()).await
+    }
+
+    /// Opens the store `location` names: a `postgres://` URL (PostgreSQL,
+    /// with `settings.postgres`) or a directory (sled, with its cache).
+    pub async fn connect_with(
+        location: &std::path::Path,
+        settings: &crate::config::StoreSettings,
+    ) -> Result<Store> {
         match location.to_str().filter(|l| postgres::is_url(l)) {
-            Some(url) => {
-                let settings = postgres::PgSettings::from_env()?;
-                Ok(Store::Postgres(
-                    postgres::PgStore::connect(url, &settings).await?,
-                ))
-            }
-            None => Store::open(location),
+            Some(url) => Ok(Store::Postgres(
+                postgres::PgStore::connect(url, &settings.postgres).await?,
+            )),
+            None => Ok(Store::Sled(sled::SledStore::open_with(location, settings)?)),
         }
     }
 

@@ -1,4 +1,4 @@
-//! Webhook settings, read once from the environment into a plain struct.
+//! Webhook settings, built once from the settings' variables into a plain struct.
 //!
 //! | variable | setting |
 //! |---|---|
@@ -48,11 +48,6 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// The process environment; `None` when no webhook URL is set.
-    pub fn from_env(default_public_url: &str) -> Result<Option<Config>> {
-        Config::from_lookup(|k| std::env::var(k).ok(), default_public_url)
-    }
-
     /// The settings from `get` (the environment, or a map in tests);
     /// `None` when `STRANDS_WEBHOOK_URL` names no endpoint.
     /// `default_public_url` is used when `STRANDS_PUBLIC_URL` is unset.

@@ -681,6 +681,7 @@ impl Sandbox {
             .env("STRANDS_RETRY_BASE_MS", "10")
             .env("STRANDS_LLM_TIMEOUT_SECS", "30")
             .env_remove("STRANDS_STORE")
+            .env_remove("STRANDS_CONFIG")
             .env_remove("STRANDS_LOG")
             .env_remove("STRANDS_LOG_FORMAT")
             .env_remove("STRANDS_MAX_RETRIES")

@@ -17,6 +17,7 @@ mod cli_approvers;
 mod cli_audit;
 mod cli_business_hours;
 mod cli_cancel;
+mod cli_config;
 mod cli_egress;
 mod cli_evaluator;
 mod cli_flows;

@@ -3,7 +3,9 @@
 //! fake model: clicks split across both resume once; a replica killed
 //! mid-step leaves its run to the other; a gate timeout fires once; the
 //! audit chain both wrote verifies; a sled store migrated to PostgreSQL
-//! resumes there. Skipped with a notice when no PostgreSQL server can be
+//! resumes there; a `strands run` in a terminal is never driven by a
+//! replica too; a stream on one replica gets the other's events by
+//! `NOTIFY`. Skipped with a notice when no PostgreSQL server can be
 //! started, failed under `STRANDS_REQUIRE_POSTGRES=1`.
 
 use std::path::PathBuf;
@@ -351,4 +353,123 @@ fn a_sled_store_migrated_to_postgres_resumes_there() {
     let forced = migrate(&["--force"]);
     assert_eq!(forced.code, 0, "{} {}", forced.stdout, forced.stderr);
     assert_eq!(pg.show(&id)["status"], "paused", "replaced by the source");
+}
+
+/// planner → writer, no gate.
+const TWO_STEPS: &str = r#"
+version: 0
+name: two-steps
+runtime:
+  provider: openai
+  model_id: fake-model
+  host: $HOST
+agents:
+  planner:
+    prompt: You are the PLANNER.
+  writer:
+    prompt: You are the WRITER.
+pattern:
+  type: chain
+  config:
+    steps:
+      - agent: planner
+        input: Plan it.
+      - agent: writer
+        input: "Write from: {{ steps[0].response }}"
+"#;
+
+/// A `strands run` in a terminal on the shared database races two
+/// replicas that look for running sessions with no live lease three
+/// times a second (1 s leases): the CLI holds its run's lease from before
+/// the session exists, so neither replica drives it, and each step's
+/// model call is made once, by the CLI.
+#[test]
+fn a_cli_run_on_the_shared_database_is_never_driven_by_a_replica_too() {
+    let Some(url) = database("cli_run_lease") else {
+        return;
+    };
+    // The planner's call takes 4 s: twelve looks by each replica.
+    let llm = FakeLlm::start_with(Behaviour {
+        delay: Some((1, Duration::from_secs(4))),
+        ..Behaviour::default()
+    });
+    let slack = FakeSlack::start();
+    let sandbox = sandbox_on(&url);
+    let (mut a, mut b) = replicas(&sandbox, &slack, &llm, &[], "1");
+    let spec = sandbox.spec("two.yaml", TWO_STEPS, &llm);
+    let mut run = sandbox.spawn(&["run", spec.to_str().expect("utf-8 path")]);
+    let until = Instant::now() + Duration::from_secs(60);
+    let code = loop {
+        if let Some(status) = run.try_wait().expect("wait for strands run") {
+            break status.code();
+        }
+        assert!(Instant::now() < until, "strands run did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(0), "strands run: {}", a.log());
+    assert_eq!(
+        llm.calls_of("PLANNER").len(),
+        1,
+        "the planner's step ran twice: {:#?}",
+        llm.requests()
+    );
+    assert_eq!(llm.calls_of("WRITER").len(), 1, "{:#?}", llm.requests());
+    let list = sandbox.list();
+    assert_eq!(list["sessions"][0]["status"], "completed", "{list:#}");
+    a.stop();
+    b.stop();
+    assert_audit_intact(&sandbox);
+}
+
+/// Two API replicas on the database, whose listeners read the event head
+/// on their own only every 10 minutes: a stream open on one replica gets
+/// the events of a run started on the other at once — they can only have
+/// come by `NOTIFY` — in order, with nothing skipped.
+#[test]
+fn a_stream_on_one_replica_gets_events_written_by_the_other_by_notify() {
+    use crate::common::api::{call, make_token, Sse};
+    use crate::common::service::{ServeConfig, Service};
+    let Some(url) = database("events_notify") else {
+        return;
+    };
+    let llm = FakeLlm::start();
+    let sandbox = sandbox_on(&url);
+    let dir = write_workflows(&sandbox, &llm, &[("deploy", DEPLOY)]);
+    let ci = make_token(&sandbox, "ci-bot", "operator");
+    let cfg = ServeConfig::api(&sandbox, &dir).with("STRANDS_PG_EVENTS_POLL_SECS", Some("600"));
+    let writer = Service::launch(cfg.clone());
+    let reader = Service::launch(cfg);
+    let mut stream = Sse::open(&reader, "/api/v1/events", &ci, None);
+    assert_eq!(stream.status(), 200, "{}", stream.head);
+
+    let mut started = Vec::new();
+    for n in 0..3 {
+        let r = call(
+            &writer,
+            "POST",
+            "/api/v1/runs",
+            Some(&ci),
+            Some(
+                &serde_json::json!({ "workflow": "deploy", "vars": { "service": format!("s{n}") } }),
+            ),
+        );
+        assert_eq!(r.status, 201, "{}\n{}", r.body, writer.log());
+        started.push(r.json()["session_id"].as_str().expect("an id").to_string());
+    }
+    let mut opened = Vec::new();
+    let mut last = 0;
+    while opened.len() < started.len() {
+        let e = stream.next(Duration::from_secs(30)).unwrap_or_else(|| {
+            panic!(
+                "the reader replica never got the other's events (got {opened:?}):\n{}",
+                reader.log()
+            )
+        });
+        assert_eq!(e.id, last + 1, "events skipped or out of order: {e:?}");
+        last = e.id;
+        if e.event == "gate.opened" {
+            opened.push(e.data["session"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    assert_eq!(opened, started);
 }

@@ -80,10 +80,10 @@ impl std::fmt::Debug for BedrockClient {
 }
 
 impl BedrockClient {
-    /// Builds the client from the spec's settings and the environment's
-    /// endpoint overrides; the SDK itself is set up on the first call.
+    /// Builds the client from the spec's settings and the endpoint
+    /// overrides among its credentials; the SDK itself is set up on the first call.
     pub fn new(config: &ProviderConfig) -> Result<Self> {
-        Self::with_env(config, |name| std::env::var(name).ok())
+        Self::with_env(config, |name| config.credentials.get(name))
     }
 
     /// [`BedrockClient::new`] with the environment given as a lookup function.

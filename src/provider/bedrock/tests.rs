@@ -35,6 +35,7 @@ fn config(host: Option<&str>) -> ProviderConfig {
         region: Some("us-east-1".into()),
         timeout: Duration::from_secs(5),
         retry: policy(),
+        credentials: Default::default(),
     }
 }
 

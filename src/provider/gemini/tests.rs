@@ -20,6 +20,7 @@ fn config(host: Option<&str>) -> ProviderConfig {
             max_delay: Duration::from_millis(5),
             max_server_delay: Duration::from_millis(5),
         },
+        credentials: Default::default(),
     }
 }
 

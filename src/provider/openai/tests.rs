@@ -21,6 +21,7 @@ fn config(kind: ProviderKind, host: Option<&str>) -> ProviderConfig {
             max_delay: Duration::from_millis(5),
             max_server_delay: Duration::from_millis(5),
         },
+        credentials: Default::default(),
     }
 }
 

@@ -98,14 +98,17 @@ pub(super) async fn append_events_in(
         seqs.push(seq as i64);
         bodies.push(encode("event", &event)?);
     }
+    // Other replicas hear of them on commit (`listen`), in one round trip.
     let insert = tx
-        .prepare_cached(
-            "INSERT INTO events (seq, session, body)
-             SELECT s, $2, b FROM unnest($1::bigint[], $3::bytea[]) AS t(s, b)",
-        )
+        .prepare_cached(&format!(
+            "WITH ins AS (INSERT INTO events (seq, session, body)
+               SELECT s, $2, b FROM unnest($1::bigint[], $3::bytea[]) AS t(s, b))
+             SELECT pg_notify('{}', $4)",
+            super::listen::CHANNEL
+        ))
         .await
         .map_err(|e| sql("events", e))?;
-    tx.execute(&insert, &[&seqs, &session.id, &bodies])
+    tx.execute(&insert, &[&seqs, &session.id, &bodies, &seq.to_string()])
         .await
         .map_err(|e| sql("event append", e))?;
     Ok(Some(seq))
@@ -199,7 +202,10 @@ impl PgStore {
         Ok(row.get::<_, i64>(0) as u64)
     }
 
+    /// The number of the last event committed, from this process or
+    /// (once listening) any other.
     pub fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.listen();
         self.event_tx.subscribe()
     }
 }

@@ -12,12 +12,15 @@
 //!
 //! The tables are named in [`schema`] only, created by its embedded,
 //! versioned migrations at start-up. What this module does not do: keep a
-//! cache (every read goes to the database) or notify other replicas of new
-//! events (their subscribers poll; see `api::events`).
+//! cache (every read goes to the database). Other replicas learn of new
+//! events by `LISTEN`/`NOTIFY`, with a slow poll as the safety net
+//! ([`listen`]).
 //!
-//! Settings (read once, at connect): `STRANDS_PG_POOL_SIZE` (default 16),
+//! Settings (read once, at start-up, and handed to connect): `STRANDS_PG_POOL_SIZE` (default 16),
 //! `STRANDS_PG_STATEMENT_TIMEOUT_MS` (default 30000), `STRANDS_PG_CONNECT_TIMEOUT_SECS`
-//! (default 10), `STRANDS_PG_CA_FILE` (a PEM file of CA certificates to
+//! (default 10), `STRANDS_PG_EVENTS_POLL_SECS` (default 5: how often the
+//! listener also reads the event head, in case a notification was missed),
+//! `STRANDS_PG_CA_FILE` (a PEM file of CA certificates to
 //! trust besides the system's); TLS itself is asked for in the URL
 //! (`?sslmode=require`).
 
@@ -27,6 +30,7 @@ mod chain;
 mod counts;
 mod import;
 mod leases;
+mod listen;
 mod mail;
 mod messages;
 mod outputs;
@@ -38,8 +42,6 @@ mod timers;
 mod tokens;
 mod webhooks;
 
-use std::time::Duration;
-
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use crate::error::{Error, Result};
@@ -49,52 +51,54 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
-/// How to reach the database, read once from the environment.
-#[derive(Debug, Clone)]
-pub struct PgSettings {
-    pub pool_size: usize,
-    pub statement_timeout: Duration,
-    pub connect_timeout: Duration,
-    /// Extra CA certificates (PEM) for TLS.
-    pub ca_file: Option<std::path::PathBuf>,
-}
-
-impl PgSettings {
-    pub fn from_env() -> Result<PgSettings> {
-        fn num(name: &str, default: u64) -> Result<u64> {
-            match std::env::var(name) {
-                Ok(v) if !v.trim().is_empty() => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| Error::Usage(format!("{name}={v:?} is not a whole number"))),
-                _ => Ok(default),
-            }
-        }
-        Ok(PgSettings {
-            pool_size: num("STRANDS_PG_POOL_SIZE", 16)?.max(1) as usize,
-            statement_timeout: Duration::from_millis(num(
-                "STRANDS_PG_STATEMENT_TIMEOUT_MS",
-                30_000,
-            )?),
-            connect_timeout: Duration::from_secs(
-                num("STRANDS_PG_CONNECT_TIMEOUT_SECS", 10)?.max(1),
-            ),
-            ca_file: std::env::var_os("STRANDS_PG_CA_FILE")
-                .filter(|v| !v.is_empty())
-                .map(Into::into),
-        })
-    }
-}
+/// How to reach the database: a section of the settings
+/// (`config::PgSettings`), read once at start-up.
+pub use crate::config::PgSettings;
 
 /// The PostgreSQL backend.
 pub struct PgStore {
     pool: Pool,
     /// `postgres://host:port/db`, without credentials.
     location: String,
-    /// The number of the last event this process wrote (subscribers wait on it).
-    event_tx: tokio::sync::watch::Sender<u64>,
+    /// The number of the last event committed that this process knows
+    /// of: its own writes, and other processes' heard by [`listen`]
+    /// (subscribers wait on it).
+    event_tx: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
+    /// Background work's share of the pool ([`background_share`]).
+    background: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Whether the listening task was started.
+    listening: std::sync::atomic::AtomicBool,
+    /// What the listener connects with (the pool's own settings).
+    connect_config: tokio_postgres::Config,
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    events_poll: std::time::Duration,
     /// Texts written apart since connect (`outputs`).
     outputs_written: std::sync::atomic::AtomicU64,
+}
+
+/// A pooled connection, holding its lane's share of the pool while used.
+pub(crate) struct Conn {
+    client: deadpool_postgres::Client,
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl std::ops::Deref for Conn {
+    type Target = deadpool_postgres::Client;
+    fn deref(&self) -> &Self::Target {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.client
+    }
+}
+
+/// How much of a pool of `size` background work may hold: a quarter is
+/// kept for requests someone waits on.
+fn background_share(size: usize) -> usize {
+    (size - size / 4).max(1)
 }
 
 /// `url` without user or password, for messages (the URL itself when it
@@ -148,7 +152,7 @@ impl PgStore {
             recycling_method: RecyclingMethod::Fast,
         };
         let tls = tls_connector(settings)?;
-        let manager = Manager::from_config(config, tls, mgr_config);
+        let manager = Manager::from_config(config.clone(), tls.clone(), mgr_config);
         let pool = Pool::builder(manager)
             .max_size(settings.pool_size)
             .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -159,7 +163,14 @@ impl PgStore {
         let store = PgStore {
             pool,
             location,
-            event_tx: tokio::sync::watch::channel(0).0,
+            event_tx: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
+            background: std::sync::Arc::new(tokio::sync::Semaphore::new(background_share(
+                settings.pool_size,
+            ))),
+            listening: Default::default(),
+            connect_config: config,
+            tls,
+            events_poll: settings.events_poll,
             outputs_written: Default::default(),
         };
         let mut client = store.client().await?;
@@ -180,7 +191,24 @@ impl PgStore {
     }
 
     /// A connection from the pool; an unreachable database is a clear error.
-    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Client> {
+    /// Background work takes it within its share of the pool, leaving the
+    /// rest to requests someone waits on ([`crate::store::lane`]).
+    pub(crate) async fn client(&self) -> Result<Conn> {
+        let permit = match crate::store::lane::Lane::current() {
+            crate::store::lane::Lane::Ack => None,
+            // Never closed.
+            crate::store::lane::Lane::Background => {
+                self.background.clone().acquire_owned().await.ok()
+            }
+        };
+        let client = self.pooled().await?;
+        Ok(Conn {
+            client,
+            _permit: permit,
+        })
+    }
+
+    async fn pooled(&self) -> Result<deadpool_postgres::Client> {
         self.pool.get().await.map_err(|e| {
             let why = match &e {
                 deadpool_postgres::PoolError::Backend(b) => db_message(b),
@@ -212,14 +240,7 @@ impl PgStore {
     /// Tells subscribers about events a committed write added.
     pub(crate) fn announce(&self, last: Option<u64>) {
         if let Some(seq) = last {
-            self.event_tx.send_if_modified(|cur| {
-                if seq > *cur {
-                    *cur = seq;
-                    true
-                } else {
-                    false
-                }
-            });
+            listen::raise(&self.event_tx, seq);
         }
     }
 }

@@ -240,7 +240,7 @@ impl PgStore {
         match row {
             None => Ok(None),
             Some(r) => {
-                super::outputs::decode_one(&**client, &self.location, id, r.get::<_, &[u8]>(0))
+                super::outputs::decode_one(&***client, &self.location, id, r.get::<_, &[u8]>(0))
                     .await
                     .map(Some)
             }
@@ -370,7 +370,7 @@ impl PgStore {
             .await
             .map_err(|e| self.err("sessions", e))?;
         let stored: Vec<(&str, &[u8])> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        super::outputs::decode_all(&**client, &self.location, &stored).await
+        super::outputs::decode_all(&***client, &self.location, &stored).await
     }
 
     pub async fn count(&self) -> Result<usize> {

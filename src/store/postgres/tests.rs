@@ -8,7 +8,7 @@ async fn migrations_apply_once_and_a_newer_schema_is_refused() {
     let Some(url) = testdb::database("schema").await else {
         return;
     };
-    let settings = PgSettings::from_env().expect("settings");
+    let settings = PgSettings::default();
     let first = PgStore::connect(&url, &settings).await.expect("migrate");
     let again = PgStore::connect(&url, &settings).await.expect("no-op");
     let client = again.client().await.expect("client");
@@ -44,7 +44,7 @@ async fn a_wrong_database_is_named_without_its_password() {
         .rsplit_once('/')
         .map(|(base, _)| format!("{base}/no_such_database"))
         .expect("a URL with a database");
-    let settings = PgSettings::from_env().expect("settings");
+    let settings = PgSettings::default();
     let err = PgStore::connect(&wrong, &settings)
         .await
         .err()
@@ -61,7 +61,7 @@ async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
     let Some(url) = testdb::database("schema2").await else {
         return;
     };
-    let settings = PgSettings::from_env().expect("settings");
+    let settings = PgSettings::default();
     let store = PgStore::connect(&url, &settings).await.expect("connect");
     let mut a = crate::store::sled::tests::paused_session("a");
     a.workflow = "wf-x".into();
@@ -132,7 +132,7 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
     let Some(url) = testdb::database("schema3").await else {
         return;
     };
-    let settings = PgSettings::from_env().expect("settings");
+    let settings = PgSettings::default();
     {
         let store = PgStore::connect(&url, &settings).await.expect("connect");
         for id in ["p1", "p2"] {
@@ -247,7 +247,7 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
     )
     .expect("people");
     let dump = sled.export().expect("export");
-    let settings = PgSettings::from_env().expect("settings");
+    let settings = PgSettings::default();
     let pg = PgStore::connect(&url, &settings).await.expect("connect");
     pg.import(&dump, false).await.expect("import");
     assert_eq!(
@@ -284,7 +284,7 @@ async fn each_room_keeps_its_own_record_and_a_failed_card_is_asked_again() {
     let Some(url) = testdb::database("rooms").await else {
         return;
     };
-    let settings = PgSettings::from_env().expect("settings");
+    let settings = PgSettings::default();
     let store = PgStore::connect(&url, &settings).await.expect("connect");
     store
         .create(&mut paused_session("p1"))

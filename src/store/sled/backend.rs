@@ -28,8 +28,9 @@
 //! The cost is a thread hand-over per call (microseconds, against a flush's
 //! milliseconds).
 //!
-//! At most one sled call per core runs at once (a FIFO semaphore, waited
-//! on asynchronously): unbounded, every queued resume's transaction ran
+//! At most one background sled call per core runs at once (a FIFO
+//! semaphore, waited on asynchronously), and as many again for requests
+//! someone waits on, in a lane of their own ([`crate::store::lane`]): unbounded, every queued resume's transaction ran
 //! side by side with the click's, and under load they conflicted, retried
 //! and took the CPU from it (`benches/slack_clicks.rs` showed acks slower,
 //! not faster). Bounded, sled does as much at once as when the workers ran
@@ -38,9 +39,17 @@
 
 use super::*;
 
-/// How many sled calls run at once: one per core (as many as the
-/// workers that ran them inline before), at least two.
+/// How many background sled calls run at once: one per core (as many as
+/// the workers that ran them inline before), at least two.
 fn slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| tokio::sync::Semaphore::new(slot_count()))
+}
+
+/// The acknowledgement lane's own slots ([`crate::store::lane`]): a
+/// request's calls never queue behind background work, only behind other
+/// requests'.
+fn ack_slots() -> &'static tokio::sync::Semaphore {
     static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
     SLOTS.get_or_init(|| tokio::sync::Semaphore::new(slot_count()))
 }
@@ -60,6 +69,7 @@ pub(crate) async fn quiesced<T>(f: impl FnOnce() -> T) -> T {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             let all = u32::try_from(slot_count()).unwrap_or(u32::MAX);
             let _every = slots().acquire_many(all).await.ok();
+            let _every_ack = ack_slots().acquire_many(all).await.ok();
             tokio::task::block_in_place(f)
         }
         _ => f(),
@@ -72,8 +82,12 @@ pub(crate) async fn off_worker<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             // Waiting for a slot is asynchronous: the worker goes on with
-            // other tasks meanwhile. The semaphore is never closed.
-            let _slot = slots().acquire().await.ok();
+            // other tasks meanwhile. The semaphores are never closed.
+            let lane = match crate::store::lane::Lane::current() {
+                crate::store::lane::Lane::Ack => ack_slots(),
+                crate::store::lane::Lane::Background => slots(),
+            };
+            let _slot = lane.acquire().await.ok();
             tokio::task::block_in_place(f)
         }
         _ => f(),
@@ -432,6 +446,57 @@ mod tests {
         assert!(
             saw_done,
             "the quiesced call ran while another was in flight"
+        );
+    }
+
+    /// A request's call runs while every background slot is taken: it
+    /// waits only for other requests ([`crate::store::lane`]).
+    #[test]
+    fn an_acknowledgement_does_not_queue_behind_background_calls() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let got = rt.block_on(async {
+            let (release_tx, release_rx) = tokio::sync::watch::channel(false);
+            let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel();
+            // Every background slot busy, and more background work queued.
+            let mut busy = Vec::new();
+            for _ in 0..super::slot_count() + 2 {
+                let mut release = release_rx.clone();
+                let started = started_tx.clone();
+                busy.push(tokio::spawn(async move {
+                    off_worker(move || {
+                        let _ = started.send(());
+                        // Held until the acknowledgement was seen.
+                        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                        while !*release.borrow_and_update() && std::time::Instant::now() < deadline
+                        {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    })
+                    .await
+                }));
+            }
+            for _ in 0..super::slot_count() {
+                started_rx.recv().await.expect("a background call started");
+            }
+            let ack = tokio::time::timeout(
+                Duration::from_secs(10),
+                crate::store::lane::acknowledging(off_worker(|| "acknowledged")),
+            )
+            .await;
+            let _ = release_tx.send(true);
+            for b in busy {
+                b.await.expect("a background call");
+            }
+            ack
+        });
+        assert_eq!(
+            got.ok(),
+            Some("acknowledged"),
+            "the request waited for the background"
         );
     }
 

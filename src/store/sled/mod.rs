@@ -110,17 +110,6 @@ pub mod trees {
 
 const HEAD_KEY: &[u8] = b"head";
 
-/// sled's cache: `STRANDS_STORE_CACHE_MB` (default 64 MB).
-fn cache_bytes() -> u64 {
-    std::env::var("STRANDS_STORE_CACHE_MB")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|mb| *mb > 0)
-        .unwrap_or(64)
-        * 1024
-        * 1024
-}
-
 /// Hands memory freed after opening back to the system. sled's recovery
 /// reads the log written since the last open into buffers it frees; the
 /// allocator would keep those pages, and a long-lived `strands serve`
@@ -218,7 +207,14 @@ impl SledStore {
         Ok(())
     }
 
+    /// Opens the store in directory `path` with the default settings.
     pub fn open(path: &Path) -> Result<SledStore> {
+        SledStore::open_with(path, &crate::config::StoreSettings::default())
+    }
+
+    /// Opens the store in directory `path`; sled's cache is `settings`'
+    /// (`STRANDS_STORE_CACHE_MB`).
+    pub fn open_with(path: &Path, settings: &crate::config::StoreSettings) -> Result<SledStore> {
         std::fs::create_dir_all(path).map_err(|e| {
             Error::io(
                 format!("cannot create the session store at {}", path.display()),
@@ -244,7 +240,7 @@ impl SledStore {
             .flush_every_ms(None)
             // sled's own page cache (default 1 GiB) is what grows with the
             // store; the OS page cache still holds what is read often.
-            .cache_capacity(cache_bytes());
+            .cache_capacity(settings.cache_bytes());
         let grace = std::time::Instant::now() + REOPEN_GRACE;
         let db = loop {
             match config.open() {
