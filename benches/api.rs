@@ -75,16 +75,7 @@ fn main() {
     let runs = env_usize("BENCH_RUNS", 200);
     let subscribers = env_usize("BENCH_SUBSCRIBERS", 1000);
     let events = env_usize("BENCH_EVENTS", 20).max(1);
-    let pg_url = std::env::var("BENCH_STORE")
-        .is_ok_and(|v| v == "postgres")
-        .then(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            rt.block_on(strands::store::postgres::testdb::database("api_bench"))
-                .expect("BENCH_STORE=postgres needs Debian's postgresql installed")
-        });
+    let pg_url = common::figures::bench_postgres("api_bench");
     let llm = FakeLlm::start();
     let mut sandbox = Sandbox::new();
     if let Some(url) = &pg_url {

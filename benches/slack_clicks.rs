@@ -259,16 +259,7 @@ fn main() {
         env!("CARGO_BIN_EXE_strands")
     );
 
-    let pg_url = std::env::var("BENCH_STORE")
-        .is_ok_and(|v| v == "postgres")
-        .then(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            rt.block_on(strands::store::postgres::testdb::database("slack_clicks"))
-                .expect("BENCH_STORE=postgres needs Debian's postgresql installed")
-        });
+    let pg_url = common::figures::bench_postgres("slack_clicks");
     let llm = FakeLlm::start();
     let slack = FakeSlack::start();
     let mut sandbox = Sandbox::new();

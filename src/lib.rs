@@ -6,11 +6,13 @@
 //! terminal, CLI, Slack — see [`slack`]) → back to [`engine`] to resume.
 //! [`teams`] holds the Microsoft Teams protocol the Teams room will build on.
 //! What happened leaves the process as signed webhooks ([`webhook`]).
+//! Everything reads "now" from the one [`clock`] the process is given.
 
 pub mod api;
 pub mod audit;
 pub mod channel;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod email;
 pub mod engine;

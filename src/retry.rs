@@ -158,7 +158,15 @@ impl RetryPolicy {
 /// The wait a response's `Retry-After` header asks for, if it has a usable
 /// one (see [`parse_retry_after`]).
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
+    retry_after_value(headers.get(RETRY_AFTER)?.to_str().ok()?)
+}
+
+/// The wait a `Retry-After` value asks for, from this machine's time of
+/// day: an HTTP-date is an instant on the server's wall clock, so it is
+/// measured against the system's, not the process's clock (a paused test
+/// clock would make the wait meaningless). The one reading of the time of
+/// day outside [`crate::clock`].
+pub fn retry_after_value(value: &str) -> Option<Duration> {
     parse_retry_after(value, SystemTime::now())
 }
 

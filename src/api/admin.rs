@@ -134,7 +134,7 @@ pub async fn list_tokens(State(hub): State<Hub>, caller: Caller) -> Result<Json<
         .tokens()
         .await?
         .iter()
-        .map(crate::hub::tokens::listed)
+        .map(|t| crate::hub::tokens::listed(t, hub.clock.now()))
         .collect();
     Ok(Json(
         serde_json::json!({ "count": tokens.len(), "tokens": tokens }),
@@ -255,7 +255,7 @@ pub async fn retry_webhook(
     let ids = [id];
     let requeued = hub
         .store
-        .webhook_requeue(Some(&ids), chrono::Utc::now())
+        .webhook_requeue(Some(&ids), hub.clock.now())
         .await?;
     if requeued == 0 {
         return Err(ApiError::not_found(format!(
@@ -282,7 +282,7 @@ pub async fn retry_webhooks(
             "say which: `?failed=all` queues every delivery given up on again, `POST /api/v1/webhooks/{id}/retry` one message",
         ));
     }
-    let requeued = hub.store.webhook_requeue(None, chrono::Utc::now()).await?;
+    let requeued = hub.store.webhook_requeue(None, hub.clock.now()).await?;
     Ok(Json(Requeued { requeued }))
 }
 
@@ -298,7 +298,7 @@ pub async fn revoke_token(
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Role::Admin)?;
     match crate::hub::tokens::revoke(&hub.store, &name, &caller.name, "api").await? {
-        Some(t) => Ok(Json(crate::hub::tokens::listed(&t))),
+        Some(t) => Ok(Json(crate::hub::tokens::listed(&t, hub.clock.now()))),
         None => Err(ApiError::not_found(format!(
             "no token named `{name}` is in use"
         ))),

@@ -179,7 +179,7 @@ pub async fn resume(
     let answer = Answer {
         decision,
         by: caller.name.clone(),
-        at: chrono::Utc::now(),
+        at: hub.clock.now(),
         via: "api".into(),
         vars,
         call: None,

@@ -191,7 +191,7 @@ pub async fn answer(
     let answer = Answer {
         decision,
         by: caller.name.clone(),
-        at: Utc::now(),
+        at: hub.clock.now(),
         via: "api".into(),
         vars: req.vars.clone(),
         call: req.call.clone(),
@@ -293,7 +293,7 @@ pub async fn cancel(
         by: caller.name.clone(),
         via: "api".into(),
         reason: reason.clone(),
-        at: Utc::now(),
+        at: hub.clock.now(),
     };
     let (status, s) = match hub.engine().request_cancel(&id, request).await? {
         CancelOutcome::Paused(s) => return reject_gate(&hub, &caller, &s, reason).await,
@@ -337,7 +337,7 @@ async fn reject_gate(
             }),
         },
         by: caller.name.clone(),
-        at: Utc::now(),
+        at: hub.clock.now(),
         via: "api".into(),
         vars: Map::new(),
         call: None,

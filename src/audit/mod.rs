@@ -87,9 +87,11 @@ pub struct AuditEvent {
 }
 
 impl AuditEvent {
-    pub fn new(kind: AuditKind, session: &str, workflow: &str) -> Self {
+    /// An entry of `kind` about `session`, made `at` (by the clock of
+    /// whoever records it).
+    pub fn new(kind: AuditKind, session: &str, workflow: &str, at: DateTime<Utc>) -> Self {
         AuditEvent {
-            at: Some(Utc::now()),
+            at: Some(at),
             session: session.to_string(),
             workflow: workflow.to_string(),
             kind: Some(kind),
@@ -220,7 +222,7 @@ mod tests {
         for seq in 1..=n {
             let event = AuditEvent {
                 detail: Some(format!("event {seq}")),
-                ..AuditEvent::new(AuditKind::Answer, "s", "wf")
+                ..AuditEvent::new(AuditKind::Answer, "s", "wf", crate::clock::test_epoch())
             };
             let hash = entry_hash(seq, &prev, &event);
             let entry = AuditEntry {

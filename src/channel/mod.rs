@@ -10,7 +10,6 @@
 pub mod hall;
 pub mod terminal;
 
-use chrono::Utc;
 use std::future::Future;
 
 use crate::error::Result;
@@ -99,6 +98,8 @@ impl HumanChannel for Detached {
 /// Approves every gate (`--auto-approve`), saying so on stderr.
 pub struct AutoApprove {
     pub by: String,
+    /// Answers are stamped by it.
+    pub clock: crate::clock::SharedClock,
 }
 
 impl HumanChannel for AutoApprove {
@@ -114,7 +115,7 @@ impl HumanChannel for AutoApprove {
         Ok(Reply::Now(Answer {
             decision: Decision::Approve,
             by: self.by.clone(),
-            at: Utc::now(),
+            at: self.clock.now(),
             via: "auto-approve".into(),
             vars: Default::default(),
             call,

@@ -6,7 +6,6 @@
 //! nothing; [`Terminal::input_ended`] tells the caller it happened (the CLI
 //! says so when stdin was not a terminal: nobody could have answered).
 
-use chrono::Utc;
 use std::io::{BufRead, Write};
 
 use super::{HumanChannel, Reply};
@@ -19,16 +18,19 @@ pub struct Terminal<R, W> {
     input: R,
     output: W,
     who: String,
+    /// Answers are stamped by it.
+    clock: crate::clock::SharedClock,
     /// The input ended (or failed) while a question waited.
     ended: bool,
 }
 
 impl<R: BufRead, W: Write> Terminal<R, W> {
-    pub fn new(input: R, output: W, who: String) -> Self {
+    pub fn new(input: R, output: W, who: String, clock: crate::clock::SharedClock) -> Self {
         Terminal {
             input,
             output,
             who,
+            clock,
             ended: false,
         }
     }
@@ -55,7 +57,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
         Reply::Now(Answer {
             decision,
             by: self.who.clone(),
-            at: Utc::now(),
+            at: self.clock.now(),
             via: "terminal".into(),
             vars: Default::default(),
             call: None,

@@ -295,9 +295,7 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
             Ok(store) => {
                 let session = store.get(&id).await?;
                 let due = session.status == crate::model::Status::Paused
-                    && session
-                        .open_gates()
-                        .any(|g| g.timed_out(chrono::Utc::now()));
+                    && session.open_gates().any(|g| g.timed_out(ctx.now()));
                 if due && !no_wait {
                     // Nothing else fires a timeout on a local store: apply
                     // it here, as `strands resume ID` would (recorded once:

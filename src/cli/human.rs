@@ -37,7 +37,8 @@ pub(super) fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-fn span(secs: u64) -> String {
+/// `secs` in words: `less than a minute`, `5 min`, `2 h 30 min`, `3 days`.
+pub(super) fn span(secs: u64) -> String {
     let mins = secs / 60;
     match mins {
         0 => "less than a minute".into(),
@@ -122,7 +123,7 @@ mod tests {
 
     #[test]
     fn spans_read_as_words() {
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         assert_eq!(
             relative(now + TimeDelta::seconds(25 * 60 + 5), now),
             "in 25 min"
@@ -144,7 +145,7 @@ mod tests {
 
     #[test]
     fn timeouts_say_what_happens_and_when() {
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let at = now + TimeDelta::seconds(30 * 60 + 10);
         let s = timeout_sentence(at, Some("reject"), now);
         assert!(s.starts_with("auto-rejects at "), "{s}");

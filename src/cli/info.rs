@@ -273,10 +273,7 @@ fn gate_line(g: &GateSpec) -> String {
 }
 
 fn human_secs(secs: u64) -> String {
-    let now = Utc::now();
-    human::relative(now + chrono::TimeDelta::seconds(secs as i64), now)
-        .trim_start_matches("in ")
-        .to_string()
+    human::span(secs)
 }
 
 fn agent_line(a: &AgentStep) -> String {

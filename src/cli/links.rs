@@ -124,7 +124,7 @@ async fn offline(
         default_approvers: &ctx.settings.default_approvers,
         shared: true,
         member_of: &nobody,
-        now: Utc::now(),
+        now: store.now(),
     };
     let handle = links::linkable(&s, gate, intent, &asker, &people).map_err(|r| match r {
         links::MintRefusal::MayNotAnswer { .. } => Error::Usage(r.to_string()),

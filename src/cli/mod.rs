@@ -612,11 +612,19 @@ struct Ctx {
     env: crate::config::env::Env,
     /// The server this invocation goes through, if any.
     remote: Option<remote::Remote>,
+    /// The process's clock, made once here and handed to everything below.
+    clock: crate::clock::SharedClock,
 }
 
 impl Ctx {
     async fn open(&self) -> Result<Store> {
-        Store::connect_with(&self.store_path, &self.settings.store).await
+        Ok(Store::connect_with(&self.store_path, &self.settings.store)
+            .await?
+            .with_clock(std::sync::Arc::clone(&self.clock)))
+    }
+    /// Now, by the process's clock.
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
     /// Whether the store is a PostgreSQL database (shared, no lock).
     fn store_is_url(&self) -> bool {
@@ -637,6 +645,7 @@ impl Ctx {
         Engine::new(store)
             .with_settings(std::sync::Arc::clone(&self.settings))
             .with_lease(store::lease::owner("cli"), self.settings.lease)
+            .with_clock(std::sync::Arc::clone(&self.clock))
     }
     /// The exact command to resume, naming the store when it is not the default.
     fn resume_cmd(&self, id: &str, flags: &str) -> String {
@@ -727,6 +736,7 @@ async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
         }),
         env,
         remote: None,
+        clock: crate::clock::system(),
     };
     if through_server(&cli.command) {
         ctx.remote = match remote::Remote::from_settings(&ctx.env, cli.identity.as_deref())? {
@@ -772,7 +782,7 @@ async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
                     templates: args.templates,
                 },
             )?;
-            crate::serve::run(config).await?;
+            crate::serve::run(config, std::sync::Arc::clone(&ctx.clock)).await?;
             Ok(exit::OK)
         }
     }

@@ -350,7 +350,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 None => {
                     let store = ctx.open().await?;
                     let by = (ctx.who.as_str(), true, "cli");
-                    delegations::delegate(&store, &person, &req, by, Utc::now()).await?
+                    delegations::delegate(&store, &person, &req, by, ctx.now()).await?
                 }
             };
             if json {
@@ -374,7 +374,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 }
                 None => {
                     let people = ctx.open().await?.directory().await?;
-                    delegations::list(&people, person.as_deref(), Utc::now())?
+                    delegations::list(&people, person.as_deref(), ctx.now())?
                 }
             };
             if json {

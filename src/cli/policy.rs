@@ -116,7 +116,7 @@ struct Explained {
 
 fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
     let calendars = &ctx.settings.service.calendars;
-    let at = a.at.unwrap_or_else(Utc::now);
+    let at = a.at.unwrap_or_else(|| ctx.now());
     if let Some(name) = &a.policy {
         return explain_policy(ctx, a, name, at);
     }

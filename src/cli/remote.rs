@@ -357,7 +357,7 @@ pub(super) async fn resume(
             let passed = view
                 .open_gates
                 .iter()
-                .any(|g| g.timeout_at.is_some_and(|t| t <= Utc::now()));
+                .any(|g| g.timeout_at.is_some_and(|t| t <= ctx.now()));
             if !passed {
                 return Err(Error::Usage(format!(
                     "session {id} is paused at gate `{}` and {} cannot ask here: answer with `{}`, --reject [--reason R], --modify --feedback F or --response TEXT (strands-cli: `strands run --resume {id} --hitl-response TEXT`)",

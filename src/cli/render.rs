@@ -109,7 +109,7 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
             ));
         }
     }
-    let now = Utc::now();
+    let now = ctx.now();
     if let Some(t) = g.timeout_at {
         out.push_str(&format!(
             "\n   Timeout: {}\n",

@@ -60,14 +60,21 @@ pub(crate) fn cli_channel(
     interactive: bool,
     auto_approve: bool,
     who: &str,
+    clock: &crate::clock::SharedClock,
 ) -> WithProgress<CliChannel> {
     let inner = if auto_approve {
         CliChannel::Auto(AutoApprove {
             by: who.to_string(),
+            clock: std::sync::Arc::clone(clock),
         })
     } else if interactive {
         let stdin = std::io::BufReader::new(std::io::stdin());
-        CliChannel::Terminal(Terminal::new(stdin, std::io::stderr(), who.to_string()))
+        CliChannel::Terminal(Terminal::new(
+            stdin,
+            std::io::stderr(),
+            who.to_string(),
+            std::sync::Arc::clone(clock),
+        ))
     } else {
         CliChannel::Detached(Detached)
     };
@@ -143,7 +150,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         // strands-cli's `run --resume ID [--hitl-response TEXT]`.
         let answer = match &args.hitl_response {
             Some(text) => Some(answer_now(
-                &ctx.who,
+                ctx,
                 Decision::Respond { text: text.clone() },
                 &args.vars,
             )?),
@@ -238,7 +245,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         origin: None,
         overwrite_artifacts: args.force,
     };
-    let mut channel = cli_channel(args.interactive, args.auto_approve, &ctx.who);
+    let mut channel = cli_channel(args.interactive, args.auto_approve, &ctx.who, &ctx.clock);
     let session = engine
         .start(&spec, start, &mut channel)
         .await
@@ -262,7 +269,7 @@ pub(super) async fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
 }
 
 pub(super) fn answer_now(
-    who: &str,
+    ctx: &Ctx,
     decision: Decision,
     vars: &[(String, String)],
 ) -> Result<Answer> {
@@ -272,8 +279,8 @@ pub(super) fn answer_now(
     }
     Ok(Answer {
         decision,
-        by: who.to_string(),
-        at: Utc::now(),
+        by: ctx.who.clone(),
+        at: ctx.now(),
         via: "cli".into(),
         vars: map,
         call: None,
@@ -305,7 +312,7 @@ pub(super) async fn resume(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
     let answer =
         match decision {
             Some(d) => {
-                let mut a = answer_now(&ctx.who, d, &args.vars)?;
+                let mut a = answer_now(ctx, d, &args.vars)?;
                 a.call = args.call.clone();
                 Some(a)
             }
@@ -335,7 +342,7 @@ pub(super) async fn continue_session(
         // a timeout that has passed, or — paused — asks in a terminal.
         let s = store.get(&id).await?;
         if let (Status::Paused, Some(g)) = (s.status, s.first_gate()) {
-            if !s.open_gates().any(|g| g.timed_out(Utc::now())) {
+            if !s.open_gates().any(|g| g.timed_out(ctx.now())) {
                 if std::io::stdin().is_terminal() {
                     eprintln!(
                         "session {id} is paused at gate `{}`; answer it here ([d] defers)",
@@ -364,7 +371,7 @@ pub(super) async fn continue_session(
         }
         other => other,
     };
-    let mut channel = cli_channel(interactive, args.auto_approve, &ctx.who);
+    let mut channel = cli_channel(interactive, args.auto_approve, &ctx.who, &ctx.clock);
     if let Some(answer) = answer {
         // strands-cli's `run --resume ID --hitl-response` answers the first
         // open gate; otherwise `--gate`, or the only open gate.

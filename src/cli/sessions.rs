@@ -9,13 +9,13 @@ use run::cli_channel;
 /// fallback (recorded exactly once, as a resume would) and runs on to its
 /// next stop with nobody to ask.
 pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
-    use crate::engine::timers::{Quiet, Timers, TokioClock};
+    use crate::engine::timers::{Quiet, Timers};
     let store = ctx.open().await?;
     let notifier = Quiet::default();
     let timers = Timers {
         store: &store,
         notifier: &notifier,
-        clock: std::sync::Arc::new(TokioClock::default()),
+        clock: std::sync::Arc::clone(&ctx.clock),
         specs: std::sync::Arc::new(crate::engine::specs::SpecCache::new(
             ctx.settings.limits.clone(),
         )),
@@ -29,7 +29,7 @@ pub(super) async fn sweep(ctx: &Ctx, json: bool) -> Result<u8> {
     for (id, f) in fired {
         let handle = f.gate.handle();
         let mut engine = ctx.engine(&store);
-        let mut channel = cli_channel(false, false, &ctx.who);
+        let mut channel = cli_channel(false, false, &ctx.who, &ctx.clock);
         match engine.resume(&id, &mut channel).await {
             Ok(after) => {
                 let answer = &f.answer;
@@ -110,7 +110,8 @@ pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
     };
     let store = ctx.open().await?;
     let id = store.resolve(id).await?;
-    let hub = crate::hub::Hub::new(store, std::sync::Arc::clone(&ctx.settings), None);
+    let hub = crate::hub::Hub::new(store, std::sync::Arc::clone(&ctx.settings), None)
+        .with_clock(std::sync::Arc::clone(&ctx.clock));
     let app = crate::slack::app::App::new(config, hub)?;
     app.notify(&id).await?;
     eprintln!("posted the approval message for session {id}");
@@ -329,7 +330,7 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
         SessionsCommand::Cleanup {
             max_age_days, json, ..
         } => {
-            let cutoff = Utc::now() - chrono::Duration::days(i64::from(max_age_days));
+            let cutoff = ctx.now() - chrono::Duration::days(i64::from(max_age_days));
             let removed = store.cleanup(cutoff).await?;
             if json {
                 outln!("{}", json!({ "deleted": removed, "count": removed.len() }))?;
@@ -356,7 +357,7 @@ async fn cancel(ctx: &Ctx, store: &Store, id: &str, reason: Option<String>) -> R
         by: ctx.who.clone(),
         via: "cli".into(),
         reason: reason.clone(),
-        at: Utc::now(),
+        at: ctx.now(),
     };
     let outcome = engine.request_cancel(id, request).await?;
     let mut channel = crate::channel::Detached;
@@ -377,7 +378,7 @@ async fn cancel(ctx: &Ctx, store: &Store, id: &str, reason: Option<String>) -> R
                     }),
                 },
                 by: ctx.who.clone(),
-                at: Utc::now(),
+                at: ctx.now(),
                 via: "cli".into(),
                 vars: Default::default(),
                 call: None,
@@ -496,7 +497,7 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
             (None, None) => {}
         }
     }
-    let now = Utc::now();
+    let now = ctx.now();
     let mut open = v.open_gates.iter();
     if let Some(g) = open.next() {
         outln!("\nOpen gate: {} ({}, {})", g.handle, g.position, g.kind)?;

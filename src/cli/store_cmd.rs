@@ -175,9 +175,14 @@ async fn migrate(ctx: &Ctx, from: PathBuf, to: String, force: bool, json: bool) 
             crate::store::postgres::shown(&to)
         )));
     }
-    let report =
-        crate::store::migrate::sled_to_postgres(&from, &to, force, &ctx.settings.store.postgres)
-            .await?;
+    let report = crate::store::migrate::sled_to_postgres(
+        &from,
+        &to,
+        force,
+        &ctx.settings.store.postgres,
+        &ctx.clock,
+    )
+    .await?;
     if json {
         outln!("{}", serde_json::to_value(&report).unwrap_or_default())?;
     } else if report.copied {

@@ -71,7 +71,7 @@ pub(super) async fn tokens(ctx: &Ctx, cmd: TokensCommand) -> Result<u8> {
                     .tokens()
                     .await?
                     .iter()
-                    .map(crate::hub::tokens::listed)
+                    .map(|t| crate::hub::tokens::listed(t, ctx.now()))
                     .collect(),
             };
             if json {

@@ -109,7 +109,7 @@ async fn retry(ctx: &Ctx, id: Option<String>, json: bool) -> Result<u8> {
         None => {
             let store = ctx.open().await?;
             let ids = id.clone().map(|i| vec![i]);
-            let n = store.webhook_requeue(ids.as_deref(), Utc::now()).await?;
+            let n = store.webhook_requeue(ids.as_deref(), ctx.now()).await?;
             if n == 0 {
                 if let Some(id) = &id {
                     return Err(Error::Usage(format!(

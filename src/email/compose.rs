@@ -389,7 +389,7 @@ mod tests {
     #[test]
     fn an_ask_says_what_and_until_when_and_reminders_reply_to_it() {
         let mut s = crate::store::sled::tests::paused_session("s1");
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let handle = s.open_gates().next().expect("a gate").handle();
         let gate = s.gates.get_mut(&handle).expect("open");
         gate.context = "0123456789abcdef".into();

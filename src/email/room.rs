@@ -18,8 +18,6 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
-
 use crate::channel::hall::{BoxFuture, MessageRef, Room};
 use crate::channel::Progress;
 use crate::hub::places::EMAIL;
@@ -84,7 +82,7 @@ impl EmailRoom {
 
     /// Queues `kind` for each of `to`; whether any was new.
     async fn queue(&self, session: &str, handle: &str, kind: MailKind, to: &[String]) -> bool {
-        let now = Utc::now();
+        let now = self.hub.clock.now();
         let mut any = false;
         for addr in to {
             let mail = Mail::new(session, handle, kind.clone(), addr, now);
@@ -111,7 +109,7 @@ impl EmailRoom {
                 channel: EMAIL.to_string(),
                 ts: Some(id.clone()),
                 thread_ts: None,
-                at: Utc::now(),
+                at: self.hub.clock.now(),
                 error: None,
                 copies: to
                     .iter()

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{TimeDelta, Utc};
+use chrono::TimeDelta;
 use lettre::message::header::{HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
@@ -149,7 +149,11 @@ impl Sender {
 
     /// One round: every due mail sent and settled. How many were taken.
     pub async fn run_once(&self) -> crate::Result<usize> {
-        let due = self.hub.store.mail_due(Utc::now(), LEASE, TAKE).await?;
+        let due = self
+            .hub
+            .store
+            .mail_due(self.hub.clock.now(), LEASE, TAKE)
+            .await?;
         let n = due.len();
         for mail in due {
             let attempt = self.attempt(&mail).await;
@@ -193,7 +197,8 @@ impl Sender {
             }
             Attempt::Transient(error) => {
                 let wait = backoff(self.settings.retry_base, mail.attempts);
-                let at = Utc::now() + TimeDelta::from_std(wait).unwrap_or(TimeDelta::MAX / 4);
+                let at =
+                    self.hub.clock.now() + TimeDelta::from_std(wait).unwrap_or(TimeDelta::MAX / 4);
                 Settle::Retry { at, error }
             }
         };
@@ -227,7 +232,7 @@ impl Sender {
         };
         let open = crate::hub::pages::session(&self.hub.public_url, &session.id);
         let domain = &self.settings.domain;
-        let now = Utc::now();
+        let now = self.hub.clock.now();
         match mail.kind {
             MailKind::Outcome => Ok(compose::decided(&session, &mail.gate)
                 .map(|answer| compose::outcome(&session, &mail.gate, answer, &open, domain))),

@@ -76,7 +76,12 @@ impl Engine<'_> {
         let mut resent = Vec::new();
         for p in positions {
             if !session.in_flight.insert(p.clone()) {
-                let mut ev = AuditEvent::new(AuditKind::Resent, &session.id, &session.workflow);
+                let mut ev = AuditEvent::new(
+                    AuditKind::Resent,
+                    &session.id,
+                    &session.workflow,
+                    self.clock.now(),
+                );
                 ev.detail = Some(format!(
                     "{p}: model request re-sent after a crash (the earlier one may have reached the model)"
                 ));
@@ -215,7 +220,7 @@ impl Engine<'_> {
                     agent: Some(agent.clone()),
                     response: resp.text,
                     kind: RecordKind::Agent,
-                    finished_at: Utc::now(),
+                    finished_at: self.clock.now(),
                 },
             )?;
             session.events.push(crate::model::EventKind::StepDone {
@@ -228,6 +233,7 @@ impl Engine<'_> {
             notes::note_step(
                 spec,
                 session,
+                self.clock.now(),
                 notes::StepNote {
                     agent: &agent,
                     input: inputs
@@ -288,7 +294,8 @@ impl Engine<'_> {
             None => agent,
         };
         let mut toolbox = tools::Toolbox::for_agent(spec, agent, &self.settings.network_allow)?
-            .with_search(self.settings.search.clone());
+            .with_search(self.settings.search.clone())
+            .with_clock(Arc::clone(&self.clock));
         toolbox.connect().await?;
         let (provider, first) = self.request(spec, session, &w.step, &w.position)?;
         if session.agent_turn.as_ref().map(|t| &t.position) != Some(&w.position) {
@@ -375,7 +382,7 @@ impl Engine<'_> {
                         agent: Some(agent.id.clone()),
                         response: resp.text.clone(),
                         kind: RecordKind::Agent,
-                        finished_at: Utc::now(),
+                        finished_at: self.clock.now(),
                     },
                 )?;
                 session.events.push(crate::model::EventKind::StepDone {
@@ -392,6 +399,7 @@ impl Engine<'_> {
                 notes::note_step(
                     spec,
                     session,
+                    self.clock.now(),
                     notes::StepNote {
                         agent: &agent.id,
                         input,
@@ -587,12 +595,12 @@ impl Engine<'_> {
                             span.record("otel.status_code", "ERROR");
                         }
                         if let Some(why) = &result.blocked {
-                            let mut ev = AuditEvent::new(AuditKind::EgressBlocked, &session.id, &session.workflow);
+                            let mut ev = AuditEvent::new(AuditKind::EgressBlocked, &session.id, &session.workflow, self.clock.now());
                             ev.call = Some(pc.call.id.clone());
                             ev.detail = Some(spec_redact(why));
                             session.audit.push(ev);
                         }
-                        let mut ev = AuditEvent::new(AuditKind::ToolRun, &session.id, &session.workflow);
+                        let mut ev = AuditEvent::new(AuditKind::ToolRun, &session.id, &session.workflow, self.clock.now());
                         ev.call = Some(pc.call.id.clone());
                         ev.detail = Some(format!(
                             "{} ran: {}, {} characters of result",

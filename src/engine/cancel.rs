@@ -95,7 +95,12 @@ impl Engine<'_> {
                     })
                 }
             }
-            let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+            let mut ev = AuditEvent::new(
+                AuditKind::Outcome,
+                &session.id,
+                &session.workflow,
+                self.clock.now(),
+            );
             ev.who = Some(request.by.clone());
             ev.via = Some(request.via.clone());
             ev.detail = Some(match &request.reason {
@@ -143,7 +148,12 @@ impl Engine<'_> {
     /// the call is abandoned; the run stops here if the request merges.
     pub(super) async fn abandon_call(&self, session: &mut Session, what: &str) -> Result<Error> {
         if self.cancel_arrived(session).await? {
-            let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+            let mut ev = AuditEvent::new(
+                AuditKind::Outcome,
+                &session.id,
+                &session.workflow,
+                self.clock.now(),
+            );
             ev.detail = Some(format!(
                 "{what}: the model request in flight was abandoned (its answer is not used)"
             ));
@@ -179,7 +189,12 @@ impl Engine<'_> {
             by: c.by.clone(),
             reason: c.reason.clone(),
         });
-        let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+        let mut ev = AuditEvent::new(
+            AuditKind::Outcome,
+            &session.id,
+            &session.workflow,
+            self.clock.now(),
+        );
         ev.who = Some(c.by.clone());
         ev.via = Some(c.via.clone());
         ev.detail = Some(spec.redactor.redact(&match &c.reason {
@@ -212,7 +227,7 @@ mod tests {
             by: by.into(),
             via: "cli".into(),
             reason: None,
-            at: chrono::Utc::now(),
+            at: crate::clock::test_epoch(),
         }
     }
 

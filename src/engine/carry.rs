@@ -81,7 +81,7 @@ impl Engine<'_> {
                         agent: None,
                         response: response.clone(),
                         kind,
-                        finished_at: Utc::now(),
+                        finished_at: self.clock.now(),
                     },
                 )?;
                 session.hitl_response = Some(response);
@@ -104,7 +104,12 @@ impl Engine<'_> {
                 session.status = Status::Running;
             }
             Outcome::Cancel { reason } => {
-                let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                let mut ev = AuditEvent::new(
+                    AuditKind::Outcome,
+                    &session.id,
+                    &session.workflow,
+                    self.clock.now(),
+                );
                 ev.gate = Some(gate.handle());
                 ev.detail = Some(spec.redactor.redact(&format!(
                     "rejected{}",
@@ -128,7 +133,7 @@ impl Engine<'_> {
                         agent: None,
                         response: String::new(),
                         kind: RecordKind::Skipped,
-                        finished_at: Utc::now(),
+                        finished_at: self.clock.now(),
                     },
                 )?;
                 session.hitl_response = None;
@@ -143,7 +148,12 @@ impl Engine<'_> {
                     gate.id,
                     reason.unwrap_or_else(|| "aborted by fallback".into())
                 );
-                let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                let mut ev = AuditEvent::new(
+                    AuditKind::Outcome,
+                    &session.id,
+                    &session.workflow,
+                    self.clock.now(),
+                );
                 ev.gate = Some(gate.handle());
                 ev.detail = Some(spec.redactor.redact(&format!("failed: {message}")));
                 session.audit.push(ev);

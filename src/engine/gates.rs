@@ -30,7 +30,7 @@ impl Engine<'_> {
                         agent: None,
                         response: String::new(),
                         kind: RecordKind::Skipped,
-                        finished_at: Utc::now(),
+                        finished_at: self.clock.now(),
                     },
                 )?;
                 session.history.push(GateEvent {
@@ -41,7 +41,12 @@ impl Engine<'_> {
                         condition: cond.clone(),
                     },
                 });
-                let mut ev = AuditEvent::new(AuditKind::Skip, &session.id, &session.workflow);
+                let mut ev = AuditEvent::new(
+                    AuditKind::Skip,
+                    &session.id,
+                    &session.workflow,
+                    self.clock.now(),
+                );
                 ev.gate = Some(gate.id.clone());
                 ev.detail = Some(format!("condition `{cond}` was false"));
                 session.audit.push(ev);
@@ -198,7 +203,7 @@ impl Engine<'_> {
         // The session-wide order of openings; the handle counts per gate.
         session.gates_opened += 1;
         opened.order = session.gates_opened;
-        audit_request(session, &opened);
+        audit_request(session, &opened, self.clock.now());
         session
             .events
             .push(crate::model::EventKind::opened(&opened));
@@ -246,8 +251,12 @@ impl Engine<'_> {
 
 /// Records that a gate asked: a digest of exactly what was shown, and a
 /// short (already redacted) preview.
-pub(super) fn audit_request(session: &mut Session, gate: &crate::model::OpenGate) {
-    let mut ev = AuditEvent::new(AuditKind::Request, &session.id, &session.workflow);
+pub(super) fn audit_request(
+    session: &mut Session,
+    gate: &crate::model::OpenGate,
+    at: chrono::DateTime<chrono::Utc>,
+) {
+    let mut ev = AuditEvent::new(AuditKind::Request, &session.id, &session.workflow, at);
     ev.gate = Some(gate.handle());
     ev.shown_digest = Some(crate::audit::sha256_hex(&format!(
         "{}\n{}",

@@ -30,7 +30,6 @@ mod triggers;
 pub use cancel::CancelOutcome;
 pub use intake::{Accepted, Asker};
 
-use chrono::Utc;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -72,7 +71,7 @@ pub struct Engine<'a> {
     /// edit (`None`: as long as it takes).
     prepare_deadline: Option<Duration>,
     /// Where "now" comes from for gates and their timers.
-    clock: Arc<dyn timers::Clock>,
+    clock: crate::clock::SharedClock,
     /// Wakes this process's timer loop when a gate's timers are armed.
     wake: Option<Arc<tokio::sync::Notify>>,
     templates: Templates,
@@ -92,14 +91,15 @@ pub struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     /// An engine on `store` with default settings (nothing is read from
-    /// the environment here; see [`Engine::with_settings`]).
+    /// the environment here; see [`Engine::with_settings`]) and a clock
+    /// following tokio's until given the process's ([`Engine::with_clock`]).
     pub fn new(store: &'a Store) -> Self {
         Engine {
             store,
             specs: Arc::new(specs::SpecCache::default()),
             settings: Arc::new(crate::config::Settings::default()),
             prepare_deadline: None,
-            clock: Arc::new(timers::TokioClock::default()),
+            clock: Arc::new(crate::clock::TokioClock::default()),
             wake: None,
             templates: Templates::new(),
             providers: BTreeMap::new(),
@@ -151,7 +151,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Gates opened by this engine take their times from `clock`.
-    pub fn with_clock(mut self, clock: Arc<dyn timers::Clock>) -> Self {
+    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
         self.clock = clock;
         self
     }
@@ -249,7 +249,7 @@ impl<'a> Engine<'a> {
                 &start.out_dir,
             )?;
         }
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut session = Session {
             id,
             workflow: spec.name.clone(),
@@ -399,8 +399,12 @@ impl<'a> Engine<'a> {
                         code: e.exit_code(),
                         message: e.to_string(),
                     });
-                    let mut ev =
-                        AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                    let mut ev = AuditEvent::new(
+                        AuditKind::Outcome,
+                        &session.id,
+                        &session.workflow,
+                        self.clock.now(),
+                    );
                     ev.detail = Some(spec.redactor.redact(&format!("failed: {e}")));
                     session.audit.push(ev);
                     self.save(&mut session).await?;
@@ -512,7 +516,12 @@ impl<'a> Engine<'a> {
                     &out_dir,
                     self.overwrite_artifacts || session.overwrite_artifacts,
                 )?;
-                let mut ev = AuditEvent::new(AuditKind::Outcome, &session.id, &session.workflow);
+                let mut ev = AuditEvent::new(
+                    AuditKind::Outcome,
+                    &session.id,
+                    &session.workflow,
+                    self.clock.now(),
+                );
                 ev.detail = Some(format!(
                     "completed; output {} characters, sha256 {}",
                     output.chars().count(),
@@ -632,7 +641,7 @@ mod tests {
             default_approvers: &[],
             shared: false,
             member_of: &|_| false,
-            now: chrono::Utc::now(),
+            now: w.clock.now(),
         };
         let took = w
             .engine()

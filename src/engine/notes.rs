@@ -174,13 +174,19 @@ pub(super) fn with_notes(spec: &Spec, session: &Session, system: String) -> Stri
 }
 
 /// Appends the note of a step just recorded in `session`.
-pub(super) fn note_step(spec: &Spec, session: &Session, note: StepNote<'_>) {
+/// `at`: when it finished.
+pub(super) fn note_step(
+    spec: &Spec,
+    session: &Session,
+    at: chrono::DateTime<chrono::Utc>,
+    note: StepNote<'_>,
+) {
     let Some(notes) = &spec.context.notes else {
         return;
     };
     // The step's number in the run: agent steps finished so far, this one included.
     let step = pattern::agent_records(&session.state).len();
-    let at = Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let at = at.format("%Y-%m-%dT%H:%M:%SZ").to_string();
     if let Err(e) = append(session, notes, &entry(notes, &at, step, &note)) {
         tracing::warn!(file = %notes.file.display(), "cannot append to the notes file: {e}");
     }

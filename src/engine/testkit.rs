@@ -7,9 +7,9 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use super::specs::SpecCache;
-use super::timers::{Clock, TokioClock};
 use super::{Engine, Start};
 use crate::channel::Detached;
+use crate::clock::{SharedClock, TokioClock};
 use crate::model::{Answer, Decision, Session, Status};
 use crate::provider::scripted::Scripted;
 use crate::provider::Provider;
@@ -40,7 +40,7 @@ pub struct World {
     pub dir: tempfile::TempDir,
     pub store: Store,
     pub model: Scripted,
-    pub clock: Arc<dyn Clock>,
+    pub clock: SharedClock,
     pub specs: Arc<SpecCache>,
     pub wake: Arc<Notify>,
 }
@@ -48,12 +48,17 @@ pub struct World {
 impl World {
     pub fn new() -> World {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(&dir.path().join("store")).expect("store");
+        // One clock for the engine and the store, from a known instant;
+        // it moves with tokio's clock (paused in timer tests).
+        let clock: SharedClock = Arc::new(TokioClock::starting_at(crate::clock::test_epoch()));
+        let store = Store::open(&dir.path().join("store"))
+            .expect("store")
+            .with_clock(Arc::clone(&clock));
         World {
             dir,
             store,
             model: Scripted::replies(),
-            clock: Arc::new(TokioClock::default()),
+            clock,
             specs: Arc::new(SpecCache::default()),
             wake: Arc::new(Notify::new()),
         }
@@ -101,7 +106,7 @@ pub fn answer(decision: Decision, who: &str) -> Answer {
     Answer {
         decision,
         by: who.into(),
-        at: chrono::Utc::now(),
+        at: crate::clock::test_epoch(),
         via: "test".into(),
         vars: Default::default(),
         call: None,

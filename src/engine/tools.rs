@@ -140,8 +140,15 @@ impl Toolbox {
                 timeout,
                 shell_enabled: spec.tools.shell,
                 search: Default::default(),
+                clock: crate::clock::system(),
             },
         })
+    }
+
+    /// `current_time` reads `clock` (the engine's).
+    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Toolbox {
+        self.env.clock = clock;
+        self
     }
 
     /// The search tools' endpoints and keys (the process's settings).

@@ -155,7 +155,7 @@ impl Engine<'_> {
             session.next_instance(&spec_gate.id),
             spec.redactor.redact(&prompt),
             spec.redactor.redact(&context),
-            Utc::now(),
+            self.clock.now(),
         );
         opened.approvers = spec.approval.approvers.clone();
         opened.approvals_required = spec.approval.approvals_required.unwrap_or(1).max(1);

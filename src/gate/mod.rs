@@ -421,7 +421,7 @@ mod tests {
             timers: Default::default(),
             hours: None,
         };
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);
         assert!(!g.timed_out(now));
         assert!(g.timed_out(now + chrono::Duration::seconds(2)));

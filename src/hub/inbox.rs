@@ -379,7 +379,12 @@ mod tests {
         hub.store
             .update_people(
                 &move |_| Ok(Directory::new(vec![alice.clone()])?.into_people()),
-                &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+                &crate::audit::AuditEvent::new(
+                    crate::audit::AuditKind::Access,
+                    "",
+                    "",
+                    crate::clock::test_epoch(),
+                ),
             )
             .await
             .expect("the directory");

@@ -112,13 +112,14 @@ pub async fn sign(store: &Store, grant: &Grant) -> Result<String> {
     ))
 }
 
-/// A grant for `person` at gate `gate` of `session`, valid for `ttl`.
-pub fn grant(session: &str, gate: &str, person: &str, ttl: TimeDelta) -> Grant {
+/// A grant for `person` at gate `gate` of `session`, valid for `ttl` from
+/// `now`.
+pub fn grant(session: &str, gate: &str, person: &str, ttl: TimeDelta, now: DateTime<Utc>) -> Grant {
     Grant {
         session: session.to_string(),
         gate: gate.to_string(),
         person: person.to_string(),
-        expires: (Utc::now() + ttl).timestamp(),
+        expires: (now + ttl).timestamp(),
         nonce: uuid::Uuid::new_v4().simple().to_string(),
         intent: None,
     }
@@ -146,7 +147,8 @@ pub async fn mint_for(
     intent: Option<Intent>,
     (by, via): (&str, &str),
 ) -> Result<(String, Grant)> {
-    let mut g = grant(session, gate, person, ttl);
+    let now = store.now();
+    let mut g = grant(session, gate, person, ttl, now);
     g.intent = intent;
     let token = sign(store, &g).await?;
     let mut ev = super::tokens::access(
@@ -156,6 +158,7 @@ pub async fn mint_for(
             "made a one-tap link for `{person}` (expires {})",
             g.expires_at().to_rfc3339()
         ),
+        now,
     );
     ev.session = session.to_string();
     ev.workflow = workflow.to_string();
@@ -252,7 +255,7 @@ pub async fn check(store: &Store, token: &str) -> Result<std::result::Result<Gra
     let Ok(grant) = serde_json::from_slice::<Grant>(&payload) else {
         return Ok(Err(LinkRefusal::Forged));
     };
-    if Utc::now().timestamp() >= grant.expires {
+    if store.now().timestamp() >= grant.expires {
         return Ok(Err(LinkRefusal::Expired(grant.expires_at())));
     }
     Ok(Ok(grant))
@@ -281,8 +284,12 @@ mod tests {
     #[tokio::test]
     async fn a_link_signs_in_once_and_only_as_made() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("store");
-        let g = grant("s1", "review#1", "alice", TimeDelta::hours(1));
+        let clock = std::sync::Arc::new(crate::clock::FixedClock::at(crate::clock::test_epoch()));
+        let store = Store::open(dir.path())
+            .expect("store")
+            .with_clock(clock.clone());
+        let now = crate::clock::test_epoch();
+        let g = grant("s1", "review#1", "alice", TimeDelta::hours(1), now);
         let token = sign(&store, &g).await.expect("signed");
         assert_eq!(check(&store, &token).await.expect("io"), Ok(g.clone()));
         // Tampering with the payload (another person) breaks the signature.
@@ -306,8 +313,14 @@ mod tests {
             redeem(&store, &token).await.expect("io"),
             Err(LinkRefusal::Used)
         );
-        let old = grant("s1", "review#1", "alice", TimeDelta::seconds(-5));
-        let token = sign(&store, &old).await.expect("signed");
+        // An hour later, a link made for an hour no longer opens.
+        let token = sign(
+            &store,
+            &grant("s1", "review#1", "bob", TimeDelta::hours(1), now),
+        )
+        .await
+        .expect("signed");
+        clock.advance(TimeDelta::hours(1));
         assert!(matches!(
             redeem(&store, &token).await.expect("io"),
             Err(LinkRefusal::Expired(_))

@@ -51,9 +51,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::channel::hall::{Hall, Room};
+use crate::clock::{SharedClock, TokioClock};
 use crate::config::Settings;
 use crate::engine::specs::SpecCache;
-use crate::engine::timers::{Clock, TokioClock};
 use crate::engine::{Accepted, Asker, Engine, Start};
 use crate::error::Result;
 use crate::model::{Answer, Origin, Refusal, Session, Status};
@@ -78,7 +78,7 @@ pub struct Inner {
     /// Parsed specs by SHA-256 of their text.
     pub specs: Arc<SpecCache>,
     /// Where "now" comes from for gates and their timers.
-    pub clock: Arc<dyn Clock>,
+    pub clock: SharedClock,
     /// Wakes the timer loop when a gate's timers are armed.
     pub wake: Arc<tokio::sync::Notify>,
     pub metrics: Arc<metrics::Metrics>,
@@ -122,15 +122,19 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
 
 impl Hub {
-    pub fn new(store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
+    /// A hub on `store`, it and the store following tokio's clock until
+    /// given the process's ([`Hub::with_clock`]).
+    pub fn new(mut store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
         let limits = settings.limits.clone();
         let lease = settings.lease;
+        let clock: SharedClock = Arc::new(TokioClock::default());
+        store.set_clock(Arc::clone(&clock));
         Hub(Arc::new(Inner {
             store,
             settings,
             workflows,
             specs: Arc::new(SpecCache::new(limits)),
-            clock: Arc::new(TokioClock::default()),
+            clock,
             wake: Arc::new(tokio::sync::Notify::new()),
             metrics: Arc::new(metrics::Metrics::new()),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
@@ -151,6 +155,19 @@ impl Hub {
         match Arc::try_unwrap(self.0) {
             Ok(mut inner) => {
                 inner.max_body_bytes = max;
+                Hub(Arc::new(inner))
+            }
+            Err(shared) => Hub(shared),
+        }
+    }
+
+    /// The same hub, and its store, taking "now" from `clock` (the
+    /// process's, made at start-up; before the hub is shared).
+    pub fn with_clock(self, clock: SharedClock) -> Hub {
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                inner.store.set_clock(Arc::clone(&clock));
+                inner.clock = clock;
                 Hub(Arc::new(inner))
             }
             Err(shared) => Hub(shared),

@@ -88,7 +88,7 @@ pub async fn add(store: &Store, person: Person, by: &str, via: &str) -> Result<P
     store
         .update_people(
             &move |now| Ok(Directory::new(now)?.with(p.clone(), false)?.into_people()),
-            &access(by, via, detail),
+            &access(by, via, detail, store.now()),
         )
         .await?;
     Ok(person)
@@ -119,7 +119,7 @@ pub async fn edit(
                     .ok_or_else(|| PersonError::Unknown(owned.clone()))?;
                 Ok(d.with(patch2.apply(p), true)?.into_people())
             },
-            &access(by, via, format!("changed person `{name}`")),
+            &access(by, via, format!("changed person `{name}`"), store.now()),
         )
         .await?;
     after
@@ -134,7 +134,7 @@ pub async fn remove(store: &Store, name: &str, by: &str, via: &str) -> Result<()
     store
         .update_people(
             &move |now| Ok(Directory::new(now)?.without(&owned)?.into_people()),
-            &access(by, via, format!("removed person `{name}`")),
+            &access(by, via, format!("removed person `{name}`"), store.now()),
         )
         .await?;
     Ok(())
@@ -162,7 +162,7 @@ pub async fn import(
                 *seen.lock().unwrap_or_else(|p| p.into_inner()) = counted;
                 Ok(next)
             },
-            &access(by, via, detail.clone()),
+            &access(by, via, detail.clone(), store.now()),
         )
         .await?;
     let counted = counts.lock().unwrap_or_else(|p| p.into_inner()).clone();

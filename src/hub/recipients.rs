@@ -145,7 +145,7 @@ mod tests {
             "S0LEADS".into(),
         ];
         gate.notify_email = false;
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         // Alice has Slack: only mailed with `notify: email`; Bob has mail
         // alone; Carol is an address; a Slack group is not mailed.
         assert_eq!(

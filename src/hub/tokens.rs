@@ -3,7 +3,7 @@
 //! revocation is audited with who did it; a secret is never stored, logged
 //! or audited.
 
-use chrono::{TimeDelta, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::audit::{AuditEvent, AuditKind};
 use crate::error::Result;
@@ -21,9 +21,10 @@ pub enum TokenRefusal {
     BadExpiry,
 }
 
-/// An `access` audit entry: who did what to a credential, through what.
-pub(crate) fn access(by: &str, via: &str, detail: String) -> AuditEvent {
-    let mut ev = AuditEvent::new(AuditKind::Access, "", "");
+/// An `access` audit entry: who did what to a credential, through what,
+/// `at`.
+pub(crate) fn access(by: &str, via: &str, detail: String, at: DateTime<Utc>) -> AuditEvent {
+    let mut ev = AuditEvent::new(AuditKind::Access, "", "", at);
     ev.who = Some(by.to_string());
     ev.via = Some(via.to_string());
     ev.detail = Some(detail);
@@ -46,7 +47,7 @@ pub async fn create(
     if expires_days.is_some_and(|d| d == 0 || d > 3650) {
         return Ok(Err(TokenRefusal::BadExpiry));
     }
-    let now = Utc::now();
+    let now = store.now();
     let expires_at = expires_days.map(|d| now + TimeDelta::days(i64::from(d)));
     let mut new = NewToken::generate(name, role, now, expires_at);
     new.record.delegate = delegate;
@@ -57,7 +58,7 @@ pub async fn create(
             .unwrap_or_default()
     );
     if store
-        .create_token(&new.record, &access(by, via, detail))
+        .create_token(&new.record, &access(by, via, detail, now))
         .await?
     {
         Ok(Ok(new))
@@ -68,11 +69,12 @@ pub async fn create(
 
 /// Revokes the token in use named `name`; `None` when there is none.
 pub async fn revoke(store: &Store, name: &str, by: &str, via: &str) -> Result<Option<TokenRecord>> {
+    let now = store.now();
     store
         .revoke_token(
             name,
-            Utc::now(),
-            &access(by, via, format!("revoked token `{name}`")),
+            now,
+            &access(by, via, format!("revoked token `{name}`"), now),
         )
         .await
 }
@@ -85,14 +87,14 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Option<Token
     let Some(record) = store.token(id).await? else {
         return Ok(None);
     };
-    Ok((token::matches(&record, secret) && record.usable(Utc::now())).then_some(record))
+    Ok((token::matches(&record, secret) && record.usable(store.now())).then_some(record))
 }
 
-/// How a token is listed (never its hash).
-pub fn listed(t: &TokenRecord) -> serde_json::Value {
+/// How a token is listed (never its hash), `now`.
+pub fn listed(t: &TokenRecord, now: DateTime<Utc>) -> serde_json::Value {
     let state = if t.revoked_at.is_some() {
         "revoked"
-    } else if !t.usable(Utc::now()) {
+    } else if !t.usable(now) {
         "expired"
     } else {
         "active"
@@ -106,4 +108,46 @@ pub fn listed(t: &TokenRecord) -> serde_json::Value {
         "expires_at": t.expires_at,
         "revoked_at": t.revoked_at,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{FixedClock, SharedClock};
+    use std::sync::Arc;
+
+    /// A hub given a clock hands it to its store: a token made for a day
+    /// works until the clock says the day is over, and is listed so.
+    #[tokio::test]
+    async fn a_token_expires_by_the_clock_the_hub_is_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let clock = Arc::new(FixedClock::at(crate::clock::test_epoch()));
+        let shared: SharedClock = clock.clone();
+        let hub = crate::hub::Hub::new(store, Arc::default(), None).with_clock(shared);
+        assert_eq!(hub.store.now(), crate::clock::test_epoch());
+        let new = create(
+            &hub.store,
+            "ci",
+            Role::Approver,
+            Some(1),
+            false,
+            "admin",
+            "cli",
+        )
+        .await
+        .expect("io")
+        .expect("made");
+        assert_eq!(new.record.created_at, crate::clock::test_epoch());
+        assert!(authenticate(&hub.store, &new.token)
+            .await
+            .expect("io")
+            .is_some());
+        clock.advance(TimeDelta::days(1) + TimeDelta::seconds(1));
+        assert!(authenticate(&hub.store, &new.token)
+            .await
+            .expect("io")
+            .is_none());
+        assert_eq!(listed(&new.record, hub.clock.now())["state"], "expired");
+    }
 }

@@ -214,9 +214,10 @@ impl GateView {
     }
 }
 
-/// What a gate's timeout answers, in words.
+/// What a gate's timeout answers, in words (the same whenever it comes).
 fn timeout_effect(g: &OpenGate) -> String {
-    match crate::gate::timeout_answer(g, Utc::now()).decision {
+    let at = g.timeout_at.unwrap_or(g.opened_at);
+    match crate::gate::timeout_answer(g, at).decision {
         Decision::Approve => "approve".into(),
         Decision::Respond { text } => format!("answer `{text}`"),
         Decision::Reject { .. } => "reject".into(),

@@ -71,8 +71,7 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     } else {
         AuditKind::Answer
     };
-    let mut ev = AuditEvent::new(kind, &session.id, &session.workflow);
-    ev.at = Some(answer.at);
+    let mut ev = AuditEvent::new(kind, &session.id, &session.workflow, answer.at);
     ev.gate = Some(gate.handle());
     ev.call = answer.call.clone();
     ev.who = Some(answer.by.clone());

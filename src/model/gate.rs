@@ -446,7 +446,7 @@ impl OpenGate {
             preview_length: 300,
             default: None,
             fallback: Fallback::Cancel,
-            opened_at: Utc::now(),
+            opened_at: crate::clock::test_epoch(),
             timeout_at: None,
             require_reason: false,
             channel: None,

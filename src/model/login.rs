@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn a_cookie_proves_its_login_until_it_expires() {
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let new = NewLogin::generate(
             "alice",
             Role::Approver,

@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_mail_is_named_by_what_it_is_about() {
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let m = Mail::new(
             "s1",
             "review#1",

@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_token_proves_itself_and_nothing_else() {
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let t = NewToken::generate("ci-bot", Role::Operator, now, None);
         assert!(t.token.starts_with("stk_"));
         let (id, secret) = split(&t.token).expect("shaped like a token");
@@ -183,7 +183,7 @@ mod tests {
         assert!(Role::Admin > Role::Operator && Role::Operator > Role::Approver);
         assert_eq!(Role::parse(" Admin "), Some(Role::Admin));
         assert_eq!(Role::parse("root"), None);
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let mut t = NewToken::generate(
             "x",
             Role::Approver,

@@ -151,7 +151,7 @@ mod tests {
     fn event(seq: u64) -> Event {
         Event {
             seq,
-            at: Utc::now(),
+            at: crate::clock::test_epoch(),
             session: "s1".into(),
             workflow: "wf".into(),
             trace_id: None,
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn message_ids_name_the_store_and_the_event() {
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let a = Delivery::new("http://127.0.0.1:1/hook", "st1", event(7), now);
         let b = Delivery::new("http://127.0.0.1:2/other", "st1", event(7), now);
         assert_eq!(a.msg_id, "msg_st1_7");
@@ -188,7 +188,12 @@ mod tests {
 
     #[test]
     fn a_delivery_round_trips_as_json() {
-        let d = Delivery::new("http://127.0.0.1:1/", "st", event(1), Utc::now());
+        let d = Delivery::new(
+            "http://127.0.0.1:1/",
+            "st",
+            event(1),
+            crate::clock::test_epoch(),
+        );
         let bytes = serde_json::to_vec(&d).expect("encode");
         let back: Delivery = serde_json::from_slice(&bytes).expect("decode");
         assert_eq!(back, d);

@@ -27,8 +27,8 @@ use crate::store::Store;
 
 pub use config::Config;
 
-/// Runs the service until SIGINT/SIGTERM.
-pub async fn run(config: Config) -> Result<()> {
+/// Runs the service until SIGINT/SIGTERM, taking "now" from `clock`.
+pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()> {
     let store = Store::connect_with(&config.store, &config.settings.store).await?;
     let shared = store.is_shared();
     let hub = Hub::new(
@@ -36,6 +36,7 @@ pub async fn run(config: Config) -> Result<()> {
         Arc::clone(&config.settings),
         config.workflows.clone(),
     )
+    .with_clock(clock)
     .with_max_body_bytes(config.max_body_bytes)
     .with_public_url(&config.public_url);
     let mut rooms: Vec<Arc<dyn Room>> = Vec::new();
@@ -55,7 +56,7 @@ pub async fn run(config: Config) -> Result<()> {
         rooms.push(Arc::new(crate::slack::room::SlackRoom { app }));
     }
     if let Some(teams) = &config.teams {
-        let door = crate::teams::door::Door::new(hub.clone(), teams, crate::teams::system_clock())?;
+        let door = crate::teams::door::Door::new(hub.clone(), teams, Arc::clone(&hub.clock))?;
         rooms.push(Arc::new(door.room()));
         router = router.merge(crate::teams::door::router(door));
         // Said before `listening`: whoever waits for that line sees it.

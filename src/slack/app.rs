@@ -5,7 +5,6 @@
 //! ever parse, authorize, record and hand off. Driving sessions, timers and
 //! the store belong to the service ([`crate::hub::Hub`]).
 
-use chrono::Utc;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -348,7 +347,12 @@ impl App {
             Some(s) => (s.id, s.workflow),
             None => (String::new(), String::new()),
         };
-        let mut ev = AuditEvent::new(AuditKind::Refusal, &session, &workflow);
+        let mut ev = AuditEvent::new(
+            AuditKind::Refusal,
+            &session,
+            &workflow,
+            self.hub.clock.now(),
+        );
         ev.gate = Some(handle.to_string());
         ev.call = call;
         ev.who = Some(who.to_string());
@@ -578,7 +582,7 @@ impl App {
                 channel: String::new(),
                 ts: None,
                 thread_ts: None,
-                at: Utc::now(),
+                at: self.hub.clock.now(),
                 error: Some("no approval channel: set STRANDS_APPROVAL_CHANNEL".into()),
                 copies: Vec::new(),
             };
@@ -629,7 +633,7 @@ impl App {
             channel: channel.clone(),
             thread_ts: thread_ts.clone().or_else(|| ts.clone()),
             ts,
-            at: Utc::now(),
+            at: self.hub.clock.now(),
             error: error.clone(),
             copies: Vec::new(),
         };
@@ -892,7 +896,7 @@ mod place_tests {
             channel: channel.into(),
             ts: ts.map(str::to_string),
             thread_ts: None,
-            at: chrono::Utc::now(),
+            at: crate::clock::test_epoch(),
             error: None,
             copies: Vec::new(),
         }

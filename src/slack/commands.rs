@@ -5,7 +5,6 @@
 //! ephemeral message returned in the HTTP response (well inside Slack's 3 s);
 //! runs continue in the background.
 
-use chrono::Utc;
 use serde_json::{json, Value};
 use slack_morphism::prelude::SlackCommandEvent;
 
@@ -174,7 +173,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
             )),
         },
         by: user.to_string(),
-        at: Utc::now(),
+        at: app.hub.clock.now(),
         via: "slack".into(),
         vars: Default::default(),
         call: None,

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -459,11 +459,11 @@ pub fn watch(app: &App) {
     });
 }
 
-fn answer(decision: Decision, user: &str, call: Option<String>) -> Answer {
+fn answer(decision: Decision, user: &str, call: Option<String>, at: DateTime<Utc>) -> Answer {
     Answer {
         decision,
         by: user.to_string(),
-        at: Utc::now(),
+        at,
         via: "slack".into(),
         vars: Default::default(),
         call,
@@ -528,7 +528,7 @@ pub async fn action(app: &App, user: &str, action_id: &str, value: &str, trigger
     let (app2, user2) = (app.clone(), user.to_string());
     if action_id == APPROVE {
         app.tasks().spawn(async move {
-            let a = answer(Decision::Approve, &user2, call);
+            let a = answer(Decision::Approve, &user2, call, app2.hub.clock.now());
             let flash = match decide(&app2, &user2, &session, &gate, a).await {
                 Ok(m) | Err(m) => m,
             };
@@ -607,7 +607,7 @@ pub async fn submission(
     } else {
         Decision::Reject { reason: text }
     };
-    let a = answer(decision, user, meta.call.clone());
+    let a = answer(decision, user, meta.call.clone(), app.hub.clock.now());
     match decide(app, user, &meta.session, &meta.gate, a).await {
         Ok(m) => {
             let (app2, user2) = (app.clone(), user.to_string());

@@ -17,7 +17,7 @@
 //! checks as `strands resume --edit-args` (a refused edit keeps the modal
 //! open with the error and changes nothing).
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use slack_morphism::prelude::*;
@@ -90,11 +90,11 @@ pub async fn handle(app: &App, payload: &str) -> Response {
     }
 }
 
-fn answer(decision: Decision, user: &str, call: Option<&str>) -> Answer {
+fn answer(decision: Decision, user: &str, call: Option<&str>, at: DateTime<Utc>) -> Answer {
     Answer {
         decision,
         by: user.to_string(),
-        at: Utc::now(),
+        at,
         via: "slack".into(),
         vars: Default::default(),
         call: call.map(str::to_string),
@@ -275,7 +275,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             &channel,
             &ts,
             &handle,
-            answer(decision, &user, call.as_deref()),
+            answer(decision, &user, call.as_deref(), app.hub.clock.now()),
         )
         .await
     {
@@ -554,7 +554,7 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
             &meta.channel,
             &meta.ts,
             &meta.gate,
-            answer(decision, &user, meta.call.as_deref()),
+            answer(decision, &user, meta.call.as_deref(), app.hub.clock.now()),
         )
         .await
     {

@@ -65,7 +65,7 @@ async fn verify(State(app): State<App>, request: Request, next: Next) -> Respons
         app.metrics.refused("unsigned");
         return (StatusCode::UNAUTHORIZED, "missing Slack signature").into_response();
     };
-    let now = chrono::Utc::now().timestamp();
+    let now = app.hub.clock.now().timestamp();
     let Some(secret) = app.config.signing_secret.as_ref() else {
         app.metrics.refused("no_signing_secret");
         return (StatusCode::UNAUTHORIZED, "no signing secret is configured").into_response();

@@ -404,7 +404,7 @@ mod tests {
                 reason: Some("rejected by fallback (fallback_action: reject)".into()),
             },
             by: "timeout".into(),
-            at: Utc::now(),
+            at: crate::clock::test_epoch(),
             via: "timeout".into(),
             vars: Default::default(),
             call: None,

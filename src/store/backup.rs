@@ -53,7 +53,7 @@ pub async fn backup(store: &Store, dest: &Path) -> Result<Made> {
     let report = super::verify::verify(&copy).await;
     drop(copy);
     let report = report?;
-    super::sled::backup::record(s.path(), dest)?;
+    super::sled::backup::record(s.path(), dest, s.now())?;
     Ok(Made {
         dest: dest.to_path_buf(),
         files: copied.files,

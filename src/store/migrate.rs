@@ -70,12 +70,14 @@ pub struct Report {
     pub copied: bool,
 }
 
-/// Copies the sled store at `from` into the PostgreSQL database `to`.
+/// Copies the sled store at `from` into the PostgreSQL database `to`,
+/// stamping what it stamps by `clock`.
 pub async fn sled_to_postgres(
     from: &Path,
     to: &str,
     force: bool,
     settings: &crate::config::PgSettings,
+    clock: &crate::clock::SharedClock,
 ) -> Result<Report> {
     if !from.join("db").exists() && !from.join("conf").exists() {
         return Err(Error::Usage(format!(
@@ -86,7 +88,8 @@ pub async fn sled_to_postgres(
     let source = super::sled::SledStore::open(from)?;
     let dump = source.export()?;
     drop(source);
-    let target = super::postgres::PgStore::connect(to, settings).await?;
+    let mut target = super::postgres::PgStore::connect(to, settings).await?;
+    target.set_clock(std::sync::Arc::clone(clock));
     let mut report = Report {
         from: from.display().to_string(),
         to: target.location(),

@@ -663,6 +663,30 @@ forward! {
 }
 
 impl Store {
+    /// The same store, taking "now" (a session's `updated_at`, its events,
+    /// leases) from `clock`: the process's, handed down from start-up.
+    /// Until then a store reads the system's time ([`crate::clock::system`]).
+    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Store {
+        self.set_clock(clock);
+        self
+    }
+
+    /// [`Store::with_clock`] in place.
+    pub fn set_clock(&mut self, clock: crate::clock::SharedClock) {
+        match self {
+            Store::Sled(s) => s.set_clock(clock),
+            Store::Postgres(s) => s.set_clock(clock),
+        }
+    }
+
+    /// Now, by the store's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        match self {
+            Store::Sled(s) => s.now(),
+            Store::Postgres(s) => s.now(),
+        }
+    }
+
     /// Opens the sled store in directory `location`.
     pub fn open(location: &std::path::Path) -> Result<Store> {
         Ok(Store::Sled(sled::SledStore::open(location)?))

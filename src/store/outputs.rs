@@ -263,7 +263,7 @@ mod tests {
                 agent: Some("a".into()),
                 response: text.into(),
                 kind: RecordKind::Agent,
-                finished_at: chrono::Utc::now(),
+                finished_at: crate::clock::test_epoch(),
             })],
         };
         s

@@ -25,7 +25,6 @@
 //! An edit that is not JSON, or that the intake refuses, is answered with
 //! the card and the reason on it; nothing changed.
 
-use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::card;
@@ -315,7 +314,7 @@ async fn decide(
     let answer = Answer {
         decision,
         by: who.clone(),
-        at: Utc::now(),
+        at: hub.clock.now(),
         via: "teams".into(),
         vars: Default::default(),
         call: call.clone(),
@@ -368,7 +367,7 @@ async fn decide(
             changed: Some((s.id.clone(), handle.clone())),
             notice: None,
             card: match s.open_gate(&handle) {
-                Some(g) => card::approval(&s, g, url, Utc::now()),
+                Some(g) => card::approval(&s, g, url, hub.clock.now()),
                 None => card::decided(&s, &gate_id, &answer, url),
             },
         }),
@@ -456,7 +455,7 @@ async fn audit_refused(
         _ => String::new(),
     };
     let known = if workflow.is_empty() { "" } else { session_id };
-    let mut ev = AuditEvent::new(AuditKind::Refusal, known, &workflow);
+    let mut ev = AuditEvent::new(AuditKind::Refusal, known, &workflow, hub.clock.now());
     ev.gate = (!handle.is_empty()).then(|| handle.chars().take(64).collect());
     ev.who = who.map(str::to_string);
     ev.via = Some(format!("teams {}", place(conversation)));

@@ -261,7 +261,7 @@ impl Verifier {
         )?;
         let claims = data.claims;
 
-        let now = (self.clock)().timestamp() as f64;
+        let now = self.clock.now().timestamp() as f64;
         let leeway = LEEWAY_SECS as f64;
         if claims.exp < now - leeway {
             return Err(Refused::Expired);
@@ -311,7 +311,7 @@ impl Verifier {
     /// fetch failed within the cool-down: then the cached keys are used.
     /// The lock is held across a fetch, so concurrent requests share one.
     async fn key(&self, kid: &str) -> Result<Arc<Key>, Refused> {
-        let now = (self.clock)();
+        let now = self.clock.now();
         let mut cache = self.keys.lock().await;
         let stale = cache.fetched_at.is_none_or(|at| now - at >= KEYS_MAX_AGE);
         // At most one fetch per request.

@@ -137,7 +137,7 @@ pub fn for_gate(hub: &Hub, session: &Session, gate: &OpenGate) -> Value {
             None,
         )
     } else {
-        approval(session, gate, &hub.public_url, chrono::Utc::now())
+        approval(session, gate, &hub.public_url, hub.clock.now())
     }
 }
 
@@ -360,7 +360,7 @@ pub(crate) mod tests {
     use crate::model::{Fallback, Position};
 
     fn gate(kind: GateKind, context: &str) -> OpenGate {
-        let now = chrono::Utc::now();
+        let now = crate::clock::test_epoch();
         OpenGate {
             id: "review".into(),
             instance: 1,
@@ -419,7 +419,7 @@ pub(crate) mod tests {
         let answer = Answer {
             decision: Decision::Approve,
             by: "teams:aad-bob".into(),
-            at: chrono::Utc::now(),
+            at: crate::clock::test_epoch(),
             via: "teams".into(),
             vars: Default::default(),
             call: None,
@@ -432,7 +432,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_card_offers_what_the_gate_allows_and_says_what_it_waits_for() {
-        let now = chrono::Utc::now();
+        let now = crate::clock::test_epoch();
         let mut ruled = gate(GateKind::ManualGate, "the plan");
         ruled.rule = Some(crate::model::RuleNote {
             index: 1,
@@ -474,7 +474,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_huge_preview_is_cut_to_keep_the_card_under_the_limit() {
-        let now = chrono::Utc::now();
+        let now = crate::clock::test_epoch();
         for context in ["x".repeat(200_000), "\u{1}\u{10FFFF}".repeat(50_000)] {
             let c = approval_of(&RUN, &gate(GateKind::ManualGate, &context), "http://x", now);
             let size = serde_json::to_string(&activity(c.clone()))

@@ -14,7 +14,6 @@
 //! (`Origin.channel` = `teams:<conversation id>`), so its approval is asked
 //! there.
 
-use chrono::Utc;
 use serde_json::Value;
 
 use crate::hub::answers::refusal_text;
@@ -195,7 +194,7 @@ async fn cancel(hub: &Hub, id: &str, person: &str) -> String {
             )),
         },
         by: person.to_string(),
-        at: Utc::now(),
+        at: hub.clock.now(),
         via: "teams".into(),
         vars: Default::default(),
         call: None,

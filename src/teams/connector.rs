@@ -276,7 +276,7 @@ impl TokenClient {
     pub async fn token(&self) -> Result<SecretString, ConnectorError> {
         let mut cached = self.cached.lock().await;
         if let Some(c) = cached.as_ref() {
-            if (self.clock)() < c.refresh_at {
+            if self.clock.now() < c.refresh_at {
                 return Ok(c.access_token.clone());
             }
         }
@@ -323,7 +323,7 @@ impl TokenClient {
         let token = SecretString::from(access_token.to_string());
         *cached = Some(Cached {
             access_token: token.clone(),
-            refresh_at: (self.clock)() + TimeDelta::seconds(expires_in) - REFRESH_BEFORE,
+            refresh_at: self.clock.now() + TimeDelta::seconds(expires_in) - REFRESH_BEFORE,
         });
         Ok(token)
     }
@@ -593,7 +593,11 @@ mod tests {
         let settings = TeamsSettings::from_lookup(|k| env.get(k).map(|v| v.to_string()))
             .expect("parses")
             .expect("on");
-        Connector::new(&settings, super::super::system_clock()).expect("a connector")
+        Connector::new(
+            &settings,
+            std::sync::Arc::new(crate::clock::FixedClock::at(crate::clock::test_epoch())),
+        )
+        .expect("a connector")
     }
 
     #[test]

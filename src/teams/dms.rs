@@ -15,7 +15,6 @@
 //! 1:1 with someone who has not installed it; that failure is recorded),
 //! or send copies to Slack people (the Slack room's).
 
-use chrono::Utc;
 use serde_json::{json, Value};
 
 use super::card;
@@ -79,7 +78,7 @@ pub(super) async fn one_on_one(
         .create_conversation(&base.service_url, who)
         .await
         .map_err(|e| format!("no 1:1 chat with teams:{aad}: {e}"))?;
-    let now = Utc::now();
+    let now = room.hub.clock.now();
     let reference = TeamsConversation {
         id,
         service_url: base.service_url.clone(),
@@ -140,7 +139,7 @@ pub(super) async fn post(
     if people.is_empty() {
         return (Vec::new(), Vec::new());
     }
-    let card = card::approval(session, gate, &room.hub.public_url, Utc::now());
+    let card = card::approval(session, gate, &room.hub.public_url, room.hub.clock.now());
     let (mut sent, mut failed) = (Vec::new(), Vec::new());
     for aad in people {
         let whom = to

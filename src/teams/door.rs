@@ -110,7 +110,7 @@ impl Door {
             .map_err(|e| Error::Internal(format!("cannot build the Teams HTTP client: {e}")))?;
         let connector = Connector::new(settings, Arc::clone(&clock))
             .map_err(|e| Error::Internal(format!("cannot build the Teams connector: {e}")))?;
-        let start = (clock)();
+        let start = clock.now();
         Ok(Door(Arc::new(Inner {
             hub,
             verifier,
@@ -208,7 +208,7 @@ async fn messages_route(
     ) {
         super::names::seen(aad, name);
     }
-    let now = (d.clock)();
+    let now = d.clock.now();
     if !removes_the_bot(&activity) {
         if let Some(conversation) = reference(&activity, now) {
             if let Err(e) = d.hub.store.put_teams_conversation(&conversation).await {
@@ -358,10 +358,10 @@ async fn refuse(door: &Door, refused: &Refused, kind: &str, activity: &Value) {
         "refused a Teams activity: {refused}"
     );
     let budget = match d.audited.lock() {
-        Ok(mut window) => audit_budget(&mut window, (d.clock)()),
+        Ok(mut window) => audit_budget(&mut window, d.clock.now()),
         Err(_) => Some(true),
     };
-    let mut ev = AuditEvent::new(AuditKind::Refusal, "", "");
+    let mut ev = AuditEvent::new(AuditKind::Refusal, "", "", door.0.clock.now());
     ev.via = Some("teams".into());
     match budget {
         Some(true) => {}
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn an_install_is_read_as_a_reference() {
-        let now = Utc::now();
+        let now = crate::clock::test_epoch();
         let a = install();
         assert!(adds_the_bot(&a));
         assert!(!removes_the_bot(&a));
@@ -545,7 +545,7 @@ mod tests {
 
     #[test]
     fn refusals_are_audited_one_each_up_to_the_budget_a_minute() {
-        let t0 = chrono::Utc::now();
+        let t0 = crate::clock::test_epoch();
         let mut window = (t0, 0);
         for _ in 0..super::AUDITED_REFUSALS_PER_MINUTE {
             assert_eq!(super::audit_budget(&mut window, t0), Some(true));

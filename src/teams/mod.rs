@@ -42,21 +42,13 @@ pub mod room;
 pub mod settings;
 pub mod timers;
 
-use std::sync::Arc;
 use std::time::Duration;
-
-use chrono::{DateTime, Utc};
 
 pub use settings::TeamsSettings;
 
-/// Where the protocol layer reads the time: the system clock in the
-/// service, a fixed (or hand-advanced) one in tests.
-pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
-
-/// The system clock.
-pub fn system_clock() -> Clock {
-    Arc::new(Utc::now)
-}
+/// Where the protocol layer reads the time: the service's clock, a fixed
+/// (or hand-advanced) one in tests (a closure is a clock).
+pub type Clock = crate::clock::SharedClock;
 
 /// How long one request to Microsoft (metadata, keys, token, connector)
 /// may take.

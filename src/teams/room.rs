@@ -27,7 +27,6 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use serde_json::Value;
 
 use super::card;
@@ -246,7 +245,7 @@ impl TeamsRoom {
             channel: place,
             ts: ts.clone(),
             thread_ts: None,
-            at: Utc::now(),
+            at: self.hub.clock.now(),
             error: error.clone(),
             copies,
         };

@@ -135,7 +135,7 @@ pub async fn escalate(
         gate.id, session.workflow
     );
     let activity = card::activity(with_head(
-        card::approval(session, gate, &room.hub.public_url, chrono::Utc::now()),
+        card::approval(session, gate, &room.hub.public_url, room.hub.clock.now()),
         &head,
     ));
     let mut posted = Vec::new();

@@ -432,6 +432,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             shell_enabled: false,
             search: Default::default(),
+            clock: std::sync::Arc::new(crate::clock::FixedClock::at(crate::clock::test_epoch())),
         }
     }
 

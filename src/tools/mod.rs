@@ -40,6 +40,8 @@ pub struct ToolEnv {
     pub shell_enabled: bool,
     /// Where the web search tools send their requests, and their keys.
     pub search: builtin::SearchSettings,
+    /// What `current_time` reads: the engine's clock.
+    pub clock: crate::clock::SharedClock,
 }
 
 /// Who let a call run.

@@ -13,7 +13,7 @@ use axum::extract::{FromRequestParts, Query, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Redirect, Response};
-use chrono::{TimeDelta, Utc};
+use chrono::TimeDelta;
 use serde::Deserialize;
 
 use super::{html, Web, WebError};
@@ -79,13 +79,13 @@ pub async fn signed_in(web: &Web, headers: &HeaderMap) -> Result<Option<Viewer>,
     let Some(login) = web.hub.store.login(id).await? else {
         return Ok(None);
     };
-    if !login.admits(secret, Utc::now()) {
+    if !login.admits(secret, web.hub.clock.now()) {
         return Ok(None);
     }
     if let LoginScope::Token { token_id } = &login.scope {
         // A revoked or expired token ends the sign-ins made with it.
         match web.hub.store.token(token_id).await? {
-            Some(t) if t.usable(Utc::now()) => {}
+            Some(t) if t.usable(web.hub.clock.now()) => {}
             _ => return Ok(None),
         }
     }
@@ -229,7 +229,7 @@ pub async fn login(
         );
         return Ok((axum::http::StatusCode::UNAUTHORIZED, html(page)).into_response());
     };
-    let now = Utc::now();
+    let now = web.hub.clock.now();
     let mut until = now + TimeDelta::hours(i64::from(web.config.login_hours.max(1)));
     if let Some(t) = token.expires_at {
         until = until.min(t);

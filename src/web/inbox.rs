@@ -11,7 +11,6 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
-use chrono::Utc;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -144,7 +143,7 @@ async fn context(
             .append_pair("workflow", filter.workflow().unwrap_or_default())
             .append_pair("status", filter.status.as_deref().unwrap_or_default())
             .finish(),
-        "now": Utc::now(),
+        "now": web.hub.clock.now(),
     }))
 }
 
@@ -246,7 +245,7 @@ pub async fn bulk_approve(
         let answer = Answer {
             decision: Decision::Approve,
             by: viewer.caller.name.clone(),
-            at: Utc::now(),
+            at: web.hub.clock.now(),
             via: "web".into(),
             vars: Default::default(),
             call: None,

@@ -16,7 +16,6 @@
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use chrono::Utc;
 
 use super::auth::{same_origin, set_cookie, Form};
 use super::{html, Web, WebError};
@@ -95,7 +94,7 @@ pub async fn redeem(
     let grant = links::redeem(&web.hub.store, &token)
         .await?
         .map_err(|r| refused(&r))?;
-    let now = Utc::now();
+    let now = web.hub.clock.now();
     let until = grant.expires_at().min(now + chrono::TimeDelta::hours(24));
     let new = NewLogin::generate(
         &grant.person,
@@ -175,7 +174,7 @@ async fn decide(web: &Web, grant: &links::Grant, req: AnswerRequest) -> Result<R
     let answer = Answer {
         decision,
         by: grant.person.clone(),
-        at: Utc::now(),
+        at: web.hub.clock.now(),
         via: "email".into(),
         vars: Default::default(),
         call: None,

@@ -256,7 +256,7 @@ async fn render_page(
     entries.sort_by_key(|e| e.at);
     let notes = hub.store.notifications(&s.id).await?;
     let view = SessionView::of(s, false, notes.last());
-    let now = Utc::now();
+    let now = web.hub.clock.now();
     let actions: Vec<Action> = s
         .open_gates()
         .map(|g| {
@@ -391,7 +391,7 @@ pub async fn answer(
     let answer = Answer {
         decision,
         by: viewer.caller.name.clone(),
-        at: Utc::now(),
+        at: web.hub.clock.now(),
         via: "web".into(),
         vars: Default::default(),
         call: req.call.clone(),

@@ -163,7 +163,7 @@ impl Deliverer {
     /// every delivery due (at most [`CONCURRENCY`] at once) and settles
     /// each. Returns how many were attempted.
     pub async fn run_once(&self, store: &Store) -> Result<usize> {
-        let now = Utc::now();
+        let now = store.now();
         store
             .webhook_pull(&self.config.endpoints, now, BATCH)
             .await?;
@@ -176,9 +176,10 @@ impl Deliverer {
                 let Some(d) = waiting.next() else { break };
                 let body = serde_json::to_vec(&payload(&d.event, &self.config.public_url));
                 let (http, signer) = (self.http.clone(), Arc::clone(&self.signer));
+                let signed_at = store.now().timestamp();
                 posts.spawn(async move {
                     let attempt = match body {
-                        Ok(body) => post(&http, &signer, &d, body).await,
+                        Ok(body) => post(&http, &signer, &d, body, signed_at).await,
                         Err(e) => Attempt::Permanent {
                             error: format!("could not encode the payload: {e}"),
                         },
@@ -198,7 +199,7 @@ impl Deliverer {
                     continue;
                 }
             };
-            let outcome = self.judge(&d, attempt, Utc::now());
+            let outcome = self.judge(&d, attempt, store.now());
             self.report(&d, &outcome);
             store.webhook_settle(&d, outcome.clone()).await?;
             self.stats.count(&outcome);
@@ -243,7 +244,7 @@ impl Deliverer {
     /// the poll interval.
     async fn idle_wait(&self, store: &Store) -> Duration {
         match store.webhook_next_due().await {
-            Ok(Some(at)) => (at - Utc::now())
+            Ok(Some(at)) => (at - store.now())
                 .to_std()
                 .unwrap_or(Duration::ZERO)
                 .min(self.poll),
@@ -339,14 +340,15 @@ fn span(d: Duration) -> String {
     }
 }
 
-/// POSTs `body` for `d`, signed now, and sorts the answer.
+/// POSTs `body` for `d`, signed at `timestamp` (now, in seconds), and
+/// sorts the answer.
 async fn post(
     http: &reqwest::Client,
     signer: &standardwebhooks::Webhook,
     d: &Delivery,
     body: Vec<u8>,
+    timestamp: i64,
 ) -> Attempt {
-    let timestamp = Utc::now().timestamp();
     let signature = match signer.sign(&d.msg_id, timestamp, &body) {
         Ok(s) => s,
         Err(e) => {

@@ -165,6 +165,8 @@ fn failed(message: &str) -> EventKind {
     }
 }
 
+/// A store in `dir`, on the system's clock: the receivers check the
+/// signatures' timestamps against it.
 fn store_in(dir: &tempfile::TempDir) -> Store {
     Store::open(&dir.path().join("store")).expect("open the store")
 }
@@ -392,7 +394,7 @@ async fn retry_after_is_honoured() {
         .await
         .expect("due")
         .expect("pending");
-    let wait = next - Utc::now();
+    let wait = next - store.now();
     assert!(
         wait > chrono::TimeDelta::milliseconds(2500),
         "waits what the endpoint asked, not 10 ms: {wait}"
@@ -512,7 +514,7 @@ fn a_retry_is_never_scheduled_past_the_give_up_time() {
         give_up: Duration::from_secs(60),
         public_url: "http://127.0.0.1:3000".into(),
     });
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     let mut taken = crate::model::webhook::Delivery::new(
         "http://127.0.0.1:9/",
         "st",

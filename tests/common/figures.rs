@@ -17,6 +17,21 @@ pub fn env_usize(name: &str, default: usize) -> usize {
 }
 
 /// The CPU's model name, as `/proc/cpuinfo` gives it.
+/// Under `BENCH_STORE=postgres`: a fresh database `name` on a server
+/// started from Debian's `postgresql` in a temporary directory.
+pub fn bench_postgres(name: &str) -> Option<String> {
+    std::env::var("BENCH_STORE")
+        .is_ok_and(|v| v == "postgres")
+        .then(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            rt.block_on(strands::store::postgres::testdb::database(name))
+                .expect("BENCH_STORE=postgres needs Debian's postgresql installed")
+        })
+}
+
 pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()

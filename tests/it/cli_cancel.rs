@@ -21,7 +21,7 @@ use crate::common::{session_id, tool_call, tool_model, Behaviour, FakeLlm, Sandb
 
 /// planner → writer; the planner's model call (the first request) hangs
 /// for a minute.
-const TWO_STEPS: &str = r#"
+pub(crate) const TWO_STEPS: &str = r#"
 version: 0
 name: two-steps
 runtime:

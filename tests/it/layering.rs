@@ -4,9 +4,10 @@
 //! module needing one that needs it back — a cycle — fails here, naming
 //! the file and the line.
 //!
-//! From the bottom: `error`, `audit`, `template`, `retry` (leaves) →
+//! From the bottom: `error`, `clock`, `audit`, `template`, `retry` (leaves) →
 //! `model` (the durable data and the answer rule) → `traces` (span names,
-//! a run's trace) → `provider` (models' wire formats) → `spec` (load and validate) → `config` (settings read
+//! a run's trace) → `provider` (models' wire formats) → `spec` (load and
+//! validate) → `config` (settings read
 //! once) → `gate` (who may answer,
 //! what an answer means) → `tools` → `channel` (the "ask a human" seam) →
 //! `store` (the seam over sled) → `engine` (run, intake, timers) →
@@ -23,9 +24,9 @@
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
-    "error", "audit", "template", "retry", "model", "traces", "provider", "spec", "config", "gate",
-    "tools", "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "teams",
-    "email", "serve", "cli",
+    "error", "clock", "audit", "template", "retry", "model", "traces", "provider", "spec",
+    "config", "gate", "tools", "channel", "store", "engine", "webhook", "hub", "api", "web",
+    "slack", "teams", "email", "serve", "cli",
 ];
 
 /// The ways in from outside, each off the hub; none may use another.

@@ -355,29 +355,6 @@ fn a_sled_store_migrated_to_postgres_resumes_there() {
     assert_eq!(pg.show(&id)["status"], "paused", "replaced by the source");
 }
 
-/// planner → writer, no gate.
-const TWO_STEPS: &str = r#"
-version: 0
-name: two-steps
-runtime:
-  provider: openai
-  model_id: fake-model
-  host: $HOST
-agents:
-  planner:
-    prompt: You are the PLANNER.
-  writer:
-    prompt: You are the WRITER.
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: planner
-        input: Plan it.
-      - agent: writer
-        input: "Write from: {{ steps[0].response }}"
-"#;
-
 /// A `strands run` in a terminal on the shared database races two
 /// replicas that look for running sessions with no live lease three
 /// times a second (1 s leases): the CLI holds its run's lease from before
@@ -396,7 +373,7 @@ fn a_cli_run_on_the_shared_database_is_never_driven_by_a_replica_too() {
     let slack = FakeSlack::start();
     let sandbox = sandbox_on(&url);
     let (mut a, mut b) = replicas(&sandbox, &slack, &llm, &[], "1");
-    let spec = sandbox.spec("two.yaml", TWO_STEPS, &llm);
+    let spec = sandbox.spec("two.yaml", crate::cli_cancel::TWO_STEPS, &llm);
     let mut run = sandbox.spawn(&["run", spec.to_str().expect("utf-8 path")]);
     let until = Instant::now() + Duration::from_secs(60);
     let code = loop {

@@ -407,7 +407,12 @@ impl Engine<'_> {
         answer: &Answer,
         why: &str,
     ) {
-        let mut ev = AuditEvent::new(AuditKind::Refusal, &session.id, &session.workflow);
+        let mut ev = AuditEvent::new(
+            AuditKind::Refusal,
+            &session.id,
+            &session.workflow,
+            self.clock.now(),
+        );
         ev.gate = gate.map(str::to_string);
         ev.call = answer.call.clone();
         ev.who = Some(answer.by.clone());

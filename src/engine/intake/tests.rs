@@ -48,7 +48,7 @@ async fn submit(
         default_approvers: &[],
         shared,
         member_of: &|g| g == "S0TEAM" && who == "teammate",
-        now: chrono::Utc::now(),
+        now: w.clock.now(),
     };
     w.engine()
         .submit(id, gate, answer(decision, who), &asker)
@@ -335,7 +335,7 @@ async fn with_people(w: &World) {
     w.store
         .update_people(
             &move |_| Ok(crate::model::person::Directory::new(all.clone())?.into_people()),
-            &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+            &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", "", w.clock.now()),
         )
         .await
         .expect("the directory");

@@ -607,7 +607,7 @@ mod tests {
             agent: Some("x".into()),
             response: text.into(),
             kind: RecordKind::Agent,
-            finished_at: chrono::Utc::now(),
+            finished_at: crate::clock::test_epoch(),
         }
     }
 
@@ -616,7 +616,7 @@ mod tests {
             agent: None,
             response: text.into(),
             kind,
-            finished_at: chrono::Utc::now(),
+            finished_at: crate::clock::test_epoch(),
         }
     }
 

@@ -377,7 +377,7 @@ mod tests {
             agent: Some("a".into()),
             response: text.into(),
             kind: RecordKind::Agent,
-            finished_at: chrono::Utc::now(),
+            finished_at: crate::clock::test_epoch(),
         }
     }
 

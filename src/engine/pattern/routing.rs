@@ -495,7 +495,7 @@ mod tests {
             agent: Some("r".into()),
             response: text.into(),
             kind: RecordKind::Agent,
-            finished_at: chrono::Utc::now(),
+            finished_at: crate::clock::test_epoch(),
         }
     }
 

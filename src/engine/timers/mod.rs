@@ -36,7 +36,7 @@
 //! gate opened outside hours with `when_closed: escalate` is escalated at
 //! once: its escalation timer is due the instant it opened.
 //!
-//! Time comes from a [`Clock`]; the default follows tokio's clock, so tests
+//! Time comes from the [`Clock`] they are given ([`crate::clock`]); tests
 //! run timers on paused time.
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -56,48 +56,7 @@ const MAX_NAP: Duration = Duration::from_secs(60);
 /// How long a timer that failed (a channel or the store down) waits.
 const RETRY: TimeDelta = TimeDelta::seconds(30);
 
-/// Where "now" comes from.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> DateTime<Utc>;
-}
-
-/// Wall-clock time that moves with tokio's clock: the real time in a
-/// running program; paused, advanced time in tests (`tokio::time::pause`).
-pub struct TokioClock {
-    base: DateTime<Utc>,
-    at: tokio::time::Instant,
-}
-
-impl Default for TokioClock {
-    fn default() -> Self {
-        TokioClock {
-            base: Utc::now(),
-            at: tokio::time::Instant::now(),
-        }
-    }
-}
-
-impl TokioClock {
-    /// A clock that reads `base` now and moves with tokio's clock from
-    /// there: tests start it on a chosen instant (a Friday afternoon).
-    pub fn starting_at(base: DateTime<Utc>) -> TokioClock {
-        TokioClock {
-            base,
-            at: tokio::time::Instant::now(),
-        }
-    }
-}
-
-impl Clock for TokioClock {
-    fn now(&self) -> DateTime<Utc> {
-        let elapsed = tokio::time::Instant::now().saturating_duration_since(self.at);
-        TimeDelta::from_std(elapsed)
-            .ok()
-            .and_then(|d| self.base.checked_add_signed(d))
-            .unwrap_or(self.base)
-    }
-}
-
+pub use crate::clock::{Clock, TokioClock};
 pub use crate::model::timer::EscalationWhy;
 
 /// What a channel does about timers. The bot posts in Slack; without a
@@ -278,7 +237,7 @@ fn waiting<'a>(session: &'a Session, handle: &str) -> Option<&'a OpenGate> {
 pub struct Timers<'a, N: Notifier> {
     pub store: &'a Store,
     pub notifier: &'a N,
-    pub clock: Arc<dyn Clock>,
+    pub clock: crate::clock::SharedClock,
     pub specs: Arc<SpecCache>,
     /// Woken when timers are added or moved.
     pub wake: Arc<Notify>,

@@ -134,7 +134,7 @@ fn click(by: &str) -> Answer {
     Answer {
         decision: crate::model::Decision::Approve,
         by: by.into(),
-        at: Utc::now(),
+        at: crate::clock::test_epoch(),
         via: "slack".into(),
         vars: Default::default(),
         call: None,
@@ -203,7 +203,7 @@ async fn a_click_before_the_timeout_wins_and_the_timer_only_deletes_itself() {
         default_approvers: &[],
         shared: false,
         member_of: &|_| false,
-        now: chrono::Utc::now(),
+        now: w.clock.now(),
     };
     let took = w
         .engine()
@@ -442,7 +442,7 @@ async fn the_bot_wide_default_timeout_applies_to_gates_without_one() {
 }
 
 fn gate(timeout: Option<i64>) -> OpenGate {
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     OpenGate {
         id: "review".into(),
         instance: 2,

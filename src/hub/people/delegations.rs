@@ -121,7 +121,7 @@ pub async fn delegate(
                 let dir = Directory::new(stored)?;
                 Ok(dir.delegate(&owned, d.clone(), now)?.into_people())
             },
-            &access(by, via, detail),
+            &access(by, via, detail, now),
         )
         .await?;
     let stored = after
@@ -160,7 +160,7 @@ pub async fn undelegate(
                 count.store(n, std::sync::atomic::Ordering::SeqCst);
                 Ok(dir.into_people())
             },
-            &access(by, via, detail),
+            &access(by, via, detail, store.now()),
         )
         .await?;
     Ok(gone.load(std::sync::atomic::Ordering::SeqCst))

@@ -41,7 +41,7 @@ use aws_sdk_bedrockruntime::Client;
 use super::retry::{excerpt, normalize_base_url};
 use super::{ChatRequest, ChatResponse, ProviderConfig};
 use crate::error::{chain, Error, Result};
-use crate::retry::{parse_retry_after, Retry, RetryPolicy, Transient};
+use crate::retry::{retry_after_value, Retry, RetryPolicy, Transient};
 
 /// The longest connect timeout, whatever the call timeout.
 const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -272,7 +272,7 @@ impl Transient for Failure {
                     e.raw()
                         .headers()
                         .get("retry-after")
-                        .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()))
+                        .and_then(retry_after_value)
                         .map_or(Retry::Backoff, Retry::After)
                 } else if (500..600).contains(&status) {
                     Retry::Backoff

@@ -315,7 +315,7 @@ pub(super) mod fixtures {
 
     /// A session paused at tool-call gate `tools#3` with these calls.
     pub fn tool_session(calls: Vec<PendingCall>) -> Session {
-        let now = chrono::Utc::now();
+        let now = crate::clock::test_epoch();
         Session {
             id: "3f2c9a4e-1b7d-4c1e-9f00-5a6b7c8d9e0f".into(),
             workflow: "deploy".into(),

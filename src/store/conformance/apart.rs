@@ -35,7 +35,7 @@ fn step(text: &str) -> Option<StepRecord> {
         agent: Some("drafter".into()),
         response: text.into(),
         kind: RecordKind::Agent,
-        finished_at: Utc::now(),
+        finished_at: crate::clock::test_epoch(),
     })
 }
 
@@ -146,7 +146,7 @@ pub(super) async fn a_session_written_inline_reads_and_moves_its_text(store: Arc
         gate: inline.first_gate().expect("gate").clone(),
         messages: Vec::new(),
     };
-    let past = Utc::now() - TimeDelta::seconds(1);
+    let past = store.now() - TimeDelta::seconds(1);
     let t = store
         .record_timeout(
             &timer("old1", TimerKind::Timeout, past, 0),
@@ -215,7 +215,7 @@ pub(super) async fn counters_equal_a_recount(store: Arc<Store>) {
     };
     store
         .record_timeout(
-            &timer("c3", TimerKind::Timeout, Utc::now(), 0),
+            &timer("c3", TimerKind::Timeout, store.now(), 0),
             &approve("timeout"),
             &fired,
         )
@@ -232,7 +232,7 @@ pub(super) async fn counters_equal_a_recount(store: Arc<Store>) {
     store.delete("c5").await.expect("delete again");
     check("deletes").await;
     store
-        .cleanup(Utc::now() + TimeDelta::days(1))
+        .cleanup(store.now() + TimeDelta::days(1))
         .await
         .expect("cleanup");
     check("a cleanup").await;
@@ -291,7 +291,7 @@ pub(super) async fn unposted_gates_are_listed_until_posted(store: Arc<Store>) {
         channel: "C1".into(),
         ts: None,
         thread_ts: None,
-        at: Utc::now(),
+        at: store.now(),
         error: Some("ratelimited".into()),
         copies: Vec::new(),
     };

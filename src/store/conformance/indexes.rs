@@ -94,7 +94,7 @@ async fn workflow_pages_agree_with_a_scan(store: &Store) {
 }
 
 pub(super) async fn the_workflow_and_approver_indexes_follow_every_change(store: Arc<Store>) {
-    let t0 = Utc::now() - TimeDelta::minutes(1);
+    let t0 = store.now() - TimeDelta::minutes(1);
     let at = |n: i64| t0 + TimeDelta::seconds(n);
     for s in [
         gated("w1", "wf-a", &["U1"], at(1)),
@@ -175,7 +175,7 @@ pub(super) async fn the_workflow_and_approver_indexes_follow_every_change(store:
         .expect("recorded");
     assert_eq!(sorted(store.awaiting(&u1).await.expect("awaiting")), ["w5"]);
     // So does a timeout.
-    let due = Utc::now() - TimeDelta::seconds(1);
+    let due = store.now() - TimeDelta::seconds(1);
     let t = timer("w3", TimerKind::Timeout, due, 0);
     store
         .arm_timers("w3", "review#1", std::slice::from_ref(&t))

@@ -129,7 +129,7 @@ async fn summaries_follow_sessions_and_prefixes_resolve(store: Arc<Store>) {
         .expect("full");
     assert_eq!(running.len(), 1);
     let removed = store
-        .cleanup(Utc::now() + TimeDelta::days(1))
+        .cleanup(store.now() + TimeDelta::days(1))
         .await
         .expect("cleanup");
     assert_eq!(removed, vec!["d1-bbbb".to_string()]);
@@ -145,7 +145,7 @@ async fn a_message_finds_its_session_and_gate(store: Arc<Store>) {
         channel: "C1".into(),
         ts: Some("1700.01".into()),
         thread_ts: None,
-        at: Utc::now(),
+        at: store.now(),
         error: None,
         copies: vec![("D1".into(), "1700.02".into())],
     };
@@ -242,7 +242,7 @@ fn timer(session: &str, kind: TimerKind, due: chrono::DateTime<Utc>, n: u32) -> 
 async fn timers_arm_once_and_fire_once(store: Arc<Store>) {
     let mut s = paused_session("t1");
     store.create(&mut s).await.expect("create");
-    let past = Utc::now() - TimeDelta::seconds(5);
+    let past = store.now() - TimeDelta::seconds(5);
     let timeout = timer("t1", TimerKind::Timeout, past, 0);
     let reminder = timer("t1", TimerKind::Reminder, past + TimeDelta::hours(1), 1);
     let both = [timeout.clone(), reminder.clone()];
@@ -316,7 +316,7 @@ async fn the_audit_chain_never_forks(store: Arc<Store>) {
         .map(|i| {
             let store = Arc::clone(&store);
             tokio::spawn(async move {
-                let ev = AuditEvent::new(AuditKind::Access, &format!("s{i}"), "wf");
+                let ev = AuditEvent::new(AuditKind::Access, &format!("s{i}"), "wf", store.now());
                 store.append_audit(&[ev.clone(), ev]).await
             })
         })
@@ -325,7 +325,7 @@ async fn the_audit_chain_never_forks(store: Arc<Store>) {
         t.await.expect("task").expect("append");
     }
     let mut s = paused_session("a1");
-    s.audit = vec![AuditEvent::new(AuditKind::Access, "a1", "wf")];
+    s.audit = vec![AuditEvent::new(AuditKind::Access, "a1", "wf", store.now())];
     store.create(&mut s).await.expect("create with audit");
     let entries = store.audit_entries().await.expect("entries");
     assert_eq!(entries.len(), 41);
@@ -377,8 +377,8 @@ async fn events_have_one_gap_free_sequence(store: Arc<Store>) {
 
 async fn a_token_name_is_in_use_once(store: Arc<Store>) {
     use crate::model::token::{NewToken, Role};
-    let now = Utc::now();
-    let ev = || AuditEvent::new(AuditKind::Access, "", "");
+    let now = store.now();
+    let ev = || AuditEvent::new(AuditKind::Access, "", "", store.now());
     let a = NewToken::generate("ci", Role::Operator, now, None);
     assert!(store.create_token(&a.record, &ev()).await.expect("create"));
     let b = NewToken::generate("ci", Role::Admin, now, None);
@@ -409,7 +409,7 @@ async fn a_token_name_is_in_use_once(store: Arc<Store>) {
 async fn sign_ins_and_keys(store: Arc<Store>) {
     use crate::model::login::{LoginScope, NewLogin};
     use crate::model::token::Role;
-    let now = Utc::now();
+    let now = store.now();
     let l = NewLogin::generate(
         "ann",
         Role::Approver,
@@ -446,7 +446,7 @@ const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 async fn the_webhook_outbox_queues_and_settles_once(store: Arc<Store>) {
     reports(&store, "old", vec![run_failed("history")]).await;
     let hooks = [HOOK.to_string()];
-    let now = Utc::now();
+    let now = store.now();
     assert_eq!(store.webhook_pull(&hooks, now, 100).await.expect("pull"), 0);
     reports(&store, "s1", vec![step_done(), run_failed("one")]).await;
     reports(
@@ -523,7 +523,7 @@ async fn give_up_all(store: &Store, now: DateTime<Utc>) -> Vec<String> {
 
 async fn given_up_deliveries_are_queued_again_once(store: Arc<Store>) {
     let hooks = [HOOK.to_string(), "http://127.0.0.1:9/other".to_string()];
-    let now = Utc::now();
+    let now = store.now();
     store.webhook_pull(&hooks, now, 100).await.expect("cursor");
     reports(&store, "s1", vec![run_failed("a"), run_failed("b")]).await;
     assert_eq!(store.webhook_pull(&hooks, now, 100).await.expect("pull"), 4);
@@ -583,7 +583,7 @@ async fn given_up_deliveries_are_queued_again_once(store: Arc<Store>) {
 
 async fn a_mail_is_queued_once_and_sent_once(store: Arc<Store>) {
     use crate::model::mail::{Mail, MailKind};
-    let now = Utc::now();
+    let now = store.now();
     let mails: Vec<Mail> = ["a@x.example", "b@x.example", "c@x.example"]
         .iter()
         .map(|to| Mail::new("s1", "review#1", MailKind::Ask, to, now))
@@ -663,7 +663,7 @@ async fn leases_go_to_one_replica_at_a_time(store: Arc<Store>) {
 }
 
 async fn pages_list_newest_first_and_counts_follow(store: Arc<Store>) {
-    let t0 = Utc::now();
+    let t0 = store.now();
     for (i, id) in ["pa", "pb", "pc", "pd", "pe"].iter().enumerate() {
         let mut s = paused_session(id);
         s.created_at = t0 + TimeDelta::seconds(i as i64);
@@ -745,8 +745,9 @@ async fn a_teams_conversation_keeps_its_first_sighting(store: Arc<Store>) {
 
 async fn the_people_directory_changes_whole_or_not_at_all(store: Arc<Store>) {
     use crate::model::person::{Directory, Person};
-    let audit = |what: &str| {
-        let mut ev = AuditEvent::new(AuditKind::Access, "", "");
+    let now = store.now();
+    let audit = move |what: &str| {
+        let mut ev = AuditEvent::new(AuditKind::Access, "", "", now);
         ev.detail = Some(what.to_string());
         ev
     };
@@ -854,6 +855,13 @@ async fn the_people_directory_changes_whole_or_not_at_all(store: Arc<Store>) {
     assert_eq!(d.delegates_of("alice", now), ["p00"]);
 }
 
+/// The stores' clock: from a known instant, moving with tokio's.
+fn test_clock() -> crate::clock::SharedClock {
+    Arc::new(crate::clock::TokioClock::starting_at(
+        crate::clock::test_epoch(),
+    ))
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod on_sled {
@@ -861,7 +869,9 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
                     let dir = tempfile::tempdir().expect("tempdir");
-                    let store = super::Store::open(dir.path()).expect("open");
+                    let store = super::Store::open(dir.path())
+                        .expect("open")
+                        .with_clock(super::test_clock());
                     super::$name(std::sync::Arc::new(store)).await;
                 }
             )*
@@ -875,7 +885,8 @@ macro_rules! conformance {
                     };
                     let store = super::Store::connect(std::path::Path::new(&url))
                         .await
-                        .expect("connect");
+                        .expect("connect")
+                        .with_clock(super::test_clock());
                     assert!(store.ping().await.is_ok());
                     super::$name(std::sync::Arc::new(store)).await;
                 }

@@ -7,7 +7,7 @@
 //! connection, rows go in as one `unnest` each, and the event head is
 //! moved and read in one `UPDATE … RETURNING`.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
 
 use super::{decode, encode, PgStore};
@@ -68,6 +68,7 @@ pub(super) async fn append_events_in(
     tx: &Transaction<'_>,
     session: &Session,
     kinds: &[EventKind],
+    at: DateTime<Utc>,
 ) -> Result<Option<u64>> {
     if kinds.is_empty() {
         return Ok(None);
@@ -83,7 +84,6 @@ pub(super) async fn append_events_in(
         .map_err(|e| sql("event head", e))?;
     let last = row.get::<_, i64>(0) as u64;
     let mut seq = last - kinds.len() as u64;
-    let at = Utc::now();
     let (mut seqs, mut bodies) = (Vec::with_capacity(kinds.len()), Vec::new());
     for what in kinds {
         seq += 1;

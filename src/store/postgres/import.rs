@@ -78,7 +78,7 @@ impl PgStore {
             .await
             .map_err(e)?;
         }
-        let now = chrono::Utc::now();
+        let now = self.clock.now();
         for id in &dump.chat_events {
             tx.execute(
                 "INSERT INTO chat_events (event_id, seen_at) VALUES ($1, $2)",

@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
-
 use super::PgStore;
 use crate::error::Result;
 
@@ -14,7 +12,7 @@ impl PgStore {
     /// Takes (or renews) the lease on `session` for `owner` for `ttl`;
     /// whether `owner` holds it now.
     pub async fn take_lease(&self, session: &str, owner: &str, ttl: Duration) -> Result<bool> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let until = now + chrono::TimeDelta::from_std(ttl).unwrap_or(chrono::TimeDelta::MAX / 2);
         let client = self.client().await?;
         let n = client
@@ -51,7 +49,7 @@ impl PgStore {
                 "SELECT s.id FROM sessions s LEFT JOIN leases l ON l.session = s.id
                  WHERE s.status = 'running' AND (l.session IS NULL OR l.until < $1)
                  ORDER BY s.updated_at",
-                &[&Utc::now()],
+                &[&self.clock.now()],
             )
             .await
             .map_err(|e| self.err("leases", e))?;

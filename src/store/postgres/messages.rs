@@ -2,7 +2,6 @@
 //! finds its session by), chat event dedup, and answers queued for a busy
 //! run — in PostgreSQL, each change one statement or one transaction.
 
-use chrono::Utc;
 use tokio_postgres::Transaction;
 
 use super::{decode, encode, PgStore};
@@ -130,7 +129,7 @@ impl PgStore {
             .await
             .map_err(|e| self.err("chat events", e))?;
         let n = client
-            .execute(&stmt, &[&event_id, &Utc::now()])
+            .execute(&stmt, &[&event_id, &self.clock.now()])
             .await
             .map_err(|e| self.err("chat events", e))?;
         Ok(n == 1)

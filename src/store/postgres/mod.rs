@@ -60,6 +60,8 @@ pub struct PgStore {
     pool: Pool,
     /// `postgres://host:port/db`, without credentials.
     location: String,
+    /// Where "now" comes from (`updated_at`, events, leases, timers due).
+    clock: crate::clock::SharedClock,
     /// The number of the last event committed that this process knows
     /// of: its own writes, and other processes' heard by [`listen`]
     /// (subscribers wait on it).
@@ -128,6 +130,16 @@ fn redact(url: &str, config: &tokio_postgres::Config) -> String {
 }
 
 impl PgStore {
+    /// Takes "now" from `clock` from here on (the process's).
+    pub fn set_clock(&mut self, clock: crate::clock::SharedClock) {
+        self.clock = clock;
+    }
+
+    /// Now, by the store's clock.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
     /// Connects to `url`, checks the server answers, and brings the schema
     /// to the version this build knows (refusing a newer one). Errors name
     /// the host and port, never the password.
@@ -163,6 +175,7 @@ impl PgStore {
         let store = PgStore {
             pool,
             location,
+            clock: crate::clock::system(),
             event_tx: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
             background: std::sync::Arc::new(tokio::sync::Semaphore::new(background_share(
                 settings.pool_size,

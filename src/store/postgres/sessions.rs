@@ -30,6 +30,7 @@ async fn write_in(
     tx: &Transaction<'_>,
     session: &Session,
     expected: Option<u64>,
+    now: DateTime<Utc>,
 ) -> Result<std::result::Result<Wrote, String>> {
     let stored = crate::store::outputs::split(session)?;
     let body = stored.body;
@@ -120,7 +121,7 @@ async fn write_in(
     for (gate, timers) in &session.arm {
         super::timers::arm_in(tx, &session.id, gate, timers).await?;
     }
-    let last = append_events_in(tx, session, &session.events).await?;
+    let last = append_events_in(tx, session, &session.events, now).await?;
     // Last: the counter rows are the most contended; held the shortest.
     super::counts::count_in(tx, old, Some(session.status)).await?;
     Ok(Ok(Wrote { last, outputs }))
@@ -135,6 +136,7 @@ pub(super) async fn accept_in(
     id: &str,
     gate: Option<&str>,
     answer: &Answer,
+    now: DateTime<Utc>,
 ) -> Result<std::result::Result<(Session, Wrote), Refusal>> {
     let lock = tx
         .prepare_cached("SELECT body FROM sessions WHERE id = $1 FOR UPDATE")
@@ -154,8 +156,8 @@ pub(super) async fn accept_in(
     }
     let expected = session.rev;
     session.rev += 1;
-    session.updated_at = Utc::now();
-    let wrote = write_in(tx, &session, Some(expected))
+    session.updated_at = now;
+    let wrote = write_in(tx, &session, Some(expected), now)
         .await?
         .map_err(Error::Session)?;
     session.audit.clear();
@@ -194,7 +196,7 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("write session", e))?;
-        let wrote = match write_in(&tx, session, expected).await? {
+        let wrote = match write_in(&tx, session, expected, self.clock.now()).await? {
             Ok(wrote) => wrote,
             Err(conflict) => return Err(Error::Session(conflict)),
         };
@@ -218,7 +220,7 @@ impl PgStore {
         let expected = session.rev;
         let mut next = session.clone();
         next.rev = expected + 1;
-        next.updated_at = Utc::now();
+        next.updated_at = self.clock.now();
         self.write(&next, Some(expected)).await?;
         next.audit.clear();
         next.arm.clear();
@@ -435,7 +437,7 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("record answer", e))?;
-        match accept_in(&tx, &self.location, id, gate, answer).await? {
+        match accept_in(&tx, &self.location, id, gate, answer, self.clock.now()).await? {
             Ok((session, wrote)) => {
                 tx.commit()
                     .await
@@ -468,7 +470,7 @@ impl PgStore {
             }
             let expected = session.rev;
             session.rev = expected + 1;
-            session.updated_at = Utc::now();
+            session.updated_at = self.clock.now();
             match self.write(&session, Some(expected)).await {
                 Ok(()) => return Ok(Some(session)),
                 Err(Error::Session(_)) => continue,

@@ -119,7 +119,7 @@ fn notification(gate: &str, ts: Option<&str>) -> crate::model::Notification {
         channel: "C1".into(),
         ts: ts.map(Into::into),
         thread_ts: None,
-        at: chrono::Utc::now(),
+        at: crate::clock::test_epoch(),
         error: None,
         copies: Vec::new(),
     }
@@ -213,7 +213,7 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
                     agent: Some("drafter".into()),
                     response: format!("{id}: {text}"),
                     kind: RecordKind::Agent,
-                    finished_at: chrono::Utc::now(),
+                    finished_at: crate::clock::test_epoch(),
                 }),
                 None,
             ],
@@ -243,7 +243,12 @@ async fn a_sled_store_moves_with_its_texts_counters_and_unposted_gates() {
     let all = people.clone();
     sled.update_people(
         &move |_| Ok(all.clone()),
-        &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+        &crate::audit::AuditEvent::new(
+            crate::audit::AuditKind::Access,
+            "",
+            "",
+            crate::clock::test_epoch(),
+        ),
     )
     .expect("people");
     let dump = sled.export().expect("export");

@@ -5,7 +5,7 @@
 //! then another fires it); a timeout's answer recorded with its timer
 //! marked fired in one transaction.
 
-use chrono::{TimeDelta, Utc};
+use chrono::TimeDelta;
 use tokio_postgres::Transaction;
 
 use super::sessions::accept_in;
@@ -108,7 +108,7 @@ impl PgStore {
             .await
             .map_err(|e| self.err("timers", e))?;
         let out = {
-            let now = Utc::now();
+            let now = self.clock.now();
             let row = tx
                 .query_opt(
                     "SELECT due_ms, session, gate, kind, n, body FROM timers
@@ -199,6 +199,7 @@ impl PgStore {
             &timer.session,
             Some(&timer.gate),
             answer,
+            self.clock.now(),
         )
         .await?
         {

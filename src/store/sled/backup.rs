@@ -121,11 +121,11 @@ fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(io(format!("cannot sync {}", dir.display())))
 }
 
-/// Appends `dest` made now to the store's `backups.log`, synced.
-pub fn record(store: &Path, dest: &Path) -> Result<()> {
+/// Appends `dest`, made `at`, to the store's `backups.log`, synced.
+pub fn record(store: &Path, dest: &Path, at: chrono::DateTime<chrono::Utc>) -> Result<()> {
     let line = format!(
         "{}\t{}\n",
-        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         dest.display()
     );
     let path = store.join(LOG);
@@ -197,10 +197,10 @@ impl SledStore {
             .unwrap_or_else(|| "store".into());
         let dest = self.path.with_file_name(format!(
             "{name}.before-format-{to}-{}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%S")
+            self.clock.now().format("%Y%m%dT%H%M%S")
         ));
         self.copy_to(&dest)?;
-        record(&self.path, &dest)?;
+        record(&self.path, &dest, self.clock.now())?;
         Ok(dest)
     }
 }
@@ -214,8 +214,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         assert!(last(dir.path()).is_none());
         assert!(way_back(dir.path()).contains("no backup"));
-        record(dir.path(), Path::new("/b/one")).expect("record");
-        record(dir.path(), Path::new("/b/two")).expect("record");
+        let at = crate::clock::test_epoch();
+        record(dir.path(), Path::new("/b/one"), at).expect("record");
+        record(dir.path(), Path::new("/b/two"), at).expect("record");
         let (_, dest) = last(dir.path()).expect("a backup");
         assert_eq!(dest, PathBuf::from("/b/two"));
         assert!(way_back(dir.path()).contains("--store /b/two"));

@@ -25,6 +25,7 @@ pub(super) fn append_events(
     heads: &sled::transaction::TransactionalTree,
     session: &Session,
     kinds: &[EventKind],
+    at: DateTime<Utc>,
 ) -> std::result::Result<Option<u64>, String> {
     if kinds.is_empty() {
         return Ok(None);
@@ -37,7 +38,6 @@ pub(super) fn append_events(
         ),
         None => 0,
     };
-    let at = Utc::now();
     for what in kinds {
         seq += 1;
         let event = Event {

@@ -278,7 +278,7 @@ mod tests {
     fn pages_follow_the_index_newest_first_and_counts_follow_every_change() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SledStore::open(dir.path()).expect("store");
-        let t0 = Utc::now();
+        let t0 = crate::clock::test_epoch();
         for (i, id) in ["a", "b", "c", "d", "e"].iter().enumerate() {
             let mut s = paused_session(id);
             s.created_at = t0 + TimeDelta::seconds(i as i64);
@@ -319,7 +319,7 @@ mod tests {
         let a = crate::model::Answer {
             decision: crate::model::Decision::Approve,
             by: "bob".into(),
-            at: Utc::now(),
+            at: crate::clock::test_epoch(),
             via: "api".into(),
             vars: Default::default(),
             call: None,

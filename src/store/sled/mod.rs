@@ -143,6 +143,8 @@ pub struct SledStore {
     audit: sled::Tree,
     audit_head: sled::Tree,
     path: PathBuf,
+    /// Where "now" comes from (`updated_at`, events, first sightings).
+    clock: crate::clock::SharedClock,
     /// sled's log file, opened again to `fdatasync` it (see [`SledStore::sync`]).
     log: std::sync::Arc<std::fs::File>,
     /// The last event of writes not synced yet (0: none), announced with
@@ -205,6 +207,16 @@ impl SledStore {
         self.syncs.fetch_add(1, SeqCst);
         self.announce(Some(held).filter(|h| *h > 0));
         Ok(())
+    }
+
+    /// Takes "now" from `clock` from here on (the process's).
+    pub fn set_clock(&mut self, clock: crate::clock::SharedClock) {
+        self.clock = clock;
+    }
+
+    /// Now, by the store's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
     }
 
     /// Opens the store in directory `path` with the default settings.
@@ -284,6 +296,7 @@ impl SledStore {
             events,
             session_events,
             path: path.to_path_buf(),
+            clock: crate::clock::system(),
             event_tx: tokio::sync::watch::channel(0).0,
             outputs_written: Default::default(),
         };
@@ -410,7 +423,7 @@ impl SledStore {
         let expected = session.rev;
         let mut next = session.clone();
         next.rev = expected + 1;
-        next.updated_at = Utc::now();
+        next.updated_at = self.clock.now();
         self.write_with(
             &mut next,
             Some(expected),
@@ -490,7 +503,7 @@ impl SledStore {
 
     /// True the first time `event_id` is seen; false for a retry.
     pub fn first_sighting(&self, event_id: &str) -> Result<bool> {
-        let now = Utc::now().timestamp().to_be_bytes();
+        let now = self.clock.now().timestamp().to_be_bytes();
         let res = self.slack_events.compare_and_swap(
             event_id.as_bytes(),
             None as Option<&[u8]>,
@@ -626,7 +639,7 @@ impl SledStore {
                     }
                     mk.insert(mark.as_slice(), gate.as_slice())?;
                 }
-                append_events(ev, by, head, session, &session.events)
+                append_events(ev, by, head, session, &session.events, self.clock.now())
                     .map_err(ConflictableTransactionError::Abort)
             });
         let last = match res {
@@ -780,7 +793,7 @@ impl SledStore {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
-                session.updated_at = Utc::now();
+                session.updated_at = self.clock.now();
                 let stored = crate::store::outputs::split(&session)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
                 let wrote = outputs::put_in(o, id, &stored.outputs)?;
@@ -795,7 +808,7 @@ impl SledStore {
                 awaiting::track(ix, &session)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
-                let last = append_events(ev, by, head, &session, &session.events)
+                let last = append_events(ev, by, head, &session, &session.events, self.clock.now())
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 session.audit.clear();
                 session.events.clear();
@@ -883,7 +896,7 @@ impl SledStore {
             }
             let expected = session.rev;
             session.rev = expected + 1;
-            session.updated_at = Utc::now();
+            session.updated_at = self.clock.now();
             match self.write(&mut session, Some(expected)) {
                 Ok(()) => return Ok(Some(session)),
                 // Another writer got there first: look again.

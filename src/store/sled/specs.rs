@@ -93,7 +93,7 @@ mod tests {
         let a = crate::model::Answer {
             decision: crate::model::Decision::Approve,
             by: "bob".into(),
-            at: Utc::now(),
+            at: crate::clock::test_epoch(),
             via: "api".into(),
             vars: Default::default(),
             call: None,

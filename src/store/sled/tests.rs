@@ -10,7 +10,7 @@ use crate::spec::{Fallback, GateKind, GateSpec};
 use std::sync::Arc;
 
 pub(crate) fn paused_session(id: &str) -> Session {
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     let spec = GateSpec {
         id: "review".into(),
         kind: GateKind::ManualGate,
@@ -94,7 +94,7 @@ pub(crate) fn approve(by: &str) -> Answer {
     Answer {
         decision: Decision::Approve,
         by: by.into(),
-        at: Utc::now(),
+        at: crate::clock::test_epoch(),
         via: "test".into(),
         vars: Default::default(),
         call: None,
@@ -183,7 +183,7 @@ fn summaries_follow_sessions_and_cleanup_keeps_paused_ones() {
     assert_eq!(store.list(Some(Status::Paused)).expect("list").len(), 1);
     assert_eq!(store.list(None).expect("list").len(), 2);
     let removed = store
-        .cleanup(Utc::now() + chrono::Duration::days(1))
+        .cleanup(crate::clock::test_epoch() + chrono::Duration::days(1))
         .expect("cleanup");
     assert_eq!(removed, vec!["d1".to_string()]);
     assert!(store.load("p1").expect("load").is_some());
@@ -192,7 +192,7 @@ fn summaries_follow_sessions_and_cleanup_keeps_paused_ones() {
 
 #[test]
 fn timer_keys_sort_by_due_time() {
-    let due = Utc::now();
+    let due = crate::clock::test_epoch();
     let a = Timer {
         session: "zzz".into(),
         gate: "review#2".into(),
@@ -218,8 +218,8 @@ fn a_token_name_is_in_use_once_and_every_change_is_audited() {
     use crate::model::token::{NewToken, Role};
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SledStore::open(dir.path()).expect("open");
-    let now = Utc::now();
-    let ev = || AuditEvent::new(AuditKind::Access, "", "");
+    let now = crate::clock::test_epoch();
+    let ev = || AuditEvent::new(AuditKind::Access, "", "", crate::clock::test_epoch());
     let a = NewToken::generate("ci", Role::Operator, now, None);
     assert!(store.create_token(&a.record, &ev()).expect("create"));
     let b = NewToken::generate("ci", Role::Admin, now, None);
@@ -286,7 +286,7 @@ fn a_new_endpoint_starts_at_the_last_event_and_then_misses_nothing() {
         vec![run_failed("history"), run_failed("more")],
     );
     let hooks = [HOOK.to_string()];
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     assert_eq!(store.webhook_pull(&hooks, now, 100).expect("pull"), 0);
     assert!(
         store.webhook_due(now, LEASE, 10).expect("due").is_empty(),
@@ -331,7 +331,7 @@ fn pulls_are_bounded_and_catch_up_over_several_calls() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SledStore::open(dir.path()).expect("open");
     let hooks = [HOOK.to_string()];
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     store
         .webhook_pull(&hooks, now, 3)
         .expect("start the cursor");
@@ -356,7 +356,7 @@ fn pulls_are_bounded_and_catch_up_over_several_calls() {
 fn pending_deliveries_survive_a_restart_with_the_same_ids() {
     let dir = tempfile::tempdir().expect("tempdir");
     let hooks = [HOOK.to_string()];
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     let first_id = {
         let store = SledStore::open(dir.path()).expect("open");
         store.webhook_pull(&hooks, now, 10).expect("start");
@@ -396,7 +396,7 @@ fn a_taken_delivery_is_not_taken_again_during_its_lease() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SledStore::open(dir.path()).expect("open");
     let hooks = [HOOK.to_string()];
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     store.webhook_pull(&hooks, now, 10).expect("start");
     reports(&store, "s1", vec![run_failed("one")]);
     store.webhook_pull(&hooks, now, 10).expect("pull");
@@ -424,7 +424,7 @@ fn settling_deletes_reschedules_or_gives_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SledStore::open(dir.path()).expect("open");
     let hooks = [HOOK.to_string()];
-    let now = Utc::now();
+    let now = crate::clock::test_epoch();
     store.webhook_pull(&hooks, now, 10).expect("start");
     reports(
         &store,

@@ -155,7 +155,7 @@ impl SledStore {
                     return Err(ConflictableTransactionError::Abort(Ok(refusal)));
                 }
                 session.rev += 1;
-                session.updated_at = Utc::now();
+                session.updated_at = self.clock.now();
                 let stored = crate::store::outputs::split(&session)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e.to_string())))?;
                 let wrote = super::outputs::put_in(o, &timer.session, &stored.outputs)?;
@@ -168,7 +168,7 @@ impl SledStore {
                 super::awaiting::track(ix, &session)?;
                 append_in(log, head, &session.audit)
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
-                let last = append_events(ev, by, head, &session, &session.events)
+                let last = append_events(ev, by, head, &session, &session.events, self.clock.now())
                     .map_err(|e| ConflictableTransactionError::Abort(Err(e)))?;
                 t.insert(tkey.as_slice(), timer_bytes.as_slice())?;
                 session.audit.clear();

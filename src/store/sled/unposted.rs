@@ -170,7 +170,7 @@ mod tests {
             channel: "C1".into(),
             ts: None,
             thread_ts: None,
-            at: Utc::now(),
+            at: crate::clock::test_epoch(),
             error: Some("ratelimited".into()),
             copies: Vec::new(),
         };
@@ -226,7 +226,7 @@ mod tests {
             channel: channel.into(),
             ts: Some(ts.into()),
             thread_ts: None,
-            at: Utc::now(),
+            at: crate::clock::test_epoch(),
             error: None,
             copies: Vec::new(),
         };

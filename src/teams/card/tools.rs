@@ -387,7 +387,7 @@ mod tests {
     }
 
     fn session(calls: Vec<PendingCall>) -> Session {
-        let now = chrono::Utc::now();
+        let now = crate::clock::test_epoch();
         Session {
             id: "s1".into(),
             workflow: "ops".into(),

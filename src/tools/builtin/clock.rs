@@ -39,7 +39,8 @@ pub(super) fn describe(args: &Value) -> String {
     )
 }
 
-pub(super) fn run(args: &Value) -> ToolResult {
+/// The time `now` (the engine's clock) as `args` ask.
+pub(super) fn run(args: &Value, now: DateTime<Utc>) -> ToolResult {
     let format = str_arg(args, "format").unwrap_or("iso");
     let zone = str_arg(args, "timezone").unwrap_or("utc");
     match (zone, format) {
@@ -55,7 +56,7 @@ pub(super) fn run(args: &Value) -> ToolResult {
             ))
         }
     }
-    ToolResult::ok(at(Utc::now(), zone == "local", format))
+    ToolResult::ok(at(now, zone == "local", format))
 }
 
 /// `now` as strands-cli shows it; local time is naive (no offset), as
@@ -102,15 +103,18 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_errors() {
-        let r = run(&json!({"timezone": "Europe/Paris"}));
+        let r = run(
+            &json!({"timezone": "Europe/Paris"}),
+            crate::clock::test_epoch(),
+        );
         assert!(r.is_error);
         assert_eq!(
             r.content,
             "Error: Invalid timezone 'Europe/Paris'. Use 'utc' or 'local'."
         );
-        let r = run(&json!({}));
+        let r = run(&json!({}), crate::clock::test_epoch());
         assert!(
-            !r.is_error && r.content.ends_with("+00:00"),
+            !r.is_error && r.content == "2025-01-15T10:00:00+00:00",
             "{}",
             r.content
         );

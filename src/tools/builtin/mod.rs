@@ -414,7 +414,7 @@ impl Builtin {
                 blocking(env, move |ws, _| delete_files(ws, &paths, recursive)).await
             }
             Builtin::Shell => shell(args, env).await,
-            Builtin::CurrentTime => clock::run(args),
+            Builtin::CurrentTime => clock::run(args, env.clock.now()),
             Builtin::Calculator => calc::run(args),
             Builtin::SpecVerify => verify::run(args),
             Builtin::WebFetch => web::web_fetch(args, env, grant).await,

@@ -49,6 +49,7 @@ pub(super) fn fixture() -> Fixture {
         timeout: Duration::from_secs(5),
         shell_enabled: false,
         search: Default::default(),
+        clock: std::sync::Arc::new(crate::clock::FixedClock::at(crate::clock::test_epoch())),
     };
     Fixture {
         _tmp: tmp,

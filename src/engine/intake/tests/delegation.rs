@@ -9,7 +9,7 @@ use crate::model::person::{Directory, Person};
 /// Adds erin (`U04ERIN`), then sets each `(from, to)` delegation, in
 /// force from yesterday until tomorrow.
 async fn delegations(w: &World, pairs: &[(&str, &str)]) {
-    delegations_around(w, pairs, chrono::Utc::now()).await
+    delegations_around(w, pairs, w.clock.now()).await
 }
 
 /// [`delegations`], in force from the day before `now` to the day after.
@@ -37,7 +37,7 @@ async fn delegations_around(w: &World, pairs: &[(&str, &str)], now: chrono::Date
                 }
                 Ok(d.into_people())
             },
-            &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", ""),
+            &crate::audit::AuditEvent::new(crate::audit::AuditKind::Access, "", "", w.clock.now()),
         )
         .await
         .expect("delegations");
@@ -100,7 +100,7 @@ async fn outside_the_window_the_delegate_is_refused() {
     for (when, days) in [("after the end", -3), ("before the start", 3)] {
         let w = World::new();
         with_people(&w).await;
-        let then = chrono::Utc::now() + chrono::TimeDelta::days(days);
+        let then = w.clock.now() + chrono::TimeDelta::days(days);
         delegations_around(&w, &[("alice", "bob")], then).await;
         let s = w
             .paused(&CHAIN.replace("$GATE", "        approvers: [alice]"))
