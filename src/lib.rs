@@ -29,6 +29,7 @@ pub mod store;
 pub mod teams;
 pub mod template;
 pub mod tools;
+pub mod traces;
 pub mod web;
 pub mod webhook;
 

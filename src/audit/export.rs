@@ -1,12 +1,13 @@
 //! The audit trail as a file a reviewer opens: JSON lines (each entry
 //! with its place in the chain) or CSV (one column per field;
-//! `on_behalf_of` names the person a delegate answered for). Shared by
+//! `on_behalf_of` names the person a delegate answered for; `trace_id`,
+//! last, the run's OpenTelemetry trace). Shared by
 //! `strands audit export` and the web inbox's audit download.
 
 use super::AuditEntry;
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 19] = [
+pub const CSV_COLUMNS: [&str; 20] = [
     "seq",
     "at",
     "session",
@@ -26,6 +27,7 @@ pub const CSV_COLUMNS: [&str; 19] = [
     "rule",
     "prev",
     "hash",
+    "trace_id",
 ];
 
 /// `entries` as CSV with a header row.
@@ -63,6 +65,7 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             e.rule.clone().unwrap_or_default(),
             entry.prev.clone(),
             entry.hash.clone(),
+            e.trace_id.clone().unwrap_or_default(),
         ])
         .map_err(|e| format!("csv: {e}"))?;
     }

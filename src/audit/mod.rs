@@ -79,6 +79,11 @@ pub struct AuditEvent {
     /// are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// The OpenTelemetry trace of the run (`crate::traces`), when it
+    /// was traced. Absent from older entries and untraced runs, so their
+    /// hashes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl AuditEvent {
@@ -230,6 +235,54 @@ mod tests {
             prev = hash;
         }
         (out, Head { seq: n, hash: prev })
+    }
+
+    /// An entry as a build without traces wrote it (no `trace_id` key)
+    /// still verifies; a traced entry's trace id is under its hash.
+    #[test]
+    fn the_trace_id_leaves_older_entries_alone_and_is_hashed_when_there() {
+        let old = r#"{"at":"2026-11-01T10:00:00Z","session":"s","workflow":"wf","kind":"answer","gate":"review#1","call":null,"who":"bob","via":"cli","decision":"approve","response_ms":5,"shown_digest":null,"preview":null,"detail":null}"#;
+        let event: AuditEvent = serde_json::from_str(old).expect("an older event");
+        assert_eq!(event.trace_id, None);
+        let hash = {
+            let mut h = Sha256::new();
+            h.update(1u64.to_be_bytes());
+            h.update(GENESIS.as_bytes());
+            h.update(old.as_bytes());
+            hex(&h.finalize())
+        };
+        assert_eq!(entry_hash(1, GENESIS, &event), hash, "hashed as written");
+        let entry = AuditEntry {
+            seq: 1,
+            prev: GENESIS.into(),
+            hash: hash.clone(),
+            event: event.clone(),
+        };
+        let bytes = serde_json::to_vec(&entry).expect("json");
+        assert_eq!(
+            verify(std::iter::once((1, bytes)), None),
+            Verdict::Intact { entries: 1 }
+        );
+
+        let traced = AuditEvent {
+            trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
+            ..event
+        };
+        assert_ne!(entry_hash(1, GENESIS, &traced), hash);
+        let entry = AuditEntry {
+            seq: 1,
+            prev: GENESIS.into(),
+            hash: hash.clone(),
+            event: traced,
+        };
+        let bytes = serde_json::to_vec(&entry).expect("json");
+        assert!(
+            matches!(
+                verify(std::iter::once((1, bytes)), None),
+                Verdict::Broken { .. }
+            ),
+            "a trace id added afterwards breaks the chain"
+        );
     }
 
     #[test]

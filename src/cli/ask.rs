@@ -263,8 +263,18 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
             let p = approvals::prepare(req, &ctx.who, &ctx.settings.limits, &directory, policies)
                 .map_err(|e| Error::Usage(e.to_string()))?;
             let mut engine = ctx.engine(&store);
-            let session = engine.create_as(&p.spec, p.start, id.clone()).await?;
-            engine.drive(&p.spec, session, &mut Detached).await?;
+            // One trace from the request's creation on (`crate::traces`).
+            use tracing::Instrument as _;
+            let span = crate::traces::run_span(&p.spec.name, p.spec.pattern.name(), None);
+            span.record("session.id", id.as_str());
+            let session = engine
+                .create_as(&p.spec, p.start, id.clone())
+                .instrument(span.clone())
+                .await?;
+            engine
+                .drive(&p.spec, session, &mut Detached)
+                .instrument(span)
+                .await?;
             if !no_wait {
                 let asked = store.get(&id).await?;
                 let gate = asked.open_gates().next();

@@ -440,7 +440,7 @@ pub(super) fn list_supported(json: bool) -> Result<u8> {
         ("Artifacts", "outputs.artifacts templates under --out; existing files need --force".into()),
         ("Sessions", "durable (sled store): resume after a pause or a crash; `strands serve` (HTTP API, Slack)".into()),
         ("Audit", "tamper-evident log: `strands audit verify|export`".into()),
-        ("Accepted, not acted on", "telemetry (no OTEL export), context_policy, skills, env".into()),
+        ("Accepted, not acted on", "telemetry (OTLP traces come from OTEL_* variables), context_policy, skills, env".into()),
     ];
     if json {
         let list: Vec<Value> = features

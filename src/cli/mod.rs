@@ -460,8 +460,10 @@ pub fn main() -> u8 {
         Ok(env) => env,
         Err(e) => return fail(&e, json),
     };
-    init_tracing(log_level(&cli), &env);
     crate::provider::install_crypto();
+    // Dropped last: the spans of this command reach the collector before
+    // the process exits.
+    let _traces = init_tracing(log_level(&cli), &env);
     // The bot serves many requests at once; the CLI runs one session.
     let runtime = if matches!(cli.command, Command::Serve(_)) {
         tokio::runtime::Builder::new_multi_thread()
@@ -555,7 +557,13 @@ fn log_level(cli: &Cli) -> Option<&'static str> {
     }
 }
 
-fn init_tracing(level: Option<&str>, env: &crate::config::env::Env) {
+/// Logs to stderr at `level`, and traces over OTLP when the `OTEL_*`
+/// variables ask for them (`crate::traces`; each output has its own
+/// filter). The returned exporter sends what is left when dropped.
+fn init_tracing(level: Option<&str>, env: &crate::config::env::Env) -> crate::traces::Exporter {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
     let filter = match level {
         Some(l) => tracing_subscriber::EnvFilter::new(l),
         None => env
@@ -563,16 +571,22 @@ fn init_tracing(level: Option<&str>, env: &crate::config::env::Env) {
             .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
             .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn")),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if env.get("STRANDS_LOG_FORMAT").is_some_and(|v| v == "json") {
-        builder.json().try_init()
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = if env.get("STRANDS_LOG_FORMAT").is_some_and(|v| v == "json") {
+        fmt.json().with_filter(filter).boxed()
     } else {
-        builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init()
+        fmt.with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .boxed()
     };
+    // OpenTelemetry's own variables (the SDK reads the rest of them).
+    let otel = |k: &str| std::env::var(k).ok().filter(|_| k.starts_with("OTEL_"));
+    let (layer, exporter) = crate::traces::layer(crate::traces::wanted(otel));
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(layer)
+        .try_init();
+    exporter
 }
 
 fn identity(cli_as: &Option<String>) -> String {

@@ -147,7 +147,13 @@ impl Engine<'_> {
             .as_ref()
             .and_then(|t| work.iter().find(|w| w.position == t.position));
         if let Some(w) = resumed.or_else(|| work.iter().find(has_tools)) {
-            return self.run_tool_step(spec, session, w, channel).await;
+            use tracing::Instrument as _;
+            let span = step_span(&w.position, &w.step.agent);
+            // Boxed: the tool loop's future is deep (MCP clients, HTTP
+            // tools); on the heap, the futures around it need not nest it.
+            return Box::pin(self.run_tool_step(spec, session, w, channel))
+                .instrument(span)
+                .await;
         }
         let mut queue = Vec::new();
         // Each step's input, for its note.
@@ -176,17 +182,22 @@ impl Engine<'_> {
                 self.mark_in_flight(session, &positions, channel).await?;
             }
             for (position, provider, req) in batch {
+                use tracing::Instrument as _;
                 trace_request(spec, &req);
-                running.spawn(async move {
-                    let started = Instant::now();
-                    let res = provider.complete(&req).await;
-                    (
-                        position,
-                        req.agent,
-                        started.elapsed().as_millis() as u64,
-                        res,
-                    )
-                });
+                let span = step_span(&position, &req.agent);
+                running.spawn(
+                    async move {
+                        let started = Instant::now();
+                        let res = provider.complete(&req).await;
+                        (
+                            position,
+                            req.agent,
+                            started.elapsed().as_millis() as u64,
+                            res,
+                        )
+                    }
+                    .instrument(span),
+                );
             }
             // The calls race the operator's cancel: on a cancel they are
             // abandoned (dropped unread) and the run stops here.
@@ -581,7 +592,21 @@ impl Engine<'_> {
                             Some(_) if !by_policy(&pc.state) => crate::tools::Grant::Human,
                             _ => crate::tools::Grant::Policy,
                         };
-                        let result = tool.run(&pc.call.arguments, &toolbox.env, grant).await;
+                        use tracing::Instrument as _;
+                        // Its name only: arguments may hold secrets.
+                        let span = tracing::info_span!(
+                            "tool.call",
+                            tool.name = %pc.call.name,
+                            call.id = %pc.call.id,
+                            otel.status_code = tracing::field::Empty,
+                        );
+                        let result = tool
+                            .run(&pc.call.arguments, &toolbox.env, grant)
+                            .instrument(span.clone())
+                            .await;
+                        if result.is_error || result.blocked.is_some() {
+                            span.record("otel.status_code", "ERROR");
+                        }
                         if let Some(why) = &result.blocked {
                             let mut ev = AuditEvent::new(AuditKind::EgressBlocked, &session.id, &session.workflow, self.clock.now());
                             ev.call = Some(pc.call.id.clone());
@@ -637,6 +662,11 @@ impl Engine<'_> {
         self.save(session).await?;
         Ok(())
     }
+}
+
+/// The span of one agent step (`crate::traces`): its position and agent.
+fn step_span(position: &Position, agent: &str) -> tracing::Span {
+    tracing::info_span!("step", position = %position, agent = %agent)
 }
 
 /// Whether an approved call was approved by the policy (or a trust), not

@@ -109,6 +109,7 @@ impl Engine<'_> {
             });
             session.audit.push(ev);
             session.cancel = Some(request.clone());
+            session.stamp_audit();
             match self.store.checkpoint(&mut session).await {
                 Ok(()) => {
                     tracing::info!(session = %session.id, by = %request.by, "cancel requested");

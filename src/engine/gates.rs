@@ -197,6 +197,14 @@ impl Engine<'_> {
             opened.timeout_at = Some(opened.opened_at + d);
         }
         settle_deadline(&mut opened);
+        let _span = tracing::info_span!(
+            "gate",
+            gate.id = %opened.id,
+            gate.handle = %opened.handle(),
+            gate.kind = opened.kind.name(),
+            approvers = opened.approvers.len(),
+        )
+        .entered();
         // The session-wide order of openings; the handle counts per gate.
         session.gates_opened += 1;
         opened.order = session.gates_opened;
@@ -230,6 +238,7 @@ impl Engine<'_> {
         durability: crate::store::Durability,
     ) -> Result<()> {
         let armed = !session.arm.is_empty();
+        session.stamp_audit();
         if let Err(e) = self.store.checkpoint_with(session, durability).await {
             // An operator's cancel moved the revision: the run stops here,
             // and what it did since its last checkpoint is kept.

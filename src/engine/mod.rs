@@ -193,7 +193,12 @@ impl<'a> Engine<'a> {
         start: Start,
         channel: &mut C,
     ) -> Result<Session> {
+        use tracing::Instrument as _;
+        // One span from before the session exists: its creation is part
+        // of the run's trace, whose root this is.
+        let span = crate::traces::run_span(&spec.name, spec.pattern.name(), None);
         let id = uuid::Uuid::new_v4().to_string();
+        span.record("session.id", id.as_str());
         // Leased before it exists: no other process finds it running and
         // free in between.
         if let Some((owner, ttl)) = self.lease() {
@@ -203,7 +208,11 @@ impl<'a> Engine<'a> {
                 )));
             }
         }
-        let session = match self.create_as(spec, start, id.clone()).await {
+        let session = match self
+            .create_as(spec, start, id.clone())
+            .instrument(span.clone())
+            .await
+        {
             Ok(s) => s,
             Err(e) => {
                 if let Some((owner, _)) = self.lease() {
@@ -212,7 +221,7 @@ impl<'a> Engine<'a> {
                 return Err(e);
             }
         };
-        self.drive(spec, session, channel).await
+        self.drive(spec, session, channel).instrument(span).await
     }
 
     /// Saves a new session, `running` at its first step, without running it
@@ -277,6 +286,8 @@ impl<'a> Engine<'a> {
             final_approved: false,
             in_flight: Default::default(),
             cancel: None,
+            // The run's trace starts with the span creating it, if any.
+            trace: crate::traces::current(),
             rev: 0,
         };
         self.store.create(&mut session).await?;
@@ -298,7 +309,9 @@ impl<'a> Engine<'a> {
         }
         let spec = self.spec(&session)?;
         Self::preflight(&spec, &self.settings)?;
-        self.drive(&spec, session, channel).await
+        use tracing::Instrument as _;
+        let span = crate::traces::run_span(&session.workflow, &session.pattern, Some(&session));
+        self.drive(&spec, session, channel).instrument(span).await
     }
 
     /// The session's spec, parsed once per distinct snapshot (shared cache).
@@ -309,6 +322,10 @@ impl<'a> Engine<'a> {
     /// Runs until the next stop. Run failures (provider, template, budget,
     /// artifact errors) are saved on the session as `failed` and returned in
     /// it; only store and internal errors come back as `Err`.
+    ///
+    /// Callers run it in a `run` span ([`crate::traces::run_span`]),
+    /// which becomes the run's trace when it has none yet (kept at the
+    /// next checkpoint).
     pub async fn drive<C: HumanChannel>(
         &mut self,
         spec: &Spec,
@@ -341,6 +358,9 @@ impl<'a> Engine<'a> {
         mut session: Session,
         channel: &mut C,
     ) -> Result<Session> {
+        if session.trace.is_none() {
+            session.trace = crate::traces::current();
+        }
         // Cancelled while no engine drove it (or this one died before it
         // could stop): it stops here, before anything runs.
         if session.status == Status::Running && session.cancel.is_some() {

@@ -87,6 +87,7 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     let redacted = redactor.redact(&text);
     ev.decision = Some(serde_json::from_str(&redacted).unwrap_or(Value::String(redacted)));
     ev.response_ms = Some(waited_ms);
+    ev.trace_id = session.trace_id().map(str::to_string);
     session.audit.push(ev);
 }
 

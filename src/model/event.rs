@@ -25,6 +25,10 @@ pub struct Event {
     pub at: DateTime<Utc>,
     pub session: String,
     pub workflow: String,
+    /// The run's OpenTelemetry trace, when it is traced (absent from older
+    /// events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     #[serde(flatten)]
     pub what: EventKind,
 }

@@ -169,6 +169,22 @@ pub struct Failure {
     pub message: String,
 }
 
+/// Where a run's trace starts: the ids of its first `run` span (W3C hex),
+/// which the spans of later processes are children of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceRef {
+    pub trace_id: String,
+    pub span_id: String,
+    /// Whether that span was sampled (exported): later spans follow its
+    /// choice.
+    #[serde(default = "sampled")]
+    pub sampled: bool,
+}
+
+fn sampled() -> bool {
+    true
+}
+
 /// The session format this build writes. Older formats are read
 /// (`super::wire`) and written back in this one.
 pub const SESSION_FORMAT: u32 = 2;
@@ -264,6 +280,10 @@ pub struct Session {
     /// waits on a model), which then ends it `cancelled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<CancelRequest>,
+    /// The run's trace, when traces were on as it started
+    /// (`crate::traces`): later processes continue it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceRef>,
     /// Store revision, bumped by every write (compare-and-swap).
     pub rev: u64,
     /// Audit events waiting to be appended with the next write of this
@@ -403,6 +423,21 @@ impl Notification {
 }
 
 impl Session {
+    /// The run's trace id, when it is traced.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.trace.as_ref().map(|t| t.trace_id.as_str())
+    }
+
+    /// Gives the audit events waiting for this session's next write its
+    /// trace id (those that have none).
+    pub fn stamp_audit(&mut self) {
+        if let Some(t) = &self.trace {
+            for ev in self.audit.iter_mut().filter(|e| e.trace_id.is_none()) {
+                ev.trace_id = Some(t.trace_id.clone());
+            }
+        }
+    }
+
     /// Every open gate, in the order they were opened.
     pub fn open_gates(&self) -> impl Iterator<Item = &OpenGate> {
         let mut gates: Vec<&OpenGate> = self.gates.values().collect();

@@ -154,6 +154,7 @@ mod tests {
             at: crate::clock::test_epoch(),
             session: "s1".into(),
             workflow: "wf".into(),
+            trace_id: None,
             what: EventKind::RunFailed {
                 message: "boom".into(),
             },

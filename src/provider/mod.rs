@@ -186,14 +186,49 @@ impl Provider {
 
     /// One completion, with retries. Errors are `Error::Runtime` naming the
     /// provider, the URL (never the key) and what went wrong.
+    /// Each call is a `model.call` span (`crate::traces`): the
+    /// provider, model and agent, and the tokens it used.
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        use tracing::Instrument as _;
+        let span = tracing::info_span!(
+            "model.call",
+            provider = self.name(),
+            model = %request.model,
+            agent = %request.agent,
+            input_tokens = tracing::field::Empty,
+            output_tokens = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let res = match self {
+            Provider::OpenAi(p) => p.complete(request).instrument(span.clone()).await,
+            Provider::Anthropic(p) => p.complete(request).instrument(span.clone()).await,
+            Provider::Gemini(p) => p.complete(request).instrument(span.clone()).await,
+            Provider::Bedrock(p) => p.complete(request).instrument(span.clone()).await,
+            Provider::Echo(p) => span.in_scope(|| Ok(p.complete(request))),
+            Provider::Scripted(p) => span.in_scope(|| p.complete(request)),
+        };
+        match &res {
+            Ok(r) => {
+                span.record("input_tokens", r.usage.input_tokens);
+                span.record("output_tokens", r.usage.output_tokens);
+            }
+            Err(_) => {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        res
+    }
+
+    /// The provider family, as traces name it (`ollama` and `azure_openai`
+    /// speak `openai`'s protocol and are named so).
+    pub fn name(&self) -> &'static str {
         match self {
-            Provider::OpenAi(p) => p.complete(request).await,
-            Provider::Anthropic(p) => p.complete(request).await,
-            Provider::Gemini(p) => p.complete(request).await,
-            Provider::Bedrock(p) => p.complete(request).await,
-            Provider::Echo(p) => Ok(p.complete(request)),
-            Provider::Scripted(p) => p.complete(request),
+            Provider::OpenAi(_) => "openai",
+            Provider::Anthropic(_) => "anthropic",
+            Provider::Gemini(_) => "gemini",
+            Provider::Bedrock(_) => "bedrock",
+            Provider::Echo(_) => "echo",
+            Provider::Scripted(_) => "scripted",
         }
     }
 }

@@ -534,16 +534,62 @@ pub enum Store {
     Postgres(postgres::PgStore),
 }
 
-/// Forwards `Store`'s methods to the backend it holds.
+/// The operations that write: each runs in a `store.<operation>` span
+/// when it is part of a traced operation (`crate::traces`).
+const WRITES: &[&str] = &[
+    "create",
+    "checkpoint",
+    "checkpoint_with",
+    "delete",
+    "cleanup",
+    "record_answer",
+    "update_open_gate",
+    "record_notification",
+    "append_audit",
+    "arm_timers",
+    "replace_timer",
+    "record_timeout",
+    "record_escalation",
+    "queue_answer",
+    "drop_queued",
+    "create_token",
+    "revoke_token",
+    "webhook_settle",
+    "webhook_requeue",
+    "mail_queue",
+    "mail_settle",
+    "put_login",
+    "end_login",
+    "put_teams_conversation",
+    "update_people",
+];
+
+/// The span of store operation `op`: a write inside a traced operation
+/// gets one (never a trace of its own), anything else none.
+fn write_span(op: &'static str) -> tracing::Span {
+    if !WRITES.contains(&op) || tracing::Span::current().is_none() {
+        return tracing::Span::none();
+    }
+    tracing::info_span!(
+        "store.write",
+        otel.name = %format_args!("store.{op}"),
+        db.operation.name = op
+    )
+}
+
+/// Forwards `Store`'s methods to the backend it holds (writes in a span,
+/// see [`write_span`]).
 macro_rules! forward {
     ($( $(#[$m:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)*) -> $ret:ty; )*) => {
         impl Store {
             $(
                 $(#[$m])*
                 pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    use tracing::Instrument as _;
+                    let span = write_span(stringify!($name));
                     match self {
-                        Store::Sled(s) => Backend::$name(s $(, $arg)*).await,
-                        Store::Postgres(s) => Backend::$name(s $(, $arg)*).await,
+                        Store::Sled(s) => Backend::$name(s $(, $arg)*).instrument(span).await,
+                        Store::Postgres(s) => Backend::$name(s $(, $arg)*).instrument(span).await,
                     }
                 }
             )*

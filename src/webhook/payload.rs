@@ -2,7 +2,8 @@
 //! `{"type", "timestamp", "data"}`, with links back to the session.
 //!
 //! `data` holds the event's own fields (see `crate::model::event`: the
-//! gate, its prompt and redacted preview, a decision and who made it…) and
+//! gate, its prompt and redacted preview, a decision and who made it…,
+//! and `trace_id`, the run's OpenTelemetry trace when it is traced) and
 //! nothing else — never an output, never a secret.
 
 use chrono::SecondsFormat;

@@ -456,6 +456,7 @@ fn the_payload_carries_the_event_and_links_back() {
             .with_timezone(&Utc),
         session: "s-1".into(),
         workflow: "wf".into(),
+        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
         what: EventKind::GateAnswered {
             gate: "review#1".into(),
             call: None,
@@ -475,6 +476,7 @@ fn the_payload_carries_the_event_and_links_back() {
                 "seq": 42,
                 "session": "s-1",
                 "workflow": "wf",
+                "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                 "gate": "review#1",
                 "decision": "approved",
                 "by": "alice",
@@ -521,6 +523,7 @@ fn a_retry_is_never_scheduled_past_the_give_up_time() {
             at: now,
             session: "s".into(),
             workflow: "w".into(),
+            trace_id: None,
             what: failed("x"),
         },
         now,

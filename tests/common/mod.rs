@@ -687,7 +687,10 @@ impl Sandbox {
             .env_remove("STRANDS_MAX_RETRIES")
             .env_remove("STRANDS_ADMINS")
             .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL");
+            .env_remove("OPENAI_BASE_URL")
+            // No collector of the machine gets the tests' traces.
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
         // No provider setting of the machine reaches a test; the AWS SDK
         // reads no profile and never asks an instance metadata service.
         for var in PROVIDER_VARS {
@@ -865,6 +868,7 @@ pub mod fake_slack;
 pub mod fake_smtp;
 pub mod fake_teams;
 pub mod figures;
+pub mod otlp;
 pub mod playground;
 pub mod service;
 pub mod slack_story;

@@ -213,6 +213,8 @@ impl ServeConfig {
                 unset("STRANDS_SMTP_URL"),
                 unset("STRANDS_EMAIL_FROM"),
                 unset("STRANDS_REMIND_BEFORE_MINUTES"),
+                unset("OTEL_EXPORTER_OTLP_ENDPOINT"),
+                unset("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             ],
         }
     }

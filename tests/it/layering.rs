@@ -5,8 +5,9 @@
 //! the file and the line.
 //!
 //! From the bottom: `error`, `clock`, `audit`, `template`, `retry` (leaves) →
-//! `model` (the durable data and the answer rule) → `provider` (models'
-//! wire formats) → `spec` (load and validate) → `config` (settings read
+//! `model` (the durable data and the answer rule) → `traces` (span names,
+//! a run's trace) → `provider` (models' wire formats) → `spec` (load and
+//! validate) → `config` (settings read
 //! once) → `gate` (who may answer,
 //! what an answer means) → `tools` → `channel` (the "ask a human" seam) →
 //! `store` (the seam over sled) → `engine` (run, intake, timers) →
@@ -26,9 +27,9 @@
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
-    "error", "clock", "audit", "template", "retry", "model", "provider", "spec", "config", "gate",
-    "tools", "channel", "store", "engine", "webhook", "hub", "api", "web", "slack", "teams",
-    "email", "serve", "cli",
+    "error", "clock", "audit", "template", "retry", "model", "traces", "provider", "spec",
+    "config", "gate", "tools", "channel", "store", "engine", "webhook", "hub", "api", "web",
+    "slack", "teams", "email", "serve", "cli",
 ];
 
 /// The ways in from outside, each off the hub; none may use another.

@@ -74,5 +74,6 @@ mod teams_protocol;
 mod teams_replicas;
 mod teams_room;
 mod teams_tools;
+mod traces;
 mod web;
 mod web_browser;

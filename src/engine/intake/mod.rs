@@ -147,13 +147,20 @@ impl Engine<'_> {
         let Some(session) = self.store.load(id).await? else {
             return Ok(Err(Refusal::NotFound));
         };
+        // What follows is in the answer's span (each part instrumented:
+        // the futures of a run nest deep enough as they are).
+        use tracing::Instrument as _;
+        let span = crate::traces::answer_span(&session, gate, &answer);
         // Judged on people: the directory as stored now (small), so every
         // process and replica judges alike. The answer keeps the channel
         // identity used (`by`) and the person it belongs to.
-        let people = self.store.directory().await?;
+        let people = self.store.directory().instrument(span.clone()).await?;
         let mut answer = answer;
         answer.person = people.person_of(&answer.by).map(|p| p.name.clone());
-        let outcome = self.take(&session, gate, &answer, asker, &people).await?;
+        let outcome = self
+            .take(&session, gate, &answer, asker, &people)
+            .instrument(span.clone())
+            .await?;
         if let Err(refusal) = &outcome {
             if !matches!(refusal, Refusal::NotFound) {
                 let handle = gate
@@ -161,6 +168,7 @@ impl Engine<'_> {
                     .or_else(|| gate.map(str::to_string))
                     .or_else(|| session.first_gate().map(|g| g.handle()));
                 self.audit_refusal(&session, handle.as_deref(), &answer, &refusal.to_string())
+                    .instrument(span)
                     .await;
             }
         }
@@ -417,6 +425,7 @@ impl Engine<'_> {
         ev.person = answer.person.clone();
         ev.via = Some(answer.via.clone());
         ev.detail = Some(why.to_string());
+        ev.trace_id = session.trace_id().map(str::to_string);
         if let Err(e) = self.store.append_audit(&[ev]).await {
             tracing::error!("could not audit a refused answer: {e}");
         }

@@ -364,6 +364,7 @@ pub(super) mod fixtures {
             final_approved: false,
             in_flight: Default::default(),
             cancel: None,
+            trace: None,
             rev: 1,
         }
     }

@@ -225,7 +225,7 @@ impl Validator {
             (
                 "telemetry",
                 &doc.telemetry,
-                "no traces are exported; the audit trail records runs",
+                "its settings are not read; traces go where OTEL_EXPORTER_OTLP_ENDPOINT says",
             ),
             (
                 "skills",

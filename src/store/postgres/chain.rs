@@ -92,6 +92,7 @@ pub(super) async fn append_events_in(
             at,
             session: session.id.clone(),
             workflow: session.workflow.clone(),
+            trace_id: session.trace_id().map(str::to_string),
             what: what.clone(),
         };
         seqs.push(seq as i64);

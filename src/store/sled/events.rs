@@ -49,6 +49,7 @@ pub(super) fn append_events(
             at,
             session: session.id.clone(),
             workflow: session.workflow.clone(),
+            trace_id: session.trace_id().map(str::to_string),
             what: what.clone(),
         };
         let bytes = serde_json::to_vec(&event).map_err(|e| e.to_string())?;

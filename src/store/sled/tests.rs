@@ -85,6 +85,7 @@ pub(crate) fn paused_session(id: &str) -> Session {
         final_approved: false,
         in_flight: Default::default(),
         cancel: None,
+        trace: None,
         rev: 0,
     }
 }

@@ -436,6 +436,7 @@ mod tests {
             final_approved: false,
             in_flight: Default::default(),
             cancel: None,
+            trace: None,
             rev: 1,
         }
     }
