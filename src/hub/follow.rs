@@ -318,6 +318,13 @@ mod tests {
         }
     }
 
+    /// A hub on a fresh sled store (the directory lives as long as it).
+    fn hub() -> (tempfile::TempDir, Hub) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        (dir, Hub::new(store, Arc::new(Settings::default()), None))
+    }
+
     /// Writes session `id` with `events` events.
     async fn write(hub: &Hub, id: &str, events: usize) {
         let mut s = paused_session(id);
@@ -330,12 +337,7 @@ mod tests {
     /// in order: what the broadcast dropped it reads from the store.
     #[tokio::test]
     async fn a_follower_left_behind_gets_every_event_once_in_order() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let hub = Hub::new(
-            Store::open(dir.path()).expect("open"),
-            Arc::new(Settings::default()),
-            None,
-        );
+        let (_dir, hub) = hub();
         write(&hub, "s0", 1).await;
         let all = follow_all(hub.clone(), 0);
         futures_util::pin_mut!(all);
@@ -361,12 +363,7 @@ mod tests {
     /// (live ones by the broadcast too) and ends with its last one.
     #[tokio::test]
     async fn a_runs_stream_has_only_its_events_and_ends_with_the_run() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let hub = Hub::new(
-            Store::open(dir.path()).expect("open"),
-            Arc::new(Settings::default()),
-            None,
-        );
+        let (_dir, hub) = hub();
         write(&hub, "mine", 2).await;
         write(&hub, "other", 3).await;
         let one = follow_session(hub.clone(), "mine".into(), 0);
