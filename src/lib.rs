@@ -18,6 +18,7 @@ pub mod email;
 pub mod engine;
 pub mod error;
 pub mod gate;
+pub mod http;
 pub mod hub;
 pub mod model;
 pub mod provider;

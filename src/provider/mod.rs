@@ -258,10 +258,7 @@ pub(crate) fn read_tool_call(
 /// Installs rustls' ring crypto provider once per process (reqwest is built
 /// without a default provider so that it shares ring with slack-morphism).
 pub fn install_crypto() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    crate::http::install_crypto();
 }
 
 #[cfg(test)]

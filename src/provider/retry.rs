@@ -246,14 +246,10 @@ where
 }
 
 /// The HTTP client every provider uses: rustls with ring, and `timeout`
-/// for each whole attempt (none when it is zero).
+/// for each whole attempt (none when it is zero); one per timeout in the
+/// process, so runs share its connections (`crate::http::shared`).
 pub(crate) fn http_client(provider: &str, timeout: Duration) -> Result<reqwest::Client> {
-    crate::provider::install_crypto();
-    let mut builder = reqwest::Client::builder();
-    if !timeout.is_zero() {
-        builder = builder.timeout(timeout);
-    }
-    builder.build().map_err(|e| {
+    crate::http::shared(timeout).map_err(|e| {
         Error::Runtime(format!(
             "{provider}: could not set up the HTTP client: {}",
             error::transport(e)

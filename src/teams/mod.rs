@@ -57,10 +57,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// The HTTP client the Teams calls share: rustls on ring, a timeout, and
 /// no redirects (a redirect could lead off the allowed service hosts).
 pub(crate) fn http_client() -> Result<reqwest::Client, reqwest::Error> {
-    // reqwest is built without a default crypto provider (it shares ring
-    // with the other clients); install it once per process.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    crate::http::builder()
         .timeout(REQUEST_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("strands/", env!("CARGO_PKG_VERSION")))

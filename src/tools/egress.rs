@@ -279,8 +279,7 @@ pub fn blocked_in(err: &(dyn std::error::Error + 'static)) -> Option<Blocked> {
 /// tools follow them hop by hop), no proxy, and names resolved through the
 /// egress policy.
 pub fn client(egress: &Arc<Egress>) -> Result<reqwest::Client, String> {
-    crate::provider::install_crypto();
-    reqwest::Client::builder()
+    crate::http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .dns_resolver(Arc::new(EgressResolver {

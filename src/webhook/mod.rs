@@ -123,10 +123,7 @@ impl Deliverer {
     pub fn new(config: Config, stats: Arc<Stats>) -> Result<Deliverer> {
         let signer = standardwebhooks::Webhook::new(config.secret.expose_secret())
             .map_err(|_| Error::Usage("STRANDS_WEBHOOK_SECRET is not valid base64".into()))?;
-        // reqwest is built without a default crypto provider (it shares
-        // ring with the other clients); install it once per process.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let http = crate::http::builder()
             .timeout(REQUEST_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("strands/", env!("CARGO_PKG_VERSION")))

@@ -4,7 +4,7 @@
 //! module needing one that needs it back — a cycle — fails here, naming
 //! the file and the line.
 //!
-//! From the bottom: `error`, `clock`, `audit`, `template`, `retry` (leaves) →
+//! From the bottom: `error`, `clock`, `audit`, `template`, `retry`, `http` (leaves) →
 //! `model` (the durable data and the answer rule) → `traces` (span names,
 //! a run's trace) → `provider` (models' wire formats) → `spec` (load and
 //! validate) → `config` (settings read
@@ -27,7 +27,7 @@
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
-    "error", "clock", "audit", "template", "retry", "model", "traces", "provider", "spec",
+    "error", "clock", "audit", "template", "retry", "http", "model", "traces", "provider", "spec",
     "config", "gate", "tools", "channel", "store", "engine", "webhook", "hub", "api", "web",
     "slack", "teams", "email", "serve", "cli",
 ];
