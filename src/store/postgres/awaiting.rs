@@ -7,6 +7,7 @@
 //! schema 2 gets the rows of its paused sessions once, at connect
 //! ([`build`]), under an advisory lock so two replicas do it once.
 
+use super::prepared::Prepared;
 use deadpool_postgres::Transaction;
 
 use super::PgStore;
@@ -69,7 +70,7 @@ pub(super) async fn build(store: &PgStore) -> Result<()> {
         return Ok(());
     }
     let tx = client.transaction().await.map_err(e)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&BUILD_LOCK])
+    tx.execute_c("SELECT pg_advisory_xact_lock($1)", &[&BUILD_LOCK])
         .await
         .map_err(e)?;
     if tx.query_opt(done, &[&BUILT]).await.map_err(e)?.is_some() {
@@ -79,7 +80,7 @@ pub(super) async fn build(store: &PgStore) -> Result<()> {
     let mut indexed = 0usize;
     loop {
         let rows = tx
-            .query(
+            .query_c(
                 "SELECT id, body FROM sessions WHERE status = 'paused' AND id > $1
                  ORDER BY id LIMIT 500 FOR UPDATE",
                 &[&after],
@@ -96,7 +97,7 @@ pub(super) async fn build(store: &PgStore) -> Result<()> {
             indexed += 1;
         }
     }
-    tx.execute(
+    tx.execute_c(
         "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
         &[&BUILT, &vec![1u8]],
     )
@@ -115,7 +116,7 @@ impl PgStore {
     pub async fn awaiting(&self, approvers: &[String]) -> Result<Vec<String>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT DISTINCT session FROM gate_approvers WHERE approver = ANY($1)",
                 &[&approvers],
             )
@@ -129,7 +130,7 @@ impl PgStore {
     pub async fn awaiting_groups(&self) -> Result<Vec<String>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "WITH RECURSIVE g(a) AS (
                    SELECT min(approver) FROM gate_approvers WHERE approver >= 'S' AND approver < 'T'
                    UNION ALL

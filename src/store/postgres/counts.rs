@@ -4,7 +4,8 @@
 //! changed in the transaction of the session write that changes them.
 //!
 //! Counters: a row per status, changed only when a write changes a
-//! session's status (a create adds one, a delete takes one away). The rows
+//! session's status (a create adds one, a delete takes one away), by the
+//! server function every write ends with (`chain::finish`). The rows
 //! are updated in status order, so two writers moving sessions in opposite
 //! directions (paused → running, running → paused) never deadlock, and
 //! after the session row, the audit head and the event head, the order
@@ -24,6 +25,7 @@
 //! Unlike sled, an answer recorded clears the entry at once (it is a
 //! session write like any other here).
 
+use super::prepared::Prepared;
 use deadpool_postgres::Transaction;
 
 use super::PgStore;
@@ -32,45 +34,6 @@ use crate::model::{Session, Status};
 
 fn sql(what: &str, e: tokio_postgres::Error) -> Error {
     Error::Store(format!("{what}: {}", super::db_message(&e)))
-}
-
-/// Moves one session from status `old` (`None`: it is new) to `new`
-/// (`None`: deleted) in the counters.
-pub(super) async fn count_in(
-    tx: &Transaction<'_>,
-    old: Option<Status>,
-    new: Option<Status>,
-) -> Result<()> {
-    if old == new {
-        return Ok(());
-    }
-    let mut moves: Vec<(&str, i64)> = old
-        .map(|s| (s.as_str(), -1))
-        .into_iter()
-        .chain(new.map(|s| (s.as_str(), 1)))
-        .collect();
-    moves.sort();
-    let stmt = tx
-        // An upsert: a status newer than the table's rows (`cancelled`)
-        // gets its row with its first session, no migration needed.
-        .prepare_cached(
-            "INSERT INTO session_counts (status, n) VALUES ($1, $2)
-             ON CONFLICT (status) DO UPDATE SET n = session_counts.n + EXCLUDED.n",
-        )
-        .await
-        .map_err(|e| sql("session counts", e))?;
-    // Pipelined (both sent at once; the server runs them in the order sent).
-    let (a, b) =
-        futures_util::future::join(tx.execute(&stmt, &[&moves[0].0, &moves[0].1]), async {
-            match moves.get(1) {
-                Some((status, delta)) => tx.execute(&stmt, &[status, delta]).await.map(Some),
-                None => Ok(None),
-            }
-        })
-        .await;
-    a.map_err(|e| sql("session counts", e))?;
-    b.map_err(|e| sql("session counts", e))?;
-    Ok(())
 }
 
 /// Keeps the unposted entries of `session` right after its write; `old`
@@ -115,7 +78,7 @@ pub(super) async fn track_in(
 /// Recounts every status (after a bulk import).
 pub(super) async fn recount_in(tx: &Transaction<'_>) -> Result<()> {
     let all: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
-    tx.execute(
+    tx.execute_c(
         "INSERT INTO session_counts (status, n)
          SELECT st, (SELECT count(*) FROM sessions WHERE status = st) FROM unnest($1::text[]) AS st
          ON CONFLICT (status) DO UPDATE SET n = EXCLUDED.n",
@@ -131,7 +94,7 @@ impl PgStore {
     pub async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
         let client = self.client().await?;
         let rows = client
-            .query("SELECT status, n FROM session_counts", &[])
+            .query_c("SELECT status, n FROM session_counts", &[])
             .await
             .map_err(|e| self.err("count sessions", e))?;
         Ok(Status::ALL
@@ -152,7 +115,7 @@ impl PgStore {
         let client = self.client().await?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
-            .query(
+            .query_c(
                 "SELECT DISTINCT session COLLATE \"C\" AS id FROM unposted
                  WHERE $1::text IS NULL OR session COLLATE \"C\" > $1
                  ORDER BY id LIMIT $2",

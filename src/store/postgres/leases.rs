@@ -3,6 +3,7 @@
 //! when it stops. A replica that dies leaves its lease to lapse; another
 //! then takes the session over from its last checkpoint.
 
+use super::prepared::Prepared;
 use std::time::Duration;
 
 use super::PgStore;
@@ -16,7 +17,7 @@ impl PgStore {
         let until = now + chrono::TimeDelta::from_std(ttl).unwrap_or(chrono::TimeDelta::MAX / 2);
         let client = self.client().await?;
         let n = client
-            .execute(
+            .execute_c(
                 "INSERT INTO leases (session, owner, until) VALUES ($1, $2, $3)
                  ON CONFLICT (session) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
                  WHERE leases.owner = EXCLUDED.owner OR leases.until < $4",
@@ -31,7 +32,7 @@ impl PgStore {
     pub async fn release_lease(&self, session: &str, owner: &str) -> Result<()> {
         let client = self.client().await?;
         client
-            .execute(
+            .execute_c(
                 "DELETE FROM leases WHERE session = $1 AND owner = $2",
                 &[&session, &owner],
             )
@@ -44,7 +45,7 @@ impl PgStore {
     pub async fn lease_holder(&self, session: &str) -> Result<Option<String>> {
         let client = self.client().await?;
         let row = client
-            .query_opt(
+            .query_opt_c(
                 "SELECT owner FROM leases WHERE session = $1 AND until >= $2",
                 &[&session, &self.now()],
             )
@@ -58,7 +59,7 @@ impl PgStore {
     pub async fn unleased_running(&self) -> Result<Vec<String>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT s.id FROM sessions s LEFT JOIN leases l ON l.session = s.id
                  WHERE s.status = 'running' AND (l.session IS NULL OR l.until < $1)
                  ORDER BY s.updated_at",

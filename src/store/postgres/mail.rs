@@ -4,6 +4,7 @@
 //! replica, nobody takes it again before its lease ends), and a settled
 //! mail marked `sent` or `failed` in the write that records its outcome.
 
+use super::prepared::Prepared;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -16,7 +17,7 @@ impl PgStore {
     pub async fn mail_queue(&self, mail: &Mail) -> Result<bool> {
         let client = self.client().await?;
         let n = client
-            .execute(
+            .execute_c(
                 "INSERT INTO mail_outbox (id, state, next_ms, body) VALUES ($1, 'pending', $2, $3)
                  ON CONFLICT DO NOTHING",
                 &[&mail.id, &millis(mail.next_at), &encode("mail", mail)?],
@@ -37,7 +38,7 @@ impl PgStore {
         let e = |e| self.err("mail", e);
         let tx = client.transaction().await.map_err(e)?;
         let rows = tx
-            .query(
+            .query_c(
                 "SELECT id, body FROM mail_outbox WHERE state = 'pending' AND next_ms <= $1
                  ORDER BY next_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED",
                 &[&millis(now), &(limit as i64)],
@@ -52,7 +53,7 @@ impl PgStore {
             taken.first_attempt_at.get_or_insert(now);
             taken.last_attempt_at = Some(now);
             taken.next_at = until;
-            tx.execute(
+            tx.execute_c(
                 "UPDATE mail_outbox SET next_ms = $2, body = $3 WHERE id = $1",
                 &[&id, &millis(until), &encode("mail", &taken)?],
             )
@@ -69,7 +70,7 @@ impl PgStore {
         let e = |e| self.err("mail", e);
         let tx = client.transaction().await.map_err(e)?;
         let Some(row) = tx
-            .query_opt(
+            .query_opt_c(
                 "SELECT body FROM mail_outbox WHERE id = $1 AND state = 'pending' FOR UPDATE",
                 &[&taken.id],
             )
@@ -81,7 +82,7 @@ impl PgStore {
         let mut cur: Mail = decode("mail", row.get::<_, &[u8]>(0))?;
         match &outcome {
             Settle::Delivered => {
-                tx.execute(
+                tx.execute_c(
                     "UPDATE mail_outbox SET state = 'sent' WHERE id = $1",
                     &[&taken.id],
                 )
@@ -92,7 +93,7 @@ impl PgStore {
             Settle::Retry { at, error } => {
                 cur.next_at = *at;
                 cur.last_error = Some(error.clone());
-                tx.execute(
+                tx.execute_c(
                     "UPDATE mail_outbox SET next_ms = $2, body = $3 WHERE id = $1",
                     &[&taken.id, &millis(*at), &encode("mail", &cur)?],
                 )
@@ -102,7 +103,7 @@ impl PgStore {
             Settle::GaveUp { error } => {
                 cur.last_error = Some(error.clone());
                 let at = cur.last_attempt_at.unwrap_or(cur.next_at);
-                tx.execute(
+                tx.execute_c(
                     "UPDATE mail_outbox SET state = 'failed', failed_ms = $2, body = $3 WHERE id = $1",
                     &[&taken.id, &millis(at), &encode("mail", &cur)?],
                 )
@@ -116,7 +117,7 @@ impl PgStore {
     pub async fn mail_failed(&self, limit: usize) -> Result<Vec<Mail>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT body FROM mail_outbox WHERE state = 'failed'
                  ORDER BY failed_ms DESC, id DESC LIMIT $1",
                 &[&(limit as i64)],

@@ -2,7 +2,8 @@
 //! finds its session by), chat event dedup, and answers queued for a busy
 //! run — in PostgreSQL, each change one statement or one transaction.
 
-use tokio_postgres::Transaction;
+use super::prepared::Prepared;
+use deadpool_postgres::Transaction;
 
 use super::{decode, encode, PgStore};
 use crate::error::{Error, Result};
@@ -21,7 +22,7 @@ pub(super) async fn index_in(
     session: &str,
     gate: &str,
 ) -> Result<()> {
-    tx.execute(
+    tx.execute_c(
         "INSERT INTO messages (channel, ts, session, gate) VALUES ($1, $2, $3, $4)
          ON CONFLICT (channel, ts) DO UPDATE SET session = EXCLUDED.session, gate = EXCLUDED.gate",
         &[&channel, &ts, &session, &gate],
@@ -41,13 +42,13 @@ impl PgStore {
             .map_err(|e| self.err("record notification", e))?;
         // Ordered with the session's writes, which list its unposted gates
         // (`counts`): a checkpoint in flight commits first, or waits.
-        tx.execute(
+        tx.execute_c(
             "SELECT 1 FROM sessions WHERE id = $1 FOR SHARE",
             &[&session],
         )
         .await
         .map_err(|e| self.err("record notification", e))?;
-        tx.execute(
+        tx.execute_c(
             "INSERT INTO notifications (session, gate, body, posted) VALUES ($1, $2, $3, $4)
              ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body, posted = EXCLUDED.posted",
             &[&session, &n.record_key(), &body, &n.ts.is_some()],
@@ -60,7 +61,7 @@ impl PgStore {
         // The gate is asked when every room that recorded a message for it
         // posted it (each room keeps its own row: `record_key`); a room's
         // failed post puts a paused run's gate back for start-up to ask.
-        tx.execute(
+        tx.execute_c(
             "WITH asked AS (
                  SELECT bool_and(posted) AS all_posted FROM notifications
                  WHERE session = $1 AND gate IN ($2, $2 || '@teams')),
@@ -87,7 +88,7 @@ impl PgStore {
     pub async fn notifications(&self, session: &str) -> Result<Vec<Notification>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT body FROM notifications WHERE session = $1",
                 &[&session],
             )
@@ -150,7 +151,7 @@ impl PgStore {
             .map_err(|e| self.err("queue answer", e))?;
         // The session's row lock orders this against the engine's writes.
         let Some(row) = tx
-            .query_opt("SELECT body FROM sessions WHERE id = $1 FOR SHARE", &[&id])
+            .query_opt_c("SELECT body FROM sessions WHERE id = $1 FOR SHARE", &[&id])
             .await
             .map_err(|e| self.err("queue answer", e))?
         else {
@@ -167,7 +168,7 @@ impl PgStore {
             }));
         }
         let n = tx
-            .execute(
+            .execute_c(
                 "INSERT INTO queued_answers (session, gate, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
                 &[&id, &handle, &body],
             )
@@ -175,7 +176,7 @@ impl PgStore {
             .map_err(|e| self.err("queue answer", e))?;
         if n == 0 {
             let prev = tx
-                .query_opt(
+                .query_opt_c(
                     "SELECT body FROM queued_answers WHERE session = $1 AND gate = $2",
                     &[&id, &handle],
                 )
@@ -221,7 +222,7 @@ impl PgStore {
     pub async fn drop_queued(&self, id: &str, handle: &str) -> Result<()> {
         let client = self.client().await?;
         client
-            .execute(
+            .execute_c(
                 "DELETE FROM queued_answers WHERE session = $1 AND gate = $2",
                 &[&id, &handle],
             )

@@ -35,6 +35,7 @@ mod mail;
 mod messages;
 mod outputs;
 mod people;
+mod prepared;
 pub mod schema;
 mod sessions;
 mod teams;

@@ -3,7 +3,8 @@
 //! whole table in one transaction holding a lock on it (writers queue,
 //! readers see the last committed directory), with its audit entry.
 
-use super::chain::append_audit_in;
+use super::chain::finish_audit;
+use super::prepared::Prepared;
 use super::{decode, encode, PgStore};
 use crate::audit::AuditEvent;
 use crate::error::Result;
@@ -13,7 +14,7 @@ impl PgStore {
     pub async fn people(&self) -> Result<Vec<Person>> {
         let client = self.client().await?;
         let rows = client
-            .query("SELECT name, body FROM people ORDER BY name", &[])
+            .query_c("SELECT name, body FROM people ORDER BY name", &[])
             .await
             .map_err(|e| self.err("people", e))?;
         rows.iter()
@@ -36,7 +37,7 @@ impl PgStore {
             .await
             .map_err(fail)?;
         let rows = tx
-            .query("SELECT name, body FROM people ORDER BY name", &[])
+            .query_c("SELECT name, body FROM people ORDER BY name", &[])
             .await
             .map_err(fail)?;
         let now = rows
@@ -48,17 +49,18 @@ impl PgStore {
             .collect::<Result<Vec<_>>>()?;
         // An error here drops the transaction: nothing is written.
         let next = change(now)?;
-        tx.execute("DELETE FROM people", &[]).await.map_err(fail)?;
+        tx.execute_c("DELETE FROM people", &[])
+            .await
+            .map_err(fail)?;
         for p in &next {
-            tx.execute(
+            tx.execute_c(
                 "INSERT INTO people (name, body) VALUES ($1, $2)",
                 &[&p.name, &encode("person", p)?],
             )
             .await
             .map_err(fail)?;
         }
-        append_audit_in(&tx, std::slice::from_ref(audit)).await?;
-        tx.commit().await.map_err(fail)?;
+        finish_audit(tx, audit).await?;
         Ok(next)
     }
 }

@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 7;
+pub const VERSION: i32 = 8;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -195,6 +195,64 @@ CREATE TABLE mail_outbox (
 );
 CREATE INDEX mail_outbox_due ON mail_outbox (next_ms) WHERE state = 'pending';
 CREATE INDEX mail_outbox_failed ON mail_outbox (failed_ms DESC) WHERE state = 'failed';
+"#,
+    // 8: what every write appends last, in one call on the server
+    // (`chain::finish`): the audit entries chained after the audit head
+    // (hash = sha256(seq as 8 bytes big-endian ‖ prev ‖ event JSON), as
+    // `audit::entry_hash`), the events numbered after the event head and
+    // announced, and the status counters moved (in status order). Each
+    // body is built byte for byte as serde_json writes it in Rust: the
+    // audit entry `{"seq":…,"prev":"…","hash":"…","event":…}`, the event
+    // `{"seq":…,` followed by the rest of the body Rust sent with seq 0.
+    // The heads and counters are locked here and released by the commit
+    // sent right behind this call, so no round trip to a client falls
+    // while they are held.
+    r#"
+CREATE OR REPLACE FUNCTION strands_append(
+    p_audit bytea[], p_session text, p_events bytea[], p_channel text,
+    p_old text, p_new text
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    a_seq bigint;
+    a_hash text;
+    h text;
+    ev bytea;
+    e_last bigint;
+    k int := coalesce(cardinality(p_events), 0);
+    mv record;
+BEGIN
+    IF coalesce(cardinality(p_audit), 0) > 0 THEN
+        SELECT seq, hash INTO a_seq, a_hash FROM heads WHERE name = 'audit' FOR UPDATE;
+        FOREACH ev IN ARRAY p_audit LOOP
+            a_seq := a_seq + 1;
+            h := encode(sha256(int8send(a_seq) || convert_to(a_hash, 'UTF8') || ev), 'hex');
+            INSERT INTO audit (seq, body) VALUES (a_seq,
+                convert_to('{"seq":' || a_seq || ',"prev":"' || a_hash || '","hash":"' || h
+                           || '","event":', 'UTF8') || ev || convert_to('}', 'UTF8'));
+            a_hash := h;
+        END LOOP;
+        UPDATE heads SET seq = a_seq, hash = a_hash WHERE name = 'audit';
+    END IF;
+    IF k > 0 THEN
+        UPDATE heads SET seq = seq + k WHERE name = 'events' RETURNING seq INTO e_last;
+        INSERT INTO events (seq, session, body)
+            SELECT e_last - k + t.i, p_session,
+                   convert_to('{"seq":' || (e_last - k + t.i) || ',', 'UTF8') || substring(t.b FROM 10)
+            FROM unnest(p_events) WITH ORDINALITY AS t(b, i);
+        PERFORM pg_notify(p_channel, e_last::text);
+    END IF;
+    IF p_old IS DISTINCT FROM p_new THEN
+        FOR mv IN
+            SELECT st, d FROM (VALUES (p_old, -1), (p_new, 1)) AS m(st, d)
+            WHERE st IS NOT NULL ORDER BY st COLLATE "C"
+        LOOP
+            INSERT INTO session_counts (status, n) VALUES (mv.st, mv.d)
+                ON CONFLICT (status) DO UPDATE SET n = session_counts.n + EXCLUDED.n;
+        END LOOP;
+    END IF;
+    RETURN e_last;
+END
+$fn$;
 "#,
 ];
 

@@ -2,10 +2,11 @@
 //! WHERE rev = $expected`), answers recorded exactly once under a row lock
 //! on their session, summaries and listing.
 
+use super::prepared::Prepared;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
 
-use super::chain::{append_audit_in, append_events_in};
+use super::chain::{finish, Events};
 use super::{encode, PgStore};
 use crate::error::{Error, Result};
 use crate::model::{Answer, OpenGate, Refusal, Session, Status, Summary};
@@ -24,10 +25,11 @@ pub(super) struct Wrote {
 
 /// Writes the row of `session` (insert, or update at `expected` rev) with
 /// its texts kept apart, its audit outbox, its events, the timers of gates
-/// it just opened, its unposted gates and the status counters.
-/// `Ok(Err(why))`: the compare-and-swap failed.
+/// it just opened, its unposted gates and the status counters, and commits
+/// `tx` (everything else the transaction writes comes before).
+/// `Ok(Err(why))`: the compare-and-swap failed (nothing written).
 async fn write_in(
-    tx: &Transaction<'_>,
+    tx: Transaction<'_>,
     session: &Session,
     expected: Option<u64>,
     now: DateTime<Utc>,
@@ -95,7 +97,7 @@ async fn write_in(
                 .map_err(|e| sql("checkpoint", e))?;
             let Some(prev) = prev else {
                 let cur = tx
-                    .query_opt("SELECT rev FROM sessions WHERE id = $1", &[&session.id])
+                    .query_opt_c("SELECT rev FROM sessions WHERE id = $1", &[&session.id])
                     .await
                     .map_err(|e| sql("checkpoint", e))?;
                 return Ok(Err(match cur {
@@ -114,24 +116,35 @@ async fn write_in(
         }
     };
     let outputs =
-        super::outputs::put_in(tx, &session.id, &stored.outputs, expected.is_none()).await?;
-    super::counts::track_in(tx, session, old).await?;
-    super::awaiting::track_in(tx, session).await?;
-    append_audit_in(tx, &session.audit).await?;
+        super::outputs::put_in(&tx, &session.id, &stored.outputs, expected.is_none()).await?;
+    super::counts::track_in(&tx, session, old).await?;
+    super::awaiting::track_in(&tx, session).await?;
     for (gate, timers) in &session.arm {
-        super::timers::arm_in(tx, &session.id, gate, timers).await?;
+        super::timers::arm_in(&tx, &session.id, gate, timers).await?;
     }
-    let last = append_events_in(tx, session, &session.events, now).await?;
-    // Last: the counter rows are the most contended; held the shortest.
-    super::counts::count_in(tx, old, Some(session.status)).await?;
+    // Last, with the commit: the heads and the counter rows are the most
+    // contended (`chain::finish`).
+    let events = Events {
+        session,
+        kinds: &session.events,
+        at: now,
+    };
+    let last = finish(
+        tx,
+        &session.audit,
+        Some(events),
+        Some((old, Some(session.status))),
+    )
+    .await?;
     Ok(Ok(Wrote { last, outputs }))
 }
 
 /// Records `answer` inside `tx` (the session row locked first):
-/// `Session::accept`, then the write. A refusal writes nothing.
+/// `Session::accept`, then the write, and commits. A refusal writes
+/// nothing (the transaction is rolled back).
 #[allow(clippy::result_large_err)]
 pub(super) async fn accept_in(
-    tx: &Transaction<'_>,
+    tx: Transaction<'_>,
     location: &str,
     id: &str,
     gate: Option<&str>,
@@ -150,7 +163,7 @@ pub(super) async fn accept_in(
         return Ok(Err(Refusal::NotFound));
     };
     let mut session =
-        super::outputs::decode_one(&**tx, location, id, row.get::<_, &[u8]>(0)).await?;
+        super::outputs::decode_one(&*tx, location, id, row.get::<_, &[u8]>(0)).await?;
     if let Err(refusal) = session.accept(gate, answer) {
         return Ok(Err(refusal));
     }
@@ -196,13 +209,10 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("write session", e))?;
-        let wrote = match write_in(&tx, session, expected, self.clock.now()).await? {
+        let wrote = match write_in(tx, session, expected, self.clock.now()).await? {
             Ok(wrote) => wrote,
             Err(conflict) => return Err(Error::Session(conflict)),
         };
-        tx.commit()
-            .await
-            .map_err(|e| self.err("write session", e))?;
         self.settled(&wrote);
         Ok(())
     }
@@ -253,7 +263,7 @@ impl PgStore {
         let want = id_or_prefix.trim();
         let client = self.client().await?;
         let exact = client
-            .query_opt("SELECT id FROM sessions WHERE id = $1", &[&want])
+            .query_opt_c("SELECT id FROM sessions WHERE id = $1", &[&want])
             .await
             .map_err(|e| self.err("resolve", e))?;
         if exact.is_some() {
@@ -261,7 +271,7 @@ impl PgStore {
         }
         if want.chars().count() >= 4 {
             let rows = client
-                .query(
+                .query_c(
                     "SELECT id FROM sessions WHERE left(id, char_length($1)) = $1 ORDER BY id LIMIT 2",
                     &[&want],
                 )
@@ -297,7 +307,7 @@ impl PgStore {
         let (at, id) = cursor(after);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
-            .query(
+            .query_c(
                 "SELECT summary FROM sessions
                  WHERE ($1::text IS NULL OR status = $1)
                    AND ($2::timestamptz IS NULL OR created_at < $2 OR (created_at = $2 AND id > $3))
@@ -324,7 +334,7 @@ impl PgStore {
         let (at, id) = cursor(after);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
-            .query(
+            .query_c(
                 "SELECT summary FROM sessions
                  WHERE workflow = $1 AND ($2::text IS NULL OR status = $2)
                    AND ($3::timestamptz IS NULL OR created_at < $3 OR (created_at = $3 AND id > $4))
@@ -341,13 +351,13 @@ impl PgStore {
         let rows = match status {
             Some(st) => {
                 client
-                    .query(
+                    .query_c(
                         "SELECT summary FROM sessions WHERE status = $1",
                         &[&st.as_str()],
                     )
                     .await
             }
-            None => client.query("SELECT summary FROM sessions", &[]).await,
+            None => client.query_c("SELECT summary FROM sessions", &[]).await,
         }
         .map_err(|e| self.err("list sessions", e))?;
         let mut out = Vec::with_capacity(rows.len());
@@ -365,7 +375,7 @@ impl PgStore {
     pub async fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT id, body FROM sessions WHERE status = $1 ORDER BY created_at DESC, id",
                 &[&status.as_str()],
             )
@@ -378,7 +388,7 @@ impl PgStore {
     pub async fn count(&self) -> Result<usize> {
         let client = self.client().await?;
         let row = client
-            .query_one("SELECT count(*) FROM sessions", &[])
+            .query_one_c("SELECT count(*) FROM sessions", &[])
             .await
             .map_err(|e| self.err("count sessions", e))?;
         Ok(row.get::<_, i64>(0) as usize)
@@ -392,7 +402,7 @@ impl PgStore {
             .map_err(|e| self.err("delete", e))?;
         // Its texts kept apart go with it (`ON DELETE CASCADE`).
         let prev = tx
-            .query_opt(
+            .query_opt_c(
                 "DELETE FROM sessions WHERE id = $1 RETURNING status",
                 &[&id],
             )
@@ -403,15 +413,12 @@ impl PgStore {
             "DELETE FROM gate_approvers WHERE session = $1",
             "DELETE FROM unposted WHERE session = $1",
         ] {
-            tx.execute(q, &[&id])
+            tx.execute_c(q, &[&id])
                 .await
                 .map_err(|e| self.err("delete", e))?;
         }
         let prev = prev.and_then(|r| Status::parse(r.get::<_, &str>(0)));
-        if prev.is_some() {
-            super::counts::count_in(&tx, prev, None).await?;
-        }
-        tx.commit().await.map_err(|e| self.err("delete", e))
+        finish(tx, &[], None, Some((prev, None))).await.map(|_| ())
     }
 
     pub async fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
@@ -437,11 +444,8 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("record answer", e))?;
-        match accept_in(&tx, &self.location, id, gate, answer, self.clock.now()).await? {
+        match accept_in(tx, &self.location, id, gate, answer, self.clock.now()).await? {
             Ok((session, wrote)) => {
-                tx.commit()
-                    .await
-                    .map_err(|e| self.err("record answer", e))?;
                 self.settled(&wrote);
                 Ok(Ok(session))
             }

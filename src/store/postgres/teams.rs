@@ -3,6 +3,7 @@
 //! The first sighting is the `first_seen` column's (the earliest written,
 //! also when two first sightings race), put back into the body as read.
 
+use super::prepared::Prepared;
 use super::{decode, encode, PgStore};
 use crate::error::Result;
 use crate::model::teams::TeamsConversation;
@@ -13,7 +14,7 @@ impl PgStore {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(fail)?;
         let old = tx
-            .query_opt(
+            .query_opt_c(
                 "SELECT body FROM teams_conversations WHERE id = $1 FOR UPDATE",
                 &[&c.id],
             )
@@ -27,7 +28,7 @@ impl PgStore {
             .refreshed_by(c),
             None => c.clone(),
         };
-        tx.execute(
+        tx.execute_c(
             "INSERT INTO teams_conversations (id, first_seen, body) VALUES ($1, $2, $3)
                  ON CONFLICT (id) DO UPDATE SET
                      first_seen = LEAST(teams_conversations.first_seen, EXCLUDED.first_seen),
@@ -46,7 +47,7 @@ impl PgStore {
     pub async fn teams_conversations(&self) -> Result<Vec<TeamsConversation>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT id, first_seen, body FROM teams_conversations ORDER BY id",
                 &[],
             )

@@ -5,8 +5,9 @@
 //! then another fires it); a timeout's answer recorded with its timer
 //! marked fired in one transaction.
 
+use super::prepared::Prepared;
 use chrono::TimeDelta;
-use tokio_postgres::Transaction;
+use deadpool_postgres::Transaction;
 
 use super::sessions::accept_in;
 use super::{decode, encode, millis, PgStore};
@@ -44,7 +45,7 @@ fn key(t: &Timer) -> (i64, &str, &str, i16, i32) {
 async fn insert_in(tx: &Transaction<'_>, timers: &[Timer]) -> Result<()> {
     for t in timers {
         let (due, session, gate, kind, n) = key(t);
-        tx.execute(
+        tx.execute_c(
             "INSERT INTO timers (due_ms, session, gate, kind, n, body) VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (due_ms, session, gate, kind, n) DO UPDATE SET body = EXCLUDED.body, claimed_until = NULL",
             &[&due, &session, &gate, &kind, &n, &encode("timer", t)?],
@@ -57,7 +58,7 @@ async fn insert_in(tx: &Transaction<'_>, timers: &[Timer]) -> Result<()> {
 
 async fn remove_in(tx: &Transaction<'_>, t: &Timer) -> Result<()> {
     let (due, session, gate, kind, n) = key(t);
-    tx.execute(
+    tx.execute_c(
         "DELETE FROM timers WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
         &[&due, &session, &gate, &kind, &n],
     )
@@ -74,7 +75,7 @@ pub(super) async fn arm_in(
     timers: &[Timer],
 ) -> Result<bool> {
     let n = tx
-        .execute(
+        .execute_c(
             "INSERT INTO timer_marks (session, gate) VALUES ($1, $2) ON CONFLICT DO NOTHING",
             &[&session, &gate],
         )
@@ -110,7 +111,7 @@ impl PgStore {
         let out = {
             let now = self.clock.now();
             let row = tx
-                .query_opt(
+                .query_opt_c(
                     "SELECT due_ms, session, gate, kind, n, body FROM timers
                          WHERE claimed_until IS NULL OR claimed_until < $1
                          ORDER BY due_ms, session, gate, kind, n LIMIT 1
@@ -128,7 +129,7 @@ impl PgStore {
                 Ok(t) => t,
                 Err(e) => {
                     tracing::error!("dropping an unreadable timer: {e}");
-                    tx.execute(
+                    tx.execute_c(
                             "DELETE FROM timers WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
                             &[&due, &session, &gate, &kind, &n],
                         )
@@ -139,7 +140,7 @@ impl PgStore {
                 }
             };
             if t.due <= now {
-                tx.execute(
+                tx.execute_c(
                         "UPDATE timers SET claimed_until = $6 WHERE due_ms = $1 AND session = $2 AND gate = $3 AND kind = $4 AND n = $5",
                         &[&due, &session, &gate, &kind, &n, &(now + CLAIM)],
                     )
@@ -155,7 +156,7 @@ impl PgStore {
     pub async fn timers(&self) -> Result<Vec<Timer>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT body FROM timers ORDER BY due_ms, session, gate, kind, n",
                 &[],
             )
@@ -193,8 +194,18 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("record timeout", e))?;
+        // The timer marked fired first: the answer's write commits (and a
+        // refusal rolls both back).
+        let (due, s, gate, kind, n) = key(timer);
+        tx.execute_c(
+            "INSERT INTO timers (due_ms, session, gate, kind, n, body) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (due_ms, session, gate, kind, n) DO UPDATE SET body = EXCLUDED.body",
+            &[&due, &s, &gate, &kind, &n, &body],
+        )
+        .await
+        .map_err(|e| sql("timers", e))?;
         let (session, wrote) = match accept_in(
-            &tx,
+            tx,
             &self.location,
             &timer.session,
             Some(&timer.gate),
@@ -206,17 +217,6 @@ impl PgStore {
             Ok(v) => v,
             Err(refusal) => return Ok(Err(refusal)),
         };
-        let (due, s, gate, kind, n) = key(timer);
-        tx.execute(
-                        "INSERT INTO timers (due_ms, session, gate, kind, n, body) VALUES ($1, $2, $3, $4, $5, $6)
-                         ON CONFLICT (due_ms, session, gate, kind, n) DO UPDATE SET body = EXCLUDED.body",
-                        &[&due, &s, &gate, &kind, &n, &body],
-                    )
-                    .await
-                    .map_err(|e| sql("timers", e))?;
-        tx.commit()
-            .await
-            .map_err(|e| self.err("record timeout", e))?;
         self.settled(&wrote);
         Ok(Ok(session))
     }
@@ -238,7 +238,7 @@ impl PgStore {
         for (channel, ts) in &esc.messages {
             super::messages::index_in(&tx, channel, ts, session, &handle).await?;
         }
-        tx.execute(
+        tx.execute_c(
             "INSERT INTO escalations (session, gate, body) VALUES ($1, $2, $3)
                      ON CONFLICT (session, gate) DO UPDATE SET body = EXCLUDED.body",
             &[&session, &handle, &record],
@@ -255,7 +255,7 @@ impl PgStore {
     pub async fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
         let client = self.client().await?;
         let row = client
-            .query_opt(
+            .query_opt_c(
                 "SELECT body FROM escalations WHERE session = $1 AND gate = $2",
                 &[&session, &gate],
             )

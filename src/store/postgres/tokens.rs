@@ -2,9 +2,10 @@
 //! inbox sign-ins, and the service's keys made once for every replica
 //! (`INSERT … ON CONFLICT DO NOTHING`, then everyone reads the winner).
 
+use super::prepared::Prepared;
 use chrono::{DateTime, Utc};
 
-use super::chain::append_audit_in;
+use super::chain::finish_audit;
 use super::{decode, encode, PgStore};
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
@@ -20,7 +21,7 @@ impl PgStore {
             .await
             .map_err(|e| self.err("tokens", e))?;
         let n = tx
-            .execute(
+            .execute_c(
                 "INSERT INTO tokens (id, name, revoked, body) VALUES ($1, $2, false, $3)
                  ON CONFLICT DO NOTHING",
                 &[&record.id, &record.name, &body],
@@ -30,15 +31,14 @@ impl PgStore {
         if n == 0 {
             return Ok(false);
         }
-        append_audit_in(&tx, std::slice::from_ref(audit)).await?;
-        tx.commit().await.map_err(|e| self.err("tokens", e))?;
+        finish_audit(tx, audit).await?;
         Ok(true)
     }
 
     pub async fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
         let client = self.client().await?;
         let row = client
-            .query_opt("SELECT body FROM tokens WHERE id = $1", &[&id])
+            .query_opt_c("SELECT body FROM tokens WHERE id = $1", &[&id])
             .await
             .map_err(|e| self.err("tokens", e))?;
         row.map(|r| decode(&format!("token {id}"), r.get::<_, &[u8]>(0)))
@@ -48,7 +48,7 @@ impl PgStore {
     pub async fn tokens(&self) -> Result<Vec<TokenRecord>> {
         let client = self.client().await?;
         let rows = client
-            .query("SELECT body FROM tokens", &[])
+            .query_c("SELECT body FROM tokens", &[])
             .await
             .map_err(|e| self.err("tokens", e))?;
         let mut out: Vec<TokenRecord> = rows
@@ -71,7 +71,7 @@ impl PgStore {
             .await
             .map_err(|e| self.err("tokens", e))?;
         let Some(row) = tx
-            .query_opt(
+            .query_opt_c(
                 "SELECT body FROM tokens WHERE name = $1 AND NOT revoked FOR UPDATE",
                 &[&name],
             )
@@ -82,21 +82,20 @@ impl PgStore {
         };
         let mut record: TokenRecord = decode("token", row.get::<_, &[u8]>(0))?;
         record.revoked_at = Some(at);
-        tx.execute(
+        tx.execute_c(
             "UPDATE tokens SET revoked = true, body = $2 WHERE id = $1",
             &[&record.id, &encode("token", &record)?],
         )
         .await
         .map_err(|e| self.err("tokens", e))?;
-        append_audit_in(&tx, std::slice::from_ref(audit)).await?;
-        tx.commit().await.map_err(|e| self.err("tokens", e))?;
+        finish_audit(tx, audit).await?;
         Ok(Some(record))
     }
 
     pub async fn put_login(&self, login: &Login) -> Result<()> {
         let client = self.client().await?;
         client
-            .execute(
+            .execute_c(
                 "INSERT INTO web_logins (id, body) VALUES ($1, $2)
                  ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
                 &[&login.id, &encode("login", login)?],
@@ -109,7 +108,7 @@ impl PgStore {
     pub async fn login(&self, id: &str) -> Result<Option<Login>> {
         let client = self.client().await?;
         let row = client
-            .query_opt("SELECT body FROM web_logins WHERE id = $1", &[&id])
+            .query_opt_c("SELECT body FROM web_logins WHERE id = $1", &[&id])
             .await
             .map_err(|e| self.err("sign-ins", e))?;
         row.map(|r| decode(&format!("sign-in {id}"), r.get::<_, &[u8]>(0)))
@@ -119,7 +118,7 @@ impl PgStore {
     pub async fn end_login(&self, id: &str) -> Result<bool> {
         let client = self.client().await?;
         let n = client
-            .execute("DELETE FROM web_logins WHERE id = $1", &[&id])
+            .execute_c("DELETE FROM web_logins WHERE id = $1", &[&id])
             .await
             .map_err(|e| self.err("sign-ins", e))?;
         Ok(n > 0)
@@ -130,14 +129,14 @@ impl PgStore {
     pub(super) async fn meta_once(&self, key: &str, fresh: Vec<u8>) -> Result<Vec<u8>> {
         let client = self.client().await?;
         client
-            .execute(
+            .execute_c(
                 "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                 &[&key, &fresh],
             )
             .await
             .map_err(|e| self.err("meta", e))?;
         let row = client
-            .query_one("SELECT value FROM meta WHERE key = $1", &[&key])
+            .query_one_c("SELECT value FROM meta WHERE key = $1", &[&key])
             .await
             .map_err(|e| self.err("meta", e))?;
         Ok(row.get(0))

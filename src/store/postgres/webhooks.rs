@@ -4,6 +4,7 @@
 //! `FOR UPDATE SKIP LOCKED` (each attempt goes to one replica, and nobody
 //! takes it again before its lease ends), and the ones given up on.
 
+use super::prepared::Prepared;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -43,19 +44,19 @@ impl PgStore {
                 let room = batch - for_this;
                 let tx = client.transaction().await.map_err(e)?;
                 let last: i64 = tx
-                    .query_one("SELECT seq FROM heads WHERE name = 'events'", &[])
+                    .query_one_c("SELECT seq FROM heads WHERE name = 'events'", &[])
                     .await
                     .map_err(e)?
                     .get(0);
                 let cur = tx
-                    .query_opt(
+                    .query_opt_c(
                         "SELECT seq FROM webhook_cursors WHERE endpoint = $1 FOR UPDATE",
                         &[endpoint],
                     )
                     .await
                     .map_err(e)?;
                 let Some(cur) = cur else {
-                    tx.execute(
+                    tx.execute_c(
                         "INSERT INTO webhook_cursors (endpoint, seq) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                         &[endpoint, &last],
                     )
@@ -66,7 +67,7 @@ impl PgStore {
                 };
                 let start: i64 = cur.get(0);
                 let rows = tx
-                    .query(
+                    .query_c(
                         "SELECT seq, body FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3",
                         &[&start, &last, &(batch as i64)],
                     )
@@ -84,7 +85,7 @@ impl PgStore {
                         continue;
                     }
                     let row = Delivery::new(endpoint, &store_id, event, now);
-                    tx.execute(
+                    tx.execute_c(
                         "INSERT INTO webhook_pending (endpoint, seq, next_ms, body) VALUES ($1, $2, $3, $4)
                          ON CONFLICT DO NOTHING",
                         &[endpoint, &seq, &millis(now), &encode("webhook delivery", &row)?],
@@ -100,7 +101,7 @@ impl PgStore {
                     }
                 }
                 if seq != start {
-                    tx.execute(
+                    tx.execute_c(
                         "UPDATE webhook_cursors SET seq = $2 WHERE endpoint = $1",
                         &[endpoint, &seq],
                     )
@@ -129,7 +130,7 @@ impl PgStore {
         let e = |e| self.err("webhooks", e);
         let tx = client.transaction().await.map_err(e)?;
         let rows = tx
-            .query(
+            .query_c(
                 "SELECT endpoint, seq, body FROM webhook_pending WHERE next_ms <= $1
                  ORDER BY next_ms, endpoint, seq LIMIT $2 FOR UPDATE SKIP LOCKED",
                 &[&millis(now), &(limit as i64)],
@@ -144,7 +145,7 @@ impl PgStore {
             taken.first_attempt_at.get_or_insert(now);
             taken.last_attempt_at = Some(now);
             taken.next_at = until;
-            tx.execute(
+            tx.execute_c(
                 "UPDATE webhook_pending SET next_ms = $3, body = $4 WHERE endpoint = $1 AND seq = $2",
                 &[&endpoint, &seq, &millis(until), &encode("webhook delivery", &taken)?],
             )
@@ -159,7 +160,7 @@ impl PgStore {
     pub async fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>> {
         let client = self.client().await?;
         let row = client
-            .query_one("SELECT min(next_ms) FROM webhook_pending", &[])
+            .query_one_c("SELECT min(next_ms) FROM webhook_pending", &[])
             .await
             .map_err(|e| self.err("webhooks", e))?;
         Ok(row
@@ -174,7 +175,7 @@ impl PgStore {
         let e = |e| self.err("webhooks", e);
         let tx = client.transaction().await.map_err(e)?;
         let Some(row) = tx
-            .query_opt(
+            .query_opt_c(
                 "SELECT body FROM webhook_pending WHERE endpoint = $1 AND seq = $2 FOR UPDATE",
                 &[endpoint, &seq],
             )
@@ -193,7 +194,7 @@ impl PgStore {
             Settle::Retry { at, error } => {
                 cur.next_at = *at;
                 cur.last_error = Some(error.clone());
-                tx.execute(
+                tx.execute_c(
                     "UPDATE webhook_pending SET next_ms = $3, body = $4 WHERE endpoint = $1 AND seq = $2",
                     &[endpoint, &seq, &millis(*at), &encode("webhook delivery", &cur)?],
                 )
@@ -204,7 +205,7 @@ impl PgStore {
                 tx.execute(REMOVE, &[endpoint, &seq]).await.map_err(e)?;
                 cur.last_error = Some(error.clone());
                 let at = cur.last_attempt_at.unwrap_or(cur.next_at);
-                tx.execute(
+                tx.execute_c(
                     "INSERT INTO webhook_failed (failed_ms, endpoint, seq, body) VALUES ($1, $2, $3, $4)
                      ON CONFLICT DO NOTHING",
                     &[&millis(at), endpoint, &seq, &encode("webhook delivery", &cur)?],
@@ -225,7 +226,7 @@ impl PgStore {
         let e = |e| self.err("webhooks", e);
         let tx = client.transaction().await.map_err(e)?;
         let rows = tx
-            .query(
+            .query_c(
                 "SELECT failed_ms, endpoint, seq, body FROM webhook_failed FOR UPDATE",
                 &[],
             )
@@ -238,13 +239,13 @@ impl PgStore {
             if msg_ids.is_some_and(|ids| !ids.contains(&d.msg_id)) {
                 continue;
             }
-            tx.execute(
+            tx.execute_c(
                 "DELETE FROM webhook_failed WHERE failed_ms = $1 AND endpoint = $2 AND seq = $3",
                 &[&failed_ms, &endpoint, &seq],
             )
             .await
             .map_err(e)?;
-            tx.execute(
+            tx.execute_c(
                 "INSERT INTO webhook_pending (endpoint, seq, next_ms, body) VALUES ($1, $2, $3, $4)
                  ON CONFLICT DO NOTHING",
                 &[
@@ -265,7 +266,7 @@ impl PgStore {
     pub async fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .query_c(
                 "SELECT body FROM webhook_failed ORDER BY failed_ms DESC, endpoint DESC, seq DESC LIMIT $1",
                 &[&(limit as i64)],
             )
