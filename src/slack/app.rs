@@ -128,13 +128,33 @@ impl App {
         handle: &str,
         answer: Answer,
     ) -> Result<std::result::Result<(), String>> {
-        let why = match self.message_target(channel, ts).await? {
+        let target = self.message_target(channel, ts).await?;
+        let session = match &target {
+            Some(t) if t.gate == handle => self.hub.store.load(&t.session).await?,
+            _ => None,
+        };
+        self.decide_read(target, session, channel, ts, handle, answer)
+            .await
+    }
+
+    /// [`App::decide`] with the message's target and its session already
+    /// read (a click reads them once for everything it does).
+    pub async fn decide_read(
+        &self,
+        target: Option<crate::store::MessageTarget>,
+        session: Option<Session>,
+        channel: &str,
+        ts: &str,
+        handle: &str,
+        answer: Answer,
+    ) -> Result<std::result::Result<(), String>> {
+        let why = match target {
             None => "this message is not an approval request I know".to_string(),
             Some(t) if t.gate != handle => format!(
                 "this button belongs to an earlier request (gate {handle}); the message asks about {}",
                 t.gate
             ),
-            Some(t) => match self.hub.store.load(&t.session).await? {
+            Some(_) => match session {
                 Some(session) => return self.decide_on(&session, channel, ts, handle, answer).await,
                 None => "that session no longer exists".to_string(),
             },

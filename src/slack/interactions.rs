@@ -144,25 +144,24 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     };
     let ts = container.message_ts.0.clone();
     let value = action.value.clone().unwrap_or_default();
+    // The message's target and its session, read once for all that follows.
+    let known = app.message_target(&channel, &ts).await;
+    let target = known.as_ref().ok().cloned().flatten();
+    let session = match &target {
+        Some(t) => app.hub.store.load(&t.session).await.ok().flatten(),
+        None => None,
+    };
     // A value that is the message's gate handle whole names no call (a
     // gate id may contain `#1|` itself); otherwise it may be `handle|call`.
-    let whole = app
-        .hub
-        .store
-        .message_target(&channel, &ts)
-        .await
-        .ok()
-        .flatten()
-        .is_some_and(|t| t.gate == value);
+    let whole = target.as_ref().is_some_and(|t| t.gate == value);
     let (handle, call) = if whole {
         (value.clone(), None)
     } else {
         let (h, c) = split_value(&value);
         (h.to_string(), c.map(str::to_string))
     };
-    let needs_reason = app
-        .session_of(&channel, &ts)
-        .await
+    let needs_reason = session
+        .as_ref()
         .and_then(|s| s.open_gate(&handle).map(|g| g.require_reason))
         .unwrap_or(false);
     let decision = match action.action_id.0.as_str() {
@@ -270,15 +269,17 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         }
         _ => return ok(),
     };
-    match app
-        .decide(
-            &channel,
-            &ts,
-            &handle,
-            answer(decision, &user, call.as_deref(), app.hub.clock.now()),
-        )
-        .await
-    {
+    let answer = answer(decision, &user, call.as_deref(), app.hub.clock.now());
+    let decided = match known {
+        // The target could not be read: decide reads it again (and says
+        // so if it still cannot).
+        Err(_) => app.decide(&channel, &ts, &handle, answer).await,
+        Ok(_) => {
+            app.decide_read(target, session, &channel, &ts, &handle, answer)
+                .await
+        }
+    };
+    match decided {
         Ok(Ok(())) => {}
         Ok(Err(why)) => tell(app, &channel, &user, why),
         Err(e) => {
