@@ -12,7 +12,9 @@
 //!   server's RSS before and with them, and, for `BENCH_EVENTS` (default
 //!   20) events (the first `step.done` of as many runs started 100 ms
 //!   apart), the time from each event being written (its `at`) to its
-//!   arrival at each subscriber;
+//!   arrival at each subscriber, and per event the time to its first
+//!   arrival (write, bus, one stream) and from its first arrival to its
+//!   last (the fan-out itself);
 //! - `BENCH_STORE=postgres`: two replicas on one PostgreSQL database (a
 //!   server started from Debian's `postgresql` in a temporary directory):
 //!   runs are started and answered on the first, the subscribers read the
@@ -217,14 +219,23 @@ fn main() {
                     let Some(data) = text.lines().find_map(|l| l.strip_prefix("data: ")) else {
                         continue;
                     };
-                    let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+                    // The readers share the cores with the server: they
+                    // read only `at` and the event's number, not the whole
+                    // JSON (at 1,000 readers, parsing each event whole was
+                    // milliseconds of the cores per event).
+                    let Some(seq) = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("id: "))
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                    else {
                         continue;
                     };
-                    let written = v["at"]
-                        .as_str()
-                        .and_then(|a| a.parse::<chrono::DateTime<chrono::Utc>>().ok());
+                    let written = data
+                        .split_once("\"at\":\"")
+                        .and_then(|(_, rest)| rest.split_once('"'))
+                        .and_then(|(at, _)| at.parse::<chrono::DateTime<chrono::Utc>>().ok());
                     if let Some(us) = written.and_then(|w| (arrived - w).num_microseconds()) {
-                        got.push(us as f64 / 1000.0);
+                        got.push((seq, us as f64 / 1000.0));
                     }
                 }
             }
@@ -253,7 +264,7 @@ fn main() {
         assert_eq!(r.status, 201, "{}", r.body);
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (latencies, complete): (Vec<f64>, usize) = rt.block_on(async {
+    let (deliveries, complete): (Vec<(u64, f64)>, usize) = rt.block_on(async {
         let (mut out, mut complete) = (Vec::new(), 0);
         for t in tasks {
             if let Ok(Ok(got)) = tokio::time::timeout(Duration::from_secs(30), t).await {
@@ -263,6 +274,15 @@ fn main() {
         }
         (out, complete)
     });
+    // Per event: its first arrival (the write, the bus, one stream) and
+    // how long its last arrival came after that (the fan-out itself).
+    let mut by_event: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for &(seq, ms) in &deliveries {
+        let e = by_event.entry(seq).or_insert((ms, ms));
+        e.0 = e.0.min(ms);
+        e.1 = e.1.max(ms);
+    }
+    let latencies: Vec<f64> = deliveries.iter().map(|(_, ms)| *ms).collect();
     println!(
         "server RSS: {} KiB idle after the answers, {} KiB with {subscribers} subscribers ({:.1} KiB each)",
         rss_before,
@@ -274,4 +294,15 @@ fn main() {
         latencies.len()
     );
     summary("event written -> arrived at a subscriber", latencies);
+    summary(
+        "event written -> its first arrival",
+        by_event.values().map(|(first, _)| *first).collect(),
+    );
+    summary(
+        "an event's first arrival -> its last",
+        by_event
+            .values()
+            .map(|(first, last)| last - first)
+            .collect(),
+    );
 }

@@ -23,10 +23,9 @@ use utoipa::IntoParams;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiPath, ApiQuery, ErrorBody};
-use crate::hub::follow::{follow_all, follow_session};
+use crate::hub::follow::{follow_all, follow_session, Published};
 use crate::hub::Hub;
 use crate::model::token::Role;
-use crate::model::Event;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -47,12 +46,12 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     }
 }
 
-fn to_sse(e: &Event) -> SseEvent {
-    let data = serde_json::to_string(e).unwrap_or_else(|_| "{}".into());
+/// An event as SSE; its JSON made once for every stream (`Published`).
+fn to_sse(e: &Published) -> SseEvent {
     SseEvent::default()
         .id(e.seq.to_string())
         .event(e.what.name())
-        .data(data)
+        .data(e.json())
 }
 
 /// One run's events: replayed from its start (or after `Last-Event-ID`),

@@ -13,6 +13,10 @@
 //! with no gap, up to the number the watch gives (on sled, only events of
 //! writes already synced).
 //!
+//! What the bus hands out is shared, not copied: one [`Published`] per
+//! event, with its JSON text made once, on first use, for every follower
+//! that sends it on (the SSE streams), however many they are.
+//!
 //! A follower replays from the store what it asks for (`after`) up to the
 //! bus's head, then takes the broadcast; one that falls too far behind the
 //! broadcast (a slow reader) reads the store again from where it was, so a
@@ -20,7 +24,7 @@
 //! shut down ([`super::Inner::stopping`]).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use futures_util::stream::Stream;
@@ -40,6 +44,37 @@ const PAGE: usize = 256;
 /// behind.)
 const CAPACITY: usize = if cfg!(test) { 8 } else { 4096 };
 
+/// An event as the bus hands it out: shared by every follower, with its
+/// JSON text made once.
+#[derive(Debug)]
+pub struct Published {
+    event: Event,
+    json: OnceLock<String>,
+}
+
+impl Published {
+    fn new(event: Event) -> Arc<Published> {
+        Arc::new(Published {
+            event,
+            json: OnceLock::new(),
+        })
+    }
+
+    /// The event as JSON (what the API's streams send as `data`).
+    pub fn json(&self) -> &str {
+        self.json
+            .get_or_init(|| serde_json::to_string(&self.event).unwrap_or_else(|_| "{}".into()))
+    }
+}
+
+impl std::ops::Deref for Published {
+    type Target = Event;
+
+    fn deref(&self) -> &Event {
+        &self.event
+    }
+}
+
 /// The process's one reader of new events, and its broadcast.
 pub struct Bus {
     /// The number of the last event sent, with the sender: a follower
@@ -50,7 +85,7 @@ pub struct Bus {
 
 struct Sent {
     head: u64,
-    tx: broadcast::Sender<Arc<Event>>,
+    tx: broadcast::Sender<Arc<Published>>,
 }
 
 impl Bus {
@@ -83,7 +118,7 @@ impl Bus {
     }
 
     /// A receiver of every event after the head, and the head.
-    fn subscribe(&self) -> (broadcast::Receiver<Arc<Event>>, u64) {
+    fn subscribe(&self) -> (broadcast::Receiver<Arc<Published>>, u64) {
         let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         (sent.tx.subscribe(), sent.head)
     }
@@ -96,7 +131,7 @@ impl Bus {
         let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         sent.head = e.seq;
         // No receiver: nobody follows right now.
-        let _ = sent.tx.send(Arc::new(e));
+        let _ = sent.tx.send(Published::new(e));
     }
 
     /// How many followers the broadcast has (the metrics' gauge, tests).
@@ -171,10 +206,10 @@ struct Follow {
     /// The number of the last event delivered or passed over.
     cursor: u64,
     /// Subscribed on the first read.
-    rx: Option<broadcast::Receiver<Arc<Event>>>,
+    rx: Option<broadcast::Receiver<Arc<Published>>>,
     /// Replaying from the store up to this number.
     replay_to: Option<u64>,
-    buf: VecDeque<Event>,
+    buf: VecDeque<Arc<Published>>,
     done: bool,
 }
 
@@ -195,7 +230,7 @@ impl Follow {
         self.session.as_ref().is_none_or(|s| *s == e.session)
     }
 
-    async fn next(&mut self) -> Option<Event> {
+    async fn next(&mut self) -> Option<Arc<Published>> {
         loop {
             if self.done || self.hub.stopping.is_cancelled() {
                 return None;
@@ -234,7 +269,7 @@ impl Follow {
                 _ = self.hub.stopping.cancelled() => return None,
             };
             match got {
-                Ok(e) if e.seq > self.cursor && self.mine(&e) => self.buf.push_back((*e).clone()),
+                Ok(e) if e.seq > self.cursor && self.mine(&e) => self.buf.push_back(e),
                 Ok(_) => {}
                 // Too far behind: the store has what the broadcast dropped.
                 Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -262,14 +297,15 @@ impl Follow {
         };
         let full = page.len() == PAGE;
         let before = self.buf.len();
-        self.buf.extend(page.into_iter().filter(|e| e.seq <= to));
+        self.buf
+            .extend(page.into_iter().filter(|e| e.seq <= to).map(Published::new));
         // A short page, or one that reached past `to`: the replay is done
         // once the buffer is read.
         let more = full && self.buf.len() - before == PAGE;
         Ok(more || self.buf.len() > before)
     }
 
-    fn into_stream(self) -> impl Stream<Item = Event> {
+    fn into_stream(self) -> impl Stream<Item = Arc<Published>> {
         futures_util::stream::unfold(self, |mut f| async move {
             let e = f.next().await?;
             Some((e, f))
@@ -279,14 +315,14 @@ impl Follow {
 
 /// Every run's events after event `after`, followed until dropped: what
 /// the web inbox and Slack's App Home watch to refresh themselves.
-pub fn follow_all(hub: Hub, after: u64) -> impl Stream<Item = Event> {
+pub fn follow_all(hub: Hub, after: u64) -> impl Stream<Item = Arc<Published>> {
     Follow::new(hub, None, after).into_stream()
 }
 
 /// Session `id`'s events after event `after`, followed; the stream ends
 /// after the run's last event (`run.completed`, `run.failed`,
 /// `run.rejected`).
-pub fn follow_session(hub: Hub, id: String, after: u64) -> impl Stream<Item = Event> {
+pub fn follow_session(hub: Hub, id: String, after: u64) -> impl Stream<Item = Arc<Published>> {
     Follow::new(hub, Some(id), after).into_stream()
 }
 
