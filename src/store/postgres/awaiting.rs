@@ -30,11 +30,11 @@ pub(super) async fn track_in(tx: &Transaction<'_>, session: &Session) -> Result<
         .prepare_cached("DELETE FROM gate_approvers WHERE session = $1")
         .await
         .map_err(|e| sql(what, e))?;
-    tx.execute(&clear, &[&session.id])
-        .await
-        .map_err(|e| sql(what, e))?;
     let rows = crate::store::awaiting::entries(session);
     if rows.is_empty() {
+        tx.execute(&clear, &[&session.id])
+            .await
+            .map_err(|e| sql(what, e))?;
         return Ok(());
     }
     let (gates, approvers): (Vec<String>, Vec<String>) = rows.into_iter().unzip();
@@ -45,12 +45,17 @@ pub(super) async fn track_in(tx: &Transaction<'_>, session: &Session) -> Result<
         )
         .await
         .map_err(|e| sql(what, e))?;
-    tx.execute(
-        &insert,
-        &[&session.id, &gates, &approvers, &session.created_at],
+    // Both sent at once, the delete first.
+    let (cleared, inserted) = futures_util::future::join(
+        tx.execute(&clear, &[&session.id]),
+        tx.execute(
+            &insert,
+            &[&session.id, &gates, &approvers, &session.created_at],
+        ),
     )
-    .await
-    .map_err(|e| sql(what, e))?;
+    .await;
+    cleared.map_err(|e| sql(what, e))?;
+    inserted.map_err(|e| sql(what, e))?;
     Ok(())
 }
 

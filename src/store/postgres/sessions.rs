@@ -115,13 +115,25 @@ async fn write_in(
             })?)
         }
     };
-    let outputs =
-        super::outputs::put_in(&tx, &session.id, &stored.outputs, expected.is_none()).await?;
-    super::counts::track_in(&tx, session, old).await?;
-    super::awaiting::track_in(&tx, session).await?;
-    for (gate, timers) in &session.arm {
-        super::timers::arm_in(&tx, &session.id, gate, timers).await?;
-    }
+    // The session's own rows in other tables: independent of each other,
+    // so sent together (the server runs them in the order sent) instead of
+    // a round trip each.
+    let (outputs, unposted, awaiting, armed) = futures_util::future::join4(
+        super::outputs::put_in(&tx, &session.id, &stored.outputs, expected.is_none()),
+        super::counts::track_in(&tx, session, old),
+        super::awaiting::track_in(&tx, session),
+        async {
+            for (gate, timers) in &session.arm {
+                super::timers::arm_in(&tx, &session.id, gate, timers).await?;
+            }
+            Ok::<_, Error>(())
+        },
+    )
+    .await;
+    let outputs = outputs?;
+    unposted?;
+    awaiting?;
+    armed?;
     // Last, with the commit: the heads and the counter rows are the most
     // contended (`chain::finish`).
     let events = Events {
