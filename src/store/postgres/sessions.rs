@@ -221,7 +221,10 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("write session", e))?;
-        let wrote = match write_in(tx, session, expected, self.clock.now()).await? {
+        // Boxed (here and where an answer is recorded): a write's future is
+        // large, and every store call's future is as large as its largest
+        // backend's (`Store` is an enum), nested deep in the engine's.
+        let wrote = match Box::pin(write_in(tx, session, expected, self.clock.now())).await? {
             Ok(wrote) => wrote,
             Err(conflict) => return Err(Error::Session(conflict)),
         };
@@ -456,7 +459,8 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("record answer", e))?;
-        match accept_in(tx, &self.location, id, gate, answer, self.clock.now()).await? {
+        let now = self.clock.now();
+        match Box::pin(accept_in(tx, &self.location, id, gate, answer, now)).await? {
             Ok((session, wrote)) => {
                 self.settled(&wrote);
                 Ok(Ok(session))

@@ -204,14 +204,14 @@ impl PgStore {
         )
         .await
         .map_err(|e| sql("timers", e))?;
-        let (session, wrote) = match accept_in(
+        let (session, wrote) = match Box::pin(accept_in(
             tx,
             &self.location,
             &timer.session,
             Some(&timer.gate),
             answer,
             self.clock.now(),
-        )
+        ))
         .await?
         {
             Ok(v) => v,
