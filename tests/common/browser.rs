@@ -11,6 +11,7 @@
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -68,10 +69,14 @@ impl Browser {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        // A process group of its own: the Chromium it starts joins it, so
+        // a test that fails (and drops the browser unclosed) takes the
+        // browser down too, not only the driver.
         let driver = Command::new(&driver_bin)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("start chromedriver");
         let profile = tempfile::tempdir().expect("a profile directory");
@@ -188,6 +193,21 @@ impl Browser {
 
     pub async fn close(mut self) {
         let _ = self.client.clone().close().await;
+        self.kill();
+    }
+
+    /// The browser's profile directory (on every Chromium process's
+    /// command line).
+    pub fn profile(&self) -> PathBuf {
+        self._profile.path().to_path_buf()
+    }
+
+    /// Kills the driver and every process of its group (the browser).
+    fn kill(&mut self) {
+        if let Ok(pid) = i32::try_from(self.driver.id()) {
+            // SAFETY: kill(2) on the driver's own process group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -195,6 +215,6 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        self.kill();
     }
 }

@@ -233,3 +233,43 @@ async fn the_inbox_reads_on_a_phone_without_sideways_scrolling() {
     }
     b.close().await;
 }
+
+/// The Chromium processes whose command line names `profile`.
+fn chromium_of(profile: &std::path::Path) -> Vec<u32> {
+    let needle = profile.display().to_string();
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+                        .unwrap_or(false)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A browser dropped without being closed — what a failing test does —
+/// takes its Chromium down with its driver (a failed test used to leave a
+/// headless Chromium running on the machine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_dropped_unclosed_leaves_no_chromium_behind() {
+    if !available("browser dropped") {
+        return;
+    }
+    let b = Browser::start(400, 300).await;
+    let profile = b.profile();
+    assert!(
+        !chromium_of(&profile).is_empty(),
+        "a Chromium runs on the profile"
+    );
+    drop(b);
+    crate::common::wait_until(
+        Duration::from_secs(10),
+        "every Chromium of the dropped browser gone",
+        || chromium_of(&profile).is_empty(),
+        || format!("still running: {:?}", chromium_of(&profile)),
+    );
+}
