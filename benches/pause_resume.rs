@@ -489,7 +489,7 @@ fn run_cli(bin: &Path, args: &[&str]) -> (Duration, usize) {
 // ---------------------------------------------------------------- main
 
 fn main() {
-    strands::provider::install_crypto();
+    strands::http::install_crypto();
     let runs = env_usize("BENCH_RUNS", 1000).max(1);
     let n_sessions = env_usize("BENCH_SESSIONS", 10_000).max(1);
     let cli_runs = env_usize("BENCH_CLI_RUNS", 20);

@@ -460,7 +460,7 @@ pub fn main() -> u8 {
         Ok(env) => env,
         Err(e) => return fail(&e, json),
     };
-    crate::provider::install_crypto();
+    crate::http::install_crypto();
     // Dropped last: the spans of this command reach the collector before
     // the process exits.
     let _traces = init_tracing(log_level(&cli), &env);

@@ -233,7 +233,7 @@ impl Remote {
 }
 
 fn client() -> Result<reqwest::Client> {
-    crate::provider::install_crypto();
+    crate::http::install_crypto();
     reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(5))
         .build()

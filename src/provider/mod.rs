@@ -255,12 +255,6 @@ pub(crate) fn read_tool_call(
     }
 }
 
-/// Installs rustls' ring crypto provider once per process (reqwest is built
-/// without a default provider so that it shares ring with slack-morphism).
-pub fn install_crypto() {
-    crate::http::install_crypto();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -503,7 +503,7 @@ mod tests {
     }
 
     fn client() -> reqwest::Client {
-        crate::provider::install_crypto();
+        crate::http::install_crypto();
         reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
             .build()
@@ -646,7 +646,7 @@ mod tests {
     #[tokio::test]
     async fn retries_timeouts() {
         let server = start(|_| Reply::new(200, "late").delayed(Duration::from_secs(3))).await;
-        crate::provider::install_crypto();
+        crate::http::install_crypto();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_millis(100))
             .build()

@@ -68,7 +68,7 @@ fn classify(e: SlackClientError) -> Failure {
 
 impl SlackApi {
     pub fn new(config: &Config, retry: RetryPolicy, metrics: Arc<Metrics>) -> Result<SlackApi> {
-        crate::provider::install_crypto();
+        crate::http::install_crypto();
         let builder = hyper_rustls::HttpsConnectorBuilder::new();
         let https = match builder.with_native_roots() {
             Ok(b) => b.https_or_http().enable_http1().enable_http2().build(),

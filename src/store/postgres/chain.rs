@@ -38,7 +38,7 @@ pub(super) struct Events<'a> {
 }
 
 /// A session moved from one status to another in the counters (`None`:
-/// created, or deleted).
+/// created, or deleted; the same on both sides: no move).
 pub(super) type Moved = (Option<Status>, Option<Status>);
 
 /// How an event's body begins when written with number 0; the server puts
@@ -53,7 +53,7 @@ pub(super) async fn finish(
     tx: Transaction<'_>,
     audit: &[AuditEvent],
     events: Option<Events<'_>>,
-    moved: Option<Moved>,
+    moved: Moved,
 ) -> Result<Option<u64>> {
     // Each audit event as `audit::entry_hash` hashes it.
     let audit: Vec<Vec<u8>> = audit
@@ -64,8 +64,7 @@ pub(super) async fn finish(
         Some(ev) => (Some(ev.session.id.as_str()), event_bodies(ev)?),
         None => (None, Vec::new()),
     };
-    let (old, new) = moved.unwrap_or((None, None));
-    let (old, new) = (old.map(|s| s.as_str()), new.map(|s| s.as_str()));
+    let (old, new) = (moved.0.map(|s| s.as_str()), moved.1.map(|s| s.as_str()));
     let append = tx
         .prepare_cached("SELECT strands_append($1, $2, $3, $4, $5, $6)")
         .await
@@ -114,7 +113,7 @@ fn event_bodies(events: &Events<'_>) -> Result<Vec<Vec<u8>>> {
 /// Appends `audit` to the audit chain and commits `tx` (a write with
 /// nothing else to append: tokens, people).
 pub(super) async fn finish_audit(tx: Transaction<'_>, audit: &AuditEvent) -> Result<()> {
-    finish(tx, std::slice::from_ref(audit), None, None)
+    finish(tx, std::slice::from_ref(audit), None, (None, None))
         .await
         .map(|_| ())
 }
@@ -129,7 +128,7 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.err("audit", e))?;
-        finish(tx, events, None, None).await.map(|_| ())
+        finish(tx, events, None, (None, None)).await.map(|_| ())
     }
 
     pub async fn audit_page(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>> {

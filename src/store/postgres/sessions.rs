@@ -145,7 +145,7 @@ async fn write_in(
         tx,
         &session.audit,
         Some(events),
-        Some((old, Some(session.status))),
+        (old, Some(session.status)),
     )
     .await?;
     Ok(Ok(Wrote { last, outputs }))
@@ -433,7 +433,7 @@ impl PgStore {
                 .map_err(|e| self.err("delete", e))?;
         }
         let prev = prev.and_then(|r| Status::parse(r.get::<_, &str>(0)));
-        finish(tx, &[], None, Some((prev, None))).await.map(|_| ())
+        finish(tx, &[], None, (prev, None)).await.map(|_| ())
     }
 
     pub async fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
