@@ -445,6 +445,9 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             log[n - 1].tool_calls.clone(),
         )
     };
+    if body_streams(&shared, n) {
+        return streamed(n, &text, &tool_calls, b.usage);
+    }
     let (message, finish) = if tool_calls.is_empty() {
         (json!({"role": "assistant", "content": text}), "stop")
     } else {
@@ -468,6 +471,62 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         }
     }))
     .into_response()
+}
+
+/// Whether request `n` asked for a streamed answer (`"stream": true`, as
+/// the agent SDKs' OpenAI models send by default).
+fn body_streams(shared: &Shared, n: usize) -> bool {
+    let log = shared.log.lock().expect("fake log");
+    log[n - 1].body["stream"] == json!(true)
+}
+
+/// The answer to request `n` as OpenAI streams it: Server-Sent Events of
+/// `chat.completion.chunk`s (the role and text, each tool call whole in
+/// one delta, the finish reason, the usage), then `data: [DONE]`.
+fn streamed(n: usize, text: &str, tool_calls: &[Value], usage: (u64, u64)) -> Response {
+    let chunk = |choices: Value, usage: Value| {
+        let mut c = json!({
+            "id": format!("chatcmpl-{n}"),
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fake-model",
+            "choices": choices,
+        });
+        if !usage.is_null() {
+            c["usage"] = usage;
+        }
+        format!("data: {c}\n\n")
+    };
+    let delta = |d: Value| json!([{"index": 0, "delta": d, "finish_reason": null}]);
+    let mut out = chunk(delta(json!({"role": "assistant", "content": ""})), Value::Null);
+    if !text.is_empty() {
+        out.push_str(&chunk(delta(json!({"content": text})), Value::Null));
+    }
+    for (i, call) in tool_calls.iter().enumerate() {
+        let mut call = call.clone();
+        call["index"] = json!(i);
+        out.push_str(&chunk(delta(json!({"tool_calls": [call]})), Value::Null));
+    }
+    let finish = if tool_calls.is_empty() { "stop" } else { "tool_calls" };
+    out.push_str(&chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+        Value::Null,
+    ));
+    out.push_str(&chunk(
+        json!([]),
+        json!({
+            "prompt_tokens": usage.0,
+            "completion_tokens": usage.1,
+            "total_tokens": usage.0 + usage.1
+        }),
+    ));
+    out.push_str("data: [DONE]\n\n");
+    (
+        StatusCode::OK,
+        [("content-type", "text/event-stream"), ("cache-control", "no-cache")],
+        out,
+    )
+        .into_response()
 }
 
 async fn unknown_path(State(shared): State<Arc<Shared>>, uri: axum::http::Uri) -> Response {
@@ -860,6 +919,7 @@ pub fn invalid_spec(yaml: &str, expect: &[(&str, &str)]) {
     assert!(all.contains("hint:"), "{all}");
 }
 
+pub mod agent_sdks;
 pub mod api;
 pub mod browser;
 pub mod card_schema;
