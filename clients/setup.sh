@@ -30,7 +30,7 @@ rm -rf "$OUT/dist/python"
 "$VPY" -m build --outdir "$OUT/dist/python" clients/python
 "$VPY" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$OUT"/dist/python/strands_hitl-*.whl
 (cd clients/python && "$VPY" -m mypy)
-"$VPY" -m unittest discover -s clients/python/tests -t clients/python
+"$VPY" -m unittest discover -s clients/python/tests
 
 echo "== strands-hitl (Python) into a clean venv"
 rm -rf "$OUT/clean-py"
