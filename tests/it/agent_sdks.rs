@@ -9,7 +9,8 @@
 //! model's next request carries it and the tool never ran; a process killed
 //! after asking → a new process resumes on the same request (one request,
 //! one tool run); a quorum of two across Slack and the web inbox; a policy
-//! chosen by the call's arguments; a Swarm's node; an MCP server's form
+//! chosen by the call's arguments; a Swarm's node; a Graph's node paused by
+//! the SDK's own `HumanInTheLoop`; an MCP server's form
 //! filled in by a person; LangGraph resumed after a restart; trust; and bad
 //! input (unknown approver, token refused, server down) fails closed naming
 //! the cause.
@@ -465,6 +466,39 @@ fn a_swarm_node_pauses_and_the_swarm_resumes_with_the_answer() {
         ran.both()
     );
     assert_eq!(w.tool_runs().len(), 1);
+}
+
+#[test]
+fn a_graph_node_s_human_in_the_loop_interrupt_is_answered_through_strands() {
+    let llm = model(vec![
+        ("CLEANER", vec![vec![delete_call("call_clean", "events")]]),
+        ("REPORTER", vec![]),
+    ]);
+    let Some(w) = World::start(llm) else {
+        return;
+    };
+    let agent =
+        agent_sdks::spawn(w.agent("graph_agents.py", &["graph-1"], &[("APPROVERS", "alice")]));
+    let asked = w.pending(1);
+    // The SDK's own prompt became the request: the call is its action.
+    assert_eq!(asked["action"]["tool"], "delete_rows", "{asked:#}");
+    assert_eq!(asked["action"]["arguments"]["table"], "events");
+    assert!(w.tool_runs().is_empty());
+    w.answer(
+        asked["id"].as_str().expect("id"),
+        &w.alice,
+        json!({"decision": "approve"}),
+    );
+    let ran = Ran::wait(agent);
+    ran.expect_code(0);
+    assert!(
+        ran.stdout
+            .contains("graph completed: ['cleaner', 'reporter']"),
+        "{}",
+        ran.both()
+    );
+    assert_eq!(w.tool_runs().len(), 1);
+    assert_eq!(w.model_calls("REPORTER").len(), 1);
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //! needs two people; bad input is 422 naming the field and creates nothing.
 //! The request is a Slack card (fake Slack) and a web inbox row whose
 //! buttons decide it; `ask` survives a server restart and works on a local
-//! store; the examples in `examples/ask` (Python agent, shell, GitHub
-//! Actions step) run against the same server.
+//! store; the examples in `examples/ask` (shell, GitHub Actions step) run
+//! against the same server (the agent SDKs' examples: `agent_sdks`).
 
 use super::api::World;
 use crate::common::api::{call, expect_error};
@@ -309,39 +309,6 @@ fn example(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
-}
-
-#[test]
-fn the_python_agent_example_stops_at_its_hook_and_resumes_with_the_answer() {
-    if !available("python3", "STRANDS_REQUIRE_PYTHON") {
-        return;
-    }
-    let w = World::start();
-    std::thread::scope(|s| {
-        let agent = s.spawn(|| {
-            std::process::Command::new("python3")
-                .arg(example("strands_sdk_interrupt.py"))
-                .env("STRANDS_SERVER", &w.svc.url)
-                .env("STRANDS_TOKEN", &w.ci)
-                .env("APPROVERS", "alice")
-                .output()
-                .expect("python3")
-        });
-        let id = the_request(&w);
-        let r = w.answer(&id, &w.alice, json!({"decision": "approve"}));
-        assert_eq!(r.status, 200, "{}", r.body);
-        let out = agent.join().expect("agent");
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-        assert!(
-            stdout.contains("Done: deleted 3 rows"),
-            "{stdout}\n{stderr}"
-        );
-        assert!(stderr.contains("approved by alice"), "{stderr}");
-    });
 }
 
 #[test]

@@ -265,7 +265,8 @@ def is_interrupted(result: Any) -> bool:
 
 
 def default_response(interrupt: Interrupt, approval: Approval) -> Any:
-    """``HumanInTheLoop``'s interrupts get ``"y"``/``"t"``/``"n"``;
+    """``HumanInTheLoop``'s interrupts get ``"y"``/``"t"`` (trusted, where
+    it was offered)/``"n"``;
     :class:`ApprovalHandler`'s and every other the request as the service
     returns it (a dict: ``decision``, ``decided_by``, ``reason``, ``values``…)."""
     if interrupt.name == HITL_NAME:
@@ -273,7 +274,7 @@ def default_response(interrupt: Interrupt, approval: Approval) -> Any:
     return approval.raw
 
 
-def _request_for(interrupt: Interrupt, asking: Asking | None, key: str) -> Request:
+def _request_for(interrupt: Interrupt, asking: Asking | None, key: str, trust: bool) -> Request:
     reason = interrupt.reason
     if interrupt.name == ApprovalHandler.name and isinstance(reason, Mapping) and "request" in reason:
         return _with_key(Request.from_json(reason["request"]), key)
@@ -285,7 +286,7 @@ def _request_for(interrupt: Interrupt, asking: Asking | None, key: str) -> Reque
     if interrupt.name == HITL_NAME and isinstance(reason, str):
         parsed = parse_hitl_prompt(reason)
         if parsed is not None:
-            return tool_call_request(asking, parsed.tool, parsed.input, why=parsed.why, trust=True, key=key)
+            return tool_call_request(asking, parsed.tool, parsed.input, why=parsed.why, trust=trust, key=key)
     return request_from_reason(asking, interrupt.name, reason, key=key)
 
 
@@ -301,6 +302,7 @@ async def answer_interrupts(
     timeout: Timeout | None = None,
     on_timeout: Literal["reject", "approve"] = "reject",
     labels: Mapping[str, str] | None = None,
+    trust: bool = False,
     to_response: ToResponse = default_response,
     wait_timeout: float | None = None,
 ) -> list[dict[str, Any]]:
@@ -311,7 +313,10 @@ async def answer_interrupts(
     Each request's key is ``{session_id}:{interrupt.id}``: run again for the
     same interrupts (a second process after a restart) it waits on the
     requests already made. ``approvers``/``policy``… are for interrupts that
-    do not carry their own request (:class:`ApprovalHandler`'s do)."""
+    do not carry their own request (:class:`ApprovalHandler`'s do).
+    ``trust=True`` offers the approver "trust" on ``HumanInTheLoop``'s
+    interrupts — only when it has ``enable_trust=True``, or a trust would
+    read as a denial."""
     if not session_id:
         raise ValueError("session_id: interrupt ids repeat across runs; key them on the run's session")
     asking = (
@@ -328,7 +333,7 @@ async def answer_interrupts(
         else None
     )
     todo = list(interrupts)
-    requests = [_request_for(i, asking, f"{session_id}:{i.id}") for i in todo]
+    requests = [_request_for(i, asking, f"{session_id}:{i.id}", trust) for i in todo]
     made = [await client.request(r) for r in requests]
     decided = await asyncio.gather(
         *(client.wait(m.id, timeout=wait_timeout) if m.pending else _done(m) for m in made)
