@@ -188,6 +188,15 @@ impl World {
         }
     }
 
+    /// alice approves request `asked`.
+    fn approve(&self, asked: &Value) {
+        self.answer(
+            asked["id"].as_str().expect("an id"),
+            &self.alice,
+            json!({"decision": "approve"}),
+        );
+    }
+
     fn answer(&self, id: &str, token: &str, body: Value) {
         let r = call(
             &self.bot,
@@ -305,11 +314,7 @@ fn a_process_killed_after_asking_is_resumed_by_a_new_one_on_the_same_request() {
     // Give the second process time to ask (it must find the same request).
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(w.approvals().len(), 1, "asked once: {:#?}", w.approvals());
-    w.answer(
-        asked["id"].as_str().expect("id"),
-        &w.alice,
-        json!({"decision": "approve"}),
-    );
+    w.approve(&asked);
     let ran = Ran::wait(second);
     ran.expect_code(0);
     assert!(ran.stderr.contains("resuming job-7"), "{}", ran.both());
@@ -452,11 +457,7 @@ fn a_swarm_node_pauses_and_the_swarm_resumes_with_the_answer() {
         agent_sdks::spawn(w.agent("swarm_agents.py", &["swarm-1"], &[("APPROVERS", "alice")]));
     let asked = w.pending(1);
     assert!(w.tool_runs().is_empty());
-    w.answer(
-        asked["id"].as_str().expect("id"),
-        &w.alice,
-        json!({"decision": "approve"}),
-    );
+    w.approve(&asked);
     let ran = Ran::wait(agent);
     ran.expect_code(0);
     assert!(
@@ -484,11 +485,7 @@ fn a_graph_node_s_human_in_the_loop_interrupt_is_answered_through_strands() {
     assert_eq!(asked["action"]["tool"], "delete_rows", "{asked:#}");
     assert_eq!(asked["action"]["arguments"]["table"], "events");
     assert!(w.tool_runs().is_empty());
-    w.answer(
-        asked["id"].as_str().expect("id"),
-        &w.alice,
-        json!({"decision": "approve"}),
-    );
+    w.approve(&asked);
     let ran = Ran::wait(agent);
     ran.expect_code(0);
     assert!(
@@ -501,16 +498,21 @@ fn a_graph_node_s_human_in_the_loop_interrupt_is_answered_through_strands() {
     assert_eq!(w.model_calls("REPORTER").len(), 1);
 }
 
-#[test]
-fn an_mcp_servers_form_is_filled_in_by_a_person() {
-    let llm = model(vec![(
+/// The refunds agent's model: one `issue_refund` call, then text.
+fn refunds_model() -> FakeLlm {
+    model(vec![(
         "REFUNDS",
         vec![vec![tool_call(
             "call_refund",
             "issue_refund",
             json!({"order": "A-1042"}),
         )]],
-    )]);
+    )])
+}
+
+#[test]
+fn an_mcp_servers_form_is_filled_in_by_a_person() {
+    let llm = refunds_model();
     let Some(w) = World::start(llm) else {
         return;
     };
@@ -567,14 +569,7 @@ fn an_mcp_servers_form_is_filled_in_by_a_person() {
 
 #[test]
 fn an_mcp_form_rejected_is_declined() {
-    let llm = model(vec![(
-        "REFUNDS",
-        vec![vec![tool_call(
-            "call_refund",
-            "issue_refund",
-            json!({"order": "A-1042"}),
-        )]],
-    )]);
+    let llm = refunds_model();
     let Some(w) = World::start(llm) else {
         return;
     };
@@ -610,11 +605,7 @@ fn a_langgraph_graph_is_resumed_after_a_restart() {
     let second = agent_sdks::spawn(w.agent("langgraph_refund.py", &["thread-1"], &env));
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(w.approvals().len(), 1, "asked once: {:#?}", w.approvals());
-    w.answer(
-        asked["id"].as_str().expect("id"),
-        &w.alice,
-        json!({"decision": "approve"}),
-    );
+    w.approve(&asked);
     let ran = Ran::wait(second);
     ran.expect_code(0);
     assert!(ran.stderr.contains("resuming thread-1"), "{}", ran.both());

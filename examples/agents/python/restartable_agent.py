@@ -24,21 +24,12 @@ from __future__ import annotations
 import os
 import sys
 
-from _env import asking, async_client, main, model, record
-from strands import Agent, tool
+from _env import asking, async_client, main, model
+from _tools import RAN, delete_rows
+from strands import Agent
 from strands.session.file_session_manager import FileSessionManager
 
 from strands_hitl.strands import ApprovalHandler, pending_interrupts, run
-
-RAN: list[str] = []
-
-
-@tool
-def delete_rows(table: str, older_than_days: int) -> str:
-    """Delete the rows of a table older than some days."""
-    record(f"delete_rows {table} {older_than_days}")
-    RAN.append(table)
-    return f"deleted 3 rows from {table} older than {older_than_days} days"
 
 
 def work() -> int:
