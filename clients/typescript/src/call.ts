@@ -55,6 +55,8 @@ export interface AskSettings {
   waitTimeoutMs?: number;
   /** Called once a request is made (or found by its key): e.g. log its id. */
   onAsked?: (approval: Approval, call: ToolCall) => void;
+  /** Called with each decision (checked against the call), e.g. to log it. */
+  onDecided?: (approval: Approval, call: ToolCall) => void;
 }
 
 /** The environment, where there is one. */
@@ -149,5 +151,6 @@ export async function decide(
       : asked;
   await checkAction(decided, req.action!);
   if (decided.status === 'failed') throw new RequestFailed(decided.id, decided.reason ?? undefined);
+  settings.onDecided?.(decided, call);
   return decided;
 }

@@ -32,7 +32,7 @@ export interface InterruptResponseBlock {
   interruptResponse: { interruptId: string; response: Json };
 }
 
-export interface AnswerOptions extends AskSettings {
+export interface AnswerOptions extends Omit<AskSettings, 'onDecided'> {
   /**
    * A stable id of the conversation (the SDK `SessionManager`'s
    * `sessionId`): with the interrupt's id, the idempotency key.
@@ -47,7 +47,7 @@ export interface AnswerOptions extends AskSettings {
    * status, decidedBy, via, reason, values, trusted}`.
    */
   toResponse?: (approval: Approval, interrupt: InterruptLike) => Json;
-  /** Called with each decision (e.g. to log it or pick an exit code). */
+  /** Called with each decision and the interrupt it answers (e.g. to log it or pick an exit code). */
   onDecided?: (approval: Approval, interrupt: InterruptLike) => void;
   signal?: AbortSignal;
 }
@@ -104,8 +104,8 @@ export async function answerInterrupts(
     interrupts.map(async (interrupt) => {
       const call = callOf(interrupt);
       const hitl = interrupt.name === HITL_NAME;
-      const settings: AskSettings =
-        hitl || options.title !== undefined ? options : { ...options, title: `Approve ${interrupt.name}?` };
+      const { onDecided: _, ...rest } = options;
+      const settings: AskSettings = hitl || options.title !== undefined ? rest : { ...rest, title: `Approve ${interrupt.name}?` };
       const approval = await decide(
         client,
         call,

@@ -11,12 +11,22 @@ import { Agent, FileStorage, Model, SessionManager, tool } from '@strands-agents
 import { HumanInTheLoop } from '@strands-agents/sdk/vended-interventions/hitl';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client, ServerUnavailable, UnreadablePrompt, answerInterrupts, ask, parsePrompt, pendingInterrupts, runWithApprovals } from '../dist/index.js';
 import { StrandsApproval, TRUSTED_TOOLS_KEY } from '../dist/intervention.js';
 import { fakeStrands } from './fake-strands.mjs';
 
 const fast = { budgetMs: 400, initialDelayMs: 20, maxDelayMs: 50 };
+
+/** A server nobody runs: a port nothing listens on. */
+async function deadServer() {
+  const s = createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const port = s.address().port;
+  await new Promise((r) => s.close(r));
+  return `http://127.0.0.1:${port}`;
+}
 
 /** A model that asks for `delete_rows` once per user message, then reports the tool's result. */
 class ScriptedModel extends Model {
@@ -136,7 +146,7 @@ test("HumanInTheLoop with ask: a server error aborts the run (fail closed), the 
     tools: [deleteRows(ran)],
     printer: false,
     interventions: [
-      new HumanInTheLoop({ ask: ask({ client: new Client({ server: 'http://127.0.0.1:9', token: 't', reconnect: fast }), approvers: ['a'] }) }),
+      new HumanInTheLoop({ ask: ask({ client: new Client({ server: await deadServer(), token: 't', reconnect: fast }), approvers: ['a'] }) }),
     ],
   });
   await assert.rejects(agent.invoke('clean up'), (e) => {
@@ -149,16 +159,17 @@ test("HumanInTheLoop with ask: a server error aborts the run (fail closed), the 
 });
 
 test('the intervention handler: a server that cannot be reached stops the run, the tool never runs', async () => {
+  const server = await deadServer();
   const ran = [];
   const agent = new Agent({
     model: new ScriptedModel(),
     tools: [deleteRows(ran)],
     printer: false,
     interventions: [
-      new StrandsApproval({ client: new Client({ server: 'http://127.0.0.1:9', token: 't', reconnect: fast }), approvers: ['a'] }),
+      new StrandsApproval({ client: new Client({ server, token: 't', reconnect: fast }), approvers: ['a'] }),
     ],
   });
-  await assert.rejects(agent.invoke('clean up'), /cannot reach the strands server at http:\/\/127.0.0.1:9/);
+  await assert.rejects(agent.invoke('clean up'), (e) => e.message.includes(`cannot reach the strands server at ${server}/api/v1/approvals: connect ECONNREFUSED`));
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(ran.length, 0);
 });
