@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agent_sdks_ts;
 mod api;
 mod api_client;
 mod api_guards;
