@@ -52,5 +52,8 @@ mkdir -p "$OUT/clean-ts"
   && npm install --no-audit --no-fund --silent "$OUT"/dist/typescript/strands-hitl-*.tgz \
   && node -e 'import("strands-hitl").then(m => { if (typeof m.Client !== "function") throw new Error("no Client export"); console.log("strands-hitl (npm) imports in a clean project"); })')
 
-(cd examples/agents/typescript && npm ci --no-audit --no-fund)
+echo "== examples/agents/typescript (@strands-agents/sdk, openai, strands-hitl from clients/typescript)"
+(cd examples/agents/typescript \
+  && npm ci --no-audit --no-fund \
+  && node -e 'import("strands-hitl/intervention").then(m => { if (typeof m.StrandsApproval !== "function") throw new Error("no StrandsApproval export"); console.log("strands-hitl/intervention imports beside @strands-agents/sdk"); })')
 echo "== agent SDKs ready in $OUT"

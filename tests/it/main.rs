@@ -9,6 +9,7 @@
 mod common;
 
 mod agent_sdks;
+mod agent_sdks_ts;
 mod api;
 mod api_client;
 mod api_guards;
