@@ -273,7 +273,12 @@ fn a_dangerous_call_approved_in_slack_runs_once() {
 #[test]
 fn rejected_with_a_reason_the_model_reads_it_and_the_tool_never_runs() {
     const REASON: &str = "change freeze until Monday";
-    let Some(w) = World::start(cleanup_model()) else {
+    // The model proposes the rejected call again (a rejection loop).
+    let again = vec![
+        vec![delete_call("call_del", "events")],
+        vec![delete_call("call_again", "events")],
+    ];
+    let Some(w) = World::start(model(vec![("CLEANUP", again)])) else {
         return;
     };
     let agent =
@@ -289,12 +294,19 @@ fn rejected_with_a_reason_the_model_reads_it_and_the_tool_never_runs() {
     ran.expect_code(1);
     assert!(w.tool_runs().is_empty(), "{:?}", w.tool_runs());
     let calls = w.model_calls("CLEANUP");
-    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert_eq!(calls.len(), 3, "{calls:#?}");
     let next = calls[1].to_string();
     assert!(
         next.contains(&format!("rejected by {SLACK_APPROVER}: {REASON}")),
         "the model's next request carries who and why: {next}"
     );
+    // The same call again is denied without asking again.
+    assert!(
+        calls[2].to_string().contains("it was not asked again"),
+        "{:#}",
+        calls[2]
+    );
+    assert_eq!(w.approvals().len(), 1, "asked once");
 }
 
 #[test]

@@ -10,7 +10,8 @@ Three ways in, from the lightest to the most durable:
 - :class:`ApprovalHandler` — an intervention that sees the tool, its input
   and ``toolUseId``: the call is the request's ``action`` (bound by its
   digest), the key is the session and the call (a retry asks once), the
-  human's reason reaches the model (``DENIED: rejected by alice: …``), and
+  human's reason reaches the model (``DENIED: rejected by alice: …``), the
+  same call proposed again after a rejection is denied without asking, and
   "trust" stops asking for that tool where allowed. It waits inline, or
   with ``wait=False`` pauses the agent with an interrupt instead.
 - :func:`answer_interrupts` / :func:`run` — for services that do not hold a
@@ -37,12 +38,15 @@ from strands.interventions import Deny, InterventionHandler, Proceed
 
 from ._asking import Asking, TitleFn, default_title, parse_hitl_prompt, request_from_reason, tool_call_request
 from ._client import AsyncClient, check_action
-from ._model import Approval, Request, Timeout
+from ._model import Approval, Request, Timeout, action_digest
 
 #: The name of the SDK's ``HumanInTheLoop`` (its interrupts carry it).
 HITL_NAME = "strands:human-in-the-loop"
 #: Where ``HumanInTheLoop`` (and :class:`ApprovalHandler`) keep trusted tools.
 TRUSTED_TOOLS_KEY = "hitl:trusted_tools"
+#: Where :class:`ApprovalHandler` remembers the calls people rejected (by
+#: their digest): the same call proposed again is denied without asking.
+REJECTED_CALLS_KEY = "strands-hitl:rejected_calls"
 #: Where :class:`ApprovalHandler` keeps a session id of its own when the
 #: agent has no session manager (it is saved with the agent's state).
 SESSION_KEY = "strands-hitl:session"
@@ -214,6 +218,11 @@ class ApprovalHandler(InterventionHandler):
         tool = event.tool_use["name"]
         if not self._needs_approval(tool, event.agent):
             return Proceed()
+        rejected: dict[str, str] = event.agent.state.get(REJECTED_CALLS_KEY) or {}
+        digest = action_digest(tool, event.tool_use["input"])
+        if digest in rejected:
+            # A rejected call proposed again (a rejection loop) is not asked again.
+            return Deny(reason=f"{rejected[digest]} (this exact call was rejected before; it was not asked again)")
         trust = self._enable_trust and f"!{tool}" not in self._allowed
         request = tool_call_request(
             self._asking,
@@ -240,7 +249,10 @@ class ApprovalHandler(InterventionHandler):
                 if tool not in trusted:
                     event.agent.state.set(TRUSTED_TOOLS_KEY, [*trusted, tool])
             return Proceed(reason=approval.describe())
-        return Deny(reason=denial(approval))
+        message = denial(approval)
+        if approval.status == "rejected":
+            event.agent.state.set(REJECTED_CALLS_KEY, {**rejected, digest: message})
+        return Deny(reason=message)
 
 
 def pending_interrupts(target: Any) -> list[Interrupt]:
