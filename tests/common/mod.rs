@@ -498,7 +498,10 @@ fn streamed(n: usize, text: &str, tool_calls: &[Value], usage: (u64, u64)) -> Re
         format!("data: {c}\n\n")
     };
     let delta = |d: Value| json!([{"index": 0, "delta": d, "finish_reason": null}]);
-    let mut out = chunk(delta(json!({"role": "assistant", "content": ""})), Value::Null);
+    let mut out = chunk(
+        delta(json!({"role": "assistant", "content": ""})),
+        Value::Null,
+    );
     if !text.is_empty() {
         out.push_str(&chunk(delta(json!({"content": text})), Value::Null));
     }
@@ -507,7 +510,11 @@ fn streamed(n: usize, text: &str, tool_calls: &[Value], usage: (u64, u64)) -> Re
         call["index"] = json!(i);
         out.push_str(&chunk(delta(json!({"tool_calls": [call]})), Value::Null));
     }
-    let finish = if tool_calls.is_empty() { "stop" } else { "tool_calls" };
+    let finish = if tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
     out.push_str(&chunk(
         json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
         Value::Null,
@@ -523,7 +530,10 @@ fn streamed(n: usize, text: &str, tool_calls: &[Value], usage: (u64, u64)) -> Re
     out.push_str("data: [DONE]\n\n");
     (
         StatusCode::OK,
-        [("content-type", "text/event-stream"), ("cache-control", "no-cache")],
+        [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+        ],
         out,
     )
         .into_response()
