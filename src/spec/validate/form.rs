@@ -11,7 +11,7 @@ use super::{at, Validator};
 use crate::model::form::{Entries, Form, Schema, SchemaAt};
 use crate::spec::Fallback;
 
-const HINT: &str = "form:\n  properties:\n    amount: {type: integer, minimum: 1, title: Amount}\n    env: {type: string, enum: [prod, staging]}\n  required: [amount]";
+const HINT: &str = "form: {properties: {amount: {type: integer, minimum: 1, title: Amount}, env: {type: string, enum: [prod, staging]}}, required: [amount]}";
 
 impl Validator {
     /// The gate's form (`None` without one, or when it is refused) and
