@@ -85,6 +85,14 @@ pub struct AskArgs {
     /// The action's arguments, JSON.
     #[arg(long, requires = "action", value_parser = parse_json)]
     pub action_args: Option<Value>,
+    /// With --action: an approver may answer "approve, and stop asking for
+    /// this tool" (trust); the outcome says so.
+    #[arg(long, requires = "action")]
+    pub trust: bool,
+    /// Values approving fills in: a flat JSON Schema object
+    /// ('{"properties": {"replicas": {"type": "integer"}}, "required": ["replicas"]}').
+    #[arg(long, value_parser = parse_form)]
+    pub form: Option<approvals::FormSchema>,
     /// Print the request's id and exit 0 without waiting.
     #[arg(long)]
     pub no_wait: bool,
@@ -113,6 +121,10 @@ pub fn parse_minutes(s: &str) -> std::result::Result<u64, String> {
 }
 
 fn parse_json(s: &str) -> std::result::Result<Value, String> {
+    serde_json::from_str(s).map_err(|e| format!("not JSON: {e}"))
+}
+
+fn parse_form(s: &str) -> std::result::Result<approvals::FormSchema, String> {
     serde_json::from_str(s).map_err(|e| format!("not JSON: {e}"))
 }
 
@@ -146,6 +158,8 @@ impl AskArgs {
                 tool: tool.clone(),
                 arguments: self.action_args.clone().unwrap_or(Value::Null),
             }),
+            form: self.form.clone(),
+            trust: self.trust,
         }
     }
 }
@@ -186,7 +200,22 @@ fn report(view: &ApprovalView, json: bool) -> Result<u8> {
             codes::TIMED_OUT,
             "timed out: rejected by the fallback".to_string(),
         ),
-        ("approved", _) => (codes::APPROVED, format!("approved by {by} (via {via})")),
+        ("approved", _) => {
+            let how = if view.trusted {
+                "approved and trusted"
+            } else {
+                "approved"
+            };
+            let values = view
+                .values
+                .as_ref()
+                .map(|v| format!(": {}", crate::model::form::shown(v)))
+                .unwrap_or_default();
+            (
+                codes::APPROVED,
+                format!("{how} by {by} (via {via}){values}"),
+            )
+        }
         ("rejected", _) => (
             codes::REJECTED,
             format!("rejected by {by} (via {via}){reason}"),

@@ -414,7 +414,12 @@ fn answer_request(a: &Answer, gate: Option<String>) -> AnswerRequest {
         Decision::Respond { text } => ("respond", None, None, Some(text.clone()), None),
         Decision::Edit { arguments } => ("edit", None, None, None, Some(arguments.clone())),
         Decision::Trust => ("trust", None, None, None, None),
+        Decision::Fill { .. } => ("approve", None, None, None, None),
         other => (other.verb(), None, None, None, None),
+    };
+    let values = match &a.decision {
+        Decision::Fill { values } => Some(values.clone()),
+        _ => None,
     };
     AnswerRequest {
         decision: decision.to_string(),
@@ -425,6 +430,7 @@ fn answer_request(a: &Answer, gate: Option<String>) -> AnswerRequest {
         response,
         args,
         vars: a.vars.clone(),
+        values,
     }
 }
 

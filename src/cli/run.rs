@@ -456,6 +456,7 @@ fn refusal_error(id: &str, refusal: Refusal, status: Option<Status>) -> Error {
             ))
         }
         Refusal::BadAnswer(why) => Error::Usage(why),
+        bad @ Refusal::BadValues(_) => Error::Usage(bad.to_string()),
         Refusal::NotOpen(Status::Running) => Error::Session(format!(
             "session {id} is running (interrupted or answered already); `strands resume {id}` without a decision continues it"
         )),

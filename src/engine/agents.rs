@@ -502,6 +502,8 @@ impl Engine<'_> {
             trigger: None,
             rule: None,
             hours: None,
+            form: None,
+            allow_trust: false,
         };
         let mut opened = opened;
         self.tool_rule(spec, session, &mut opened);

@@ -26,7 +26,7 @@ impl Engine<'_> {
             ))
         })?;
         let handle = pending.gate;
-        let mut outcome = gate::interpret(gate.kind, &answer.decision)?;
+        let mut outcome = gate::interpret(&gate, &answer.decision)?;
         if let (Outcome::Continue { response }, None) = (&outcome, &gate.trigger) {
             // Some positions read certain answers as "stop the run".
             if let Some(reason) = pattern::rejects(spec, &gate.position, response) {

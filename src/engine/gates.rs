@@ -169,7 +169,7 @@ fn settle_deadline(opened: &mut crate::model::OpenGate) {
         return;
     };
     let approves = matches!(
-        gate::interpret(opened.kind, &gate::timeout_answer(opened, at).decision),
+        gate::interpret(opened, &gate::timeout_answer(opened, at).decision),
         Ok(gate::Outcome::Continue { .. })
     );
     let escalates = opened.fallback == crate::model::Fallback::Escalate;

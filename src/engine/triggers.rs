@@ -152,6 +152,8 @@ impl Engine<'_> {
             notify_email: false,
             timers: Default::default(),
             hours: None,
+            form: None,
+            allow_trust: false,
         };
         let mut opened = gate::open(
             &spec_gate,

@@ -12,7 +12,13 @@
 //! thing the engine needs to know — continue with a response, re-run the
 //! previous step with feedback, end the run rejected, or stay paused. Timeouts
 //! become answers too ([`timeout_answer`]), recorded as given by `timeout`.
+//!
+//! A manual gate may ask for a form ([`form`]): approving it is filling it
+//! in (`Decision::Fill`), whose values become the gate's response; and it
+//! may allow trust (`allow_trust`): `Decision::Trust` approves it, for a
+//! requester that stops asking about that tool.
 
+pub mod form;
 pub mod policy;
 
 use chrono::{DateTime, Utc};
@@ -58,7 +64,7 @@ pub fn authorize(
 ) -> std::result::Result<Option<String>, String> {
     let approves = matches!(
         decision,
-        Decision::Approve | Decision::Edit { .. } | Decision::Trust
+        Decision::Approve | Decision::Edit { .. } | Decision::Trust | Decision::Fill { .. }
     ) || matches!(decision, Decision::Respond { text } if text.trim().eq_ignore_ascii_case("approved"));
     let self_ok = gate
         .allow_self_approval
@@ -162,13 +168,36 @@ pub enum Outcome {
     StayPaused,
 }
 
-/// Interprets an answer for a gate of this kind. Answers that do not fit the
-/// gate (free text on a manual gate that is neither approve nor reject) are
-/// usage errors listing the valid answers; nothing changes.
-pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
-    Ok(match decision {
-        Decision::Approve => Outcome::Continue {
+/// Interprets an answer for gate `gate`. Answers that do not fit it (free
+/// text on a manual gate that is neither approve nor reject, a plain
+/// approve of a gate with a form, values for a gate without one, trust
+/// where it is not allowed) are usage errors saying what would fit;
+/// nothing changes.
+pub fn interpret(gate: &OpenGate, decision: &Decision) -> Result<Outcome> {
+    let kind = gate.kind;
+    let approved = || match &gate.form {
+        Some(f) => Err(Error::Usage(form::asks(&gate.id, f))),
+        None => Ok(Outcome::Continue {
             response: "approved".into(),
+        }),
+    };
+    Ok(match decision {
+        Decision::Approve => approved()?,
+        Decision::Fill { values } => match (&gate.form, kind) {
+            (Some(f), GateKind::ManualGate) => {
+                let filled = form::fill(f, values).map_err(|errors| {
+                    Error::Usage(crate::model::Refusal::BadValues(errors).to_string())
+                })?;
+                Outcome::Continue {
+                    response: serde_json::Value::Object(filled).to_string(),
+                }
+            }
+            _ => {
+                return Err(Error::Usage(format!(
+                    "gate `{}` asks for no values: answer without them (--approve, no --value)",
+                    gate.id
+                )))
+            }
         },
         Decision::Reject { reason } => Outcome::Cancel {
             reason: reason.clone(),
@@ -186,6 +215,17 @@ pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
         Decision::Abort { reason } => Outcome::Abort {
             reason: reason.clone(),
         },
+        Decision::Trust if kind == GateKind::ManualGate && gate.allow_trust => {
+            Outcome::Continue {
+                response: "trusted".into(),
+            }
+        }
+        Decision::Trust if kind == GateKind::ManualGate => {
+            return Err(Error::Usage(format!(
+                "gate `{}` does not allow trust (allow_trust: true on the gate, or \"trust\": true on an approval request with an action)",
+                gate.id
+            )))
+        }
         Decision::Edit { .. } | Decision::Trust => {
             return Err(Error::Usage(
                 "--edit-args and --trust answer tool calls; this gate is not one".into(),
@@ -201,9 +241,7 @@ pub fn interpret(kind: GateKind, decision: &Decision) -> Result<Outcome> {
                 response: text.clone(),
             },
             GateKind::ManualGate => match text.trim().to_ascii_lowercase().as_str() {
-                "approved" | "approve" | "yes" | "y" => Outcome::Continue {
-                    response: "approved".into(),
-                },
+                "approved" | "approve" | "yes" | "y" => approved()?,
                 "rejected" | "reject" | "no" | "n" => Outcome::Cancel { reason: None },
                 _ => {
                     return Err(Error::Usage(format!(
@@ -273,6 +311,14 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
             reason: by_fallback("rejected"),
         },
     };
+    // A form's approval is its defaults filled in (the validator lets a
+    // timeout approve only a form whose required fields all have one).
+    let decision = match (decision, &gate.form) {
+        (Decision::Approve, Some(f)) => Decision::Fill {
+            values: f.defaults(),
+        },
+        (d, _) => d,
+    };
     // `when_closed: reject`: opened outside hours, rejected at once.
     let decision = match closed {
         Some(h) => Decision::Reject {
@@ -330,6 +376,8 @@ pub fn open(
         trigger: None,
         rule: None,
         hours: None,
+        form: spec.form.clone(),
+        allow_trust: spec.allow_trust,
         opened_at: now,
         timeout_at: spec
             .timeout_secs
@@ -341,11 +389,119 @@ pub fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// An open gate of `kind`, as unit tests start from.
+    fn gate(kind: GateKind) -> OpenGate {
+        let mut g = OpenGate::for_tests("g");
+        g.kind = kind;
+        g
+    }
+
+    fn form_gate() -> OpenGate {
+        let mut g = gate(GateKind::ManualGate);
+        g.form = Some(
+            crate::model::form::Form::from_value(&json!({"properties": {
+                "amount": {"type": "integer"},
+                "note": {"type": "string", "default": "none"},
+            }, "required": ["amount"]}))
+            .expect("form"),
+        );
+        g
+    }
+
+    fn values(v: serde_json::Value) -> Map<String, serde_json::Value> {
+        serde_json::from_value(v).expect("a map")
+    }
+
+    #[test]
+    fn a_form_is_approved_by_filling_it_in() {
+        let g = form_gate();
+        let why = interpret(&g, &Decision::Approve).unwrap_err().to_string();
+        assert!(why.contains("amount (integer, required)"), "{why}");
+        let approved = Decision::Respond {
+            text: "approved".into(),
+        };
+        assert!(interpret(&g, &approved).is_err());
+        let fill = Decision::Fill {
+            values: values(json!({"amount": "5"})),
+        };
+        assert_eq!(
+            interpret(&g, &fill).unwrap(),
+            Outcome::Continue {
+                response: r#"{"amount":5,"note":"none"}"#.into()
+            }
+        );
+        let bad = Decision::Fill {
+            values: values(json!({"amount": "five"})),
+        };
+        let why = interpret(&g, &bad).unwrap_err().to_string();
+        assert!(why.contains("`amount` must be a whole number"), "{why}");
+        // Values for a gate without a form are refused; reject still works.
+        let plain = gate(GateKind::ManualGate);
+        assert!(interpret(&plain, &fill).is_err());
+        assert!(interpret(&gate(GateKind::Hitl), &fill).is_err());
+        assert_eq!(
+            interpret(&g, &Decision::Reject { reason: None }).unwrap(),
+            Outcome::Cancel { reason: None }
+        );
+    }
+
+    #[test]
+    fn trust_approves_only_a_manual_gate_that_allows_it() {
+        let mut g = gate(GateKind::ManualGate);
+        assert!(interpret(&g, &Decision::Trust).is_err());
+        g.allow_trust = true;
+        assert_eq!(
+            interpret(&g, &Decision::Trust).unwrap(),
+            Outcome::Continue {
+                response: "trusted".into()
+            }
+        );
+        let mut hitl = gate(GateKind::Hitl);
+        hitl.allow_trust = true;
+        assert!(interpret(&hitl, &Decision::Trust).is_err());
+    }
+
+    #[test]
+    fn fills_and_trust_count_as_approvals_for_self_approval() {
+        let mut g = form_gate();
+        g.allow_self_approval = Some(false);
+        let people = Directory::default();
+        let id = Identity {
+            who: "ana",
+            started_by: "ana",
+            in_bot: true,
+            admins: &[],
+            member_of: &|_| false,
+            people: &people,
+            now: crate::clock::test_epoch(),
+        };
+        let fill = Decision::Fill {
+            values: values(json!({"amount": 1})),
+        };
+        assert!(authorize(&g, &fill, &id).is_err());
+        assert!(authorize(&g, &Decision::Trust, &id).is_err());
+        assert!(authorize(&g, &Decision::Reject { reason: None }, &id).is_ok());
+    }
+
+    #[test]
+    fn a_timeout_that_approves_a_form_fills_in_its_defaults() {
+        let mut g = form_gate();
+        g.fallback = Fallback::Continue;
+        let now = crate::clock::test_epoch();
+        assert_eq!(
+            timeout_answer(&g, now).decision,
+            Decision::Fill {
+                values: values(json!({"note": "none"}))
+            }
+        );
+    }
 
     #[test]
     fn hitl_free_text_is_the_response_and_manual_gates_refuse_it() {
         let r = interpret(
-            GateKind::Hitl,
+            &gate(GateKind::Hitl),
             &Decision::Respond {
                 text: "ship it".into(),
             },
@@ -358,14 +514,14 @@ mod tests {
             }
         );
         assert!(interpret(
-            GateKind::ManualGate,
+            &gate(GateKind::ManualGate),
             &Decision::Respond {
                 text: "ship it".into()
             }
         )
         .is_err());
         let r = interpret(
-            GateKind::ManualGate,
+            &gate(GateKind::ManualGate),
             &Decision::Respond {
                 text: "approved".into(),
             },
@@ -382,7 +538,7 @@ mod tests {
     #[test]
     fn modify_without_feedback_is_refused() {
         assert!(interpret(
-            GateKind::ManualGate,
+            &gate(GateKind::ManualGate),
             &Decision::Modify {
                 feedback: " ".into()
             }
@@ -420,6 +576,8 @@ mod tests {
             notify_email: false,
             timers: Default::default(),
             hours: None,
+            form: None,
+            allow_trust: false,
         };
         let now = crate::clock::test_epoch();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

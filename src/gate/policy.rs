@@ -539,6 +539,8 @@ mod tests {
             notify_email: false,
             timers: Default::default(),
             hours: None,
+            form: None,
+            allow_trust: false,
         };
         let mut g = super::super::open(
             &spec,

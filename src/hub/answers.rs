@@ -16,8 +16,10 @@ use crate::model::{Decision, Refusal};
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
-    /// `approve`, `reject`, `modify` (needs `feedback`), `respond` (needs
-    /// `response`), `edit` (tool calls; needs `args`) or `trust` (tool calls).
+    /// `approve` (with `values` on a gate with a form), `reject`, `modify`
+    /// (needs `feedback`), `respond` (needs `response`), `edit` (tool
+    /// calls; needs `args`) or `trust` (tool calls, and manual gates that
+    /// allow it).
     pub decision: String,
     /// The gate: its handle `id#n` or its id; needed when several are open.
     #[serde(default)]
@@ -39,6 +41,12 @@ pub struct AnswerRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub vars: Map<String, Value>,
+    /// `approve` of a gate with a form: its fields' values, by name (text
+    /// is read as the field's type: `"42"` for a number, `"true"` for a
+    /// boolean). Only with `approve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub values: Option<Map<String, Value>>,
 }
 
 impl AnswerRequest {
@@ -54,8 +62,22 @@ impl AnswerRequest {
                     )
                 })
         };
+        if let (Some(_), d) = (&self.values, self.decision.as_str()) {
+            if d != "approve" {
+                return Err(Problem::unprocessable(
+                    "bad_answer",
+                    format!("`values` fill in a gate's form and go with `approve`, not `{d}`"),
+                )
+                .with(serde_json::json!({ "field": "values" })));
+            }
+        }
         Ok(match self.decision.as_str() {
-            "approve" => Decision::Approve,
+            "approve" => match &self.values {
+                Some(values) => Decision::Fill {
+                    values: values.clone(),
+                },
+                None => Decision::Approve,
+            },
             "reject" => Decision::Reject {
                 reason: self.reason.clone().filter(|r| !r.trim().is_empty()),
             },

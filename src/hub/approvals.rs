@@ -17,6 +17,13 @@
 //! digest: the view carries the SHA-256 of exactly what was shown, which
 //! the requester compares with what it is about to do. Labels are kept as
 //! the session's variables, so a listing filters on them.
+//!
+//! A `form` (a flat JSON Schema, `crate::model::form`) becomes the gate's
+//! `form:`: approving is filling it in, and the view returns the values
+//! the deciding approver gave, typed. `trust: true` (with an `action`)
+//! becomes `allow_trust:`: an approver may answer "approve, and stop
+//! asking for this tool"; the view says `trusted`, and the requester is
+//! the one that remembers it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,6 +39,7 @@ use super::Hub;
 use crate::config::service::Policy;
 use crate::engine::Start;
 use crate::error::{Error, Result};
+use crate::model::form::{Form, Schema};
 use crate::model::{Decision, GateEventKind, Session, Status};
 
 /// The workflow name every approval request's session carries.
@@ -109,6 +117,37 @@ pub struct ApprovalRequest {
     /// What will be done once approved: shown, and bound by its digest.
     #[serde(default)]
     pub action: Option<Action>,
+    /// The values approving fills in: a flat JSON Schema object
+    /// (`{type: object, properties: {NAME: {type: string|number|integer|boolean,
+    /// …}}, required: [NAME]}`, as MCP elicitation's `requestedSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub form: Option<FormSchema>,
+    /// With an `action`: an approver may answer `trust` ("approve, and
+    /// stop asking for this tool"); the view says `trusted`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trust: bool,
+}
+
+/// A request's `"form"` as sent: a schema (its properties kept in the
+/// order sent), or anything else, refused with the reason (422, field
+/// `form`) rather than as an unreadable body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FormSchema {
+    Schema(Schema),
+    Other(Value),
+}
+
+impl FormSchema {
+    /// The form it describes, or why not.
+    pub fn form(&self) -> std::result::Result<Form, String> {
+        match self {
+            FormSchema::Schema(s) => Form::parse(s),
+            FormSchema::Other(v) => Form::from_value(v),
+        }
+        .map_err(|e| e.message)
+    }
 }
 
 /// An action an approval request is about, like a tool call.
@@ -171,6 +210,19 @@ pub struct ApprovalView {
     /// The SHA-256 of the action approved (see [`Action::digest`]).
     #[serde(default)]
     pub action_digest: Option<String>,
+    /// The form approving fills in, as the request gave it; `null`: none.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub form: Option<Schema>,
+    /// The values the deciding approver filled in, typed by the form;
+    /// `null` until approved with values.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub values: Option<Map<String, Value>>,
+    /// Approved with `trust` ("approve, and stop asking for this tool");
+    /// `decision` is `approved`. The requester remembers the trust.
+    #[serde(default)]
+    pub trusted: bool,
     /// True when this call created it (false: the key named an existing one).
     #[serde(default)]
     pub created: bool,
@@ -205,6 +257,15 @@ impl ApprovalView {
             Decision::Reject { reason } | Decision::Abort { reason } => reason.clone(),
             _ => None,
         });
+        // What the deciding answer approved with: its values, or trust.
+        let approving = answer
+            .as_ref()
+            .filter(|_| decision.as_deref() == Some("approved"));
+        let values = approving.and_then(|a| match &a.decision {
+            Decision::Fill { values } => Some(values.clone()),
+            _ => None,
+        });
+        let trusted = approving.is_some_and(|a| matches!(a.decision, Decision::Trust));
         let text = |k: &str| {
             s.variables
                 .get(k)
@@ -229,6 +290,9 @@ impl ApprovalView {
             labels: serde_json::from_str(&text("labels")).unwrap_or_default(),
             action: serde_json::from_str(&text("action")).ok(),
             action_digest: Some(text("action_digest")).filter(|d| !d.is_empty()),
+            form: serde_json::from_str(&text("form")).ok(),
+            values,
+            trusted,
             created: false,
             links: json!({
                 "self": format!("/api/v1/approvals/{}", s.id),
@@ -319,6 +383,40 @@ pub fn spec_text(
             return Err(invalid("action", "an action names its tool"));
         }
     }
+    let form = match &req.form {
+        None => None,
+        Some(f) => Some(f.form().map_err(|why| invalid("form", why))?),
+    };
+    if req.trust {
+        if req.action.is_none() {
+            return Err(invalid(
+                "trust",
+                "trust is \"approve, and stop asking for this tool\": it needs an `action` naming the tool",
+            ));
+        }
+        if form.is_some() {
+            return Err(invalid(
+                "trust",
+                "trust approves without values: a request with a `form` cannot allow it",
+            ));
+        }
+    }
+    if let (Some(f), Some(_), OnTimeout::Approve) = (&form, req.timeout_minutes, req.on_timeout) {
+        let missing = f.needs_a_human();
+        if !missing.is_empty() {
+            return Err(invalid(
+                "on_timeout",
+                format!(
+                    "a timeout that approves fills in the form's defaults, but {} required without one",
+                    missing
+                        .iter()
+                        .map(|f| format!("`{}`", f.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
     if req.quorum == Some(0) {
         return Err(invalid("quorum", "at least 1"));
     }
@@ -391,6 +489,9 @@ pub fn spec_text(
     if !req.escalate_to.is_empty() {
         gate.insert("escalation_target".into(), json!(req.escalate_to));
     }
+    if req.trust {
+        gate.insert("allow_trust".into(), json!(true));
+    }
     for n in &req.notify {
         let n = n.trim();
         if teams_place(n).is_some() {
@@ -406,7 +507,15 @@ pub fn spec_text(
             ));
         }
     }
-    let spec = json!({
+    // The schema as given, its properties in the order sent (the view
+    // returns it), and as the gate's `form:` (a `Value` would sort them).
+    let schema = form.as_ref().map(Form::schema);
+    let given = match &req.form {
+        Some(FormSchema::Schema(s)) => serde_json::to_string(s).unwrap_or_default(),
+        Some(FormSchema::Other(v)) => v.to_string(),
+        None => String::new(),
+    };
+    let head = json!({
         "version": 0,
         "name": WORKFLOW,
         "description": "An approval request (strands ask, POST /api/v1/approvals).",
@@ -417,12 +526,53 @@ pub fn spec_text(
             "labels": serde_json::to_string(&req.labels).unwrap_or_default(),
             "action": req.action.as_ref().map(|a| json!(a).to_string()).unwrap_or_default(),
             "action_digest": req.action.as_ref().map(Action::digest).unwrap_or_default(),
+            "form": given,
             "details": req.details,
         }},
         "agents": {"requester": {"prompt": "Never run: an approval request has no agents."}},
-        "pattern": {"type": "chain", "config": {"steps": [Value::Object(gate)]}},
     });
+    let spec = SpecDoc {
+        head,
+        pattern: PatternDoc {
+            kind: "chain",
+            config: ConfigDoc {
+                steps: [GateDoc {
+                    keys: gate,
+                    form: schema.as_ref(),
+                }],
+            },
+        },
+    };
     serde_json::to_string_pretty(&spec).map_err(|e| invalid("request", e.to_string()))
+}
+
+/// The synthetic spec, written in order (`serde_json::Value` sorts keys,
+/// and a form's properties keep the order they were sent in).
+#[derive(Serialize)]
+struct SpecDoc<'a> {
+    #[serde(flatten)]
+    head: Value,
+    pattern: PatternDoc<'a>,
+}
+
+#[derive(Serialize)]
+struct PatternDoc<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    config: ConfigDoc<'a>,
+}
+
+#[derive(Serialize)]
+struct ConfigDoc<'a> {
+    steps: [GateDoc<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct GateDoc<'a> {
+    #[serde(flatten)]
+    keys: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    form: Option<&'a Schema>,
 }
 
 /// The policy `name` of the service file. A request names a policy or
@@ -657,164 +807,4 @@ pub fn not_an_approval(id: &str) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn req() -> ApprovalRequest {
-        ApprovalRequest {
-            title: "Deploy v1.2?".into(),
-            approvers: vec!["alice".into()],
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn the_spec_validates_and_refusals_name_the_field() {
-        let limits = crate::spec::Limits::default();
-        let text =
-            spec_text(&req(), limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
-        crate::spec::parse(&text, Path::new(SPEC_PATH), &limits).expect("valid");
-        let field = |r: ApprovalRequest| {
-            spec_text(
-                &r,
-                limits.max_timeout_secs,
-                |g| g == "sre",
-                &BTreeMap::new(),
-            )
-            .expect_err("refused")
-            .field
-        };
-        assert_eq!(
-            field(ApprovalRequest {
-                approvers: vec![],
-                ..req()
-            }),
-            "approvers"
-        );
-        let unknown = ApprovalRequest {
-            approvers: vec!["group:nope".into()],
-            ..req()
-        };
-        assert_eq!(field(unknown), "approvers");
-        let long = ApprovalRequest {
-            timeout_minutes: Some(60 * 24 * 365),
-            ..req()
-        };
-        assert_eq!(field(long), "timeout_minutes");
-        let big = ApprovalRequest {
-            body: "x".repeat(MAX_BODY_BYTES + 1),
-            ..req()
-        };
-        assert_eq!(field(big), "body");
-        let sre = ApprovalRequest {
-            approvers: vec!["group:sre".into()],
-            ..req()
-        };
-        assert!(spec_text(
-            &sre,
-            limits.max_timeout_secs,
-            |g| g == "sre",
-            &BTreeMap::new()
-        )
-        .is_ok());
-    }
-
-    #[test]
-    fn escalation_and_teams_go_where_a_gate_would_send_them() {
-        let limits = crate::spec::Limits::default();
-        let r = ApprovalRequest {
-            escalation_minutes: Some(30.0),
-            escalate_to: vec!["U0ONCALL1".into()],
-            notify: vec![
-                "teams:19:abc@thread.tacv2".into(),
-                "slack:#C0DEPLOYS".into(),
-            ],
-            ..req()
-        };
-        let p = prepare(
-            &r,
-            "ci",
-            &limits,
-            &crate::model::person::Directory::default(),
-            &BTreeMap::new(),
-        )
-        .map_err(|e| e.to_string())
-        .expect("prepared");
-        let origin = p.start.origin.expect("a Teams origin");
-        assert_eq!(origin.approval_channel, "teams:19:abc@thread.tacv2");
-        let text =
-            spec_text(&r, limits.max_timeout_secs, |_| false, &BTreeMap::new()).expect("spec");
-        assert!(
-            text.contains("escalation_timeout") && text.contains("U0ONCALL1"),
-            "{text}"
-        );
-        assert!(text.contains("C0DEPLOYS"), "{text}");
-        let bad = ApprovalRequest {
-            notify: vec!["teams:nope".into()],
-            ..req()
-        };
-        assert_eq!(
-            spec_text(&bad, limits.max_timeout_secs, |_| false, &BTreeMap::new())
-                .expect_err("refused")
-                .field,
-            "notify"
-        );
-    }
-
-    #[test]
-    fn a_named_policy_brings_its_rules_and_is_not_mixed_with_approvers() {
-        let limits = crate::spec::Limits::default();
-        let policy: Policy = serde_json::from_value(json!([
-            {"when": "{{ details.amount > 10000 }}", "approvers": ["cfo", "group:finance"], "quorum": 2},
-            {"approvers": ["group:finance"]},
-        ]))
-        .expect("policy");
-        let policies = BTreeMap::from([("payments".to_string(), policy)]);
-        let r = ApprovalRequest {
-            approvers: vec![],
-            policy: Some("payments".into()),
-            details: BTreeMap::from([("amount".to_string(), "20000".to_string())]),
-            ..req()
-        };
-        let text = spec_text(&r, limits.max_timeout_secs, |_| false, &policies).expect("spec");
-        let spec = crate::spec::parse(&text, Path::new(SPEC_PATH), &limits).expect("valid");
-        let gate = spec.gates()[0].clone();
-        assert_eq!(gate.rules.len(), 2);
-        assert_eq!(gate.rules[0].quorum, Some(2));
-        let field = |r: ApprovalRequest| {
-            spec_text(&r, limits.max_timeout_secs, |_| false, &policies).expect_err("refused")
-        };
-        let e = field(ApprovalRequest {
-            policy: Some("refunds".into()),
-            ..r.clone()
-        });
-        assert_eq!(e.field, "policy");
-        assert!(
-            e.message.contains("no policy `refunds`") && e.message.contains("payments"),
-            "{e}"
-        );
-        assert_eq!(
-            field(ApprovalRequest {
-                approvers: vec!["bob".into()],
-                ..r.clone()
-            })
-            .field,
-            "approvers"
-        );
-        assert_eq!(
-            field(ApprovalRequest {
-                quorum: Some(1),
-                ..r.clone()
-            })
-            .field,
-            "quorum"
-        );
-    }
-
-    #[test]
-    fn the_same_key_gives_the_same_id() {
-        assert_eq!(keyed_id("ci", "run-1"), keyed_id("ci", "run-1"));
-        assert_ne!(keyed_id("ci", "run-1"), keyed_id("bob", "run-1"));
-        assert_eq!(keyed_id("ci", "run-1").len(), 36);
-    }
-}
+mod tests;

@@ -219,7 +219,18 @@ pub fn linkable(
     let judge = |d: &Decision| crate::engine::intake::authorize(open, s, d, asker, people);
     let reject = Decision::Reject { reason: None };
     let (judged, what) = match intent {
-        Some(Intent::Approve) => (judge(&Decision::Approve), "approve"),
+        // A link's button carries no values: a gate with a form is
+        // approved on the run's page (an `open` link).
+        Some(Intent::Approve) => (
+            judge(&Decision::Approve).and_then(|whom| {
+                crate::gate::interpret(open, &Decision::Approve)
+                    .map(|_| whom)
+                    .map_err(|e| {
+                        format!("{e}; an approve link cannot carry them: make an `open` link")
+                    })
+            }),
+            "approve",
+        ),
         Some(Intent::Reject) => (judge(&reject), "reject"),
         None => (
             judge(&reject).or_else(|_| judge(&Decision::Approve)),

@@ -98,6 +98,16 @@ impl From<Refusal> for Problem {
                 json!({ "by": a.by, "at": a.at, "decision": a.decision.verb(), "via": a.via }),
             ),
             Refusal::BadAnswer(_) => Problem::unprocessable("bad_answer", message),
+            // Each value at fault, by field; `field` is the first.
+            Refusal::BadValues(errors) => {
+                Problem::unprocessable("bad_answer", message).with(json!({
+                    "field": errors.first().map(|e| e.field.clone()),
+                    "fields": errors
+                        .iter()
+                        .map(|e| (e.field.clone(), Value::String(e.message.clone())))
+                        .collect::<serde_json::Map<String, Value>>(),
+                }))
+            }
             Refusal::TimedOut { at, .. } => {
                 Problem::conflict("timed_out", message).with(json!({ "timed_out_at": at }))
             }

@@ -115,6 +115,14 @@ pub struct GateView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub rule: Option<crate::model::RuleNote>,
+    /// The values approving fills in, as JSON Schema (`{type: object,
+    /// properties, required}`): answer `{"decision": "approve", "values": {…}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub form: Option<crate::model::form::Form>,
+    /// Whether `trust` answers it (a manual gate's `allow_trust`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_trust: bool,
 }
 
 /// A tool call of the agent turn a tool-call gate asks about.
@@ -210,6 +218,8 @@ impl GateView {
             approvals: g.approvals.clone(),
             require_reason: g.require_reason,
             rule: g.rule.clone(),
+            form: g.form.clone(),
+            allow_trust: g.allow_trust,
         }
     }
 }
@@ -219,6 +229,8 @@ fn timeout_effect(g: &OpenGate) -> String {
     let at = g.timeout_at.unwrap_or(g.opened_at);
     match crate::gate::timeout_answer(g, at).decision {
         Decision::Approve => "approve".into(),
+        Decision::Fill { values } if values.is_empty() => "approve".into(),
+        Decision::Fill { values } => format!("approve with {}", crate::model::form::shown(&values)),
         Decision::Respond { text } => format!("answer `{text}`"),
         Decision::Reject { .. } => "reject".into(),
         other => other.verb().into(),

@@ -25,6 +25,8 @@ pub enum Refusal {
     AlreadyAnswered(Answer),
     /// The answer does not fit the gate; says what would.
     BadAnswer(String),
+    /// Values the gate's form refuses: each field, and what it must be.
+    BadValues(Vec<super::form::FieldError>),
     /// The gate's timeout passed: its fallback applies instead.
     TimedOut { gate: String, at: DateTime<Utc> },
 }
@@ -39,6 +41,15 @@ impl std::fmt::Display for Refusal {
             }
             Refusal::Stale { open: None } => write!(f, "that gate is no longer open"),
             Refusal::NotAllowed(why) | Refusal::BadAnswer(why) => f.write_str(why),
+            Refusal::BadValues(errors) => write!(
+                f,
+                "the values do not fit the form: {}",
+                errors
+                    .iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
             Refusal::AlreadyAnswered(a) => write!(
                 f,
                 "already {} by {} at {}",
@@ -167,7 +178,12 @@ fn accept(
         // A timeout's answer is final; it never counts as one vote.
         let vote = match answer.decision {
             _ if answer.via == "timeout" => None,
-            Decision::Approve if gate.approvals_required > 1 => Some(Vote::Approve),
+            // A fill and a manual gate's trust approve too.
+            Decision::Approve | Decision::Fill { .. } | Decision::Trust
+                if gate.approvals_required > 1 =>
+            {
+                Some(Vote::Approve)
+            }
             Decision::Reject { .. } if gate.rejections_required > 1 => Some(Vote::Reject),
             _ => None,
         };

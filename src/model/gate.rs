@@ -89,7 +89,13 @@ pub enum Decision {
     /// against its schema; the approval binds the edited call).
     Edit { arguments: serde_json::Value },
     /// Tool calls: approve, and approve this tool for the rest of the run.
+    /// A manual gate with `allow_trust`: approve, and the requester stops
+    /// asking about this tool (strands records it; the requester remembers).
     Trust,
+    /// A gate with a form: approve with these values, the form's fields
+    /// filled in. Recorded as checked, typed and completed with defaults
+    /// (`crate::gate::form`).
+    Fill { values: Map<String, Value> },
     /// Timeouts only (`fallback_action: skip`): the gate passes with no response.
     Skip,
     /// Timeouts only (`fallback_action: abort`): the run ends `failed`.
@@ -106,6 +112,7 @@ impl Decision {
             Decision::Respond { .. } => "responded",
             Decision::Edit { .. } => "approved with edits",
             Decision::Trust => "trusted",
+            Decision::Fill { .. } => "approved",
             Decision::Skip => "skipped",
             Decision::Abort { .. } => "aborted",
         }
@@ -145,6 +152,16 @@ impl Decision {
                 if n > MAX_EDITED_ARGS {
                     Err(format!(
                         "the edited arguments are {n} bytes of JSON; at most {MAX_EDITED_ARGS} are accepted"
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            Decision::Fill { values } => {
+                let n = Value::Object(values.clone()).to_string().len();
+                if n > MAX_EDITED_ARGS {
+                    Err(format!(
+                        "the values are {n} bytes of JSON; at most {MAX_EDITED_ARGS} are accepted"
                     ))
                 } else {
                     Ok(())
@@ -330,6 +347,13 @@ pub struct OpenGate {
     /// `None`: every hour counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hours: Option<GateHours>,
+    /// The values its approver fills in (`form:`, manual gates): approving
+    /// is filling them in (`Decision::Fill`); a plain approve is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<super::form::Form>,
+    /// `allow_trust: true` (manual gates): `Decision::Trust` approves too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_trust: bool,
 }
 
 /// Which approval rule applied to a gate instance, and why.
@@ -461,6 +485,8 @@ impl OpenGate {
             trigger: None,
             rule: None,
             hours: None,
+            form: None,
+            allow_trust: false,
         }
     }
 

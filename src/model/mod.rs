@@ -12,6 +12,7 @@ pub mod accept;
 pub mod calendar;
 pub mod conversation;
 pub mod event;
+pub mod form;
 pub mod gate;
 pub mod login;
 pub mod mail;

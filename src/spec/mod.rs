@@ -581,6 +581,10 @@ pub struct GateSpec {
     /// `timers_outside_hours`, a `timeout: … business`); `None`: every
     /// hour counts.
     pub hours: Option<HoursSpec>,
+    /// `form:` (manual gates): the values approving fills in.
+    pub form: Option<crate::model::form::Form>,
+    /// `allow_trust: true` (manual gates): trust approves too.
+    pub allow_trust: bool,
 }
 
 /// A gate's business hours as its spec gives them (`crate::model::calendar`);

@@ -402,6 +402,23 @@ pub struct Step {
     pub auto_approve: Option<S<AutoApprove>>,
     /// Ours: reminders and escalations may come outside the calendar's hours.
     pub timers_outside_hours: Option<S<bool>>,
+    /// Ours (manual gates): the values approving fills in, as a flat JSON
+    /// Schema object (`crate::model::form`).
+    pub form: Option<S<Form>>,
+    /// Ours (manual gates): trust approves too ("approve, and stop asking
+    /// for this tool"; the requester remembers it).
+    pub allow_trust: Option<S<bool>>,
+}
+
+/// A gate's `form:` as written: its properties keep their order and each
+/// its line (`crate::model::form::Schema` is the same without lines).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Form {
+    #[serde(rename = "type")]
+    pub kind: Option<S<Value>>,
+    pub properties: Option<S<crate::model::form::Entries<S<Value>>>>,
+    pub required: Option<S<Value>>,
 }
 
 /// A gate's `auto_approve`.

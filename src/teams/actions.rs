@@ -305,6 +305,7 @@ async fn decide(
         response: text_of(data, "response"),
         args,
         vars: Map::new(),
+        values: None,
     };
     let decision = match request.decision() {
         Ok(d) => d,

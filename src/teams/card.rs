@@ -388,6 +388,8 @@ pub(crate) mod tests {
             trigger: None,
             rule: None,
             hours: None,
+            form: None,
+            allow_trust: false,
         }
     }
 

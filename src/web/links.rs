@@ -164,6 +164,7 @@ async fn answer_of(
         response: None,
         args: None,
         vars: Default::default(),
+        values: None,
     })
 }
 

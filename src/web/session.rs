@@ -383,6 +383,7 @@ pub async fn answer(
         response: text("response"),
         args,
         vars: Default::default(),
+        values: None,
     };
     let decision = match req.decision() {
         Ok(d) => d,

@@ -29,6 +29,24 @@ const INVALID: &[(&str, u32, u32, &str)] = &[
         9,
         "does not take timeout_minutes",
     ),
+    (
+        "form_enum_default.yaml",
+        17,
+        18,
+        "property `env`: the default \"dev\" does not fit",
+    ),
+    (
+        "form_nested_object.yaml",
+        19,
+        15,
+        "property `target`: type `object`",
+    ),
+    (
+        "form_required_unknown.yaml",
+        18,
+        21,
+        "`required` names `region`, which is not a property",
+    ),
     ("manual_gate_no_prompt.yaml", 13, 9, "needs a `prompt`"),
     // serde-saphyr places a missing key at the last key of its mapping.
     ("missing_runtime.yaml", 6, 1, "missing field `runtime`"),

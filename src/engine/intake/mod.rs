@@ -5,8 +5,8 @@
 //! [`Engine::drive`]'s ask), Slack clicks and modals, and later every other
 //! room. It does, in order: find the gate the answer is for → refuse a
 //! gate whose timeout passed (its fallback applies) → authorize who is
-//! asking (approvers, groups, admins, self-approval) → check the answer
-//! fits the gate → queue it (a parked gate of a run that is busy with
+//! asking (approvers, groups, admins, self-approval) → type a form's
+//! values (`gate::form`) → check the answer fits the gate → queue it (a parked gate of a run that is busy with
 //! another branch) or record it exactly once (compare-and-swap) → audit a
 //! refusal. What comes back is typed ([`Accepted`], [`Refusal`]); each
 //! channel says it its own way. The engine prints nothing.
@@ -204,16 +204,27 @@ impl Engine<'_> {
                 Err(why) => return Ok(Err(Refusal::NotAllowed(why))),
             }
         }
+        // A form's values are recorded as the gate reads them (typed,
+        // defaults filled in), or refused each naming its field.
+        let settled = match gate::form::settle(open, &answer.decision) {
+            Ok(d) => d,
+            Err(errors) => return Ok(Err(Refusal::BadValues(errors))),
+        };
         // Recorded as given, with whom a delegate answered for.
         let delegated;
-        let answer = match as_delegate {
-            Some(whom) => {
+        let answer = match (as_delegate, settled) {
+            (None, None) => answer,
+            (whom, decision) => {
                 let mut a = answer.clone();
-                a.on_behalf_of = Some(whom);
+                if let Some(whom) = whom {
+                    a.on_behalf_of = Some(whom);
+                }
+                if let Some(d) = decision {
+                    a.decision = d;
+                }
                 delegated = a;
                 &delegated
             }
-            None => answer,
         };
         let spec = self.spec(session)?;
         // An edited MCP call is checked against its server's schema,
@@ -287,7 +298,7 @@ impl Engine<'_> {
                 )));
             }
         }
-        let outcome = gate::interpret(gate.kind, &answer.decision)?;
+        let outcome = gate::interpret(gate, &answer.decision)?;
         if let (Outcome::Continue { response }, None) = (&outcome, &gate.trigger) {
             pattern::check_response(spec, &session.state, &gate.position, response)?;
         }

@@ -70,10 +70,26 @@ fn reject() -> Decision {
     Decision::Reject { reason: None }
 }
 
+fn fill(values: serde_json::Value) -> Decision {
+    Decision::Fill {
+        values: serde_json::from_value(values).expect("an object"),
+    }
+}
+
+/// A form asking for a whole `amount` (1–100, required) and a `note`
+/// (default `none`), as a gate's spec lines.
+const FORM: &str = "        form:
+          properties:
+            amount: {type: integer, minimum: 1, maximum: 100}
+            note: {type: string, default: none}
+          required: [amount]";
+
 /// What a submission must come to.
 #[derive(Debug)]
 enum Want {
     Recorded,
+    /// Refused naming these fields, in this order.
+    BadValues(&'static [&'static str]),
     Counted,
     NotAllowed(&'static str),
     BadAnswer(&'static str),
@@ -87,6 +103,9 @@ fn check(case: &str, got: &std::result::Result<Accepted, Refusal>, want: &Want) 
         (Ok(Accepted::Counted(_)), Want::Counted) => true,
         (Err(Refusal::NotAllowed(why)), Want::NotAllowed(w)) => why.contains(w),
         (Err(Refusal::BadAnswer(why)), Want::BadAnswer(w)) => why.contains(w),
+        (Err(Refusal::BadValues(errors)), Want::BadValues(fields)) => {
+            errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>() == *fields
+        }
         (Err(Refusal::AlreadyAnswered(a)), Want::AlreadyBy(w)) => a.by == *w,
         (Err(Refusal::NotFound), Want::NotFound) => true,
         _ => false,
@@ -184,7 +203,18 @@ async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_aud
                     false,
                     Want::BadAnswer("at most 3000"),
                 ),
-                ("bob", Decision::Trust, false, Want::BadAnswer("tool calls")),
+                (
+                    "bob",
+                    Decision::Trust,
+                    false,
+                    Want::BadAnswer("does not allow trust"),
+                ),
+                (
+                    "bob",
+                    fill(serde_json::json!({"amount": 1})),
+                    false,
+                    Want::BadAnswer("asks for no values"),
+                ),
                 (
                     "bob",
                     Decision::Reject {
@@ -195,8 +225,62 @@ async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_aud
                 ),
             ],
         ),
+        (
+            "a form is approved by filling it in, values checked",
+            FORM,
+            vec![
+                (
+                    "bob",
+                    Decision::Approve,
+                    false,
+                    Want::BadAnswer("amount (integer, required)"),
+                ),
+                (
+                    "bob",
+                    fill(serde_json::json!({"amount": "0", "extra": 1})),
+                    false,
+                    Want::BadValues(&["amount", "extra"]),
+                ),
+                (
+                    "bob",
+                    fill(serde_json::json!({"note": "hi"})),
+                    false,
+                    Want::BadValues(&["amount"]),
+                ),
+                ("bob", fill(serde_json::json!({"amount": "7"})), false, Want::Recorded),
+            ],
+        ),
+        (
+            "a fill is an approval: no self-approval, quorum counted",
+            "        approvals_required: 2\n        approvers: [a1, a2, starter]\n        allow_self_approval: false\n$FORM",
+            vec![
+                (
+                    "starter",
+                    fill(serde_json::json!({"amount": 1})),
+                    false,
+                    Want::NotAllowed("you started this run"),
+                ),
+                ("a1", fill(serde_json::json!({"amount": 1})), false, Want::Counted),
+                ("a2", fill(serde_json::json!({"amount": 2})), false, Want::Recorded),
+            ],
+        ),
+        (
+            "trust approves a gate that allows it",
+            "        allow_trust: true",
+            vec![
+                (
+                    "starter",
+                    Decision::Trust,
+                    true,
+                    Want::NotAllowed("you started this run"),
+                ),
+                ("bob", Decision::Trust, false, Want::Recorded),
+            ],
+        ),
     ];
     for (case, gate, answers) in rows {
+        let gate = gate.replace("$FORM", FORM);
+        let gate = gate.as_str();
         let w = World::new();
         let s = w.paused(&CHAIN.replace("$GATE", gate)).await;
         let before = refusals(&w).await;
@@ -305,6 +389,59 @@ async fn an_answer_after_the_timeout_is_refused_and_the_fallback_applies() {
     assert_eq!(done.status, Status::Completed, "the fallback approved");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_fill_is_recorded_typed_and_read_as_the_gates_response() {
+    let w = World::new();
+    let s = w.paused(&CHAIN.replace("$GATE", FORM)).await;
+    match submit(
+        &w,
+        &s.id,
+        None,
+        fill(serde_json::json!({"amount": " 42 "})),
+        "bob",
+        false,
+    )
+    .await
+    {
+        Ok(Accepted::Recorded(_)) => {}
+        other => panic!("wanted recorded, got {other:?}"),
+    }
+    let done = w
+        .engine()
+        .resume(&s.id, &mut Detached)
+        .await
+        .expect("resume");
+    assert_eq!(done.status, Status::Completed, "{done:?}");
+    let recorded = done.history.iter().find_map(|e| match &e.what {
+        crate::model::GateEventKind::Answered { answer, .. } => Some(answer.decision.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        recorded,
+        Some(fill(serde_json::json!({"amount": 42, "note": "none"})))
+    );
+    // The next step reads the values as the gate's response.
+    let state = serde_json::to_string(&done.state).expect("state");
+    assert!(
+        state.contains(r#"{\"amount\":42,\"note\":\"none\"}"#),
+        "{state}"
+    );
+    // A timeout that approves a form fills in its defaults.
+    let w = World::new();
+    let form = "        timeout_minutes: 5\n        fallback_action: approve\n        form:\n          properties:\n            env: {type: string, enum: [prod, staging], default: staging}\n          required: [env]";
+    let s = w.paused(&CHAIN.replace("$GATE", form)).await;
+    tokio::time::advance(std::time::Duration::from_secs(301)).await;
+    let done = w
+        .engine()
+        .resume(&s.id, &mut Detached)
+        .await
+        .expect("resume");
+    assert_eq!(done.status, Status::Completed, "the fallback approved");
+    assert!(done.history.iter().any(|e| matches!(&e.what,
+        crate::model::GateEventKind::Answered { answer, .. }
+            if answer.decision == fill(serde_json::json!({"env": "staging"})))));
+}
+
 /// The directory the people rows run with: carol started every run (her
 /// Unix user is `starter`); alice is in finance; bob is not.
 async fn with_people(w: &World) {
@@ -409,8 +546,62 @@ async fn people_are_judged_across_channels() {
             "",
             vec![("starter", reject(), true, Want::Recorded)],
         ),
+        (
+            "a form is approved by filling it in, values checked",
+            FORM,
+            vec![
+                (
+                    "bob",
+                    Decision::Approve,
+                    false,
+                    Want::BadAnswer("amount (integer, required)"),
+                ),
+                (
+                    "bob",
+                    fill(serde_json::json!({"amount": "0", "extra": 1})),
+                    false,
+                    Want::BadValues(&["amount", "extra"]),
+                ),
+                (
+                    "bob",
+                    fill(serde_json::json!({"note": "hi"})),
+                    false,
+                    Want::BadValues(&["amount"]),
+                ),
+                ("bob", fill(serde_json::json!({"amount": "7"})), false, Want::Recorded),
+            ],
+        ),
+        (
+            "a fill is an approval: no self-approval, quorum counted",
+            "        approvals_required: 2\n        approvers: [a1, a2, starter]\n        allow_self_approval: false\n$FORM",
+            vec![
+                (
+                    "starter",
+                    fill(serde_json::json!({"amount": 1})),
+                    false,
+                    Want::NotAllowed("you started this run"),
+                ),
+                ("a1", fill(serde_json::json!({"amount": 1})), false, Want::Counted),
+                ("a2", fill(serde_json::json!({"amount": 2})), false, Want::Recorded),
+            ],
+        ),
+        (
+            "trust approves a gate that allows it",
+            "        allow_trust: true",
+            vec![
+                (
+                    "starter",
+                    Decision::Trust,
+                    true,
+                    Want::NotAllowed("you started this run"),
+                ),
+                ("bob", Decision::Trust, false, Want::Recorded),
+            ],
+        ),
     ];
     for (case, gate, answers) in rows {
+        let gate = gate.replace("$FORM", FORM);
+        let gate = gate.as_str();
         let w = World::new();
         with_people(&w).await;
         let s = w.paused(&CHAIN.replace("$GATE", gate)).await;

@@ -470,6 +470,8 @@ fn gate(timeout: Option<i64>) -> OpenGate {
         trigger: None,
         rule: None,
         hours: None,
+        form: None,
+        allow_trust: false,
     }
 }
 

@@ -37,6 +37,8 @@ fn adversarial_gate(kind: GateKind) -> OpenGate {
         trigger: None,
         rule: None,
         hours: None,
+        form: None,
+        allow_trust: false,
     }
 }
 

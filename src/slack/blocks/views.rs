@@ -191,9 +191,16 @@ impl DecidedView {
                 "approve",
                 Some(format!("with edited arguments {arguments}")),
             ),
+            Decision::Trust if approval.kind == "manual_gate" => {
+                ("approve", Some("and trusted the tool".to_string()))
+            }
             Decision::Trust => (
                 "approve",
                 Some("and trusted the tool for this run".to_string()),
+            ),
+            Decision::Fill { values } => (
+                "approve",
+                Some(format!("with {}", crate::model::form::shown(values))),
             ),
             Decision::Skip => ("skip", None),
             Decision::Abort { reason } => ("abort", reason.clone()),

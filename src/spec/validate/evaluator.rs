@@ -350,6 +350,8 @@ impl Validator {
                 when_closed: c.when_closed.clone(),
                 auto_approve: c.auto_approve.clone(),
                 timers_outside_hours: c.timers_outside_hours.clone(),
+                form: None,
+                allow_trust: None,
             },
             m.referenced,
             m.defined,

@@ -54,6 +54,12 @@ impl Validator {
             if s.timeout_minutes.is_some() {
                 wrong.push("timeout_minutes (hitl uses timeout_seconds)");
             }
+            if s.form.is_some() {
+                wrong.push("form (a manual_gate's)");
+            }
+            if s.allow_trust.is_some() {
+                wrong.push("allow_trust (a manual_gate's)");
+            }
         } else {
             if s.timeout_seconds.is_some() {
                 wrong.push("timeout_seconds (manual_gate uses timeout_minutes)");
@@ -109,6 +115,11 @@ impl Validator {
         }
         let notify = self.notify(s, label, named.as_ref());
         let (notify_dm, notify_email) = (notify == Notify::Dm, notify == Notify::Email);
+        let (form, allow_trust) = if hitl {
+            (None, false)
+        } else {
+            self.gate_form(s, label, loc, fallback)
+        };
         Some(Body::Gate(GateSpec {
             id: s
                 .id
@@ -142,6 +153,8 @@ impl Validator {
             notify_email,
             timers,
             hours,
+            form,
+            allow_trust,
         }))
     }
 
@@ -498,6 +511,12 @@ pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.timers_outside_hours.is_some() {
         v.push("timers_outside_hours");
+    }
+    if s.form.is_some() {
+        v.push("form");
+    }
+    if s.allow_trust.is_some() {
+        v.push("allow_trust");
     }
     v
 }

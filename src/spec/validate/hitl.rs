@@ -186,5 +186,7 @@ pub(super) fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
         notify_email: false,
         timers: GateTimers::default(),
         hours: None,
+        form: None,
+        allow_trust: false,
     });
 }

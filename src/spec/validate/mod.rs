@@ -34,6 +34,7 @@ mod atomic;
 mod chain;
 mod context;
 mod evaluator;
+mod form;
 mod gates;
 mod graph;
 mod hitl;

@@ -33,6 +33,8 @@ pub(crate) fn paused_session(id: &str) -> Session {
         notify_email: false,
         timers: Default::default(),
         hours: None,
+        form: None,
+        allow_trust: false,
     };
     Session {
         id: id.into(),
