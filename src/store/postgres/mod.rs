@@ -39,6 +39,7 @@ mod prepared;
 pub mod schema;
 mod sessions;
 mod teams;
+mod timer_rows;
 mod timers;
 mod tokens;
 mod webhooks;

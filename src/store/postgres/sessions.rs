@@ -124,7 +124,7 @@ async fn write_in(
         super::awaiting::track_in(&tx, session),
         async {
             for (gate, timers) in &session.arm {
-                super::timers::arm_in(&tx, &session.id, gate, timers).await?;
+                super::timer_rows::arm_in(&tx, &session.id, gate, timers).await?;
             }
             Ok::<_, Error>(())
         },

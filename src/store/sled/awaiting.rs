@@ -18,7 +18,9 @@ use sled::transaction::{TransactionalTree, UnabortableTransactionError};
 
 use sled::transaction::TransactionError;
 
-use super::{listing, trees, SledStore};
+use super::trees::built::AWAITING as BUILT;
+use super::trees::newest_first_key;
+use super::{trees, SledStore};
 use crate::error::{Error, Result};
 use crate::model::{Session, Status};
 
@@ -26,8 +28,6 @@ type TxResult<T> = std::result::Result<T, UnabortableTransactionError>;
 
 const ENTRY: u8 = b'A';
 const REVERSE: u8 = b'R';
-/// `meta` key: the index is built (removed when the order tree is rebuilt).
-pub(super) const BUILT: &[u8] = b"index/awaiting";
 
 /// `A ++ approver ++ 0`: where an approver's entries start.
 fn approver_prefix(approver: &str) -> Vec<u8> {
@@ -50,7 +50,7 @@ fn keys_of(session: &Session) -> Vec<Vec<u8>> {
         .into_iter()
         .map(|(gate, approver)| {
             let mut k =
-                listing::scoped_key(&approver_prefix(&approver), session.created_at, &session.id);
+                newest_first_key(&approver_prefix(&approver), session.created_at, &session.id);
             k.push(0);
             k.extend_from_slice(gate.as_bytes());
             k
@@ -230,7 +230,8 @@ mod tests {
             }
             let meta = store.tree(trees::META).expect("meta");
             meta.remove(BUILT).expect("unmark");
-            meta.remove(listing::WORKFLOWS_BUILT).expect("unmark");
+            meta.remove(super::super::trees::built::WORKFLOW_ORDERS)
+                .expect("unmark");
             store.db.flush().expect("flush");
             assert!(store.awaiting(&u1).expect("awaiting").is_empty());
             assert!(store

@@ -14,6 +14,10 @@ use sled::transaction::{TransactionalTree, UnabortableTransactionError};
 
 use chrono::{DateTime, Utc};
 
+use super::trees::built::{
+    AWAITING as AWAITING_BUILT, SESSION_ORDER as BUILT, WORKFLOW_ORDERS as WORKFLOWS_BUILT,
+};
+use super::trees::newest_first_key;
 use super::{trees, SledStore};
 use crate::error::Result;
 use crate::model::{Status, Summary};
@@ -26,10 +30,6 @@ const ALL: u8 = 0;
 const COUNT: u8 = b'#';
 /// The prefix of the per-workflow orders.
 const WORKFLOW: u8 = b'W';
-/// `meta` key: the order index is built.
-const BUILT: &[u8] = b"index/session_order";
-/// `meta` key: the per-workflow orders are built.
-pub(super) const WORKFLOWS_BUILT: &[u8] = b"index/session_order/workflow";
 
 fn status_byte(s: Status) -> u8 {
     match s {
@@ -44,18 +44,7 @@ fn status_byte(s: Status) -> u8 {
 
 /// The key of `id` created at `created` in order `prefix`.
 pub(super) fn order_key(prefix: u8, created: DateTime<Utc>, id: &str) -> Vec<u8> {
-    scoped_key(&[prefix], created, id)
-}
-
-/// The key of `id` created at `created` in the order whose keys start with
-/// `prefix`.
-pub(super) fn scoped_key(prefix: &[u8], created: DateTime<Utc>, id: &str) -> Vec<u8> {
-    let nanos = created.timestamp_nanos_opt().unwrap_or(0).max(0) as u64;
-    let mut k = Vec::with_capacity(prefix.len() + 8 + id.len());
-    k.extend_from_slice(prefix);
-    k.extend_from_slice(&(u64::MAX - nanos).to_be_bytes());
-    k.extend_from_slice(id.as_bytes());
-    k
+    newest_first_key(&[prefix], created, id)
 }
 
 /// The prefix of the order of `workflow`'s sessions (of `status`, or all).
@@ -73,8 +62,8 @@ fn entries(s: &Summary) -> [Vec<u8>; 4] {
     [
         order_key(ALL, s.created_at, &s.id),
         order_key(status_byte(s.status), s.created_at, &s.id),
-        scoped_key(&workflow_prefix(&s.workflow, None), s.created_at, &s.id),
-        scoped_key(
+        newest_first_key(&workflow_prefix(&s.workflow, None), s.created_at, &s.id),
+        newest_first_key(
             &workflow_prefix(&s.workflow, Some(s.status)),
             s.created_at,
             &s.id,
@@ -161,7 +150,7 @@ impl SledStore {
         if meta.get(BUILT)?.is_none() {
             // The tree holds other indexes too: they are built again after.
             ix.clear()?;
-            meta.remove(super::awaiting::BUILT)?;
+            meta.remove(AWAITING_BUILT)?;
             let mut counts = [0u64; Status::ALL.len()];
             for kv in self.summaries.iter() {
                 let (_, v) = kv?;
@@ -232,7 +221,7 @@ impl SledStore {
         let ix = self.order()?;
         let start = match &after {
             Some((at, id)) => {
-                let mut k = scoped_key(prefix, *at, id);
+                let mut k = newest_first_key(prefix, *at, id);
                 // Strictly after: the smallest key greater than the cursor's.
                 k.push(0);
                 k

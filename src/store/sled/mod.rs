@@ -19,6 +19,32 @@ use crate::model::{Refusal, Session, Status, Summary};
 
 /// The sled trees and what their keys are.
 pub mod trees {
+    use chrono::{DateTime, Utc};
+
+    /// `meta` keys marking an index as built: a store made before an index
+    /// builds it once, at open (rebuilding the `session_order` tree drops
+    /// the others it holds, which are then built again).
+    pub mod built {
+        /// The order of every session and of each status, and the counters.
+        pub const SESSION_ORDER: &[u8] = b"index/session_order";
+        /// The per-workflow orders.
+        pub const WORKFLOW_ORDERS: &[u8] = b"index/session_order/workflow";
+        /// The approver index (`awaiting`).
+        pub const AWAITING: &[u8] = b"index/awaiting";
+    }
+
+    /// The key of `id` created at `created` in an order whose keys start
+    /// with `prefix`, newest first: `prefix ++ (u64::MAX − created nanos)
+    /// ++ id`.
+    pub fn newest_first_key(prefix: &[u8], created: DateTime<Utc>, id: &str) -> Vec<u8> {
+        let nanos = created.timestamp_nanos_opt().unwrap_or(0).max(0) as u64;
+        let mut k = Vec::with_capacity(prefix.len() + 8 + id.len());
+        k.extend_from_slice(prefix);
+        k.extend_from_slice(&(u64::MAX - nanos).to_be_bytes());
+        k.extend_from_slice(id.as_bytes());
+        k
+    }
+
     /// session id → `Session` as JSON.
     pub const SESSIONS: &str = "sessions";
     /// session id → `Summary` as JSON (what `sessions list` reads).
