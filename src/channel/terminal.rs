@@ -173,9 +173,25 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             }
         }
         let hitl = gate.kind == GateKind::Hitl;
+        if let Some(form) = &gate.form {
+            let _ = writeln!(self.output, "   Approving fills in: {}", form.summary());
+        }
         loop {
             let _ = writeln!(self.output, "\n   Options:");
-            let _ = writeln!(self.output, "     [a] Approve - continue");
+            if gate.form.is_some() {
+                let _ = writeln!(
+                    self.output,
+                    "     [a] Approve - fill in the values, continue"
+                );
+            } else {
+                let _ = writeln!(self.output, "     [a] Approve - continue");
+            }
+            if gate.allow_trust {
+                let _ = writeln!(
+                    self.output,
+                    "     [t] Trust - approve, and stop asking for this tool"
+                );
+            }
             let _ = writeln!(self.output, "     [r] Reject - end the run");
             let _ = writeln!(
                 self.output,
@@ -193,7 +209,34 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
                 return Reply::Later;
             };
             match choice.trim().to_ascii_lowercase().as_str() {
-                "a" | "approve" => return self.answer(Decision::Approve),
+                "a" | "approve" => match &gate.form {
+                    None => return self.answer(Decision::Approve),
+                    Some(form) => {
+                        // Text as typed (empty: no value); the intake types it.
+                        let mut values = serde_json::Map::new();
+                        for f in form.fields() {
+                            let default = f
+                                .kind
+                                .default_value()
+                                .map(|d| {
+                                    format!(
+                                        " [{}]",
+                                        d.as_str().map_or(d.to_string(), str::to_string)
+                                    )
+                                })
+                                .unwrap_or_default();
+                            let Some(v) = self.line(&format!("   {}{default}: ", f.summary()))
+                            else {
+                                return Reply::Later;
+                            };
+                            if !v.trim().is_empty() {
+                                values.insert(f.name.clone(), serde_json::Value::String(v));
+                            }
+                        }
+                        return self.answer(Decision::Fill { values });
+                    }
+                },
+                "t" | "trust" if gate.allow_trust => return self.answer(Decision::Trust),
                 "r" | "reject" => {
                     let Some(reason) = self.line("   Reason (optional): ") else {
                         return Reply::Later;

@@ -227,6 +227,16 @@ pub fn ask(
             Style::Para,
         ));
     }
+    if let Some(form) = &gate.form {
+        // A link cannot carry values: approving is filling them in on the page.
+        lines.push((
+            format!(
+                "Approving it means filling in {}: open the run in the browser to do so.",
+                form.summary()
+            ),
+            Style::Para,
+        ));
+    }
     if let Some(r) = &gate.rule {
         lines.push((r.shown(), Style::Para));
     }
@@ -248,6 +258,9 @@ pub fn ask(
     let mut buttons = Vec::new();
     if let Some(u) = &links.approve {
         buttons.push(("Approve".to_string(), u.clone()));
+    }
+    if gate.form.is_some() {
+        buttons.push(("Fill in and approve".to_string(), links.open.clone()));
     }
     if let Some(u) = &links.reject {
         buttons.push(("Reject".to_string(), u.clone()));
@@ -327,6 +340,12 @@ pub fn outcome(
         &answer.decision
     {
         lines.push((format!("Reason: {r}"), Style::Quote));
+    }
+    if let Decision::Fill { values } = &answer.decision {
+        lines.push((
+            format!("Values: {}", crate::model::form::shown(values)),
+            Style::Quote,
+        ));
     }
     lines.push(("Nothing more is needed from you.".into(), Style::Small));
     let body = Body {
