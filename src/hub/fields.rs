@@ -5,14 +5,14 @@
 //! Slack and Teams word a form alike; each renders it its own way and
 //! sends back text, which only `crate::gate::form` reads.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::form::{FieldKind, Form};
 use crate::model::Session;
 
 /// One field, as an input shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FieldView {
     /// The property name: the input's name (`value.NAME` on the web).
     pub name: String,
@@ -21,9 +21,9 @@ pub struct FieldView {
     pub description: Option<String>,
     pub required: bool,
     /// `text`, `number`, `integer`, `boolean` or `choice`.
-    pub kind: &'static str,
+    pub kind: String,
     /// A text field's format: `email`, `uri`, `date`, `date-time`.
-    pub format: Option<&'static str>,
+    pub format: Option<String>,
     /// Bounds of a number, as written.
     pub min: Option<String>,
     pub max: Option<String>,
@@ -37,7 +37,7 @@ pub struct FieldView {
 }
 
 /// One option of a choice.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OptionView {
     pub value: String,
     pub label: String,
@@ -53,7 +53,7 @@ pub fn fields(form: &Form) -> Vec<FieldView> {
                 label: f.label().to_string(),
                 description: f.description.clone(),
                 required: f.required,
-                kind: f.kind.name(),
+                kind: f.kind.name().to_string(),
                 format: None,
                 min: None,
                 max: None,
@@ -73,7 +73,7 @@ pub fn fields(form: &Form) -> Vec<FieldView> {
                     format,
                     ..
                 } => {
-                    v.format = format.map(|f| f.name());
+                    v.format = format.map(|f| f.name().to_string());
                     v.min_length = *min_length;
                     v.max_length = *max_length;
                     let mut parts: Vec<String> =
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(f[0].default.as_deref(), Some("2"));
         assert_eq!(f[1].options[0].label, "Production");
         assert_eq!(f[1].options[1].label, "s");
-        assert_eq!(f[2].format, Some("email"));
+        assert_eq!(f[2].format.as_deref(), Some("email"));
         assert!(f[2].hint.contains("e-mail") && f[2].hint.contains("at most 80"));
         assert_eq!(f[3].default.as_deref(), Some("true"));
     }
