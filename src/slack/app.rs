@@ -394,7 +394,7 @@ impl App {
         let Some(gate) = session.open_gate(handle) else {
             return Ok(());
         };
-        let view = ApprovalView::of(gate, &session);
+        let view = ApprovalView::of(gate, session);
         let text = format!(
             "{} of {} approvals",
             gate.approvals.len(),
@@ -494,7 +494,7 @@ impl App {
         let gate = session
             .open_gate(handle)
             .ok_or_else(|| Error::Internal("answered session without its gate".into()))?;
-        let view = ApprovalView::of(gate, &session);
+        let view = ApprovalView::of(gate, session);
         let text = format!(
             "{} by {}{} at {}",
             capitalize(answer.decision.verb()),
