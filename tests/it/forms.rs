@@ -626,3 +626,251 @@ fn forms_resume_fills_in_a_form_with_values_locally_and_through_the_server() {
     );
     assert_eq!(v["decided_by"], "alice");
 }
+
+/// The deploy workflow, its gate answered by Ann with a form, in Teams.
+mod teams {
+    use std::time::{Duration, Instant};
+
+    use serde_json::{json, Value};
+
+    use super::super::teams_room::{post_activity, token, BOT, CHANNEL, TENANT};
+    use crate::common::fake_teams::FakeTeams;
+    use crate::common::service::{write_workflows, ServeConfig, Service};
+    use crate::common::slack_story::DEPLOY;
+    use crate::common::teams_driver::verbs;
+    use crate::common::{FakeLlm, Sandbox};
+
+    const WAIT: Duration = Duration::from_secs(20);
+    const ANN: &str = "aad-0000-ann";
+    const BOB: &str = "aad-0000-bob";
+
+    const GATE_FORM: &str = "        form:
+          properties:
+            zone: {type: string, title: Zone, enum: [eu, us], enumNames: [Europe, US]}
+            replicas: {type: integer, title: Replicas, minimum: 1, maximum: 9}
+            notify: {type: boolean, title: Tell the channel, default: true}
+          required: [zone, replicas]
+";
+
+    struct World {
+        fake: FakeTeams,
+        _llm: FakeLlm,
+        sandbox: Sandbox,
+        svc: Service,
+    }
+
+    /// Every card the fake received or an invoke was answered with passes
+    /// Microsoft's Adaptive Cards parser.
+    impl Drop for World {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                self.fake.assert_cards_valid();
+            }
+        }
+    }
+
+    fn world() -> World {
+        let fake = FakeTeams::start();
+        let llm = FakeLlm::start();
+        let sandbox = Sandbox::new();
+        let deploy = DEPLOY
+            .replace(
+                "\nagents:",
+                &format!("\nsecurity:\n  approvers: [\"teams:{ANN}\"]\nagents:"),
+            )
+            .replace(
+                "        prompt: Approve the deploy of {{ service }}?\n",
+                &format!("        prompt: Approve the deploy of {{{{ service }}}}?\n{GATE_FORM}"),
+            );
+        let dir = write_workflows(&sandbox, &llm, &[("deploy", &deploy)]);
+        let mut cfg = ServeConfig::api(&sandbox, &dir);
+        for (k, v) in fake.env(&[("TEAMS_SERVICE_URL_HOSTS", "127.0.0.1")]) {
+            cfg = cfg.with(&k, Some(&v));
+        }
+        let svc = Service::launch(cfg);
+        World {
+            fake,
+            _llm: llm,
+            sandbox,
+            svc,
+        }
+    }
+
+    /// An activity from `aad` in the channel.
+    fn from(w: &World, aad: &str, rest: Value) -> Value {
+        let mut a = json!({
+            "channelId": "msteams",
+            "serviceUrl": w.fake.service_url(),
+            "from": {"id": format!("29:{aad}"), "aadObjectId": aad, "name": "Someone"},
+            "recipient": {"id": BOT, "name": "strands"},
+            "conversation": {"id": CHANNEL, "conversationType": "channel", "isGroup": true},
+            "channelData": {"tenant": {"id": TENANT}},
+        });
+        if let (Some(a), Value::Object(rest)) = (a.as_object_mut(), rest) {
+            a.extend(rest);
+        }
+        a
+    }
+
+    fn send(w: &World, activity: &Value) -> Value {
+        let r = post_activity(
+            &w.svc,
+            &token(&w.fake.service_url(), "signing.key.pem"),
+            activity,
+        );
+        assert_eq!(r.status, 200, "{} {}\n{}", r.status, r.body, w.svc.log());
+        if r.body.trim().is_empty() {
+            Value::Null
+        } else {
+            r.json()
+        }
+    }
+
+    /// Ann's `approve` on the card, with `data` (the card's inputs).
+    fn approve(w: &World, n: usize, data: Value) -> Value {
+        let answer = send(
+            w,
+            &from(
+                w,
+                ANN,
+                json!({"type": "invoke", "name": "adaptiveCard/action", "id": format!("i:{n}"),
+                       "replyToId": "card",
+                       "value": {"action": {"type": "Action.Execute", "verb": "approve", "data": data}}}),
+            ),
+        );
+        if answer["type"] == "application/vnd.microsoft.card.adaptive" {
+            w.fake.note_card(&format!("invoke {n}"), &answer);
+        }
+        answer
+    }
+
+    fn status(w: &World, id: &str, want: &str) -> Value {
+        let until = Instant::now() + WAIT;
+        loop {
+            let s = w.sandbox.show(id);
+            if s["status"] == want {
+                return s;
+            }
+            assert!(
+                Instant::now() < until,
+                "{id} is {}\n{}",
+                s["status"],
+                w.svc.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    fn forms_a_teams_card_carries_the_inputs_and_approve_sends_them() {
+        let w = world();
+        let said = from(
+            &w,
+            BOB,
+            json!({"type": "message", "id": "m:run",
+                   "text": "<at>strands</at> run deploy service=api",
+                   "entities": [{"type": "mention", "mentioned": {"id": BOT, "name": "strands"}, "text": "<at>strands</at>"}]}),
+        );
+        send(&w, &said);
+        // The run pauses and its card is posted.
+        let until = Instant::now() + WAIT;
+        let card = loop {
+            if let Some(h) = w
+                .fake
+                .hits()
+                .into_iter()
+                .find(|h| h.method == "POST" && h.body.get("attachments").is_some())
+            {
+                break h.body["attachments"][0]["content"].clone();
+            }
+            assert!(Instant::now() < until, "no card\n{}", w.svc.log());
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let text = card.to_string();
+        let id = text
+            .split("/sessions/")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the run's page")
+            .to_string();
+        status(&w, &id, "paused");
+        let mut v = verbs(&card);
+        v.sort();
+        assert_eq!(v, ["approve", "modify", "reject"], "{card:#}");
+        assert!(
+            text.contains("Approving fills in: Zone, Replicas, Tell the channel"),
+            "{text}"
+        );
+        let approve_card = card["actions"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["title"] == "Approve…"))
+            .expect("Approve… with the inputs");
+        let inputs = approve_card["card"]["body"].as_array().expect("inputs");
+        let kinds: Vec<(&str, &str)> = inputs
+            .iter()
+            .filter(|i| i["id"].is_string())
+            .map(|i| {
+                (
+                    i["id"].as_str().unwrap_or_default(),
+                    i["type"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("value.zone", "Input.ChoiceSet"),
+                ("value.replicas", "Input.Number"),
+                ("value.notify", "Input.Toggle"),
+            ]
+        );
+
+        let gate = json!({"session": id, "gate": "review#1"});
+        let with = |inputs: Value| {
+            let mut d = gate.clone();
+            if let (Some(d), Value::Object(i)) = (d.as_object_mut(), inputs) {
+                d.extend(i);
+            }
+            d
+        };
+        // A value the form refuses: said why, nothing changed.
+        let refused = approve(
+            &w,
+            1,
+            with(json!({"value.zone": "eu", "value.replicas": "12", "value.notify": "true"})),
+        );
+        assert_eq!(
+            refused["type"], "application/vnd.microsoft.activity.message",
+            "{refused}"
+        );
+        assert!(
+            refused["value"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("`replicas` must be at most 9"),
+            "{refused}"
+        );
+        assert_eq!(w.sandbox.show(&id)["status"], "paused");
+        // The inputs as Teams sends them: text, typed by the form.
+        let ok = approve(
+            &w,
+            2,
+            with(json!({"value.zone": "us", "value.replicas": "3", "value.notify": "false"})),
+        );
+        assert_eq!(
+            ok["type"], "application/vnd.microsoft.card.adaptive",
+            "{ok}"
+        );
+        let decided = ok["value"].to_string();
+        assert!(
+            decided.contains("Values: notify: false, replicas: 3, zone: us"),
+            "{decided}"
+        );
+        let s = status(&w, &id, "completed");
+        assert_eq!(
+            s["gates"][0]["decision"],
+            json!({"action": "fill", "values": {"zone": "us", "replicas": 3, "notify": false}}),
+            "{s}"
+        );
+    }
+}

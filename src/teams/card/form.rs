@@ -43,12 +43,11 @@ pub fn inputs(fields: &[FieldView]) -> Vec<Value> {
                 }
                 i
             }
+            // Sends "true" or "false" (its default valueOn / valueOff).
             "boolean" => json!({
                 "type": "Input.Toggle",
                 "id": id,
                 "title": label,
-                "valueOn": "true",
-                "valueOff": "false",
                 "value": if f.default.as_deref() == Some("true") { "true" } else { "false" },
             }),
             "choice" => {
@@ -56,7 +55,6 @@ pub fn inputs(fields: &[FieldView]) -> Vec<Value> {
                     "type": "Input.ChoiceSet",
                     "id": id,
                     "label": label,
-                    "style": "compact",
                     "choices": f.options.iter().map(|o| json!({"title": o.label, "value": o.value})).collect::<Vec<_>>(),
                 });
                 if let Some(d) = &f.default {
