@@ -627,6 +627,39 @@ fn forms_resume_fills_in_a_form_with_values_locally_and_through_the_server() {
     assert_eq!(v["decided_by"], "alice");
 }
 
+/// A real browser (headless Chromium, when this machine has it) fills in
+/// the form: a select, a number, a checkbox untick, and Approve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forms_a_browser_fills_in_the_form_and_approves() {
+    use crate::common::browser::{available, Browser};
+    if !available("browser form") {
+        return;
+    }
+    let w = World::start();
+    let id = ask(&w, "Scale the API?", json!({"form": form()}));
+    let b = Browser::start(1200, 900).await;
+    b.goto(&format!("{}/", w.svc.url)).await;
+    b.fill("#token", &w.alice).await;
+    b.click("#sign-in").await;
+    b.find("#inbox").await;
+    b.goto(&format!("{}/sessions/{id}", w.svc.url)).await;
+    b.click("select[name='value.zone'] option[value='us']")
+        .await;
+    b.fill("input[name='value.replicas']", "4").await;
+    b.click("input[name='value.notify']").await;
+    b.click("#approve").await;
+    let v = decided(&w, &id);
+    assert_eq!(v["status"], "approved", "{v}");
+    assert_eq!(
+        v["values"],
+        json!({"zone": "us", "replicas": 4, "notify": false}),
+        "{v}"
+    );
+    b.wait_for_text("replicas: 4", Some(Duration::from_secs(2)))
+        .await;
+    b.close().await;
+}
+
 /// The deploy workflow, its gate answered by Ann with a form, in Teams.
 mod teams {
     use std::time::{Duration, Instant};
