@@ -221,6 +221,24 @@ fn forms_a_request_with_a_form_is_answered_over_the_api_with_typed_values() {
         "{s}"
     );
 
+    // Its events (and so its webhooks) carry the form and the values.
+    let events = call(
+        &w.svc,
+        "GET",
+        &format!("/api/v1/sessions/{id}/events"),
+        Some(&w.ci),
+        None,
+    );
+    assert_eq!(events.status, 200, "{}", events.body);
+    assert!(
+        events
+            .body
+            .contains(r#""values":{"notify":true,"replicas":3,"zone":"eu"}"#)
+            && events.body.contains(r#""required":["zone","replicas"]"#),
+        "{}",
+        events.body
+    );
+
     // A schema that is not a form: 422 naming `form`, nothing created.
     let n = approvals(&w);
     for bad in [
