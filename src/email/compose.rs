@@ -406,6 +406,51 @@ mod tests {
     }
 
     #[test]
+    fn a_form_gates_mail_sends_the_approver_to_the_page_and_its_outcome_shows_the_values() {
+        let mut s = crate::store::sled::tests::paused_session("s1");
+        let now = crate::clock::test_epoch();
+        let handle = s.open_gates().next().expect("a gate").handle();
+        let gate = s.gates.get_mut(&handle).expect("open");
+        gate.form = Some(
+            serde_json::from_str(
+                r#"{"properties": {"replicas": {"type": "integer"}}, "required": ["replicas"]}"#,
+            )
+            .expect("form"),
+        );
+        let gate = gate.clone();
+        // What the mailer makes for a form gate: no one-tap Approve.
+        let links = Links {
+            approve: None,
+            reject: Some("https://x.example/l/r".into()),
+            open: "https://x.example/l/o".into(),
+        };
+        let c = ask(&s, &gate, &links, None, "corp.example", now);
+        assert!(!c.text.contains("Approve:"), "{}", c.text);
+        assert!(
+            c.text
+                .contains("Approving it means filling in replicas (integer, required)")
+                && c.text
+                    .contains("Fill in and approve: https://x.example/l/o"),
+            "{}",
+            c.text
+        );
+        let answer = Answer {
+            decision: Decision::Fill {
+                values: serde_json::from_str(r#"{"replicas": 3}"#).expect("values"),
+            },
+            by: "alice".into(),
+            at: now,
+            via: "web".into(),
+            vars: Default::default(),
+            call: None,
+            person: None,
+            on_behalf_of: None,
+        };
+        let o = outcome(&s, &handle, &answer, "https://x.example/o", "corp.example");
+        assert!(o.text.contains("Values: replicas: 3"), "{}", o.text);
+    }
+
+    #[test]
     fn an_ask_says_what_and_until_when_and_reminders_reply_to_it() {
         let mut s = crate::store::sled::tests::paused_session("s1");
         let now = crate::clock::test_epoch();

@@ -239,6 +239,26 @@ fn forms_a_request_with_a_form_is_answered_over_the_api_with_typed_values() {
         events.body
     );
 
+    // The OpenAPI document has the new fields.
+    let doc = call(&w.svc, "GET", "/api/v1/openapi.json", Some(&w.ci), None);
+    assert_eq!(doc.status, 200, "{}", doc.body);
+    let schemas = &doc.json()["components"]["schemas"];
+    for (schema, field) in [
+        ("AnswerRequest", "values"),
+        ("ApprovalRequest", "form"),
+        ("ApprovalRequest", "trust"),
+        ("ApprovalView", "form"),
+        ("ApprovalView", "values"),
+        ("ApprovalView", "trusted"),
+        ("GateView", "form"),
+    ] {
+        assert!(
+            schemas[schema]["properties"].get(field).is_some(),
+            "{schema}.{field}: {:#}",
+            schemas[schema]
+        );
+    }
+
     // A schema that is not a form: 422 naming `form`, nothing created.
     let n = approvals(&w);
     for bad in [
