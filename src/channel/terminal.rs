@@ -279,3 +279,59 @@ impl<R: BufRead + Send, W: Write + Send> HumanChannel for Terminal<R, W> {
         Ok(self.converse(session))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::HumanChannel;
+
+    /// The session paused at a manual gate, with `form` (JSON Schema text)
+    /// and `allow_trust` on it.
+    fn paused(form: Option<&str>, allow_trust: bool) -> Session {
+        let mut s = crate::store::sled::tests::paused_session("s1");
+        for g in s.gates.values_mut() {
+            g.form = form.map(|f| serde_json::from_str(f).expect("a form"));
+            g.allow_trust = allow_trust;
+        }
+        s
+    }
+
+    async fn answer(s: &Session, typed: &str) -> (Reply, String) {
+        let mut out = Vec::new();
+        let clock: crate::clock::SharedClock =
+            std::sync::Arc::new(crate::clock::FixedClock::at(crate::clock::test_epoch()));
+        let mut t = Terminal::new(typed.as_bytes(), &mut out, "ana".into(), clock);
+        let reply = t.ask(s).await.expect("a reply");
+        (reply, String::from_utf8_lossy(&out).into_owned())
+    }
+
+    #[tokio::test]
+    async fn approving_a_form_asks_each_field_and_trust_is_offered_where_allowed() {
+        let s = paused(
+            Some(
+                r#"{"properties": {"zone": {"type": "string", "enum": ["eu", "us"]}, "replicas": {"type": "integer", "default": 2}}, "required": ["zone"]}"#,
+            ),
+            false,
+        );
+        let (reply, shown) = answer(&s, "a\neu\n\n").await;
+        assert!(
+            shown.contains("Approving fills in: zone (choice, required), replicas (integer)"),
+            "{shown}"
+        );
+        assert!(shown.contains("replicas (integer) [2]: "), "{shown}");
+        match reply {
+            Reply::Now(a) => assert_eq!(
+                a.decision,
+                Decision::Fill {
+                    values: serde_json::from_str(r#"{"zone": "eu"}"#).expect("values")
+                }
+            ),
+            Reply::Later => panic!("no answer: {shown}"),
+        }
+        let (_, shown) = answer(&paused(None, false), "d\n").await;
+        assert!(!shown.contains("[t] Trust"), "{shown}");
+        let (reply, shown) = answer(&paused(None, true), "t\n").await;
+        assert!(shown.contains("[t] Trust"), "{shown}");
+        assert!(matches!(reply, Reply::Now(a) if a.decision == Decision::Trust));
+    }
+}
