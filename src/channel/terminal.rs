@@ -155,6 +155,12 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
         if gate.kind == GateKind::ToolCall {
             return self.tool_call(session);
         }
+        self.gate(&gate)
+    }
+
+    /// A manual or `hitl` gate: its prompt, preview and options, until an
+    /// answer or a defer.
+    fn gate(&mut self, gate: &crate::model::OpenGate) -> Reply {
         let (preview, cut) = gate.preview();
         let _ = writeln!(self.output, "\n⏸  Gate `{}` ({})", gate.id, gate.position);
         let _ = writeln!(self.output, "   {}", gate.prompt);
@@ -283,37 +289,34 @@ impl<R: BufRead + Send, W: Write + Send> HumanChannel for Terminal<R, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::HumanChannel;
+    use crate::model::OpenGate;
 
-    /// The session paused at a manual gate, with `form` (JSON Schema text)
-    /// and `allow_trust` on it.
-    fn paused(form: Option<&str>, allow_trust: bool) -> Session {
-        let mut s = crate::store::sled::tests::paused_session("s1");
-        for g in s.gates.values_mut() {
-            g.form = form.map(|f| serde_json::from_str(f).expect("a form"));
-            g.allow_trust = allow_trust;
-        }
-        s
+    /// A manual gate with `form` (JSON Schema text) and `allow_trust`.
+    fn gate(form: Option<&str>, allow_trust: bool) -> OpenGate {
+        let mut g = OpenGate::for_tests("review");
+        g.form = form.map(|f| serde_json::from_str(f).expect("a form"));
+        g.allow_trust = allow_trust;
+        g
     }
 
-    async fn answer(s: &Session, typed: &str) -> (Reply, String) {
+    fn answer(g: &OpenGate, typed: &str) -> (Reply, String) {
         let mut out = Vec::new();
         let clock: crate::clock::SharedClock =
             std::sync::Arc::new(crate::clock::FixedClock::at(crate::clock::test_epoch()));
         let mut t = Terminal::new(typed.as_bytes(), &mut out, "ana".into(), clock);
-        let reply = t.ask(s).await.expect("a reply");
+        let reply = t.gate(g);
         (reply, String::from_utf8_lossy(&out).into_owned())
     }
 
-    #[tokio::test]
-    async fn approving_a_form_asks_each_field_and_trust_is_offered_where_allowed() {
-        let s = paused(
+    #[test]
+    fn approving_a_form_asks_each_field_and_trust_is_offered_where_allowed() {
+        let g = gate(
             Some(
                 r#"{"properties": {"zone": {"type": "string", "enum": ["eu", "us"]}, "replicas": {"type": "integer", "default": 2}}, "required": ["zone"]}"#,
             ),
             false,
         );
-        let (reply, shown) = answer(&s, "a\neu\n\n").await;
+        let (reply, shown) = answer(&g, "a\neu\n\n");
         assert!(
             shown.contains("Approving fills in: zone (choice, required), replicas (integer)"),
             "{shown}"
@@ -328,9 +331,9 @@ mod tests {
             ),
             Reply::Later => panic!("no answer: {shown}"),
         }
-        let (_, shown) = answer(&paused(None, false), "d\n").await;
+        let (_, shown) = answer(&gate(None, false), "d\n");
         assert!(!shown.contains("[t] Trust"), "{shown}");
-        let (reply, shown) = answer(&paused(None, true), "t\n").await;
+        let (reply, shown) = answer(&gate(None, true), "t\n");
         assert!(shown.contains("[t] Trust"), "{shown}");
         assert!(matches!(reply, Reply::Now(a) if a.decision == Decision::Trust));
     }
