@@ -112,8 +112,16 @@ impl HumanChannel for AutoApprove {
             .agent_turn
             .as_ref()
             .and_then(|t| t.waiting().next().map(|c| c.call.id.clone()));
+        // A form is approved with its defaults (the intake refuses it when
+        // a required field has none, and the run stays paused).
+        let decision = match session.first_gate().filter(|g| g.form.is_some()) {
+            Some(_) => Decision::Fill {
+                values: Default::default(),
+            },
+            None => Decision::Approve,
+        };
         Ok(Reply::Now(Answer {
-            decision: Decision::Approve,
+            decision,
             by: self.by.clone(),
             at: self.clock.now(),
             via: "auto-approve".into(),

@@ -155,6 +155,12 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
         if gate.kind == GateKind::ToolCall {
             return self.tool_call(session);
         }
+        self.gate(&gate)
+    }
+
+    /// A manual or `hitl` gate: its prompt, preview and options, until an
+    /// answer or a defer.
+    fn gate(&mut self, gate: &crate::model::OpenGate) -> Reply {
         let (preview, cut) = gate.preview();
         let _ = writeln!(self.output, "\n⏸  Gate `{}` ({})", gate.id, gate.position);
         let _ = writeln!(self.output, "   {}", gate.prompt);
@@ -173,9 +179,25 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             }
         }
         let hitl = gate.kind == GateKind::Hitl;
+        if let Some(form) = &gate.form {
+            let _ = writeln!(self.output, "   Approving fills in: {}", form.summary());
+        }
         loop {
             let _ = writeln!(self.output, "\n   Options:");
-            let _ = writeln!(self.output, "     [a] Approve - continue");
+            if gate.form.is_some() {
+                let _ = writeln!(
+                    self.output,
+                    "     [a] Approve - fill in the values, continue"
+                );
+            } else {
+                let _ = writeln!(self.output, "     [a] Approve - continue");
+            }
+            if gate.allow_trust {
+                let _ = writeln!(
+                    self.output,
+                    "     [t] Trust - approve, and stop asking for this tool"
+                );
+            }
             let _ = writeln!(self.output, "     [r] Reject - end the run");
             let _ = writeln!(
                 self.output,
@@ -193,7 +215,34 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
                 return Reply::Later;
             };
             match choice.trim().to_ascii_lowercase().as_str() {
-                "a" | "approve" => return self.answer(Decision::Approve),
+                "a" | "approve" => match &gate.form {
+                    None => return self.answer(Decision::Approve),
+                    Some(form) => {
+                        // Text as typed (empty: no value); the intake types it.
+                        let mut values = serde_json::Map::new();
+                        for f in form.fields() {
+                            let default = f
+                                .kind
+                                .default_value()
+                                .map(|d| {
+                                    format!(
+                                        " [{}]",
+                                        d.as_str().map_or(d.to_string(), str::to_string)
+                                    )
+                                })
+                                .unwrap_or_default();
+                            let Some(v) = self.line(&format!("   {}{default}: ", f.summary()))
+                            else {
+                                return Reply::Later;
+                            };
+                            if !v.trim().is_empty() {
+                                values.insert(f.name.clone(), serde_json::Value::String(v));
+                            }
+                        }
+                        return self.answer(Decision::Fill { values });
+                    }
+                },
+                "t" | "trust" if gate.allow_trust => return self.answer(Decision::Trust),
                 "r" | "reject" => {
                     let Some(reason) = self.line("   Reason (optional): ") else {
                         return Reply::Later;
@@ -234,5 +283,58 @@ impl<R: BufRead + Send, W: Write + Send> HumanChannel for Terminal<R, W> {
         // A terminal conversation blocks by nature; the CLI runs one session
         // on its own runtime, so nothing else waits on this thread.
         Ok(self.converse(session))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::OpenGate;
+
+    /// A manual gate with `form` (JSON Schema text) and `allow_trust`.
+    fn gate(form: Option<&str>, allow_trust: bool) -> OpenGate {
+        let mut g = OpenGate::for_tests("review");
+        g.form = form.map(|f| serde_json::from_str(f).expect("a form"));
+        g.allow_trust = allow_trust;
+        g
+    }
+
+    fn answer(g: &OpenGate, typed: &str) -> (Reply, String) {
+        let mut out = Vec::new();
+        let clock: crate::clock::SharedClock =
+            std::sync::Arc::new(crate::clock::FixedClock::at(crate::clock::test_epoch()));
+        let mut t = Terminal::new(typed.as_bytes(), &mut out, "ana".into(), clock);
+        let reply = t.gate(g);
+        (reply, String::from_utf8_lossy(&out).into_owned())
+    }
+
+    #[test]
+    fn approving_a_form_asks_each_field_and_trust_is_offered_where_allowed() {
+        let g = gate(
+            Some(
+                r#"{"properties": {"zone": {"type": "string", "enum": ["eu", "us"]}, "replicas": {"type": "integer", "default": 2}}, "required": ["zone"]}"#,
+            ),
+            false,
+        );
+        let (reply, shown) = answer(&g, "a\neu\n\n");
+        assert!(
+            shown.contains("Approving fills in: zone (choice, required), replicas (integer)"),
+            "{shown}"
+        );
+        assert!(shown.contains("replicas (integer) [2]: "), "{shown}");
+        match reply {
+            Reply::Now(a) => assert_eq!(
+                a.decision,
+                Decision::Fill {
+                    values: serde_json::from_str(r#"{"zone": "eu"}"#).expect("values")
+                }
+            ),
+            Reply::Later => panic!("no answer: {shown}"),
+        }
+        let (_, shown) = answer(&gate(None, false), "d\n");
+        assert!(!shown.contains("[t] Trust"), "{shown}");
+        let (reply, shown) = answer(&gate(None, true), "t\n");
+        assert!(shown.contains("[t] Trust"), "{shown}");
+        assert!(matches!(reply, Reply::Now(a) if a.decision == Decision::Trust));
     }
 }

@@ -92,7 +92,7 @@ pub struct AskArgs {
     /// Values approving fills in: a flat JSON Schema object
     /// ('{"properties": {"replicas": {"type": "integer"}}, "required": ["replicas"]}').
     #[arg(long, value_parser = parse_form)]
-    pub form: Option<approvals::FormSchema>,
+    pub form: Option<String>,
     /// Print the request's id and exit 0 without waiting.
     #[arg(long)]
     pub no_wait: bool,
@@ -124,8 +124,11 @@ fn parse_json(s: &str) -> std::result::Result<Value, String> {
     serde_json::from_str(s).map_err(|e| format!("not JSON: {e}"))
 }
 
-fn parse_form(s: &str) -> std::result::Result<approvals::FormSchema, String> {
-    serde_json::from_str(s).map_err(|e| format!("not JSON: {e}"))
+/// The text of `--form`, once it is JSON (the request reads it as a form).
+fn parse_form(s: &str) -> std::result::Result<String, String> {
+    serde_json::from_str::<approvals::FormSchema>(s)
+        .map(|_| s.to_string())
+        .map_err(|e| format!("not JSON: {e}"))
 }
 
 fn parse_minutes_f(s: &str) -> std::result::Result<f64, String> {
@@ -158,7 +161,10 @@ impl AskArgs {
                 tool: tool.clone(),
                 arguments: self.action_args.clone().unwrap_or(Value::Null),
             }),
-            form: self.form.clone(),
+            form: self
+                .form
+                .as_deref()
+                .and_then(|f| serde_json::from_str(f).ok()),
             trust: self.trust,
         }
     }

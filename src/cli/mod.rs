@@ -312,8 +312,13 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "JSON")]
     pub edit_args: Option<String>,
     /// Tool calls: approve, and trust this tool for the rest of the run.
+    /// A manual gate with `allow_trust`: approve, and trust the tool.
     #[arg(long)]
     pub trust: bool,
+    /// With --approve, a gate with a form: a field's value, NAME=VALUE
+    /// (repeatable; typed by the form: `--value replicas=3 --value notify=true`).
+    #[arg(long = "value", value_name = "NAME=VALUE", value_parser = spec::parse_var, requires = "approve")]
+    pub values: Vec<(String, String)>,
     /// Tool calls: which waiting call this answers (see `sessions show`).
     #[arg(long = "call", value_name = "CALL_ID")]
     pub call: Option<String>,
@@ -355,6 +360,7 @@ impl ResumeArgs {
             response: None,
             edit_args: None,
             trust: false,
+            values: Vec::new(),
             call: None,
             gate: None,
             first_open: true,

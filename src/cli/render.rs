@@ -163,7 +163,13 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
         }
         return out.trim_end().to_string();
     }
-    out.push_str(&format!("   Resume:  {}\n", resume("--approve")));
+    if let Some(form) = &g.form {
+        out.push_str(&format!("   Fill in: {}\n", form.summary()));
+    }
+    out.push_str(&format!("   Resume:  {}\n", resume(&approve_args(g))));
+    if g.allow_trust {
+        out.push_str(&format!("            {}\n", resume("--trust")));
+    }
     out.push_str(&format!(
         "            {}\n",
         resume("--reject --reason \"...\"")
@@ -178,13 +184,29 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
     out
 }
 
+/// How `--approve` reads for gate `g`: with a `--value NAME=…` per field
+/// of its form (required ones first).
+pub(super) fn approve_args(g: &GateView) -> String {
+    let Some(form) = &g.form else {
+        return "--approve".into();
+    };
+    let mut fields: Vec<_> = form.fields().iter().collect();
+    fields.sort_by_key(|f| !f.required);
+    let mut out = String::from("--approve");
+    for f in fields {
+        out.push_str(&format!(" --value {}=…", f.name));
+    }
+    out
+}
+
 /// The view with the commands that answer it, as JSON.
 pub(super) fn view_json(ctx: &Ctx, v: &SessionView) -> Value {
     let mut v = v.clone();
     if v.status == Status::Paused {
         let id = &v.session_id;
+        let approve = v.gate.as_ref().map_or("--approve".into(), approve_args);
         v.resume = Some(json!({
-            "approve": ctx.resume_cmd(id, "--approve"),
+            "approve": ctx.resume_cmd(id, &approve),
             "reject": ctx.resume_cmd(id, "--reject --reason REASON"),
             "modify": ctx.resume_cmd(id, "--modify --feedback FEEDBACK"),
             "respond": ctx.resume_cmd(id, "--response TEXT"),

@@ -300,7 +300,16 @@ pub(super) fn answer_now(
 }
 
 pub(super) async fn resume(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
-    let decision = if args.approve {
+    let decision = if args.approve && !args.values.is_empty() {
+        // Text, as typed: the gate's form types and checks it.
+        Some(Decision::Fill {
+            values: args
+                .values
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        })
+    } else if args.approve {
         Some(Decision::Approve)
     } else if args.reject {
         Some(Decision::Reject {

@@ -530,13 +530,20 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
                 if c.trustable() { " | --trust" } else { "" }
             )?;
         }
+        if let Some(form) = &g.form {
+            outln!("Fill in:   {}", form.summary())?;
+        }
+        let approve = super::render::approve_args(g);
         if v.open_gates.len() == 1 {
-            outln!("\nResume:    {}", ctx.resume_cmd(id, "--approve"))?;
+            outln!("\nResume:    {}", ctx.resume_cmd(id, &approve))?;
         } else {
             outln!(
                 "\nResume:    {}",
-                ctx.resume_cmd(id, &format!("--gate {} --approve", g.handle))
+                ctx.resume_cmd(id, &format!("--gate {} {approve}", g.handle))
             )?;
+        }
+        if g.allow_trust {
+            outln!("           {}", ctx.resume_cmd(id, "--trust"))?;
         }
     }
     for g in open {
@@ -556,7 +563,10 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         }
         outln!(
             "Resume:    {}",
-            ctx.resume_cmd(id, &format!("--gate {} --approve", g.handle))
+            ctx.resume_cmd(
+                id,
+                &format!("--gate {} {}", g.handle, super::render::approve_args(g))
+            )
         )?;
     }
     if !v.gates.is_empty() {
@@ -568,6 +578,9 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
                         Decision::Reject { reason: Some(r) } => format!(": {r}"),
                         Decision::Modify { feedback } => format!(": {feedback}"),
                         Decision::Respond { text } => format!(": {text}"),
+                        Decision::Fill { values } => {
+                            format!(": {}", crate::model::form::shown(values))
+                        }
                         _ => String::new(),
                     };
                     outln!(

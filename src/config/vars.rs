@@ -562,7 +562,7 @@ pub const VARS: &[Var] = &[
             Slack,
             Path,
             None,
-            "a directory whose `approval.json.j2`, `decided.json.j2`, `modal.json.j2`, `output.json.j2`, `progress.json.j2`, `tool_approval.json.j2` replace the built-ins in [`templates/`](templates/)",
+            "a directory whose `approval.json.j2`, `decided.json.j2`, `form.json.j2`, `modal.json.j2`, `output.json.j2`, `progress.json.j2`, `tool_approval.json.j2` replace the built-ins in [`templates/`](templates/)",
         ),
         "--templates",
     ),

@@ -227,6 +227,16 @@ pub fn ask(
             Style::Para,
         ));
     }
+    if let Some(form) = &gate.form {
+        // A link cannot carry values: approving is filling them in on the page.
+        lines.push((
+            format!(
+                "Approving it means filling in {}: open the run in the browser to do so.",
+                form.summary()
+            ),
+            Style::Para,
+        ));
+    }
     if let Some(r) = &gate.rule {
         lines.push((r.shown(), Style::Para));
     }
@@ -248,6 +258,9 @@ pub fn ask(
     let mut buttons = Vec::new();
     if let Some(u) = &links.approve {
         buttons.push(("Approve".to_string(), u.clone()));
+    }
+    if gate.form.is_some() {
+        buttons.push(("Fill in and approve".to_string(), links.open.clone()));
     }
     if let Some(u) = &links.reject {
         buttons.push(("Reject".to_string(), u.clone()));
@@ -328,6 +341,12 @@ pub fn outcome(
     {
         lines.push((format!("Reason: {r}"), Style::Quote));
     }
+    if let Decision::Fill { values } = &answer.decision {
+        lines.push((
+            format!("Values: {}", crate::model::form::shown(values)),
+            Style::Quote,
+        ));
+    }
     lines.push(("Nothing more is needed from you.".into(), Style::Small));
     let body = Body {
         lines,
@@ -384,6 +403,51 @@ mod tests {
         g.timeout_at = None;
         assert!(deadline(&g, mon + chrono::TimeDelta::days(5))
             .contains("calendar `eu-office` is closed now; opens Monday 09:00 CET"));
+    }
+
+    #[test]
+    fn a_form_gates_mail_sends_the_approver_to_the_page_and_its_outcome_shows_the_values() {
+        let mut s = crate::store::sled::tests::paused_session("s1");
+        let now = crate::clock::test_epoch();
+        let handle = s.open_gates().next().expect("a gate").handle();
+        let gate = s.gates.get_mut(&handle).expect("open");
+        gate.form = Some(
+            serde_json::from_str(
+                r#"{"properties": {"replicas": {"type": "integer"}}, "required": ["replicas"]}"#,
+            )
+            .expect("form"),
+        );
+        let gate = gate.clone();
+        // What the mailer makes for a form gate: no one-tap Approve.
+        let links = Links {
+            approve: None,
+            reject: Some("https://x.example/l/r".into()),
+            open: "https://x.example/l/o".into(),
+        };
+        let c = ask(&s, &gate, &links, None, "corp.example", now);
+        assert!(!c.text.contains("Approve:"), "{}", c.text);
+        assert!(
+            c.text
+                .contains("Approving it means filling in replicas (integer, required)")
+                && c.text
+                    .contains("Fill in and approve: https://x.example/l/o"),
+            "{}",
+            c.text
+        );
+        let answer = Answer {
+            decision: Decision::Fill {
+                values: serde_json::from_str(r#"{"replicas": 3}"#).expect("values"),
+            },
+            by: "alice".into(),
+            at: now,
+            via: "web".into(),
+            vars: Default::default(),
+            call: None,
+            person: None,
+            on_behalf_of: None,
+        };
+        let o = outcome(&s, &handle, &answer, "https://x.example/o", "corp.example");
+        assert!(o.text.contains("Values: replicas: 3"), "{}", o.text);
     }
 
     #[test]

@@ -258,7 +258,11 @@ impl Sender {
                     ..Links::default()
                 };
                 if gate.kind != GateKind::ToolCall {
-                    links.approve = Some(one_tap(&mint(Some(Intent::Approve)).await?.0));
+                    // A form's values are filled in on the run's page: its
+                    // mail has no one-tap Approve.
+                    if gate.form.is_none() {
+                        links.approve = Some(one_tap(&mint(Some(Intent::Approve)).await?.0));
+                    }
                     links.reject = Some(one_tap(&mint(Some(Intent::Reject)).await?.0));
                 }
                 let reminder = match mail.kind {

@@ -312,8 +312,19 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
         },
     };
     // A form's approval is its defaults filled in (the validator lets a
-    // timeout approve only a form whose required fields all have one).
+    // timeout approve only a form whose required fields all have one);
+    // one it could not fill in is rejected (fail closed).
     let decision = match (decision, &gate.form) {
+        (Decision::Approve, Some(f)) if !f.needs_a_human().is_empty() => Decision::Reject {
+            reason: Some(format!(
+                "timed out: the form's {} cannot be filled in without a human",
+                f.needs_a_human()
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        },
         (Decision::Approve, Some(f)) => Decision::Fill {
             values: f.defaults(),
         },
@@ -490,10 +501,22 @@ mod tests {
         let mut g = form_gate();
         g.fallback = Fallback::Continue;
         let now = crate::clock::test_epoch();
+        // `amount` is required without a default: rejected, fail closed.
+        assert!(matches!(
+            timeout_answer(&g, now).decision,
+            Decision::Reject { reason: Some(r) } if r.contains("amount")
+        ));
+        g.form = Some(
+            crate::model::form::Form::from_value(&json!({"properties": {
+                "amount": {"type": "integer", "default": 1},
+                "note": {"type": "string", "default": "none"},
+            }, "required": ["amount"]}))
+            .expect("form"),
+        );
         assert_eq!(
             timeout_answer(&g, now).decision,
             Decision::Fill {
-                values: values(json!({"note": "none"}))
+                values: values(json!({"amount": 1, "note": "none"}))
             }
         );
     }

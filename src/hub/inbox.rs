@@ -97,7 +97,8 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
                     g.timeout_at,
                     now,
                 ),
-                routine: g.kind == GateKind::ManualGate,
+                // A gate with a form is filled in on its page, not approved in bulk.
+                routine: g.kind == GateKind::ManualGate && g.form.is_none(),
                 gate: view,
                 for_whom,
             }

@@ -30,6 +30,7 @@ pub mod approvals;
 pub mod caller;
 pub mod calls;
 pub mod durations;
+pub mod fields;
 pub mod follow;
 pub mod inbox;
 pub mod links;

@@ -63,6 +63,12 @@ pub enum EventKind {
         timeout_at: Option<DateTime<Utc>>,
         approvers: Vec<String>,
         approvals_required: u32,
+        /// The values approving fills in (`form:`), as JSON Schema.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        form: Option<super::form::Form>,
+        /// Whether `trust` answers it (`allow_trust:`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        allow_trust: bool,
     },
     /// A human answered (or one vote of a quorum, or one tool call).
     #[serde(rename = "gate.answered")]
@@ -76,6 +82,9 @@ pub enum EventKind {
         via: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// A form's values, as recorded (typed, defaults filled in).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        values: Option<serde_json::Map<String, serde_json::Value>>,
     },
     /// A gate's timeout passed and its fallback answered.
     #[serde(rename = "gate.timed_out")]
@@ -84,6 +93,9 @@ pub enum EventKind {
         decision: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// A form approved by the timeout: its defaults.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        values: Option<serde_json::Map<String, serde_json::Value>>,
     },
     #[serde(rename = "run.completed")]
     RunCompleted {
@@ -141,6 +153,8 @@ impl EventKind {
             timeout_at: gate.timeout_at,
             approvers: gate.approvers.clone(),
             approvals_required: gate.approvals_required,
+            form: gate.form.clone(),
+            allow_trust: gate.allow_trust,
         }
     }
 
@@ -150,11 +164,16 @@ impl EventKind {
             Decision::Reject { reason } | Decision::Abort { reason } => reason.clone(),
             _ => None,
         };
+        let values = match &answer.decision {
+            Decision::Fill { values } => Some(values.clone()),
+            _ => None,
+        };
         if answer.via == "timeout" {
             return EventKind::GateTimedOut {
                 gate: handle.to_string(),
                 decision: answer.decision.verb().to_string(),
                 reason,
+                values,
             };
         }
         EventKind::GateAnswered {
@@ -164,6 +183,7 @@ impl EventKind {
             by: answer.by.clone(),
             via: answer.via.clone(),
             reason,
+            values,
         }
     }
 }

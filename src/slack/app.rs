@@ -127,7 +127,7 @@ impl App {
         ts: &str,
         handle: &str,
         answer: Answer,
-    ) -> Result<std::result::Result<(), String>> {
+    ) -> Result<std::result::Result<(), Refusal>> {
         let target = self.message_target(channel, ts).await?;
         let session = match &target {
             Some(t) if t.gate == handle => self.hub.store.load(&t.session).await?,
@@ -147,7 +147,7 @@ impl App {
         ts: &str,
         handle: &str,
         answer: Answer,
-    ) -> Result<std::result::Result<(), String>> {
+    ) -> Result<std::result::Result<(), Refusal>> {
         let why = match target {
             None => "this message is not an approval request I know".to_string(),
             Some(t) if t.gate != handle => format!(
@@ -161,7 +161,7 @@ impl App {
         };
         self.audit_refused_click(channel, ts, handle, &answer.by, answer.call.clone(), &why)
             .await;
-        Ok(Err(why))
+        Ok(Err(Refusal::BadAnswer(why)))
     }
 
     /// [`App::decide`] once the message's session is known.
@@ -172,14 +172,14 @@ impl App {
         ts: &str,
         handle: &str,
         answer: Answer,
-    ) -> Result<std::result::Result<(), String>> {
+    ) -> Result<std::result::Result<(), Refusal>> {
         let tool_gate = session
             .open_gate(handle)
             .is_some_and(|g| g.kind == GateKind::ToolCall);
         // The service drives the run when the answer lets it go on.
         let accepted = match self.take(session, handle, &answer).await? {
             Ok(a) => a,
-            Err(refusal) => return Ok(Err(refusal_text(&refusal))),
+            Err(refusal) => return Ok(Err(refusal)),
         };
         let app = self.clone();
         let (channel, ts, handle) = (channel.to_string(), ts.to_string(), handle.to_string());
@@ -394,8 +394,7 @@ impl App {
         let Some(gate) = session.open_gate(handle) else {
             return Ok(());
         };
-        let view =
-            ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+        let view = ApprovalView::of(gate, session);
         let text = format!(
             "{} of {} approvals",
             gate.approvals.len(),
@@ -495,8 +494,7 @@ impl App {
         let gate = session
             .open_gate(handle)
             .ok_or_else(|| Error::Internal("answered session without its gate".into()))?;
-        let view =
-            ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+        let view = ApprovalView::of(gate, session);
         let text = format!(
             "{} by {}{} at {}",
             capitalize(answer.decision.verb()),
@@ -623,8 +621,7 @@ impl App {
                 )),
             }
         } else {
-            let view =
-                ApprovalView::from_gate(&gate, &session.workflow, &session.id, &session.started_by);
+            let view = ApprovalView::of(&gate, &session);
             self.templates.approval(&view).map(|blocks| {
                 (
                     format!("Approval needed: {} / {}", session.workflow, gate.id),

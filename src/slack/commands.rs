@@ -195,13 +195,13 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         // No message to update: the same intake, then the run goes on.
         None => match app.take(&session, &handle, &answer).await {
             Ok(Ok(_)) => Ok(Ok(())),
-            Ok(Err(r)) => Ok(Err(refusal_text(&r))),
+            Ok(Err(r)) => Ok(Err(r)),
             Err(e) => Err(e),
         },
     };
     match outcome {
         Ok(Ok(())) => ephemeral(format!("cancelled `{}`", session.id)),
-        Ok(Err(why)) => ephemeral(format!("Not cancelled: {why}")),
+        Ok(Err(r)) => ephemeral(format!("Not cancelled: {}", refusal_text(&r))),
         Err(e) => ephemeral(format!("Not cancelled: {e}")),
     }
 }

@@ -47,7 +47,7 @@ pub(super) async fn post(
         tracing::warn!(session = %session.id, gate = %gate.handle(), "notify: dm, but no approver is named by Slack user id");
         return (Vec::new(), Vec::new());
     }
-    let view = ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+    let view = ApprovalView::of(gate, session);
     let approval = match app.templates.approval(&view) {
         Ok(b) => b,
         Err(e) => {

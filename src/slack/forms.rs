@@ -13,11 +13,161 @@
 //!   (redacted) text in a read-only modal — to those who may answer the
 //!   gate or started the run; anyone else is told why, the refusal is
 //!   audited, and no modal opens.
+//! - **Values.** Approve on a gate with a form opens the form: an input
+//!   per field ([`crate::hub::fields`]), defaults filled in. The submission
+//!   sends what was typed, as text, to the intake as a fill; values it
+//!   refuses come back as errors under their inputs (`response_action:
+//!   errors`) and nothing changes.
 
-use super::app::App;
-use super::blocks::{ModalView, OutputView};
-use super::interactions::{still_open, tell, ModalMeta};
-use crate::model::{Decision, Session};
+use serde_json::{json, Map, Value};
+use slack_morphism::prelude::SlackViewState;
+
+use super::app::{refusal_text, App};
+use super::blocks::{FormView, ModalView, OutputView};
+use super::dispatch::Reply;
+use super::interactions::{answer, still_open, tell, ModalMeta};
+use crate::model::{Decision, Refusal, Session};
+
+/// The block of field `name` in the form modal.
+fn block_of(name: &str) -> String {
+    format!("field:{name}")
+}
+
+/// Opens the form of gate `meta.gate`, to be filled in and approved.
+pub(super) async fn open_fill(
+    app: &App,
+    trigger_id: &str,
+    meta: &ModalMeta,
+    session: &Session,
+    user: &str,
+) {
+    let Some(form) = session.open_gate(&meta.gate).and_then(|g| g.form.as_ref()) else {
+        tell(
+            app,
+            &meta.channel,
+            user,
+            "that gate asks for no values".into(),
+        );
+        return;
+    };
+    let gate = session.open_gate(&meta.gate);
+    let view = FormView {
+        title: "Approve".into(),
+        prompt: format!(
+            "{}\n\nApproving `{}` fills in these values; the run reads them.",
+            gate.map(|g| g.prompt.as_str()).unwrap_or_default(),
+            session.workflow
+        ),
+        private_metadata: serde_json::to_string(meta).unwrap_or_default(),
+        fields: crate::hub::fields::fields(form),
+    };
+    let result = match app.templates.form(&view) {
+        Ok(v) => app.api.views_open(trigger_id, v).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        tracing::warn!("could not open the form: {e}");
+        tell(
+            app,
+            &meta.channel,
+            user,
+            format!(
+                "Could not open the form ({e}); `strands resume {} --approve --value NAME=VALUE` answers it.",
+                session.id
+            ),
+        );
+    }
+}
+
+/// The values a submitted form carries, by field name, as typed (the
+/// selected option's value for a select); empty inputs send nothing.
+fn typed(state: Option<&SlackViewState>) -> Map<String, Value> {
+    let mut out = Map::new();
+    let Some(state) = state else {
+        return out;
+    };
+    for (block, actions) in &state.values {
+        let Some(name) = block.0.strip_prefix("field:") else {
+            continue;
+        };
+        let Some(v) = actions.get(&slack_morphism::prelude::SlackActionId("value".into())) else {
+            continue;
+        };
+        let text = v
+            .value
+            .clone()
+            .or_else(|| v.selected_option.as_ref().map(|o| o.value.clone()));
+        if let Some(t) = text.filter(|t| !t.trim().is_empty()) {
+            out.insert(name.to_string(), Value::String(t));
+        }
+    }
+    out
+}
+
+/// A submitted form: approves gate `meta.gate` with its values, through
+/// the intake; refused values are errors under their inputs.
+pub(super) async fn filled(
+    app: &App,
+    user: &str,
+    meta: &ModalMeta,
+    state: Option<&SlackViewState>,
+) -> Reply {
+    let values = typed(state);
+    let fill = answer(Decision::Fill { values }, user, None, app.hub.clock.now());
+    let first = app
+        .session_of(&meta.channel, &meta.ts)
+        .await
+        .and_then(|s| {
+            s.open_gate(&meta.gate)
+                .and_then(|g| g.form.as_ref())
+                .and_then(|f| f.fields().first().map(|f| block_of(&f.name)))
+        })
+        .unwrap_or_else(|| block_of("value"));
+    match app.decide(&meta.channel, &meta.ts, &meta.gate, fill).await {
+        Ok(Ok(())) => Reply::Ack,
+        Ok(Err(Refusal::BadValues(errors))) => {
+            // Each under its input; a name the form does not have, under
+            // the first.
+            let known =
+                |name: &str| state.is_some_and(|s| s.values.keys().any(|b| b.0 == block_of(name)));
+            let mut shown = Map::new();
+            for e in errors {
+                let block = if known(&e.field) {
+                    block_of(&e.field)
+                } else {
+                    first.clone()
+                };
+                let text = match shown.get(&block).and_then(Value::as_str) {
+                    Some(before) => format!("{before}; {}", e.message),
+                    None if block == block_of(&e.field) => e.message.clone(),
+                    None => e.to_string(),
+                };
+                shown.insert(block, Value::String(cut(&text)));
+            }
+            Reply::Body(json!({ "response_action": "errors", "errors": shown }))
+        }
+        Ok(Err(refusal)) => Reply::Body(json!({
+            "response_action": "errors",
+            "errors": { first: cut(&refusal_text(&refusal)) },
+        })),
+        Err(e) => {
+            tracing::error!("recording a filled-in form failed: {e}");
+            Reply::Body(json!({
+                "response_action": "errors",
+                "errors": { first: "The answer could not be recorded; nothing changed. Please try again." },
+            }))
+        }
+    }
+}
+
+/// An error under an input: at most 500 characters.
+fn cut(text: &str) -> String {
+    let (mut t, n) = crate::model::cut(text, 500);
+    if n > 0 {
+        t.push('…');
+    }
+    t
+}
 
 /// Opens the reason form for gate `meta.gate` (or its call `meta.call`).
 pub(super) async fn open_reject(

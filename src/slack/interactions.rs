@@ -6,8 +6,11 @@
 //! lives 3 s); its submission comes back here and is decided the same way.
 //! So do the reason forms ([`super::forms`]): Reject on a `require_reason`
 //! gate, and "Reject with reason…" on any gate or tool call (the reason is
-//! then optional); and "View full output" opens the whole text under
-//! review, for those who may answer the gate or started the run.
+//! then optional); "View full output" opens the whole text under review,
+//! for those who may answer the gate or started the run; and Approve on a
+//! gate with a form opens the form, whose submission approves with its
+//! values (a refused value is an error under its input). Trust on a gate
+//! that allows it approves it (`strands_trust`, as a tool call's).
 //!
 //! Tool calls: a tool-approval message has a row of buttons per call, each
 //! valued `handle|call id`; the decision names that call (`Answer.call`),
@@ -45,6 +48,9 @@ pub const OPEN_WEB: &str = "strands_open_web";
 pub const REJECT_REASON: &str = "strands_reject_reason";
 /// Opens a modal with the full text a cut preview leaves out.
 pub const VIEW_FULL: &str = "strands_view_full";
+/// The modal filling in a gate's form (Approve on a gate with one); its
+/// submission approves with the values.
+pub const FILL: &str = "strands_fill";
 
 /// What the bot puts in a modal's `private_metadata`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -90,7 +96,12 @@ pub async fn handle(app: &App, payload: &str) -> Response {
     }
 }
 
-fn answer(decision: Decision, user: &str, call: Option<&str>, at: DateTime<Utc>) -> Answer {
+pub(super) fn answer(
+    decision: Decision,
+    user: &str,
+    call: Option<&str>,
+    at: DateTime<Utc>,
+) -> Answer {
     Answer {
         decision,
         by: user.to_string(),
@@ -164,7 +175,39 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         .as_ref()
         .and_then(|s| s.open_gate(&handle).map(|g| g.require_reason))
         .unwrap_or(false);
+    let asks_values = call.is_none()
+        && session
+            .as_ref()
+            .and_then(|s| s.open_gate(&handle))
+            .is_some_and(|g| g.form.is_some());
     let decision = match action.action_id.0.as_str() {
+        // A gate with a form: Approve opens it, to be filled in.
+        APPROVE if asks_values => {
+            let session = match still_open(app, &channel, &ts, &handle, None).await {
+                Ok(s) => s,
+                Err(why) => {
+                    tell(app, &channel, &user, why);
+                    return ok();
+                }
+            };
+            let probe = Decision::Fill {
+                values: Default::default(),
+            };
+            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
+                app.audit_refused_click(&channel, &ts, &handle, &user, None, &why)
+                    .await;
+                tell(app, &channel, &user, why);
+                return ok();
+            }
+            let meta = ModalMeta {
+                channel: channel.clone(),
+                ts,
+                gate: handle,
+                call: None,
+            };
+            super::forms::open_fill(app, &ev.trigger_id.0, &meta, &session, &user).await;
+            return ok();
+        }
         APPROVE => Decision::Approve,
         TRUST => Decision::Trust,
         // A tool call's rejection is recorded at once (the button has a
@@ -281,7 +324,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     };
     match decided {
         Ok(Ok(())) => {}
-        Ok(Err(why)) => tell(app, &channel, &user, why),
+        Ok(Err(refusal)) => tell(app, &channel, &user, refusal_text(&refusal)),
         Err(e) => {
             tracing::error!("recording a decision failed: {e}");
             tell(
@@ -514,6 +557,10 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
     else {
         return ok();
     };
+    if callback == FILL {
+        let state = ev.view.state_params.state.as_ref();
+        return super::forms::filled(app, &user, &meta, state).await;
+    }
     let text = ev
         .view
         .state_params
@@ -560,7 +607,7 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
         .await
     {
         Ok(Ok(())) => ok(),
-        Ok(Err(why)) => modal_error(&why),
+        Ok(Err(refusal)) => modal_error(&refusal_text(&refusal)),
         Err(e) => {
             tracing::error!("recording a modal decision failed: {e}");
             modal_error("The decision could not be recorded; nothing changed. Please try again.")

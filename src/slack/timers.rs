@@ -42,7 +42,7 @@ async fn show_answer(
     if messages.is_empty() {
         return;
     }
-    let view = ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+    let view = ApprovalView::of(gate, session);
     let blocks = match app
         .templates
         .decided(&DecidedView::from_answer(view, answer))
@@ -142,7 +142,7 @@ async fn post_copies(
         escape_mrkdwn(&gate.id),
         escape_mrkdwn(&session.workflow),
     );
-    let view = ApprovalView::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+    let view = ApprovalView::of(gate, session);
     let approval = match app.templates.approval(&view) {
         Ok(b) => b,
         Err(e) => {

@@ -3,7 +3,7 @@
 //! `Action.Submit` (a `message` whose `value` carries `verb` and the data,
 //! `replyToId` naming the card). The data says only where to answer
 //! (`session`, `gate`) and what was typed (`reason`, `feedback`,
-//! `response`); the answerer is `teams:<from.aadObjectId>` of the verified
+//! `response`, a form's `value.NAME` inputs, [`card::form`]); the answerer is `teams:<from.aadObjectId>` of the verified
 //! activity. The answer goes to the hub ([`Hub::answer`], `via: teams`),
 //! whose intake decides who may give it, counts quorums and audits its
 //! refusals; refusals made here first (no such card, run or verb) are
@@ -240,7 +240,7 @@ async fn decide(
         return refuse("this card is not an approval request I know".into()).await;
     }
     let offered = match call {
-        None => matches!(verb, "approve" | "reject" | "modify" | "respond"),
+        None => matches!(verb, "approve" | "reject" | "modify" | "respond" | "trust"),
         Some(_) => matches!(verb, "approve" | "reject" | "edit" | "trust"),
     };
     if !offered {
@@ -292,6 +292,11 @@ async fn decide(
         Some(Value::String(t)) => Some(t),
         _ => None,
     };
+    // Approving a gate with a form sends its inputs, as typed.
+    let values = match session.open_gate(&handle).and_then(|g| g.form.as_ref()) {
+        Some(f) if verb == "approve" && call.is_none() => Some(card::form::values(f, data)),
+        _ => None,
+    };
     let request = AnswerRequest {
         decision: verb.to_string(),
         gate: Some(handle.clone()),
@@ -305,7 +310,7 @@ async fn decide(
         response: text_of(data, "response"),
         args,
         vars: Map::new(),
-        values: None,
+        values,
     };
     let decision = match request.decision() {
         Ok(d) => d,

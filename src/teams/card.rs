@@ -9,7 +9,9 @@
 //! input, manual gates) and `respond` (a `response` input, `hitl` gates),
 //! each carrying `{session, gate}` as data; "Open in browser" opens the
 //! run's page. The data is only where to answer: who answers is always the
-//! verified activity's sender.
+//! verified activity's sender. A gate with a form is approved from
+//! "Approve…", a card of its fields' inputs ([`form`]); a gate allowing
+//! trust has a Trust action (verb `trust`).
 //!
 //! A tool-call gate gets the tool-call card instead ([`tools`];
 //! [`for_gate`] picks).
@@ -18,6 +20,7 @@
 //! Teams would show both). Every card the Teams tests see is checked by
 //! Microsoft's Adaptive Cards parser (`tests/teams-cards`).
 
+pub mod form;
 pub mod tools;
 
 use chrono::SecondsFormat;
@@ -158,10 +161,12 @@ pub fn approval(
     public_url: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Value {
+    let trust = crate::hub::fields::trust_label(session);
     let run = Run {
         workflow: &session.workflow,
         id: &session.id,
         started_by: &session.started_by,
+        trust: &trust,
     };
     approval_of(&run, gate, public_url, now)
 }
@@ -171,6 +176,8 @@ struct Run<'a> {
     workflow: &'a str,
     id: &'a str,
     started_by: &'a str,
+    /// The Trust action's title, for a gate that allows trust.
+    trust: &'a str,
 }
 
 fn approval_of(
@@ -181,22 +188,28 @@ fn approval_of(
 ) -> Value {
     let mut budget = MAX_PREVIEW_CHARS;
     loop {
-        let card = approval_with(run, gate, public_url, now, budget);
+        let card = approval_with(run, gate, public_url, now, budget, true);
         let size = serde_json::to_string(&card).map_or(0, |t| t.len());
-        if size <= MAX_CARD_BYTES || budget == 0 {
+        if size <= MAX_CARD_BYTES {
             return card;
+        }
+        if budget == 0 {
+            // A form too large for a card is filled in in the browser.
+            return approval_with(run, gate, public_url, now, 0, false);
         }
         budget = if budget > 64 { budget / 2 } else { 0 };
     }
 }
 
-/// The card with at most `budget` characters of the preview.
+/// The card with at most `budget` characters of the preview, and the
+/// form's inputs when `inputs` (else a word that the browser fills it in).
 fn approval_with(
     run: &Run<'_>,
     gate: &OpenGate,
     public_url: &str,
     now: chrono::DateTime<chrono::Utc>,
     budget: usize,
+    inputs: bool,
 ) -> Value {
     let mut body = facts(
         run.workflow,
@@ -285,7 +298,36 @@ fn approval_with(
             &data,
         ));
     }
-    actions.push(execute("Approve", "approve", &data));
+    match &gate.form {
+        None => actions.push(execute("Approve", "approve", &data)),
+        Some(f) if inputs => {
+            let fields = crate::hub::fields::fields(f);
+            body.push(text(format!(
+                "Approving fills in: {}",
+                fields
+                    .iter()
+                    .map(|f| f.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+            actions.push(json!({
+                "type": "Action.ShowCard",
+                "title": "Approve…",
+                "card": {
+                    "type": "AdaptiveCard",
+                    "body": form::inputs(&fields),
+                    "actions": [execute("Approve", "approve", &data)],
+                },
+            }));
+        }
+        Some(f) => body.push(text(format!(
+            "Approving fills in {}: open the run in the browser to do so.",
+            f.summary()
+        ))),
+    }
+    if gate.allow_trust {
+        actions.push(execute(run.trust, "trust", &data));
+    }
     actions.push(form(
         "Reject",
         "reject",
@@ -327,12 +369,13 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
         },
         "weight": "Bolder",
         "wrap": true,
-        "color": if matches!(answer.decision, Decision::Approve) { "Good" } else { "Attention" },
+        "color": if matches!(answer.decision, Decision::Approve | Decision::Fill { .. } | Decision::Trust) { "Good" } else { "Attention" },
     }));
     let detail = match &answer.decision {
         Decision::Reject { reason: Some(r) } => Some(format!("Reason: {r}")),
         Decision::Modify { feedback } => Some(format!("Feedback: {feedback}")),
         Decision::Respond { text } => Some(format!("Answer: {text}")),
+        Decision::Fill { values } => Some(format!("Values: {}", crate::model::form::shown(values))),
         _ => None,
     };
     if let Some(d) = detail {
@@ -397,6 +440,7 @@ pub(crate) mod tests {
         workflow: "deploy",
         id: "s1",
         started_by: "teams:aad-1",
+        trust: "Trust rm for this session",
     };
 
     /// Every `Action.Execute` verb on a card (also for `card::tools`' tests).
@@ -459,6 +503,59 @@ pub(crate) mod tests {
         }
         let hitl = approval_of(&RUN, &gate(GateKind::Hitl, "q"), "http://x", now);
         assert_eq!(verbs(&hitl), ["respond", "approve", "reject"]);
+    }
+
+    #[test]
+    fn a_form_is_filled_in_from_approve_and_trust_is_an_action() {
+        let now = crate::clock::test_epoch();
+        let mut g = gate(GateKind::ManualGate, "the plan");
+        g.form = Some(
+            serde_json::from_str(
+                r#"{"properties": {
+                    "zone": {"type": "string", "title": "Zone", "enum": ["eu", "us"], "default": "eu"},
+                    "replicas": {"type": "integer", "minimum": 1, "maximum": 9},
+                    "notify": {"type": "boolean", "default": true},
+                    "mail": {"type": "string", "format": "email"},
+                    "day": {"type": "string", "format": "date"}
+                }, "required": ["replicas"]}"#,
+            )
+            .expect("form"),
+        );
+        let card = approval_of(&RUN, &g, "http://x", now);
+        assert_eq!(verbs(&card), ["approve", "reject", "modify"]);
+        let approve = &card["actions"][0];
+        assert_eq!(approve["type"], "Action.ShowCard");
+        let inputs = approve["card"]["body"].as_array().expect("inputs");
+        let by = |id: &str| {
+            inputs
+                .iter()
+                .find(|i| i["id"] == id)
+                .unwrap_or_else(|| panic!("{id} in {approve:#}"))
+        };
+        assert_eq!(by("value.zone")["type"], "Input.ChoiceSet");
+        assert_eq!(by("value.zone")["value"], "eu");
+        assert_eq!(by("value.replicas")["type"], "Input.Number");
+        assert_eq!(by("value.replicas")["min"], 1);
+        assert_eq!(by("value.replicas")["isRequired"], true);
+        assert_eq!(by("value.notify")["type"], "Input.Toggle");
+        assert_eq!(by("value.notify")["value"], "true");
+        assert_eq!(by("value.mail")["style"], "Email");
+        assert_eq!(by("value.day")["type"], "Input.Date");
+        assert!(
+            card.to_string()
+                .contains("Approving fills in: Zone, replicas"),
+            "{card}"
+        );
+        // What comes back is read by name.
+        let data = json!({"session": "s1", "value.replicas": "3", "value.zone": "", "value.notify": "false"});
+        let sent = form::values(g.form.as_ref().expect("form"), &data);
+        assert_eq!(json!(sent), json!({"replicas": "3", "notify": "false"}));
+
+        let mut t = gate(GateKind::ManualGate, "the plan");
+        t.allow_trust = true;
+        let card = approval_of(&RUN, &t, "http://x", now);
+        assert_eq!(verbs(&card), ["approve", "trust", "reject", "modify"]);
+        assert!(card.to_string().contains("Trust rm for this session"));
     }
 
     #[test]

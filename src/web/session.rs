@@ -3,7 +3,10 @@
 //! via which channel, time waited), tool calls with their arguments and
 //! results, timeouts, escalations, refusals, the output and artifacts —
 //! and the actions its open gates allow, answered through the hub's intake
-//! (`POST /sessions/{id}/answer`).
+//! (`POST /sessions/{id}/answer`). A gate with a form shows its fields as
+//! inputs of the Approve form ([`crate::hub::fields`]); what they send
+//! goes to the intake as text, typed and checked there. A gate allowing
+//! trust has a Trust button.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -47,6 +50,10 @@ pub struct Action {
     pub can_answer: bool,
     /// Waiting tool calls, with their arguments pretty-printed for editing.
     pub calls: Vec<Value>,
+    /// The form's fields, inputs of the Approve form (empty: no form).
+    pub fields: Vec<crate::hub::fields::FieldView>,
+    /// The Trust button's words, when the gate allows trust.
+    pub trust: Option<String>,
 }
 
 /// What an answer did, shown on the page.
@@ -285,6 +292,12 @@ async fn render_page(
                     && crate::hub::inbox::may_answer(hub, &viewer.caller.name, s, g),
                 gate,
                 calls,
+                fields: g
+                    .form
+                    .as_ref()
+                    .map(crate::hub::fields::fields)
+                    .unwrap_or_default(),
+                trust: g.allow_trust.then(|| crate::hub::fields::trust_label(s)),
             }
         })
         .collect();
@@ -374,8 +387,34 @@ pub async fn answer(
         },
         _ => None,
     };
+    let decision = form.get("decision").unwrap_or_default().to_string();
+    // Approving a gate with a form sends its inputs (`value.NAME`); an
+    // unticked checkbox sends nothing, which means false.
+    let asked = match &gate {
+        Some(g) => s.open_gate(g),
+        None => s.first_gate(),
+    }
+    .and_then(|g| g.form.as_ref());
+    let values = match asked {
+        Some(f) if decision == "approve" => Some(
+            f.fields()
+                .iter()
+                .filter_map(|field| {
+                    let sent = form.get(&format!("value.{}", field.name));
+                    let boolean =
+                        matches!(field.kind, crate::model::form::FieldKind::Boolean { .. });
+                    match (sent, boolean) {
+                        (Some(v), _) => Some((field.name.clone(), Value::String(v.to_string()))),
+                        (None, true) => Some((field.name.clone(), Value::String("false".into()))),
+                        (None, false) => None,
+                    }
+                })
+                .collect(),
+        ),
+        _ => None,
+    };
     let req = AnswerRequest {
-        decision: form.get("decision").unwrap_or_default().to_string(),
+        decision,
         gate: gate.clone(),
         call: text("call").filter(|c| !c.is_empty()),
         reason: text("reason"),
@@ -383,7 +422,7 @@ pub async fn answer(
         response: text("response"),
         args,
         vars: Default::default(),
-        values: None,
+        values,
     };
     let decision = match req.decision() {
         Ok(d) => d,

@@ -464,6 +464,8 @@ fn the_payload_carries_the_event_and_links_back() {
             by: "alice".into(),
             via: "api".into(),
             reason: None,
+            // A form's values, as the approver filled them in.
+            values: serde_json::from_value(serde_json::json!({"replicas": 3})).ok(),
         },
     };
     let p = payload(&event, "http://127.0.0.1:3000");
@@ -481,6 +483,7 @@ fn the_payload_carries_the_event_and_links_back() {
                 "decision": "approved",
                 "by": "alice",
                 "via": "api",
+                "values": {"replicas": 3},
                 "links": {
                     "session": "http://127.0.0.1:3000/api/v1/sessions/s-1",
                     "answers": "http://127.0.0.1:3000/api/v1/sessions/s-1/answers",

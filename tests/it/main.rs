@@ -44,6 +44,7 @@ mod compat;
 mod crash_loop;
 mod delegation;
 mod email;
+mod forms;
 mod layering;
 mod people;
 mod policies;

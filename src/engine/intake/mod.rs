@@ -6,9 +6,9 @@
 //! room. It does, in order: find the gate the answer is for → refuse a
 //! gate whose timeout passed (its fallback applies) → authorize who is
 //! asking (approvers, groups, admins, self-approval) → type a form's
-//! values (`gate::form`) → check the answer fits the gate → queue it (a parked gate of a run that is busy with
-//! another branch) or record it exactly once (compare-and-swap) → audit a
-//! refusal. What comes back is typed ([`Accepted`], [`Refusal`]); each
+//! values (`gate::form`) → check the answer fits the gate → queue it (a
+//! parked gate of a run that is busy with another branch) or record it
+//! exactly once (compare-and-swap) → audit a refusal. What comes back is typed ([`Accepted`], [`Refusal`]); each
 //! channel says it its own way. The engine prints nothing.
 
 use super::{pattern, tools, Engine};

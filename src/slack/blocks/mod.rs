@@ -1,7 +1,8 @@
 //! Slack messages as templates: the approval message, its decided form, the
 //! tool-call approval message (one row of buttons per call, re-rendered
 //! after each decision), the feedback / reason / edit modal, the "View full
-//! output" modal and progress replies are Block Kit JSON rendered by
+//! output" modal, the modal filling in a gate's form and progress replies
+//! are Block Kit JSON rendered by
 //! minijinja from `templates/*.json.j2`, so a team can restyle what the bot
 //! posts without rebuilding it (`STRANDS_TEMPLATES=DIR`: a file in DIR
 //! replaces the built-in of the same name).
@@ -71,9 +72,9 @@ pub use limits::{
     INITIAL_VALUE_MAX, SECTION_TEXT_MAX,
 };
 pub use views::{
-    call_answer, kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, OutputView,
-    ProgressView, ToolApprovalView, ToolCallView, MAX_OUTPUT_CHUNKS, MAX_TOOL_CALLS, TOOL_ARGS_MAX,
-    TOOL_ARGS_MIN, TOOL_ARGS_TOTAL,
+    call_answer, kind_name, ApprovalView, CallOutcomeView, DecidedView, FormView, ModalView,
+    OutputView, ProgressView, ToolApprovalView, ToolCallView, MAX_OUTPUT_CHUNKS, MAX_TOOL_CALLS,
+    TOOL_ARGS_MAX, TOOL_ARGS_MIN, TOOL_ARGS_TOTAL,
 };
 
 use filters::sandbox;
@@ -97,11 +98,21 @@ pub const TOOL_APPROVAL: &str = "tool_approval.json.j2";
 /// The "View full output" modal (a view): the whole text a cut preview
 /// leaves out.
 pub const OUTPUT: &str = "output.json.j2";
+/// The modal that fills in a gate's form (a view).
+pub const FORM: &str = "form.json.j2";
 
 /// Every template name; an override directory may replace any of them.
-pub const TEMPLATE_NAMES: [&str; 6] = [APPROVAL, DECIDED, MODAL, PROGRESS, TOOL_APPROVAL, OUTPUT];
+pub const TEMPLATE_NAMES: [&str; 7] = [
+    APPROVAL,
+    DECIDED,
+    MODAL,
+    PROGRESS,
+    TOOL_APPROVAL,
+    OUTPUT,
+    FORM,
+];
 
-const BUILTINS: [(&str, &str); 6] = [
+const BUILTINS: [(&str, &str); 7] = [
     (
         APPROVAL,
         include_str!("../../../templates/approval.json.j2"),
@@ -117,6 +128,7 @@ const BUILTINS: [(&str, &str); 6] = [
         include_str!("../../../templates/tool_approval.json.j2"),
     ),
     (OUTPUT, include_str!("../../../templates/output.json.j2")),
+    (FORM, include_str!("../../../templates/form.json.j2")),
 ];
 
 /// The sandboxed templates: built-ins plus overrides, no file access after
@@ -215,6 +227,11 @@ impl Templates {
         self.view(OUTPUT, v)
     }
 
+    /// The modal filling in a gate's form, for `views.open`.
+    pub fn form(&self, v: &FormView) -> Result<Value> {
+        self.view(FORM, v)
+    }
+
     fn view<S: Serialize>(&self, name: &str, ctx: &S) -> Result<Value> {
         let origin = self.origin(name);
         let view = self.render_json(name, ctx)?;
@@ -288,6 +305,9 @@ impl Templates {
         }
         for v in &s.outputs {
             self.output(v)?;
+        }
+        for v in &s.forms {
+            self.form(v)?;
         }
         Ok(())
     }

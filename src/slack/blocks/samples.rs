@@ -10,9 +10,10 @@
 //! built-in templates.
 
 use super::views::{
-    kind_name, ApprovalView, CallOutcomeView, DecidedView, ModalView, OutputView, ProgressView,
-    ToolApprovalView, ToolCallView, MAX_OUTPUT_CHUNKS,
+    kind_name, ApprovalView, CallOutcomeView, DecidedView, FormView, ModalView, OutputView,
+    ProgressView, ToolApprovalView, ToolCallView, MAX_OUTPUT_CHUNKS,
 };
+use crate::hub::fields::FieldView;
 use crate::spec::GateKind;
 
 /// One sample view of every kind the templates render.
@@ -23,6 +24,26 @@ pub(super) struct Samples {
     pub(super) progress: Vec<ProgressView>,
     pub(super) tools: Vec<ToolApprovalView>,
     pub(super) outputs: Vec<OutputView>,
+    pub(super) forms: Vec<FormView>,
+}
+
+/// A form with every kind of field, each way it can be shown (defaults
+/// or none, bounds or none, titled options).
+pub(super) fn sample_fields() -> Vec<FieldView> {
+    let form: crate::model::form::Form = serde_json::from_str(
+        r#"{"properties": {
+            "version": {"type": "string", "title": "Version", "description": "As tagged", "minLength": 1, "maxLength": 20, "default": "1.2"},
+            "mail": {"type": "string", "format": "email"},
+            "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+            "ratio": {"type": "number"},
+            "notify": {"type": "boolean", "title": "Tell the channel", "default": true},
+            "force": {"type": "boolean"},
+            "env": {"type": "string", "enum": ["prod", "staging"], "enumNames": ["Production", "Staging"], "default": "staging"},
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l"}]}
+        }, "required": ["version", "replicas", "size"]}"#,
+    )
+    .unwrap_or_else(|e| panic!("the sample form: {e}"));
+    crate::hub::fields::fields(&form)
 }
 
 fn sample_call(index: usize, waiting: bool, outcome: Option<(&str, Option<&str>)>) -> ToolCallView {
@@ -129,6 +150,8 @@ pub(super) fn sample_approval(kind: GateKind) -> ApprovalView {
         approvals: vec!["U04APPROVER".into()],
         require_reason: false,
         rule: Some("Policy: needs 2 of cfo, group:finance because amount > 10000".into()),
+        fields: Vec::new(),
+        trust: None,
     }
 }
 
@@ -145,6 +168,10 @@ pub(super) fn samples() -> Samples {
     hitl.rule = None;
     let mut reasoned = sample_approval(GateKind::ManualGate);
     reasoned.require_reason = true;
+    let mut form = sample_approval(GateKind::ManualGate);
+    form.fields = sample_fields();
+    let mut trusting = sample_approval(GateKind::ManualGate);
+    trusting.trust = Some("Trust delete_rows for this session".into());
     let mut decided = Vec::new();
     for (decision, by, detail) in [
         ("approve", "U04APPROVER", None),
@@ -220,7 +247,7 @@ pub(super) fn samples() -> Samples {
     };
     let full = vec!["x".repeat(2990); MAX_OUTPUT_CHUNKS];
     Samples {
-        approvals: vec![manual, hitl, reasoned],
+        approvals: vec![manual, hitl, reasoned, form, trusting],
         decided,
         modals,
         progress,
@@ -230,6 +257,12 @@ pub(super) fn samples() -> Samples {
             output(full, 12_345),
             output(Vec::new(), 0),
         ],
+        forms: vec![FormView {
+            title: "Release".into(),
+            prompt: "*Approve the production deploy?*".into(),
+            private_metadata: "{\"channel\":\"C0123\",\"ts\":\"1.2\",\"gate\":\"review#1\"}".into(),
+            fields: sample_fields(),
+        }],
     }
 }
 

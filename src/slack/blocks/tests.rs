@@ -436,6 +436,8 @@ fn empty_strings_never_make_empty_text() {
         approvals: vec![String::new()],
         require_reason: false,
         rule: Some(String::new()),
+        fields: Vec::new(),
+        trust: None,
     };
     t.approval(&v).unwrap();
     let d = DecidedView {
@@ -672,4 +674,76 @@ fn a_missing_directory_or_unreadable_file_is_an_error_naming_it() {
         e.contains(&dir.path().join(APPROVAL).display().to_string()),
         "{e}"
     );
+}
+
+#[test]
+fn a_form_is_listed_on_the_message_and_filled_in_a_modal_of_typed_inputs() {
+    let t = builtins();
+    let mut v = sample_approval(GateKind::ManualGate);
+    v.fields = super::samples::sample_fields();
+    v.trust = Some("Trust delete_rows for this session".into());
+    let blocks = t.approval(&v).unwrap();
+    let all = serde_json::to_string(&blocks).unwrap();
+    assert!(
+        all.contains("Approving fills in: Version, mail, replicas, ratio, Tell the channel"),
+        "{all}"
+    );
+    let actions = block_of(&blocks, "actions");
+    let buttons = actions["elements"].as_array().unwrap();
+    assert_eq!(buttons[0]["text"]["text"], "Approve…");
+    let trust = buttons
+        .iter()
+        .find(|b| b["action_id"] == "strands_trust")
+        .expect("a Trust button");
+    assert_eq!(trust["value"], "review#1");
+    assert_eq!(trust["text"]["text"], "Trust delete_rows for this session");
+
+    let modal = t
+        .form(&FormView {
+            title: String::new(),
+            prompt: "Ship?".into(),
+            private_metadata: "m".into(),
+            fields: super::samples::sample_fields(),
+        })
+        .unwrap();
+    assert_eq!(modal["callback_id"], "strands_fill");
+    let inputs: Vec<&Value> = modal["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "input")
+        .collect();
+    let by = |name: &str| {
+        *inputs
+            .iter()
+            .find(|b| b["block_id"] == format!("field:{name}"))
+            .unwrap_or_else(|| panic!("no input for {name}: {modal:#}"))
+    };
+    let version = by("version");
+    assert_eq!(version["element"]["type"], "plain_text_input");
+    assert_eq!(version["element"]["action_id"], "value");
+    assert_eq!(version["element"]["initial_value"], "1.2");
+    assert_eq!(version["element"]["max_length"], 20);
+    assert_eq!(version["optional"], false);
+    assert!(version["hint"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("As tagged"));
+    let replicas = by("replicas");
+    assert_eq!(replicas["element"]["type"], "number_input");
+    assert_eq!(replicas["element"]["is_decimal_allowed"], false);
+    assert_eq!(replicas["element"]["min_value"], "1");
+    assert_eq!(replicas["element"]["initial_value"], "3");
+    assert_eq!(by("ratio")["element"]["is_decimal_allowed"], true);
+    assert_eq!(by("ratio")["optional"], true);
+    let notify = by("notify");
+    assert_eq!(notify["element"]["type"], "static_select");
+    assert_eq!(notify["element"]["initial_option"]["value"], "true");
+    assert!(by("force")["element"].get("initial_option").is_none());
+    let env = by("env");
+    assert_eq!(env["element"]["options"][0]["text"]["text"], "Production");
+    assert_eq!(env["element"]["initial_option"]["value"], "staging");
+    assert_eq!(by("size")["element"]["options"][1]["text"]["text"], "l");
+    // slack-morphism reads it as a modal (the render checks it too).
+    serde_json::from_value::<SlackView>(modal.clone()).expect("a Slack view");
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::limits::{cut_for_section, BUTTON_VALUE_MAX, CODE_BLOCK_MAX};
 use crate::hub::calls::{self, Outcome};
+use crate::hub::fields::{fields, trust_label, FieldView};
 use crate::model::{Answer, Decision, OpenGate};
 use crate::model::{CallState, PendingCall, Session};
 use crate::spec::GateKind;
@@ -73,6 +74,14 @@ pub struct ApprovalView {
     /// The approval rule that decided who answers, in words.
     #[serde(default)]
     pub rule: Option<String>,
+    /// A form's fields: the message lists them, and Approve opens the
+    /// form to fill them in (a modal, [`FormView`]).
+    #[serde(default)]
+    pub fields: Vec<FieldView>,
+    /// The Trust button's words, when the gate allows trust
+    /// (`strands_trust`, valued with the handle).
+    #[serde(default)]
+    pub trust: Option<String>,
 }
 
 fn one() -> u32 {
@@ -116,8 +125,33 @@ impl ApprovalView {
             approvals: gate.approvals.iter().map(|a| a.by.clone()).collect(),
             require_reason: gate.require_reason,
             rule: gate.rule.as_ref().map(|r| r.shown()),
+            fields: gate.form.as_ref().map(fields).unwrap_or_default(),
+            trust: gate.allow_trust.then(|| "Approve and trust".to_string()),
         }
     }
+
+    /// The view of `gate`, open in `session`: [`ApprovalView::from_gate`],
+    /// with the Trust button naming the request's tool.
+    pub fn of(gate: &OpenGate, session: &Session) -> Self {
+        let mut v = Self::from_gate(gate, &session.workflow, &session.id, &session.started_by);
+        if gate.allow_trust {
+            v.trust = Some(trust_label(session));
+        }
+        v
+    }
+}
+
+/// The modal that fills in a gate's form (Approve on a gate with one):
+/// an input per field (`block_id` `field:NAME`, `action_id` `value`); its
+/// submission approves with what was typed, checked by the intake.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FormView {
+    /// Cut to 24 characters by the template; empty: "Approve".
+    pub title: String,
+    pub prompt: String,
+    /// Opaque, returned on submission; at most 3000 characters.
+    pub private_metadata: String,
+    pub fields: Vec<FieldView>,
 }
 
 /// Pieces of the full output a "View full output" modal shows at most

@@ -18,11 +18,20 @@ function tick() {
   }
 }
 
+// Whether the person is typing or has changed anything in `el` (a form's
+// values half filled in, a ticked gate): a refresh would lose it.
 function busy(el) {
   const a = document.activeElement;
-  if (a && el.contains(a) && (a.tagName === "TEXTAREA" || a.tagName === "INPUT" && a.type !== "checkbox")) return true;
-  for (const f of el.querySelectorAll("textarea")) if (f.value !== f.defaultValue) return true;
-  return !!el.querySelector("input[type=checkbox]:checked");
+  if (a && el.contains(a) && (a.tagName === "TEXTAREA" || a.tagName === "SELECT" || a.tagName === "INPUT" && a.type !== "checkbox")) return true;
+  for (const f of el.querySelectorAll("textarea, input:not([type=hidden])")) {
+    if (f.type === "checkbox" ? f.checked !== f.defaultChecked : f.value !== f.defaultValue) return true;
+  }
+  for (const s of el.querySelectorAll("select")) {
+    let first = 0;
+    for (let i = 0; i < s.options.length; i++) if (s.options[i].defaultSelected) first = i;
+    if (s.selectedIndex !== first) return true;
+  }
+  return false;
 }
 
 async function refresh() {
