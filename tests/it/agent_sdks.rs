@@ -10,10 +10,10 @@
 //! after asking → a new process resumes on the same request (one request,
 //! one tool run); a quorum of two across Slack and the web inbox; a policy
 //! chosen by the call's arguments; a Swarm's node; a Graph's node paused by
-//! the SDK's own `HumanInTheLoop`; an MCP server's form
-//! filled in by a person; LangGraph resumed after a restart; trust; and bad
-//! input (unknown approver, token refused, server down) fails closed naming
-//! the cause.
+//! the SDK's own `HumanInTheLoop`; an MCP server's form filled in by a
+//! person (over the API, and in a Slack modal); LangGraph resumed after a
+//! restart; trust (Slack's Trust button); and bad input (unknown approver,
+//! token refused, server down) fails closed naming the cause.
 
 use super::web::Visitor;
 use crate::common::agent_sdks::{self, Ran};
@@ -580,6 +580,40 @@ fn an_mcp_servers_form_is_filled_in_by_a_person() {
 }
 
 #[test]
+fn an_mcp_servers_form_is_filled_in_through_a_slack_modal() {
+    let Some(w) = World::start(refunds_model()) else {
+        return;
+    };
+    let agent =
+        agent_sdks::spawn(w.agent("mcp_refund_agent.py", &[], &[("APPROVERS", SLACK_APPROVER)]));
+    let msg = w.slack.wait_for_approval();
+    let click = w.bot.click(&msg, "strands_approve", SLACK_APPROVER);
+    click
+        .reply
+        .expect_prompt_ok("Approve opens the form", &w.bot);
+    let opened = w.slack.wait_for_modal(&click);
+    assert_eq!(opened.body["view"]["callback_id"], "strands_fill");
+    let submitted = w.bot.submit_modal_with(&opened, SLACK_APPROVER, "", |p| {
+        p["view"]["state"] = json!({"values": {
+            "field:amount": {"value": {"type": "number_input", "value": "75"}},
+            "field:reason": {"value": {"type": "plain_text_input", "value": "late delivery"}},
+            "field:notify_customer": {"value": {"type": "static_select", "selected_option": {
+                "text": {"type": "plain_text", "text": "No"}, "value": "false"}}},
+        }});
+    });
+    assert_eq!(submitted.status, 200, "{}", submitted.body);
+    assert!(!submitted.body.contains("errors"), "{}", submitted.body);
+    Ran::wait(agent).expect_code(0);
+    let runs = w.tool_runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(
+        runs[0].ends_with("refund A-1042 75 False late delivery"),
+        "{runs:?}"
+    );
+    assert_eq!(w.approvals()[0]["via"], "slack");
+}
+
+#[test]
 fn an_mcp_form_rejected_is_declined() {
     let llm = refunds_model();
     let Some(w) = World::start(llm) else {
@@ -647,14 +681,18 @@ fn trust_lets_the_next_call_of_the_tool_run_without_asking() {
     let agent = agent_sdks::spawn(w.agent(
         "cleanup_agent.py",
         &[],
-        &[("APPROVERS", "alice"), ("ENABLE_TRUST", "1")],
+        &[("APPROVERS", SLACK_APPROVER), ("ENABLE_TRUST", "1")],
     ));
-    let asked = w.pending(1);
-    w.answer(
-        asked["id"].as_str().expect("id"),
-        &w.alice,
-        json!({"decision": "trust"}),
+    let msg = w.slack.wait_for_approval();
+    assert!(
+        msg.call.body.to_string().contains("Trust delete_rows"),
+        "{:#}",
+        msg.call.body
     );
+    w.bot
+        .click(&msg, "strands_trust", SLACK_APPROVER)
+        .reply
+        .expect_prompt_ok("the trust click", &w.bot);
     Ran::wait(agent).expect_code(0);
     let runs = w.tool_runs();
     assert_eq!(runs.len(), 2, "both calls ran: {runs:?}");
