@@ -42,7 +42,7 @@ pub struct Settings {
     /// Identities that may answer any gate.
     pub admins: Vec<String>,
     /// Who may answer gates whose spec names nobody (the bot; empty: anyone).
-    pub default_approvers: Vec<String>,
+    pub default_approvers: Vec<crate::model::Approver>,
     /// The time limit of one model call.
     pub llm_timeout: Duration,
     /// How model and Slack calls are retried.
@@ -114,7 +114,10 @@ impl Settings {
             .collect();
         Settings {
             admins: list(get("STRANDS_ADMINS")),
-            default_approvers: list(get("STRANDS_APPROVERS")),
+            default_approvers: list(get("STRANDS_APPROVERS"))
+                .iter()
+                .map(|a| crate::model::Approver::parse(a))
+                .collect(),
             llm_timeout,
             retry: RetryPolicy::from_lookup(&get),
             default_timeout: default_timeout(get("STRANDS_DEFAULT_TIMEOUT_MINUTES"), &limits),

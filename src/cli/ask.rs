@@ -141,7 +141,11 @@ impl AskArgs {
             title: self.title.clone(),
             body: self.body.clone(),
             details: self.details.iter().cloned().collect(),
-            approvers: self.approvers.clone(),
+            approvers: self
+                .approvers
+                .iter()
+                .map(|a| crate::model::Approver::parse(a))
+                .collect(),
             policy: self.policy.clone(),
             quorum: self.quorum,
             require_reason: self.require_reason,
@@ -254,7 +258,7 @@ async fn ask_remote(
     } else if !no_wait {
         let who = match &req.policy {
             Some(p) => format!("the approvers policy `{p}` names"),
-            None => req.approvers.join(", "),
+            None => crate::model::identity::listed(&req.approvers),
         };
         eprintln!("asked: request {} — waiting for {who}", view.id);
     }
@@ -314,8 +318,8 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
                 let asked = store.get(&id).await?;
                 let gate = asked.open_gates().next();
                 let who = gate
-                    .map(|g| g.approvers.join(", "))
-                    .unwrap_or_else(|| req.approvers.join(", "));
+                    .map(|g| crate::model::identity::listed(&g.approvers))
+                    .unwrap_or_else(|| crate::model::identity::listed(&req.approvers));
                 let rule = gate
                     .and_then(|g| g.rule.as_ref())
                     .map(|r| format!(" ({})", r.summary))

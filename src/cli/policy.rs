@@ -107,7 +107,7 @@ struct Explained {
     index: usize,
     summary: String,
     failed: Option<String>,
-    approvers: Vec<String>,
+    approvers: Vec<crate::model::Approver>,
     quorum: u32,
     require_reason: bool,
     deadline: Option<String>,
@@ -306,7 +306,7 @@ fn print(title: &str, at: DateTime<Utc>, out: &[Explained], json: bool) -> Resul
         let who = if e.approvers.is_empty() {
             "anyone who can reach it".to_string()
         } else {
-            e.approvers.join(", ")
+            crate::model::identity::listed(&e.approvers)
         };
         outln!(
             "  who may answer: {who} ({} approval{} needed{})",

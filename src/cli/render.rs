@@ -127,7 +127,10 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
         out.push_str(&format!("   Business hours: {words}\n"));
     }
     if !g.approvers.is_empty() {
-        out.push_str(&format!("\n   Approvers: {}\n", g.approvers.join(", ")));
+        out.push_str(&format!(
+            "\n   Approvers: {}\n",
+            crate::model::identity::listed(&g.approvers)
+        ));
     }
     if let Some(r) = &g.rule {
         out.push_str(&format!("   {}\n", r.shown()));

@@ -489,12 +489,10 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         )?;
     }
     if let Some(n) = &v.notification {
-        let (room, what, key) = if crate::hub::places::is_slack(&n.channel) {
-            ("Slack:", "approval message", "ts")
-        } else if n.channel.starts_with(crate::hub::places::EMAIL) {
-            ("Email:", "approval mail", "Message-ID")
-        } else {
-            ("Teams:", "approval card", "activity")
+        let (room, what, key) = match crate::model::Place::parse(&n.channel) {
+            crate::model::Place::Slack(_) => ("Slack:", "approval message", "ts"),
+            crate::model::Place::Email(_) => ("Email:", "approval mail", "Message-ID"),
+            crate::model::Place::Teams(_) => ("Teams:", "approval card", "activity"),
         };
         match (&n.ts, &n.error) {
             (_, Some(err)) => outln!(

@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use crate::channel::hall::{BoxFuture, MessageRef, Room};
 use crate::channel::Progress;
-use crate::hub::places::EMAIL;
 use crate::hub::recipients::emails_for;
 use crate::hub::Hub;
 use crate::model::mail::{Mail, MailKind};
 use crate::model::timer::{EscalationWhy, Fired};
+use crate::model::Place;
 use crate::model::{GateEventKind, Notification, OpenGate, Session, Status};
 use crate::spec::EscalationTarget;
 
@@ -43,14 +43,17 @@ fn note<'a>(notes: &'a [Notification], handle: &str) -> Option<&'a Notification>
     notes
         .iter()
         .rev()
-        .find(|n| n.gate == handle && n.channel.starts_with(EMAIL))
+        .find(|n| n.gate == handle && Place::parse(&n.channel).is_email())
 }
 
 /// The addresses a record says were asked.
 fn asked(n: &Notification) -> Vec<String> {
     n.copies
         .iter()
-        .filter_map(|(place, _)| place.strip_prefix(EMAIL).map(str::to_string))
+        .filter_map(|(place, _)| match Place::parse(place) {
+            Place::Email(address) => address,
+            _ => None,
+        })
         .collect()
 }
 
@@ -106,14 +109,14 @@ impl EmailRoom {
             let id = message_id(&session.id, &handle, None, &self.domain);
             let n = Notification {
                 gate: handle.clone(),
-                channel: EMAIL.to_string(),
+                channel: Place::Email(None).to_string(),
                 ts: Some(id.clone()),
                 thread_ts: None,
                 at: self.hub.clock.now(),
                 error: None,
                 copies: to
                     .iter()
-                    .map(|a| (format!("{EMAIL}{a}"), id.clone()))
+                    .map(|a| (Place::Email(Some(a.clone())).to_string(), id.clone()))
                     .collect(),
             };
             if let Err(e) = self.hub.store.record_notification(&session.id, &n).await {

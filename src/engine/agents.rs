@@ -579,8 +579,8 @@ impl Engine<'_> {
                     "interrupted while running (the process stopped); not run again — it may or may not have taken effect",
                 ),
                 CallState::Rejected { by, reason } => crate::tools::ToolResult::error(match reason {
-                    Some(r) if !r.trim().is_empty() => format!("denied by {}: {r}", crate::model::mention(by)),
-                    _ => format!("denied by {}", crate::model::mention(by)),
+                    Some(r) if !r.trim().is_empty() => format!("denied by {}: {r}", crate::model::identity::quoted(by)),
+                    _ => format!("denied by {}", crate::model::identity::quoted(by)),
                 }),
                 CallState::Approved { digest, .. } => {
                     if crate::tools::digest(&pc.call.name, &pc.call.arguments) != *digest {

@@ -27,8 +27,8 @@ use serde_json::Map;
 pub mod calendar;
 
 use crate::error::{Error, Result};
-use crate::model::person::{Directory, GROUP_PREFIX};
-use crate::model::{Answer, Decision, Fallback, GateKind, OpenGate, Position};
+use crate::model::person::Directory;
+use crate::model::{Answer, Approver, Decision, Fallback, GateKind, OpenGate, Position, Refusal};
 use crate::spec::GateSpec;
 
 /// Who is answering, and what the channel knows about them.
@@ -55,13 +55,14 @@ pub struct Identity<'a> {
 /// gate lists by name or identity may answer for them. `Ok(Some(alice))`:
 /// allowed as alice's delegate. A delegate never approves a run they
 /// started (even where self-approval is allowed), nor, where it is off,
-/// one the person they stand in for started. The error is what the person
-/// is told.
+/// one the person they stand in for started. The error is the refusal the
+/// person is told (each door shows it its own way).
+#[allow(clippy::result_large_err)] // see `Session::accept`
 pub fn authorize(
     gate: &OpenGate,
     decision: &Decision,
     id: &Identity<'_>,
-) -> std::result::Result<Option<String>, String> {
+) -> std::result::Result<Option<String>, Refusal> {
     let approves = matches!(
         decision,
         Decision::Approve | Decision::Edit { .. } | Decision::Trust | Decision::Fill { .. }
@@ -71,19 +72,18 @@ pub fn authorize(
         .unwrap_or(!(id.in_bot && gate.kind != GateKind::Hitl));
     let people = id.people;
     if approves && !self_ok && people.same(id.who, id.started_by) {
-        return Err(
+        return Err(Refusal::NotAllowed(
             "you started this run, so you cannot approve it (allow_self_approval is off)".into(),
-        );
+        ));
     }
     if gate.approvers.is_empty() || id.admins.iter().any(|a| people.same(a, id.who)) {
         return Ok(None);
     }
     let person = people.person_of(id.who);
-    let listed = gate.approvers.iter().any(|a| {
-        people.same(a, id.who)
-            || (is_group(a) && (id.member_of)(a))
-            || a.strip_prefix(GROUP_PREFIX)
-                .is_some_and(|g| person.is_some_and(|p| p.in_group(g)))
+    let listed = gate.approvers.iter().any(|a| match a {
+        Approver::Group(g) => person.is_some_and(|p| p.in_group(g)),
+        Approver::SlackGroup(g) => (id.member_of)(g),
+        other => people.same(&other.text(), id.who),
     });
     if listed {
         return Ok(None);
@@ -93,7 +93,7 @@ pub fn authorize(
     let names = |p: &crate::model::person::Person| {
         gate.approvers
             .iter()
-            .any(|a| !a.starts_with(GROUP_PREFIX) && people.same(a, &p.name))
+            .any(|a| a.group().is_none() && people.same(&a.text(), &p.name))
     };
     // For a quorum, someone not counted yet first (bob stands in for alice
     // and erin, alice already approved: bob answers for erin).
@@ -111,44 +111,21 @@ pub fn authorize(
     if let Some(chain) = chain {
         let whom = chain[0].clone();
         if approves && people.same(id.who, id.started_by) {
-            return Err(format!(
+            return Err(Refusal::NotAllowed(format!(
                 "you started this run, so you cannot approve it, not even as {whom}'s delegate"
-            ));
+            )));
         }
         if let Some(starter) = chain[..chain.len() - 1]
             .iter()
             .find(|n| approves && !self_ok && people.same(n, id.started_by))
         {
-            return Err(format!(
+            return Err(Refusal::NotAllowed(format!(
                 "{starter} started this run, so you cannot approve it for them (allow_self_approval is off)"
-            ));
+            )));
         }
         return Ok(Some(whom));
     }
-    let names: Vec<String> = gate.approvers.iter().map(|a| show_approver(a)).collect();
-    Err(format!(
-        "you are not an approver for this gate (approvers: {})",
-        names.join(", ")
-    ))
-}
-
-/// Slack user-group ids start with `S`.
-pub fn is_group(approver: &str) -> bool {
-    approver.len() > 2
-        && approver.starts_with('S')
-        && approver
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-        && approver.chars().any(|c| c.is_ascii_digit())
-}
-
-/// How an approver is named in messages: mentions for Slack ids.
-pub fn show_approver(a: &str) -> String {
-    if is_group(a) {
-        format!("<!subteam^{a}>")
-    } else {
-        crate::model::mention(a)
-    }
+    Err(Refusal::NotApprover(gate.approvers.clone()))
 }
 
 /// What the engine does after an answer.

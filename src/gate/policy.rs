@@ -201,7 +201,7 @@ impl Choice<'_> {
         let who = if self.rule.approvers.is_empty() {
             "anyone".to_string()
         } else {
-            self.rule.approvers.join(", ")
+            crate::model::identity::listed(&self.rule.approvers)
         };
         let head = format!("needs {} of {who}", self.needs());
         match &self.failed {
@@ -377,7 +377,7 @@ mod tests {
     fn rule(when: Option<&str>, approvers: &[&str], quorum: Option<u32>) -> ApprovalRule {
         ApprovalRule {
             when: when.map(str::to_string),
-            approvers: approvers.iter().map(|a| a.to_string()).collect(),
+            approvers: approvers.iter().map(|a| (*a).into()).collect(),
             quorum,
             ..Default::default()
         }

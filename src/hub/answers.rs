@@ -111,15 +111,16 @@ impl AnswerRequest {
     }
 }
 
-/// What a refused answer is told, in every room (a click in Slack, a card
-/// action or a command in Teams): who already decided and when, or why the
+/// What a refused answer is told, in plain text (a card action or a
+/// command in Teams, the web inbox; Slack shows the same with mentions,
+/// `slack::names::refusal`): who already decided and when, or why the
 /// intake said no.
 pub fn refusal_text(r: &Refusal) -> String {
     match r {
         Refusal::AlreadyAnswered(a) => format!(
             "already {} by {} at {}",
             a.decision.verb(),
-            crate::model::mention(&a.by),
+            a.by,
             a.at.format("%Y-%m-%d %H:%M:%S UTC")
         ),
         Refusal::NotOpen(s) => format!("this run is {s}; there is nothing to decide"),

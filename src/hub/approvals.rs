@@ -40,7 +40,7 @@ use crate::config::service::Policy;
 use crate::engine::Start;
 use crate::error::{Error, Result};
 use crate::model::form::{Form, Schema};
-use crate::model::{Decision, GateEventKind, Session, Status};
+use crate::model::{Approver, Decision, GateEventKind, Place, Session, Status};
 
 /// The workflow name every approval request's session carries.
 pub const WORKFLOW: &str = "approval";
@@ -78,7 +78,8 @@ pub struct ApprovalRequest {
     pub details: BTreeMap<String, String>,
     /// Who may answer: names, Slack ids, `group:NAME`. Not with `policy`.
     #[serde(default)]
-    pub approvers: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub approvers: Vec<crate::model::Approver>,
     /// A named approval policy of the service file (`policies:`): its
     /// rules, judged on `details`, decide who answers, the quorum,
     /// `require_reason`, the timeout and escalation. Not with `approvers`
@@ -352,11 +353,11 @@ pub fn spec_text(
             ),
         ));
     }
-    let approvers: Vec<String> = req
+    let approvers: Vec<Approver> = req
         .approvers
         .iter()
-        .map(|a| a.trim().to_string())
-        .filter(|a| !a.is_empty())
+        .filter(|a| !a.text().is_empty())
+        .cloned()
         .collect();
     let policy = match req.policy.as_deref().map(str::trim) {
         None => None,
@@ -369,7 +370,7 @@ pub fn spec_text(
         ));
     }
     for a in &approvers {
-        if let Some(g) = a.strip_prefix("group:") {
+        if let Approver::Group(g) = a {
             if !has_group(g) {
                 return Err(invalid(
                     "approvers",
@@ -422,15 +423,8 @@ pub fn spec_text(
     }
     // Groups (ours or Slack's `S…`) may hold more people; named people only
     // count once each.
-    let expands = |a: &str| {
-        a.starts_with("group:")
-            || (a.len() >= 9
-                && a.starts_with('S')
-                && a.chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
-    };
     if let Some(q) = req.quorum {
-        if !approvers.iter().any(|a| expands(a)) && q as usize > approvers.len() {
+        if !approvers.iter().any(Approver::is_many) && q as usize > approvers.len() {
             return Err(invalid(
                 "quorum",
                 format!(
@@ -581,7 +575,7 @@ struct GateDoc<'a> {
 fn named_policy<'p>(
     name: &str,
     req: &ApprovalRequest,
-    approvers: &[String],
+    approvers: &[Approver],
     policies: &'p BTreeMap<String, Policy>,
 ) -> std::result::Result<&'p Policy, Invalid> {
     let Some(p) = policies.get(name) else {
@@ -616,9 +610,10 @@ fn named_policy<'p>(
 /// `teams:<conversation id>` (Teams' ids have a `:`): the place a request
 /// is asked in Teams.
 fn teams_place(n: &str) -> Option<&str> {
-    n.strip_prefix("teams:")
-        .filter(|c| c.contains(':'))
-        .map(|_| n)
+    match Place::parse(n) {
+        Place::Teams(c) if c.contains(':') => Some(n),
+        _ => None,
+    }
 }
 
 /// The body, with the details and the action as fields under it.

@@ -174,7 +174,7 @@ pub async fn candidates(
         keys.extend(
             p.groups
                 .iter()
-                .map(|g| format!("{}{g}", crate::model::person::GROUP_PREFIX)),
+                .map(|g| crate::model::Approver::Group(g.clone()).to_string()),
         );
         // A delegate: the gates naming whoever they stand in for now.
         let now = hub.clock.now();
@@ -231,7 +231,10 @@ mod tests {
             g.id = format!("gate{i}");
             g.order = i as u64 + 1;
             g.opened_at = first.opened_at + chrono::TimeDelta::seconds(i as i64);
-            g.approvers = approvers.iter().map(|a| a.to_string()).collect();
+            g.approvers = approvers
+                .iter()
+                .map(|a| crate::model::Approver::parse(a))
+                .collect();
             s.gates.insert(g.handle(), g);
         }
         s
@@ -257,7 +260,10 @@ mod tests {
     async fn the_index_gives_what_a_full_read_gave(store: Store, defaults: &[&str]) {
         let settings = Settings {
             admins: vec!["root".into()],
-            default_approvers: defaults.iter().map(|a| a.to_string()).collect(),
+            default_approvers: defaults
+                .iter()
+                .map(|a| crate::model::Approver::parse(a))
+                .collect(),
             ..Settings::default()
         };
         let hub = Hub::new(store, Arc::new(settings), None);

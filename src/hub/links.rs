@@ -216,7 +216,9 @@ pub fn linkable(
         session: s.id.clone(),
         gate: gate.unwrap_or("(any)").to_string(),
     })?;
-    let judge = |d: &Decision| crate::engine::intake::authorize(open, s, d, asker, people);
+    let judge = |d: &Decision| {
+        crate::engine::intake::authorize(open, s, d, asker, people).map_err(|r| r.to_string())
+    };
     let reject = Decision::Reject { reason: None };
     let (judged, what) = match intent {
         // A link's button carries no values: a gate with a form is

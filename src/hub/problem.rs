@@ -93,7 +93,7 @@ impl From<Refusal> for Problem {
             Refusal::Stale { open } => {
                 Problem::conflict("stale", message).with(json!({ "open_gate": open }))
             }
-            Refusal::NotAllowed(_) => Problem::forbidden(message),
+            Refusal::NotAllowed(_) | Refusal::NotApprover(_) => Problem::forbidden(message),
             Refusal::AlreadyAnswered(a) => Problem::conflict("already_answered", message).with(
                 json!({ "by": a.by, "at": a.at, "decision": a.decision.verb(), "via": a.via }),
             ),

@@ -18,15 +18,15 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::model::person::{Directory, Person, TEAMS_PREFIX};
-use crate::model::{is_slack_user, OpenGate};
+use crate::model::person::{Directory, Person};
+use crate::model::{Approver, OpenGate};
 
 /// Who gets a direct copy of `gate` at `now`: its approvers as named, but
 /// a person with a delegate in force is replaced by their stand-in, named
 /// on the same channel (a Slack id by the stand-in's Slack id,
 /// `teams:<aad>` by their Teams id; a person named by name or address by
 /// both). Each once, in order; each room takes the ids it can write to.
-pub fn dm_approvers(gate: &OpenGate, people: &Directory, now: DateTime<Utc>) -> Vec<String> {
+pub fn dm_approvers(gate: &OpenGate, people: &Directory, now: DateTime<Utc>) -> Vec<Approver> {
     dm_recipients(gate, people, now)
         .into_iter()
         .map(|(id, _)| id)
@@ -39,24 +39,23 @@ pub fn dm_recipients(
     gate: &OpenGate,
     people: &Directory,
     now: DateTime<Utc>,
-) -> Vec<(String, Option<String>)> {
-    let mut out: Vec<(String, Option<String>)> = Vec::new();
+) -> Vec<(Approver, Option<String>)> {
+    let mut out: Vec<(Approver, Option<String>)> = Vec::new();
     for a in &gate.approvers {
-        let away = people.person_of(a);
+        let text = a.text();
+        let away = people.person_of(&text);
         let stand_in = away
             .map(|p| people.stand_in(p, now))
-            .filter(|s| !people.same(&s.name, a));
-        let ids: Vec<String> = match stand_in {
+            .filter(|s| !people.same(&s.name, &text));
+        let ids: Vec<Approver> = match stand_in {
             None => vec![a.clone()],
             Some(s) => {
-                let slack = s.slack.clone();
-                let teams = s.teams.as_ref().map(|t| format!("{TEAMS_PREFIX}{t}"));
-                if is_slack_user(a) {
-                    slack.into_iter().collect()
-                } else if a.starts_with(TEAMS_PREFIX) {
-                    teams.into_iter().collect()
-                } else {
-                    slack.into_iter().chain(teams).collect()
+                let slack = s.slack.clone().map(Approver::SlackUser);
+                let teams = s.teams.clone().map(Approver::TeamsUser);
+                match a {
+                    Approver::SlackUser(_) => slack.into_iter().collect(),
+                    Approver::TeamsUser(_) => teams.into_iter().collect(),
+                    _ => slack.into_iter().chain(teams).collect(),
                 }
             }
         };
@@ -87,29 +86,34 @@ pub fn emails_for(gate: &OpenGate, people: &Directory, now: DateTime<Utc>) -> Ve
             .and_then(address)
     };
     for a in &gate.approvers {
+        let text = a.text();
+        let own_address = match a {
+            Approver::Email(e) => address(e),
+            _ => None,
+        };
         // Away: their stand-in is mailed instead, as they would have been.
         let stand_in = people
-            .person_of(a)
+            .person_of(&text)
             .map(|p| people.stand_in(p, now))
-            .filter(|s| !people.same(&s.name, a));
+            .filter(|s| !people.same(&s.name, &text));
         if let Some(s) = stand_in {
-            if let Some(addr) = if address(a).is_some() {
+            if let Some(addr) = if own_address.is_some() {
                 s.email.as_deref().and_then(address)
             } else {
                 mailed(s)
             } {
                 add(addr);
             }
-        } else if let Some(addr) = address(a) {
+        } else if let Some(addr) = own_address {
             add(addr);
-        } else if let Some(group) = a.strip_prefix("group:") {
+        } else if let Approver::Group(group) = a {
             people
                 .people()
                 .iter()
                 .filter(|p| p.in_group(group))
                 .filter_map(mailed)
                 .for_each(&mut add);
-        } else if let Some(addr) = people.person_of(a).and_then(mailed) {
+        } else if let Some(addr) = people.person_of(&text).and_then(mailed) {
             add(addr);
         }
     }
@@ -216,7 +220,7 @@ mod tests {
         assert_eq!(dm_approvers(&gate, &people, ends), ["alice"]);
         assert_eq!(
             dm_recipients(&gate, &people, starts)[0],
-            ("U04BOB".to_string(), Some("alice".to_string()))
+            ("U04BOB".into(), Some("alice".to_string()))
         );
     }
 

@@ -103,7 +103,8 @@ pub struct GateView {
     #[schema(value_type = Option<Object>)]
     pub hours: Option<crate::model::GateHours>,
     pub calls: Vec<CallView>,
-    pub approvers: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub approvers: Vec<crate::model::Approver>,
     pub approvals_required: u32,
     #[schema(value_type = Vec<Object>)]
     pub approvals: Vec<crate::model::Approval>,

@@ -21,6 +21,9 @@ pub enum Refusal {
     Stale { open: Option<String> },
     /// This person may not give this answer here; says why.
     NotAllowed(String),
+    /// This person is none of the gate's approvers (who are named, for the
+    /// door to show its way).
+    NotApprover(Vec<super::Approver>),
     /// Another answer got there first.
     AlreadyAnswered(Answer),
     /// The answer does not fit the gate; says what would.
@@ -41,6 +44,11 @@ impl std::fmt::Display for Refusal {
             }
             Refusal::Stale { open: None } => write!(f, "that gate is no longer open"),
             Refusal::NotAllowed(why) | Refusal::BadAnswer(why) => f.write_str(why),
+            Refusal::NotApprover(approvers) => write!(
+                f,
+                "you are not an approver for this gate (approvers: {})",
+                super::identity::listed(approvers)
+            ),
             Refusal::BadValues(errors) => write!(
                 f,
                 "the values do not fit the form: {}",
@@ -328,9 +336,9 @@ fn accept(
         Decision::Reject { reason } => {
             let why = match reason {
                 Some(r) if !r.trim().is_empty() => {
-                    format!("denied by {}: {r}", crate::model::mention(&by))
+                    format!("denied by {}: {r}", crate::model::identity::quoted(&by))
                 }
-                _ => format!("denied by {}", crate::model::mention(&by)),
+                _ => format!("denied by {}", crate::model::identity::quoted(&by)),
             };
             session.denied_calls.insert(pc.digest.clone(), why);
             CallState::Rejected {

@@ -61,7 +61,7 @@ pub enum EventKind {
         /// The first [`PREVIEW_CHARS`] characters of what the gate shows.
         preview: String,
         timeout_at: Option<DateTime<Utc>>,
-        approvers: Vec<String>,
+        approvers: Vec<super::Approver>,
         approvals_required: u32,
         /// The values approving fills in (`form:`), as JSON Schema.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -308,7 +308,7 @@ pub struct OpenGate {
     pub channel: Option<String>,
     /// Who may answer; empty: anyone who can reach the gate.
     #[serde(default)]
-    pub approvers: Vec<String>,
+    pub approvers: Vec<crate::model::Approver>,
     /// Approvals needed before the gate passes.
     #[serde(default = "one")]
     pub approvals_required: u32,
@@ -503,25 +503,6 @@ impl OpenGate {
     /// The preview cut to `preview_length` characters, and how many were cut.
     pub fn preview(&self) -> (String, usize) {
         cut(&self.context, self.preview_length)
-    }
-}
-
-/// Whether `who` is a Slack user id (`U…` or `W…`), not a name or a group.
-pub fn is_slack_user(who: &str) -> bool {
-    who.len() > 1
-        && (who.starts_with('U') || who.starts_with('W'))
-        && who
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-}
-
-/// `<@U123>` for a Slack user id (Slack shows it as the person, and a model
-/// quoting it in Slack names them too), the name itself otherwise.
-pub fn mention(who: &str) -> String {
-    if is_slack_user(who) {
-        format!("<@{who}>")
-    } else {
-        who.to_string()
     }
 }
 

@@ -85,18 +85,8 @@ impl From<PersonError> for crate::error::Error {
     }
 }
 
-/// Prefix of a group in approver lists: `group:finance`.
-pub const GROUP_PREFIX: &str = "group:";
-/// Prefix of a Teams identity: `teams:<aad>`.
-pub const TEAMS_PREFIX: &str = "teams:";
-
-fn is_slack_user(id: &str) -> bool {
-    id.len() >= 3
-        && (id.starts_with('U') || id.starts_with('W'))
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-}
+pub use super::identity::{GROUP_PREFIX, TEAMS_PREFIX};
+use super::Approver;
 
 fn is_aad(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
@@ -132,10 +122,9 @@ fn is_unix_user(s: &str) -> bool {
 
 /// The form a lookup key takes: emails and Teams ids compare without case.
 fn key(identity: &str) -> String {
-    if identity.contains('@') || identity.starts_with(TEAMS_PREFIX) {
-        identity.to_ascii_lowercase()
-    } else {
-        identity.to_string()
+    match Approver::parse(identity) {
+        Approver::Email(_) | Approver::TeamsUser(_) => identity.to_ascii_lowercase(),
+        _ => identity.to_string(),
     }
 }
 
@@ -166,10 +155,11 @@ impl Person {
         trim(&mut self.email);
         trim(&mut self.unix);
         if let Some(t) = &mut self.teams {
-            *t = t
-                .strip_prefix(TEAMS_PREFIX)
-                .unwrap_or(t)
-                .to_ascii_lowercase();
+            *t = match Approver::parse(t) {
+                Approver::TeamsUser(aad) => aad,
+                _ => t.clone(),
+            }
+            .to_ascii_lowercase();
         }
         if let Some(e) = &mut self.email {
             *e = e.to_ascii_lowercase();
@@ -192,7 +182,11 @@ impl Person {
                 self.name
             )));
         }
-        if let Some(s) = self.slack.as_deref().filter(|s| !is_slack_user(s)) {
+        if let Some(s) = self
+            .slack
+            .as_deref()
+            .filter(|s| Approver::parse(s).slack_user().is_none())
+        {
             return Err(bad(format!(
                 "Slack id `{s}` is not a Slack user id (U… or W…)"
             )));
@@ -229,7 +223,7 @@ impl Person {
         out.extend(
             self.teams
                 .iter()
-                .map(|t| (format!("{TEAMS_PREFIX}{t}"), "Teams id")),
+                .map(|t| (Approver::TeamsUser(t.clone()).to_string(), "Teams id")),
         );
         out.extend(self.email.iter().map(|e| (e.clone(), "email")));
         out.extend(self.tokens.iter().map(|t| (t.clone(), "token name")));

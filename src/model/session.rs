@@ -410,14 +410,10 @@ impl Notification {
     /// room asking for the same gate keeps its own record (with Slack and
     /// Teams both on, a run started from the CLI is asked in both).
     pub fn record_key(&self) -> String {
-        // `hub::places::TEAMS`, which this layer sits below.
-        if self.channel.starts_with("teams:") {
-            format!("{}@teams", self.gate)
-        } else if self.channel.starts_with("email:") {
-            // `hub::places::EMAIL`: the e-mail room's record of the gate.
-            format!("{}@email", self.gate)
-        } else {
-            self.gate.clone()
+        match super::Place::parse(&self.channel) {
+            super::Place::Teams(_) => format!("{}@teams", self.gate),
+            super::Place::Email(_) => format!("{}@email", self.gate),
+            super::Place::Slack(_) => self.gate.clone(),
         }
     }
 }

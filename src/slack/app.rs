@@ -255,8 +255,9 @@ impl App {
     /// [`App::groups_of`], cached; an unresolvable group admits nobody).
     pub(crate) async fn member_groups(&self, groups: &[String], user: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for group in groups.iter().filter(|a| crate::gate::is_group(a)) {
-            match self.group_members(group).await {
+        let groups = groups.iter().map(|g| crate::model::Approver::parse(g));
+        for group in groups.filter_map(|a| a.slack_group().map(str::to_string)) {
+            match self.group_members(&group).await {
                 Ok(m) if m.contains(user) => out.push(group.clone()),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(group, "could not resolve a user group: {e}"),
@@ -284,10 +285,10 @@ impl App {
             &gate.approvers
         };
         let mut groups = HashSet::new();
-        for group in approvers.iter().filter(|a| crate::gate::is_group(a)) {
+        for group in approvers.iter().filter_map(|a| a.slack_group()) {
             match self.group_members(group).await {
                 Ok(m) if m.contains(user) => {
-                    groups.insert(group.clone());
+                    groups.insert(group.to_string());
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(group, "could not resolve a user group: {e}"),
@@ -320,7 +321,9 @@ impl App {
                 self.hub.people()
             }
         };
-        crate::engine::intake::authorize(gate, session, &decision, &asker, &people).map(|_| ())
+        crate::engine::intake::authorize(gate, session, &decision, &asker, &people)
+            .map(|_| ())
+            .map_err(|r| super::names::refusal(&r))
     }
 
     /// A user group's members, cached for five minutes.
@@ -886,7 +889,7 @@ fn tool_text(view: &ToolApprovalView) -> String {
 
 /// `<@U123>` for Slack user ids, the name otherwise.
 pub fn mention(who: &str) -> String {
-    crate::model::mention(who)
+    super::names::who(who)
 }
 
 fn capitalize(s: &str) -> String {
@@ -897,9 +900,9 @@ fn capitalize(s: &str) -> String {
     }
 }
 
-/// What a refused click is told ([`crate::hub::answers::refusal_text`]).
+/// What a refused click is told ([`super::names::refusal`]).
 pub fn refusal_text(r: &Refusal) -> String {
-    crate::hub::answers::refusal_text(r)
+    super::names::refusal(r)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::app::App;
 use super::blocks::{check_message, escape_mrkdwn, ApprovalView};
-use crate::model::{is_slack_user, OpenGate, Session};
+use crate::model::{OpenGate, Session};
 
 /// Sends gate `gate`'s request to each of its approvers named by user id.
 /// Returns `(channel, ts)` of every copy posted, and the direct-message
@@ -40,8 +40,7 @@ pub(super) async fn post(
     let to = crate::hub::recipients::dm_recipients(gate, &people, app.hub.clock.now());
     let users: Vec<(&str, Option<&str>)> = to
         .iter()
-        .map(|(id, whom)| (id.as_str(), whom.as_deref()))
-        .filter(|(a, _)| is_slack_user(a))
+        .filter_map(|(id, whom)| id.slack_user().map(|u| (u, whom.as_deref())))
         .collect();
     if users.is_empty() {
         tracing::warn!(session = %session.id, gate = %gate.handle(), "notify: dm, but no approver is named by Slack user id");

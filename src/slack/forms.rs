@@ -188,7 +188,7 @@ pub(super) async fn open_reject(
             let mut prompt = format!(
                 "Reject the call to `{name}` (call `{id}`). It does not run; the agent reads \
                  \"denied by {}: your reason\".",
-                crate::model::mention(user)
+                super::names::who(user)
             );
             if let Some(r) = call.and_then(|c| c.request.as_ref()) {
                 prompt.push_str(&format!("\n_What it would do:_ {}", r.description));

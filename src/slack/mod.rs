@@ -28,6 +28,7 @@ pub mod dms;
 pub mod forms;
 pub mod home;
 pub mod interactions;
+pub mod names;
 pub mod room;
 pub mod server;
 pub mod signature;

@@ -106,15 +106,14 @@ async fn post_copies(
     let mut places: Vec<String> = targets
         .iter()
         .filter_map(|t| match t {
-            EscalationTarget::Channel(c) => Some(c.clone()),
+            EscalationTarget::Channel(crate::model::Place::Slack(c)) => Some(c.clone()),
             _ => None,
         })
-        .filter(|c| crate::hub::places::is_slack(c))
         .collect();
     if places.is_empty() {
         // A `teams:` person is the Teams room's to ask.
         places.extend(targets.iter().filter_map(|t| match t {
-            EscalationTarget::User(u) if crate::hub::places::is_slack(u) => Some(u.clone()),
+            EscalationTarget::User(crate::model::Approver::SlackUser(u)) => Some(u.clone()),
             _ => None,
         }));
         let groups = targets
@@ -129,7 +128,7 @@ async fn post_copies(
     let mentions: Vec<String> = targets
         .iter()
         .filter(|t| !matches!(t, EscalationTarget::Channel(_)))
-        .map(EscalationTarget::mention)
+        .map(super::names::target)
         .collect();
     let who = if mentions.is_empty() {
         "this channel".to_string()
@@ -248,7 +247,7 @@ fn fallback_words(f: Fallback) -> &'static str {
 fn targets_text(targets: &[EscalationTarget]) -> String {
     targets
         .iter()
-        .map(EscalationTarget::mention)
+        .map(super::names::target)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -299,11 +298,7 @@ pub async fn remind(app: &App, session: &Session, gate: &OpenGate, n: u32, of: u
     let who = if gate.approvers.is_empty() {
         mention(&session.started_by)
     } else {
-        gate.approvers
-            .iter()
-            .map(|a| crate::gate::show_approver(a))
-            .collect::<Vec<_>>()
-            .join(" ")
+        super::names::approvers(&gate.approvers, " ")
     };
     let business =
         crate::hub::durations::business_deadline_posted(gate.hours.as_ref(), gate.timeout_at);

@@ -460,51 +460,38 @@ pub struct GateTimers {
 /// Default `max_reminders` when `reminder_interval` is set.
 pub const DEFAULT_MAX_REMINDERS: u32 = 3;
 
-/// Who an escalated request goes to.
+/// Who an escalated request goes to. Stored as `{"kind", "id"}` with the
+/// id as specs write it (`U0BOSS`, `teams:<aad>`, `ops`, `teams:19:…`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "id", rename_all = "snake_case")]
 pub enum EscalationTarget {
-    /// A Slack user id (`U…`/`W…`): mentioned, and sent the request directly
-    /// when no channel is named.
-    User(String),
-    /// A Slack user group id (`S…`): mentioned.
-    Group(String),
-    /// A channel id (`C…`/`G…`) or name (without `#`): the request is posted there.
-    Channel(String),
+    /// A person: a Slack user (`U…`/`W…`; mentioned, and sent the request
+    /// directly when no channel is named) or a Teams user (`teams:<aad>`;
+    /// sent the request 1:1).
+    User(crate::model::Approver),
+    /// A Slack user group (`S…`): mentioned.
+    Group(crate::model::Approver),
+    /// A Slack channel id (`C…`/`G…`) or name (without `#`), or a Teams
+    /// conversation: the request is posted there.
+    Channel(crate::model::Place),
+}
+
+impl std::fmt::Display for EscalationTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EscalationTarget::User(a) | EscalationTarget::Group(a) => write!(f, "{a}"),
+            EscalationTarget::Channel(p) => write!(f, "{p}"),
+        }
+    }
 }
 
 impl EscalationTarget {
-    /// How the target is named in a message (a mention for people).
-    pub fn mention(&self) -> String {
-        match self {
-            EscalationTarget::User(u) | EscalationTarget::Channel(u) if u.starts_with("teams:") => {
-                u.clone()
-            }
-            EscalationTarget::User(u) => format!("<@{u}>"),
-            EscalationTarget::Group(g) => format!("<!subteam^{g}>"),
-            EscalationTarget::Channel(c) if looks_like_channel_id(c) => format!("<#{c}>"),
-            EscalationTarget::Channel(c) => format!("#{c}"),
-        }
-    }
-
-    /// Parses one `escalation_target` entry. A Teams target keeps its
-    /// `teams:` prefix: `teams:<Entra object ID>` is a person (sent the
-    /// request 1:1), `teams:<conversation id>` (Teams' ids have a `:`,
+    /// Parses one `escalation_target` entry: `teams:<Entra object ID>` is
+    /// a person, `teams:<conversation id>` (Teams' ids have a `:`,
     /// `19:…@thread.tacv2`) a conversation the request is posted in.
     pub fn parse(raw: &str) -> std::result::Result<Self, String> {
+        use crate::model::{Approver, Place};
         let t = raw.trim();
-        if let Some(rest) = t.strip_prefix("teams:") {
-            return match rest {
-                "" => Err(format!("`{t}` names no Teams person or conversation")),
-                r if r.contains(':') => Ok(EscalationTarget::Channel(t.to_string())),
-                _ => Ok(EscalationTarget::User(t.to_string())),
-            };
-        }
-        let id = |s: &str| {
-            s.len() > 1
-                && s.chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-        };
         if let Some(name) = t.strip_prefix('#') {
             let ok = !name.is_empty()
                 && name.chars().all(|c| {
@@ -514,26 +501,32 @@ impl EscalationTarget {
                         || !c.is_ascii()
                 });
             return if ok {
-                Ok(EscalationTarget::Channel(name.to_string()))
+                Ok(EscalationTarget::Channel(Place::Slack(name.to_string())))
             } else {
                 Err(format!("`{t}` is not a channel name"))
             };
         }
-        if id(t) {
-            match t.as_bytes()[0] {
-                b'U' | b'W' => return Ok(EscalationTarget::User(t.to_string())),
-                b'S' => return Ok(EscalationTarget::Group(t.to_string())),
-                b'C' | b'G' => return Ok(EscalationTarget::Channel(t.to_string())),
-                _ => {}
+        match Approver::parse(t) {
+            Approver::TeamsUser(rest) if rest.is_empty() => {
+                Err(format!("`{t}` names no Teams person or conversation"))
             }
+            Approver::TeamsUser(rest) if rest.contains(':') => {
+                Ok(EscalationTarget::Channel(Place::Teams(rest)))
+            }
+            user @ (Approver::TeamsUser(_) | Approver::SlackUser(_)) => {
+                Ok(EscalationTarget::User(user))
+            }
+            group @ Approver::SlackGroup(_) => Ok(EscalationTarget::Group(group)),
+            _ if looks_like_channel_id(t) => Ok(EscalationTarget::Channel(Place::Slack(t.to_string()))),
+            _ => Err(format!(
+                "`{t}` is not a Slack user id (U…), user group id (S…) or channel (C… or #name), nor teams:<Entra object ID or conversation id>"
+            )),
         }
-        Err(format!(
-            "`{t}` is not a Slack user id (U…), user group id (S…) or channel (C… or #name), nor teams:<Entra object ID or conversation id>"
-        ))
     }
 }
 
-fn looks_like_channel_id(c: &str) -> bool {
+/// `C…`/`G…` followed by capitals and digits: a Slack channel id.
+pub fn looks_like_channel_id(c: &str) -> bool {
     c.len() > 1
         && (c.starts_with('C') || c.starts_with('G'))
         && c.chars()
@@ -563,7 +556,7 @@ pub struct GateSpec {
     pub channel: Option<String>,
     /// Who may answer (the workflow's `security.approvers` when unset).
     /// `None` too when the gate's `approvers:` is a list of rules.
-    pub approvers: Option<Vec<String>>,
+    pub approvers: Option<Vec<crate::model::Approver>>,
     /// `approvers:` as rules (`gate::policy`): the first that
     /// holds decides who answers; empty for a plain list.
     pub rules: Vec<rules::ApprovalRule>,
@@ -657,7 +650,7 @@ pub struct TriggerSpec {
 /// `security.approvals_required`, `security.allow_self_approval`).
 #[derive(Debug, Clone, Default)]
 pub struct ApprovalDefaults {
-    pub approvers: Vec<String>,
+    pub approvers: Vec<crate::model::Approver>,
     /// `security.approvers` as rules: for gates that name no approvers,
     /// and for tool calls.
     pub rules: Vec<rules::ApprovalRule>,

@@ -22,7 +22,7 @@ pub struct ApprovalRule {
     /// What channels show instead of the condition's text.
     pub label: Option<String>,
     /// Who may answer while this rule applies.
-    pub approvers: Vec<String>,
+    pub approvers: Vec<crate::model::Approver>,
     /// Approvals needed (`quorum` or `approvals_required`); `None`: the gate's.
     pub quorum: Option<u32>,
     /// Whether a rejection must say why; `None`: the gate's.
@@ -119,7 +119,7 @@ pub fn rule(
         Some(Value::Array(list)) if !list.is_empty() => {
             for v in list {
                 match v.as_str().map(str::trim).filter(|s| !s.is_empty()) {
-                    Some(s) => r.approvers.push(s.to_string()),
+                    Some(s) => r.approvers.push(crate::model::Approver::parse(s)),
                     None => errs.push(RuleError::at(
                         "approvers",
                         format!("a rule's approvers are names, not {v}"),
@@ -129,7 +129,7 @@ pub fn rule(
             }
         }
         Some(Value::String(one)) if !one.trim().is_empty() => {
-            r.approvers.push(one.trim().to_string())
+            r.approvers.push(crate::model::Approver::parse(one))
         }
         _ => errs.push(RuleError::at(
             "approvers",
@@ -162,13 +162,7 @@ pub fn rule(
     }
     if let (Some(n), true) = (r.quorum, !r.approvers.is_empty()) {
         // `group:NAME` or a Slack user group (`S…`) may hold more people.
-        let groups = r.approvers.iter().any(|a| {
-            a.starts_with(crate::model::person::GROUP_PREFIX)
-                || (a.len() > 2
-                    && a.starts_with('S')
-                    && a.chars()
-                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
-        });
+        let groups = r.approvers.iter().any(crate::model::Approver::is_many);
         if !groups && n as usize > r.approvers.len() {
             errs.push(RuleError::at(
                 quorum_key.map_or("quorum", |(k, _)| k),

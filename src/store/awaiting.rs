@@ -35,10 +35,11 @@ pub fn entries(session: &Session) -> Vec<(String, String)> {
             out.push((handle.clone(), ANYONE.to_string()));
         }
         for a in &g.approvers {
-            let key = if a.is_empty() || a.contains('\0') {
+            let text = a.text();
+            let key = if text.is_empty() || text.contains('\0') {
                 ANYONE
             } else {
-                a.as_str()
+                &text
             };
             out.push((handle.clone(), key.to_string()));
         }

@@ -408,8 +408,9 @@ pub trait Backend: Send + Sync {
                 .collect())
         }
     }
-    /// The group ids ([`crate::gate::is_group`]) listed as approvers of
-    /// open gates, each once (whose members may have something waiting).
+    /// The Slack user group ids ([`crate::model::Approver::SlackGroup`])
+    /// listed as approvers of open gates, each once (whose members may have
+    /// something waiting).
     fn awaiting_groups(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
         async move {
             let mut out: Vec<String> = self
@@ -417,8 +418,11 @@ pub trait Backend: Send + Sync {
                 .await?
                 .iter()
                 .flat_map(awaiting::entries)
-                .map(|(_, a)| a)
-                .filter(|a| crate::gate::is_group(a))
+                .filter_map(|(_, a)| {
+                    crate::model::Approver::parse(&a)
+                        .slack_group()
+                        .map(str::to_string)
+                })
                 .collect();
             out.sort();
             out.dedup();

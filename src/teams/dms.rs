@@ -18,7 +18,7 @@
 use serde_json::{json, Value};
 
 use super::card;
-use super::commands::{place, PLACE_PREFIX};
+use super::commands::place;
 use super::connector::OneOnOne;
 use super::room::TeamsRoom;
 use crate::channel::hall::MessageRef;
@@ -37,10 +37,15 @@ pub(super) fn with_head(mut card: Value, head: &str) -> Value {
 }
 
 /// The Teams people among `who`, by Entra object ID, each once.
-pub(super) fn teams_people<'a>(who: impl IntoIterator<Item = &'a String>) -> Vec<&'a str> {
+pub(super) fn teams_people<'a>(
+    who: impl IntoIterator<Item = &'a crate::model::Approver>,
+) -> Vec<&'a str> {
     let mut seen = std::collections::HashSet::new();
     who.into_iter()
-        .filter_map(|a| a.strip_prefix(PLACE_PREFIX))
+        .filter_map(|a| match a {
+            crate::model::Approver::TeamsUser(aad) => Some(aad.as_str()),
+            _ => None,
+        })
         .filter(|aad| !aad.is_empty() && !aad.contains(':') && seen.insert(*aad))
         .collect()
 }
@@ -134,8 +139,7 @@ pub(super) async fn post(
     // The hub's recipients: a person away is replaced by their delegate,
     // who is told whom they answer for.
     let to = crate::hub::recipients::dm_recipients(gate, &room.hub.people(), room.hub.clock.now());
-    let ids: Vec<String> = to.iter().map(|(id, _)| id.clone()).collect();
-    let people = teams_people(&ids);
+    let people = teams_people(to.iter().map(|(id, _)| id));
     if people.is_empty() {
         return (Vec::new(), Vec::new());
     }
@@ -144,7 +148,7 @@ pub(super) async fn post(
     for aad in people {
         let whom = to
             .iter()
-            .find(|(id, _)| id.strip_prefix(PLACE_PREFIX) == Some(aad))
+            .find(|(id, _)| matches!(id, crate::model::Approver::TeamsUser(a) if a == aad))
             .and_then(|(_, w)| w.as_deref());
         let who = match whom {
             Some(p) => format!("You answer for {p} (a delegation) at"),
@@ -172,7 +176,7 @@ mod tests {
 
     #[test]
     fn teams_people_are_named_by_object_id_once() {
-        let who: Vec<String> = [
+        let who: Vec<crate::model::Approver> = [
             "teams:a1",
             "U0ALICE",
             "teams:a1",
@@ -180,7 +184,7 @@ mod tests {
             "teams:",
         ]
         .iter()
-        .map(|s| s.to_string())
+        .map(|s| crate::model::Approver::parse(s))
         .collect();
         assert_eq!(teams_people(&who), ["a1"]);
         let c = with_head(json!({"body": [{"type": "TextBlock", "text": "x"}]}), "hi");

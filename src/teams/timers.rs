@@ -49,7 +49,7 @@ pub async fn remind(room: &TeamsRoom, session: &Session, gate: &OpenGate, n: u32
     } else {
         gate.approvers
             .iter()
-            .map(|a| super::names::shown(a))
+            .map(|a| super::names::shown(&a.text()))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -100,18 +100,18 @@ pub async fn escalate(
     let conversations: Vec<&str> = targets
         .iter()
         .filter_map(|t| match t {
-            EscalationTarget::Channel(c) => c.strip_prefix(PLACE_PREFIX),
+            EscalationTarget::Channel(crate::model::Place::Teams(c)) => Some(c.as_str()),
             _ => None,
         })
         .collect();
-    let people: Vec<&String> = targets
+    let people: Vec<crate::model::Approver> = targets
         .iter()
         .filter_map(|t| match t {
-            EscalationTarget::User(u) => Some(u),
+            EscalationTarget::User(u) => Some(u.clone()),
             _ => None,
         })
         .collect();
-    let people = teams_people(people);
+    let people = teams_people(&people);
     if conversations.is_empty() && people.is_empty() {
         return Vec::new();
     }

@@ -28,7 +28,7 @@ pub struct Asker<'a> {
     /// Admins of this installation: they may answer any gate.
     pub admins: &'a [String],
     /// Who may answer gates whose spec names nobody (empty: anyone).
-    pub default_approvers: &'a [String],
+    pub default_approvers: &'a [crate::model::Approver],
     /// Answers through a shared service (the bot): self-approval is off by
     /// default there for manual and tool gates.
     pub shared: bool,
@@ -201,7 +201,7 @@ impl Engine<'_> {
             }
             match authorize(open, session, &answer.decision, asker, people) {
                 Ok(whom) => as_delegate = whom,
-                Err(why) => return Ok(Err(Refusal::NotAllowed(why))),
+                Err(refusal) => return Ok(Err(refusal)),
             }
         }
         // A form's values are recorded as the gate reads them (typed,
@@ -469,7 +469,7 @@ pub fn authorize(
     decision: &crate::model::Decision,
     asker: &Asker<'_>,
     people: &Directory,
-) -> std::result::Result<Option<String>, String> {
+) -> std::result::Result<Option<String>, Refusal> {
     let with_default;
     let gate = if gate.approvers.is_empty() && !asker.default_approvers.is_empty() {
         let mut g = gate.clone();

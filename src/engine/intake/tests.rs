@@ -102,6 +102,7 @@ fn check(case: &str, got: &std::result::Result<Accepted, Refusal>, want: &Want) 
         (Ok(Accepted::Recorded(_)), Want::Recorded) => true,
         (Ok(Accepted::Counted(_)), Want::Counted) => true,
         (Err(Refusal::NotAllowed(why)), Want::NotAllowed(w)) => why.contains(w),
+        (Err(r @ Refusal::NotApprover(_)), Want::NotAllowed(w)) => r.to_string().contains(w),
         (Err(Refusal::BadAnswer(why)), Want::BadAnswer(w)) => why.contains(w),
         (Err(Refusal::BadValues(errors)), Want::BadValues(fields)) => {
             errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>() == *fields

@@ -378,8 +378,10 @@ impl<N: Notifier> Timers<'_, N> {
                     esc.targets
                         .iter()
                         .map(|t| match t {
-                            EscalationTarget::User(id) | EscalationTarget::Group(id) => id.clone(),
-                            EscalationTarget::Channel(c) => format!("#{c}"),
+                            EscalationTarget::Channel(c @ crate::model::Place::Slack(_)) => {
+                                format!("#{c}")
+                            }
+                            other => other.to_string(),
                         })
                         .collect::<Vec<_>>()
                         .join(", ")
@@ -479,7 +481,7 @@ impl<N: Notifier> Timers<'_, N> {
         // fallback gives them one more timeout period. Both are idempotent
         // against the stored gate (a retry after a crash changes nothing).
         let period = gate.timeout_at.map(|at| at - gate.opened_at);
-        let ids: Vec<String> = targets
+        let ids: Vec<crate::model::Approver> = targets
             .iter()
             .filter_map(|t| match t {
                 EscalationTarget::User(u) | EscalationTarget::Group(u) => Some(u.clone()),

@@ -274,7 +274,7 @@ async fn an_escalation_reposts_once_and_makes_the_targets_approvers() {
         .cloned()
         .expect("still open");
     assert!(
-        gate.approvers.contains(&"U0BOSS".to_string()),
+        gate.approvers.iter().any(|a| a == "U0BOSS"),
         "{:?}",
         gate.approvers
     );
@@ -536,7 +536,7 @@ async fn the_chosen_rules_timeout_and_escalation_are_the_ones_armed_and_fired() 
         ))
         .await;
     let gate = s.first_gate().cloned().expect("open");
-    assert_eq!(gate.approvers, vec!["U0ALICE".to_string()]);
+    assert_eq!(gate.approvers, vec!["U0ALICE"]);
     assert_eq!(
         gate.timeout_at.map(|t| (t - gate.opened_at).num_minutes()),
         Some(10)

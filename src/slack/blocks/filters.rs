@@ -12,6 +12,7 @@
 use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior};
 
 use super::limits::cut_for_section;
+use crate::model::Approver;
 
 /// Escapes text for Slack mrkdwn: `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
 /// so user text cannot form links, mentions or `<!channel>`.
@@ -101,10 +102,8 @@ fn truncate_chars(value: &str, max: usize) -> String {
 /// chars) for anything else, `someone` for nothing.
 fn mention_filter(value: &str) -> String {
     let who = value.trim();
-    if is_slack_user_id(who) {
-        format!("<@{who}>")
-    } else if crate::gate::is_group(who) {
-        format!("<!subteam^{who}>")
+    if let a @ (Approver::SlackUser(_) | Approver::SlackGroup(_)) = Approver::parse(who) {
+        crate::slack::names::approver(&a)
     } else if who.is_empty() {
         "someone".to_string()
     } else {
@@ -115,15 +114,6 @@ fn mention_filter(value: &str) -> String {
         }
         out
     }
-}
-
-/// `U…` / `W…` followed by upper-case letters and digits, with a digit.
-fn is_slack_user_id(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some('U' | 'W'))
-        && (8..=32).contains(&s.len())
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-        && s.chars().skip(1).any(|c| c.is_ascii_digit())
 }
 
 #[cfg(test)]

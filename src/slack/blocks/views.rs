@@ -120,7 +120,7 @@ impl ApprovalView {
                 gate.hours.as_ref(),
                 gate.timeout_at,
             ),
-            approvers: gate.approvers.clone(),
+            approvers: gate.approvers.iter().map(|a| a.to_string()).collect(),
             approvals_required: gate.approvals_required,
             approvals: gate.approvals.iter().map(|a| a.by.clone()).collect(),
             require_reason: gate.require_reason,

@@ -162,7 +162,12 @@ impl Validator {
     /// approver named by Slack user id, so `dm` needs at least one among
     /// the gate's approvers (or `security.approvers` when it names none) —
     /// or `email`: a mail to each approver, so the gate must name some.
-    fn notify(&mut self, s: &raw::Step, label: &str, named: Option<&Vec<String>>) -> Notify {
+    fn notify(
+        &mut self,
+        s: &raw::Step,
+        label: &str,
+        named: Option<&Vec<crate::model::Approver>>,
+    ) -> Notify {
         let Some(n) = &s.notify else {
             return Notify::Channel;
         };
@@ -174,8 +179,14 @@ impl Validator {
                 // here, not bounced by the mail server later.
                 let bad: Vec<String> = approvers
                     .iter()
-                    .filter(|a| a.contains('@') && crate::model::mail::address(a).is_none())
-                    .cloned()
+                    .filter_map(|a| match a {
+                        crate::model::Approver::Email(e)
+                            if crate::model::mail::address(e).is_none() =>
+                        {
+                            Some(e.clone())
+                        }
+                        _ => None,
+                    })
                     .collect();
                 let none = approvers.is_empty();
                 if !bad.is_empty() {
@@ -200,9 +211,10 @@ impl Validator {
             }
             "dm" => {
                 let approvers = named.unwrap_or(&self.default_approvers).clone();
-                let direct = |a: &String| {
-                    crate::model::is_slack_user(a)
-                        || a.strip_prefix("teams:").is_some_and(|id| !id.is_empty())
+                let direct = |a: &crate::model::Approver| match a {
+                    crate::model::Approver::SlackUser(_) => true,
+                    crate::model::Approver::TeamsUser(id) => !id.is_empty(),
+                    _ => false,
                 };
                 if !approvers.iter().any(direct) {
                     self.error(
@@ -368,7 +380,7 @@ impl Validator {
             }
             let channels = escalation_target
                 .iter()
-                .filter(|t| matches!(t, EscalationTarget::Channel(c) if !c.starts_with("teams:")))
+                .filter(|t| matches!(t, EscalationTarget::Channel(c) if c.is_slack()))
                 .count();
             if channels > 1 {
                 self.error(
@@ -741,7 +753,7 @@ mod timing_tests {
             ]
         );
         assert_eq!(
-            EscalationTarget::User("teams:aad-1".into()).mention(),
+            EscalationTarget::User("teams:aad-1".into()).to_string(),
             "teams:aad-1"
         );
         assert!(EscalationTarget::parse("teams:").is_err());

@@ -189,7 +189,7 @@ struct Validator {
     tavily_at: Option<(u32, u32)>,
     /// `security.approvers`: who answers gates that name nobody (a gate's
     /// `notify: dm` needs a Slack user among its approvers).
-    default_approvers: Vec<String>,
+    default_approvers: Vec<crate::model::Approver>,
 }
 
 /// Everything but the pattern, validated.
@@ -445,8 +445,8 @@ impl Validator {
 
 /// Everyone any rule names, in order, once: who a gate with rules may
 /// notify (`notify: dm`, `email`).
-fn every_approver(rules: &[crate::spec::rules::ApprovalRule]) -> Vec<String> {
-    let mut all: Vec<String> = Vec::new();
+fn every_approver(rules: &[crate::spec::rules::ApprovalRule]) -> Vec<crate::model::Approver> {
+    let mut all: Vec<crate::model::Approver> = Vec::new();
     for a in rules.iter().flat_map(|r| &r.approvers) {
         if !all.contains(a) {
             all.push(a.clone());

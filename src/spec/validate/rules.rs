@@ -32,7 +32,7 @@ impl Validator {
         &mut self,
         list: Option<&raw::Approvers>,
         what: &str,
-    ) -> (Option<Vec<String>>, Vec<ApprovalRule>) {
+    ) -> (Option<Vec<crate::model::Approver>>, Vec<ApprovalRule>) {
         let Some(list) = list else {
             return (None, Vec::new());
         };
@@ -45,7 +45,7 @@ impl Validator {
                 .value
                 .iter()
                 .filter_map(|e| match &e.value {
-                    ApproverEntry::Name(n) => Some(n.clone()),
+                    ApproverEntry::Name(n) => Some(crate::model::Approver::parse(n)),
                     _ => None,
                 })
                 .collect();

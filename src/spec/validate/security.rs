@@ -60,7 +60,7 @@ pub(super) fn approval_defaults(security: Option<&Value>) -> ApprovalDefaults {
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .filter_map(|v| v.as_str().map(crate::model::Approver::parse))
                     .collect()
             })
             .unwrap_or_default(),

@@ -11,7 +11,7 @@ fn gated(id: &str, workflow: &str, approvers: &[&str], at: DateTime<Utc>) -> cra
     s.workflow = workflow.into();
     s.created_at = at;
     for g in s.gates.values_mut() {
-        g.approvers = approvers.iter().map(|a| a.to_string()).collect();
+        g.approvers = approvers.iter().map(|a| (*a).into()).collect();
     }
     s
 }
@@ -53,8 +53,11 @@ async fn awaiting_agrees_with_a_scan(store: &Store) {
     let mut want: Vec<String> = paused
         .iter()
         .flat_map(crate::store::awaiting::entries)
-        .map(|(_, a)| a)
-        .filter(|a| crate::gate::is_group(a))
+        .filter_map(|(_, a)| {
+            crate::model::Approver::parse(&a)
+                .slack_group()
+                .map(str::to_string)
+        })
         .collect();
     want.sort();
     want.dedup();

@@ -148,8 +148,11 @@ impl PgStore {
             .map_err(|e| self.err("group approvers", e))?;
         Ok(rows
             .iter()
-            .map(|r| r.get::<_, String>(0))
-            .filter(|a| crate::gate::is_group(a))
+            .filter_map(|r| {
+                crate::model::Approver::parse(&r.get::<_, String>(0))
+                    .slack_group()
+                    .map(str::to_string)
+            })
             .collect())
     }
 }

@@ -164,8 +164,8 @@ impl SledStore {
             // Past every key of this approver: its prefix with the 0 made 1.
             from = k[..1 + len].to_vec();
             from.push(1);
-            if crate::gate::is_group(&approver) {
-                out.push(approver);
+            if let Some(g) = crate::model::Approver::parse(&approver).slack_group() {
+                out.push(g.to_string());
             }
         }
         Ok(out)
