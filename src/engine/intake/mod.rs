@@ -463,6 +463,7 @@ pub async fn record_timeout(
 /// `people` (a caller it does not know: on their channel identity). The
 /// error is what the person is told; `Ok(Some(alice))`: allowed as
 /// alice's delegate.
+#[allow(clippy::result_large_err)] // see `Session::accept`
 pub fn authorize(
     gate: &crate::model::OpenGate,
     session: &Session,
