@@ -2,8 +2,8 @@
 //! meaning, whether it is a secret, and the section of the settings it
 //! belongs to. The environment is read from this table only
 //! ([`super::env::Env`]), `strands config` prints it with the effective
-//! values, and the README's settings tables are rendered from it
-//! ([`markdown`]), so a variable cannot be read, shown or documented in one
+//! values, and the settings tables of the README and of the book
+//! (`docs/src/`) are rendered from it ([`markdown`]), so a variable cannot be read, shown or documented in one
 //! place and forgotten in another.
 //!
 //! What this module does not do: parse values. Each section's builder
@@ -73,7 +73,7 @@ impl Section {
         Section::Log,
     ];
 
-    /// The section's name, as `strands config` and the README's markers
+    /// The section's name, as `strands config` and the docs' markers
     /// write it.
     pub fn name(self) -> &'static str {
         match self {
@@ -127,7 +127,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind's name in the README and `strands config`.
+    /// The kind's name in the docs and `strands config`.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Text => "text",
@@ -166,7 +166,8 @@ pub struct Var {
     /// The command-line flag that overrides it, if any.
     pub flag: Option<&'static str>,
     pub secret: Secret,
-    /// What it does, in the README's words (Markdown).
+    /// What it does, in the docs' words (Markdown; relative links from the
+    /// repository's root).
     pub meaning: &'static str,
 }
 
@@ -748,14 +749,14 @@ pub fn find(name: &str) -> Option<&'static Var> {
     VARS.iter().find(|v| v.name == name)
 }
 
-/// The README's table of `sections`' variables: variable (and flag), type,
+/// The docs' table of `sections`' variables: variable (and flag), type,
 /// default, meaning.
 pub fn markdown(sections: &[Section]) -> String {
     table(sections, false)
 }
 
 /// [`markdown`] with a first column naming each variable's section: the
-/// README's reference of every setting.
+/// book's reference of every setting (`docs/src/settings.md`).
 pub fn markdown_all(sections: &[Section]) -> String {
     table(sections, true)
 }
@@ -821,68 +822,148 @@ mod tests {
     const BEGIN: &str = "<!-- settings:begin ";
     const END: &str = "<!-- settings:end -->";
 
-    /// The README with every `<!-- settings:begin SECTIONS … -->` …
-    /// `<!-- settings:end -->` block holding the table of its sections
-    /// (`all`: every section, with a section column); and how many blocks.
-    fn regenerated(readme: &str) -> (String, usize) {
+    /// `table` for a page `depth` folders below the repository's root: the
+    /// meanings' relative links (written from the root, as the README reads
+    /// them) are made to resolve from the page (`templates/` is
+    /// `../../templates/` in `docs/src/slack.md`).
+    fn relative_to(table: &str, depth: usize) -> String {
+        let prefix = "../".repeat(depth);
         let mut out = String::new();
-        let mut rest = readme;
+        let mut rest = table;
+        while let Some(i) = rest.find("](") {
+            let (head, target) = rest.split_at(i + 2);
+            out.push_str(head);
+            let external = ["http://", "https://", "mailto:", "#", "/"]
+                .iter()
+                .any(|p| target.starts_with(p));
+            if !external {
+                out.push_str(&prefix);
+            }
+            rest = target;
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// A page with every `<!-- settings:begin SECTIONS … -->` …
+    /// `<!-- settings:end -->` block holding the table of its sections
+    /// (`all`: every section, with a section column), for a page `depth`
+    /// folders below the root; the blocks' sections (`all`: every one); and
+    /// how many blocks. `file` names the page in panics.
+    fn regenerated(file: &str, page: &str, depth: usize) -> (String, Vec<Section>, usize) {
+        let mut out = String::new();
+        let mut rest = page;
+        let mut covered = Vec::new();
         let mut blocks = 0;
         while let Some(a) = rest.find(BEGIN) {
             let Some(close) = rest[a..].find("-->").map(|c| a + c + "-->\n".len()) else {
-                panic!("README.md: a settings:begin marker is not closed");
+                panic!("{file}: a settings:begin marker is not closed");
             };
             let Some(b) = rest[close..].find(END).map(|b| close + b) else {
-                panic!("README.md: a settings:begin marker has no settings:end");
+                panic!("{file}: a settings:begin marker has no settings:end");
             };
             let spec = rest[a + BEGIN.len()..]
                 .split_whitespace()
                 .next()
                 .unwrap_or("");
             let table = if spec == "all" {
+                covered.extend(Section::ALL);
                 markdown_all(&Section::ALL)
             } else {
                 let sections: Vec<Section> = spec
                     .split(',')
                     .map(|n| {
                         Section::parse(n)
-                            .unwrap_or_else(|| panic!("README.md: no settings section `{n}`"))
+                            .unwrap_or_else(|| panic!("{file}: no settings section `{n}`"))
                     })
                     .collect();
+                covered.extend(&sections);
                 markdown(&sections)
             };
             out.push_str(&rest[..close]);
-            out.push_str(&table);
+            out.push_str(&relative_to(&table, depth));
             rest = &rest[b..];
             blocks += 1;
         }
         out.push_str(rest);
-        (out, blocks)
+        (out, covered, blocks)
     }
 
-    /// The README's settings tables are this table's: a variable added or
-    /// changed without them fails here, and
-    /// `STRANDS_UPDATE_README=1 cargo test --lib readme` rewrites them.
-    #[test]
-    fn readme_settings_tables_are_generated_from_the_table() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-        let readme = std::fs::read_to_string(&path).expect("README.md");
-        let (want, blocks) = regenerated(&readme);
-        assert!(blocks >= 2, "README.md has no settings tables (markers)");
-        assert!(
-            readme.contains(&format!("{BEGIN}all ")),
-            "README.md has no reference of every setting"
-        );
-        if want != readme {
-            if std::env::var_os("STRANDS_UPDATE_README").is_some() {
-                std::fs::write(&path, want).expect("write README.md");
-            } else {
-                panic!(
-                    "README.md's settings tables are not config::vars::VARS's; \
-                     regenerate them: STRANDS_UPDATE_README=1 cargo test --lib readme"
-                );
+    /// Where settings tables may live: README.md and every page of the book
+    /// (`docs/src/**/*.md`), as paths relative to the repository's root.
+    fn pages() -> Vec<std::path::PathBuf> {
+        fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            let mut entries: Vec<_> = std::fs::read_dir(dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.expect("a directory entry").path())
+                .collect();
+            entries.sort();
+            for path in entries {
+                if path.is_dir() {
+                    walk(&path, root, out);
+                } else if path.extension().is_some_and(|x| x == "md") {
+                    out.push(
+                        path.strip_prefix(root)
+                            .expect("below the root")
+                            .to_path_buf(),
+                    );
+                }
             }
         }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut out = vec![std::path::PathBuf::from("README.md")];
+        walk(&root.join("docs/src"), root, &mut out);
+        out
+    }
+
+    /// The settings tables of the README and of the book are this table's:
+    /// a variable added or changed without them fails here, naming the
+    /// pages, and `STRANDS_UPDATE_README=1 cargo test --lib readme` rewrites
+    /// them. Every setting is in some table, and one page holds the
+    /// reference of every setting (`all`, the book's Settings page).
+    #[test]
+    fn readme_and_book_settings_tables_are_generated_from_the_table() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (mut blocks, mut covered, mut stale, mut has_all) = (0, Vec::new(), Vec::new(), false);
+        for rel in pages() {
+            let path = root.join(&rel);
+            let file = rel.display().to_string();
+            let page = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let depth = rel.components().count() - 1;
+            let (want, sections, n) = regenerated(&file, &page, depth);
+            blocks += n;
+            covered.extend(sections);
+            has_all |= page.contains(&format!("{BEGIN}all "));
+            if want != page {
+                if std::env::var_os("STRANDS_UPDATE_README").is_some() {
+                    std::fs::write(&path, want).unwrap_or_else(|e| panic!("write {file}: {e}"));
+                } else {
+                    stale.push(file);
+                }
+            }
+        }
+        assert!(
+            blocks >= 2,
+            "README.md and docs/src have no settings tables (markers)"
+        );
+        assert!(
+            has_all,
+            "no page holds the reference of every setting (`settings:begin all`)"
+        );
+        for v in VARS {
+            assert!(
+                covered.contains(&v.section),
+                "{} (section {}) is in no settings table of README.md or docs/src",
+                v.name,
+                v.section.name()
+            );
+        }
+        assert!(
+            stale.is_empty(),
+            "the settings tables of {} are not config::vars::VARS's; \
+             regenerate them: STRANDS_UPDATE_README=1 cargo test --lib readme",
+            stale.join(", ")
+        );
     }
 
     #[test]

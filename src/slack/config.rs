@@ -70,7 +70,7 @@ impl Config {
                 .filter(|n| set(n).is_some())
                 .collect();
             return Err(Error::Usage(format!(
-                "SLACK_BOT_TOKEN is not set: Slack needs the bot token (`xoxb-…`, under OAuth & Permissions) besides {} (see the README's Slack section); unset {} to serve the API alone",
+                "SLACK_BOT_TOKEN is not set: Slack needs the bot token (`xoxb-…`, under OAuth & Permissions) besides {} (see docs/src/slack.md); unset {} to serve the API alone",
                 given.join(" and "),
                 given.join(" and ")
             )));
@@ -79,7 +79,7 @@ impl Config {
             return Err(Error::Usage(
                 "SLACK_BOT_TOKEN is set, but neither SLACK_APP_TOKEN nor SLACK_SIGNING_SECRET is: set one of them — \
                  SLACK_APP_TOKEN (`xapp-…`) for Socket Mode, no public URL needed (manifests/slack-app-socket.yaml), \
-                 or SLACK_SIGNING_SECRET for request URLs (manifests/slack-app.yaml); see the README's Slack section. \
+                 or SLACK_SIGNING_SECRET for request URLs (manifests/slack-app.yaml); see docs/src/slack.md. \
                  Unset SLACK_BOT_TOKEN to serve the API alone"
                     .into(),
             ));
@@ -143,7 +143,8 @@ mod tests {
             .to_string();
         assert!(
             e.contains("neither SLACK_APP_TOKEN nor SLACK_SIGNING_SECRET")
-                && e.contains("set one of them"),
+                && e.contains("set one of them")
+                && e.contains("see docs/src/slack.md"),
             "{e}"
         );
         let e = cfg(&[("SLACK_SIGNING_SECRET", "s")]).unwrap_err();
@@ -154,7 +155,8 @@ mod tests {
         let e = cfg(&[("SLACK_APP_TOKEN", "xapp-1")]).unwrap_err();
         assert!(
             e.to_string().starts_with("SLACK_BOT_TOKEN is not set")
-                && e.to_string().contains("unset SLACK_APP_TOKEN"),
+                && e.to_string().contains("unset SLACK_APP_TOKEN")
+                && e.to_string().contains("(see docs/src/slack.md)"),
             "{e}"
         );
         let c = cfg(&[

@@ -94,7 +94,8 @@ pattern:
         input: "Write about {{ topic }}."
 "#;
 
-/// Two branches, each agent → gate; the same gate ids as the README.
+/// Two branches, each agent → gate; the same gate ids as the book's
+/// introduction (docs/src/introduction.md).
 const TWO_REVIEWS: &str = r#"
 version: 0
 name: two-reviews

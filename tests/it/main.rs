@@ -43,6 +43,7 @@ mod commands_once;
 mod compat;
 mod crash_loop;
 mod delegation;
+mod docs;
 mod email;
 mod forms;
 mod layering;

@@ -228,8 +228,11 @@ async fn the_inbox_reads_on_a_phone_without_sideways_scrolling() {
         b.goto(&format!("{}/", w.svc.url)).await;
         b.wait_for_text("payments-api", None).await;
         let png = b.client.screenshot().await.expect("a screenshot");
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/inbox.png"), png)
-            .expect("write docs/inbox.png");
+        std::fs::write(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/inbox.png"),
+            png,
+        )
+        .expect("write docs/src/inbox.png");
     }
     b.close().await;
 }

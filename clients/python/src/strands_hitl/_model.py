@@ -3,8 +3,8 @@ what became of it (:class:`Approval`), plus the action digest both sides
 compute.
 
 The service's contract is ``POST /api/v1/approvals`` and
-``GET /api/v1/approvals/{id}?wait=N`` (see the strands README, "Approvals
-from any code"); field names here are the API's.
+``GET /api/v1/approvals/{id}?wait=N`` (see the strands book, "Approvals
+from any code": docs/src/approvals.md); field names here are the API's.
 """
 
 from __future__ import annotations
