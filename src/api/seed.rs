@@ -18,7 +18,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
 use crate::hub::Hub;
 use crate::model::token::Role;
-use crate::model::{Answer, Decision, Session, Status};
+use crate::model::{Decision, Session, Status};
 
 /// How long a seed route waits for the run to stop.
 pub const WAIT: Duration = Duration::from_secs(120);
@@ -176,18 +176,16 @@ pub async fn resume(
             (k.clone(), v)
         })
         .collect();
-    let answer = Answer {
-        decision,
-        by: caller.name.clone(),
-        at: hub.clock.now(),
-        via: "api".into(),
-        vars,
-        call: None,
-        person: None,
-        on_behalf_of: None,
-    };
     let gate = s.first_gate().map(|g| g.handle());
-    let _recorded = super::sessions::take(&hub, &caller, &s.id, gate.as_deref(), answer).await?;
+    let answer = crate::hub::door::DoorAnswer::new(
+        &s.id,
+        &caller.name,
+        crate::hub::door::Door::Api,
+        decision,
+    )
+    .at(gate.as_deref())
+    .vars(vars);
+    let _recorded = super::sessions::take(&hub, answer).await?;
     Ok(Json(outcome(&stopped(&hub, &s.id).await?)))
 }
 

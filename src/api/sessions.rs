@@ -8,18 +8,17 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Map;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
-use crate::engine::{Accepted, CancelOutcome};
 use crate::hub::answers::AnswerRequest;
+use crate::hub::door::{Accepted, CancelOutcome, Door, DoorAnswer};
 use crate::hub::links;
 use crate::hub::view::SessionView;
 use crate::hub::Hub;
 use crate::model::token::Role;
-use crate::model::{Answer, Decision, Session, Status, Summary};
+use crate::model::{Decision, Session, Status, Summary};
 
 /// Who may read a session ([`crate::hub::inbox::may_read`]).
 pub(super) fn may_read(hub: &Hub, caller: &Caller, s: &Session) -> bool {
@@ -186,34 +185,17 @@ pub async fn answer(
     ApiJson(req): ApiJson<AnswerRequest>,
 ) -> Result<Json<AnswerOutcome>, ApiError> {
     caller.require(Role::Approver)?;
-    let decision = req.decision()?;
-    let id = hub.store.resolve(&id).await?;
-    let answer = Answer {
-        decision,
-        by: caller.name.clone(),
-        at: hub.clock.now(),
-        via: "api".into(),
-        vars: req.vars.clone(),
-        call: req.call.clone(),
-        person: None,
-        on_behalf_of: None,
-    };
-    take(&hub, &caller, &id, req.gate.as_deref(), answer).await
+    let answer = DoorAnswer::new(&id, &caller.name, Door::Api, req.decision()?)
+        .at(req.gate.as_deref())
+        .call(req.call.as_deref())
+        .vars(req.vars.clone());
+    take(&hub, answer).await
 }
 
-/// Hands an answer to the service's intake as `caller`.
-pub(super) async fn take(
-    hub: &Hub,
-    caller: &Caller,
-    id: &str,
-    gate: Option<&str>,
-    answer: Answer,
-) -> Result<Json<AnswerOutcome>, ApiError> {
-    let nobody = |_: &str| false;
-    let asker = hub.asker(&caller.name, &nobody);
-    let answer = typed(hub, id, answer).await?;
+/// Hands an answer to the hub, the one way in.
+pub(super) async fn take(hub: &Hub, answer: DoorAnswer) -> Result<Json<AnswerOutcome>, ApiError> {
     let before = hub.store.last_event().await?;
-    let accepted = hub.answer(id, gate, answer, &asker).await??;
+    let accepted = hub.take(answer).await??;
     let status = match &accepted {
         Accepted::Recorded(_) => "recorded",
         Accepted::Counted(_) => "counted",
@@ -224,29 +206,6 @@ pub(super) async fn take(
         session: SessionView::of(accepted.session(), false, None),
         before,
     }))
-}
-
-/// Variable overrides given as text (the CLI's `--var`, the seed's
-/// `variable_overrides`) typed by the spec's input declarations, as the
-/// offline CLI types them; other JSON values are taken as they are.
-async fn typed(hub: &Hub, id: &str, mut answer: Answer) -> Result<Answer, ApiError> {
-    let raw: Vec<(String, String)> = answer
-        .vars
-        .iter()
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-        .collect();
-    if raw.is_empty() {
-        return Ok(answer);
-    }
-    let Some(session) = hub.store.load(id).await? else {
-        return Err(ApiError::from(crate::model::Refusal::NotFound));
-    };
-    let spec = hub.engine().spec(&session)?;
-    let typed = spec
-        .type_overrides(&raw)
-        .map_err(|e| ApiError::unprocessable("bad_answer", e.to_string()))?;
-    answer.vars.extend(typed);
-    Ok(answer)
 }
 
 #[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
@@ -289,13 +248,10 @@ pub async fn cancel(
     };
     let reason = body.reason.filter(|r| !r.trim().is_empty());
     let before = hub.store.last_event().await?;
-    let request = crate::model::CancelRequest {
-        by: caller.name.clone(),
-        via: "api".into(),
-        reason: reason.clone(),
-        at: hub.clock.now(),
-    };
-    let (status, s) = match hub.engine().request_cancel(&id, request).await? {
+    let (status, s) = match hub
+        .request_cancel(&id, &caller.name, Door::Api, reason.clone())
+        .await?
+    {
         CancelOutcome::Paused(s) => return reject_gate(&hub, &caller, &s, reason).await,
         CancelOutcome::Requested(s) => {
             // On a store only this process opens, nobody else can be
@@ -329,22 +285,14 @@ async fn reject_gate(
     let Some(gate) = s.first_gate().map(|g| g.handle()) else {
         return Err(ApiError::from(crate::model::Refusal::NotOpen(s.status)));
     };
-    let answer = Answer {
-        decision: Decision::Reject {
-            reason: Some(match reason {
-                Some(r) => format!("cancelled by {}: {r}", caller.name),
-                None => format!("cancelled by {}", caller.name),
-            }),
-        },
-        by: caller.name.clone(),
-        at: hub.clock.now(),
-        via: "api".into(),
-        vars: Map::new(),
-        call: None,
-        person: None,
-        on_behalf_of: None,
+    let reject = Decision::Reject {
+        reason: Some(match reason {
+            Some(r) => format!("cancelled by {}: {r}", caller.name),
+            None => format!("cancelled by {}", caller.name),
+        }),
     };
-    let outcome = take(hub, caller, &s.id, Some(&gate), answer).await?;
+    let answer = DoorAnswer::new(&s.id, &caller.name, Door::Api, reject).at(Some(&gate));
+    let outcome = take(hub, answer).await?;
     Ok((StatusCode::OK, outcome))
 }
 

@@ -29,6 +29,7 @@ pub mod answers;
 pub mod approvals;
 pub mod caller;
 pub mod calls;
+pub mod door;
 pub mod durations;
 pub mod fields;
 pub mod follow;
@@ -211,6 +212,12 @@ impl Hub {
             .with_settings(Arc::clone(&self.settings))
             .with_wake(Arc::clone(&self.wake))
             .with_specs(Arc::clone(&self.specs))
+    }
+
+    /// The spec session `s` runs (from the cache, or parsed from the
+    /// store's copy).
+    pub fn spec_of(&self, s: &Session) -> Result<std::sync::Arc<crate::spec::Spec>> {
+        self.engine().spec(s)
     }
 
     /// Who is answering through the service: the installation's admins

@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::{check_post, Form, Viewer};
 use super::{html, Web, WebError};
-use crate::engine::Accepted;
+use crate::hub::door::{Accepted, Door, DoorAnswer};
 use crate::model::token::Role;
-use crate::model::{Answer, Decision, Status, Summary};
+use crate::model::{Decision, Status, Summary};
 
 /// At most this many recent runs are listed.
 const RUNS: usize = 50;
@@ -229,8 +229,6 @@ pub async fn bulk_approve(
     if let Some(r) = scoped(&viewer) {
         return Ok(r);
     }
-    let nobody = |_: &str| false;
-    let asker = web.hub.asker(&viewer.caller.name, &nobody);
     let mut results = Vec::new();
     for pick in form.all("pick") {
         let Some((session, gate)) = pick.split_once(' ') else {
@@ -242,17 +240,9 @@ pub async fn bulk_approve(
             });
             continue;
         };
-        let answer = Answer {
-            decision: Decision::Approve,
-            by: viewer.caller.name.clone(),
-            at: web.hub.clock.now(),
-            via: "web".into(),
-            vars: Default::default(),
-            call: None,
-            person: None,
-            on_behalf_of: None,
-        };
-        let (ok, message) = match web.hub.answer(session, Some(gate), answer, &asker).await {
+        let answer = DoorAnswer::new(session, &viewer.caller.name, Door::Web, Decision::Approve)
+            .at(Some(gate));
+        let (ok, message) = match web.hub.take(answer).await {
             Ok(Ok(Accepted::Counted(_))) => (true, "approval counted; more are needed".into()),
             Ok(Ok(_)) => (true, "approved".into()),
             Ok(Err(refusal)) => (false, super::session::refusal_text(&refusal)),

@@ -19,13 +19,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use super::auth::{same_origin, set_cookie, Form};
 use super::{html, Web, WebError};
-use crate::engine::Accepted;
 use crate::hub::answers::{refusal_text, AnswerRequest};
+use crate::hub::door::{Accepted, Door, DoorAnswer};
 use crate::hub::links::{self, Intent, LinkRefusal};
 use crate::hub::problem::Problem;
 use crate::model::login::{LoginScope, NewLogin};
 use crate::model::token::Role;
-use crate::model::Answer;
 
 fn refused(r: &LinkRefusal) -> WebError {
     WebError::forbidden(format!("{r}. Sign in with a token instead."))
@@ -171,24 +170,9 @@ async fn answer_of(
 /// Answers the link's gate as its person: to the run's page, or a page
 /// saying who decided it already.
 async fn decide(web: &Web, grant: &links::Grant, req: AnswerRequest) -> Result<Response, WebError> {
-    let decision = req.decision()?;
-    let answer = Answer {
-        decision,
-        by: grant.person.clone(),
-        at: web.hub.clock.now(),
-        via: "email".into(),
-        vars: Default::default(),
-        call: None,
-        person: None,
-        on_behalf_of: None,
-    };
-    let nobody = |_: &str| false;
-    let asker = web.hub.asker(&grant.person, &nobody);
-    match web
-        .hub
-        .answer(&grant.session, Some(&grant.gate), answer, &asker)
-        .await?
-    {
+    let answer = DoorAnswer::new(&grant.session, &grant.person, Door::Email, req.decision()?)
+        .at(Some(&grant.gate));
+    match web.hub.take(answer).await? {
         Ok(Accepted::Counted(_) | Accepted::Queued(_) | Accepted::Recorded(_)) => {
             tracing::info!(who = %grant.person, session = %grant.session, gate = %grant.gate, "answered by a one-tap link");
             Ok(Redirect::to(&format!("/sessions/{}", grant.session)).into_response())

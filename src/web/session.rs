@@ -19,10 +19,10 @@ use super::auth::{check_post, Form, Viewer};
 use super::{html, Web, WebError};
 use crate::audit::redact::Redactor;
 use crate::audit::AuditKind;
-use crate::engine::Accepted;
 use crate::hub::answers::AnswerRequest;
+use crate::hub::door::{Accepted, Door, DoorAnswer};
 use crate::hub::view::{GateView, SessionView};
-use crate::model::{Answer, Refusal, Session};
+use crate::model::{Refusal, Session};
 
 /// One line of the timeline.
 #[derive(Debug, Serialize)]
@@ -249,8 +249,7 @@ async fn render_page(
     let hub = &web.hub;
     let after = hub.store.last_event().await?;
     let redactor = hub
-        .engine()
-        .spec(s)
+        .spec_of(s)
         .map(|spec| spec.redactor.clone())
         .unwrap_or_default();
     let audit = hub.store.audit_export(None, Some(&s.id)).await?;
@@ -428,23 +427,10 @@ pub async fn answer(
         Ok(d) => d,
         Err(e) => return respond(&web, &viewer, &s, false, e.message).await,
     };
-    let answer = Answer {
-        decision,
-        by: viewer.caller.name.clone(),
-        at: web.hub.clock.now(),
-        via: "web".into(),
-        vars: Default::default(),
-        call: req.call.clone(),
-        person: None,
-        on_behalf_of: None,
-    };
-    let nobody = |_: &str| false;
-    let asker = web.hub.asker(&viewer.caller.name, &nobody);
-    let (ok, message) = match web
-        .hub
-        .answer(&s.id, gate.as_deref(), answer, &asker)
-        .await?
-    {
+    let answer = DoorAnswer::new(&s.id, &viewer.caller.name, Door::Web, decision)
+        .at(gate.as_deref())
+        .call(req.call.as_deref());
+    let (ok, message) = match web.hub.take(answer).await? {
         Ok(Accepted::Counted(_)) => (
             true,
             "Your answer is counted; the gate waits for more.".to_string(),

@@ -1,0 +1,265 @@
+//! One way in: every door — Slack, Teams, the web inbox, the API, a mail's
+//! one-tap link, the CLI — turns what it heard into one [`DoorAnswer`] and
+//! hands it to [`Hub::take`]. The hub types the variables the answer
+//! carries, authorizes who is asking (the gate's approvers, groups,
+//! admins, self-approval, delegation: `crate::gate`, through the engine's
+//! intake), records the answer exactly once and drives the run on. A door
+//! only reads its input and shows the outcome; it never calls the engine
+//! or the store to answer.
+//!
+//! What differs between doors is data, not code: through which [`Door`]
+//! (recorded as the answer's `via`; whether the service's shared rules
+//! apply — self-approval off by default, the installation's default
+//! approvers) and, for Slack, the user groups the person belongs to (which
+//! only Slack can tell).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::Hub;
+use crate::channel::HumanChannel;
+use crate::error::Result;
+use crate::model::{Answer, Decision, Refusal, Session};
+
+pub use crate::engine::{Accepted, CancelOutcome};
+
+/// The door an answer came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    Api,
+    Web,
+    /// A mail's one-tap link.
+    Email,
+    Slack,
+    Teams,
+    /// `strands resume` on the store (not through a server).
+    Cli,
+}
+
+impl Door {
+    /// What the answer records as its `via`.
+    pub fn via(self) -> &'static str {
+        match self {
+            Door::Api => "api",
+            Door::Web => "web",
+            Door::Email => "email",
+            Door::Slack => "slack",
+            Door::Teams => "teams",
+            Door::Cli => "cli",
+        }
+    }
+
+    /// Whether the service's shared rules apply: self-approval off by
+    /// default for manual and tool gates, and gates naming nobody answered
+    /// by the installation's default approvers. The CLI on its own store
+    /// is its user's tool: neither.
+    fn shared(self) -> bool {
+        self != Door::Cli
+    }
+}
+
+/// An answer as a door heard it.
+#[derive(Debug, Clone)]
+pub struct DoorAnswer {
+    /// The session: its id (or, from the CLI, an unambiguous prefix).
+    pub session: String,
+    /// The gate: a handle `id#n` or an id; `None`: the only open gate.
+    pub gate: Option<String>,
+    /// A tool-call gate's call.
+    pub call: Option<String>,
+    /// Who answers, as the door knows them (a Slack id, a token's name,
+    /// an e-mail address, a Unix user, `teams:<aad>`).
+    pub who: String,
+    pub door: Door,
+    pub decision: Decision,
+    /// Variable overrides; text values are typed by the spec's inputs.
+    pub vars: Map<String, Value>,
+    /// The Slack user groups (`S…`) the person is in, as far as the door
+    /// could tell; other doors leave it empty.
+    pub member_of: BTreeSet<String>,
+}
+
+impl DoorAnswer {
+    /// `who` answers `decision` at session `session` through `door`.
+    pub fn new(session: &str, who: &str, door: Door, decision: Decision) -> DoorAnswer {
+        DoorAnswer {
+            session: session.to_string(),
+            gate: None,
+            call: None,
+            who: who.to_string(),
+            door,
+            decision,
+            vars: Map::new(),
+            member_of: BTreeSet::new(),
+        }
+    }
+
+    /// For gate `gate` (a handle or an id).
+    pub fn at(mut self, gate: Option<&str>) -> DoorAnswer {
+        self.gate = gate.map(str::to_string);
+        self
+    }
+
+    /// For call `call` of a tool-call gate.
+    pub fn call(mut self, call: Option<&str>) -> DoorAnswer {
+        self.call = call.map(str::to_string);
+        self
+    }
+
+    /// With variable overrides.
+    pub fn vars(mut self, vars: Map<String, Value>) -> DoorAnswer {
+        self.vars = vars;
+        self
+    }
+
+    /// As a member of these Slack user groups.
+    pub fn member_of(mut self, groups: impl IntoIterator<Item = String>) -> DoorAnswer {
+        self.member_of = groups.into_iter().collect();
+        self
+    }
+}
+
+impl Hub {
+    /// The one way in: takes `a`, and drives the run on in the background
+    /// when the answer lets it go (a run the CLI answers goes on in the
+    /// CLI's own process: [`Hub::record`] and [`Hub::continue_here`]).
+    #[allow(clippy::result_large_err)] // see `Session::accept`
+    pub async fn take(&self, a: DoorAnswer) -> Result<std::result::Result<Accepted, Refusal>> {
+        let outcome = self.record(a).await?;
+        if let Ok(accepted @ (Accepted::Recorded(_) | Accepted::Queued(_))) = &outcome {
+            self.drive(accepted.session().id.clone());
+        }
+        Ok(outcome)
+    }
+
+    /// Takes `a` without driving the run: its session found, its variables
+    /// typed, who is asking authorized, the answer recorded exactly once
+    /// (or refused, and the refusal audited).
+    #[allow(clippy::result_large_err)] // see `Session::accept`
+    pub async fn record(&self, a: DoorAnswer) -> Result<std::result::Result<Accepted, Refusal>> {
+        // An unknown or ambiguous id is the store's error, as every
+        // command that names a session says it.
+        let id = self.store.resolve(&a.session).await?;
+        let vars = match self.typed_vars(&id, a.vars).await? {
+            Ok(v) => v,
+            Err(r) => return Ok(Err(r)),
+        };
+        let answer = Answer {
+            decision: a.decision,
+            by: a.who.clone(),
+            at: self.clock.now(),
+            via: a.door.via().into(),
+            vars,
+            call: a.call,
+            person: None,
+            on_behalf_of: None,
+        };
+        let groups = a.member_of;
+        let member_of = |g: &str| groups.contains(g);
+        let mut asker = self.asker(&a.who, &member_of);
+        if !a.door.shared() {
+            asker.shared = false;
+            asker.default_approvers = &[];
+        }
+        let decision = super::metrics::decision_name(&answer.decision);
+        let outcome = self
+            .engine()
+            .submit(&id, a.gate.as_deref(), answer, &asker)
+            .await?;
+        if outcome.is_ok() {
+            self.metrics.gate_answered(decision);
+        }
+        Ok(outcome)
+    }
+
+    /// Whether `who` (in `groups`) may answer gate `handle` of `session`
+    /// with a decision like `decision` — the intake's own rules, asked
+    /// before a door opens a form for the answer. Nothing is recorded.
+    #[allow(clippy::result_large_err)] // see `Session::accept`
+    pub async fn may_answer(
+        &self,
+        session: &Session,
+        handle: &str,
+        decision: &Decision,
+        who: &str,
+        groups: &BTreeSet<String>,
+    ) -> std::result::Result<(), Refusal> {
+        let Some(gate) = session.open_gate(handle) else {
+            return Err(Refusal::Stale { open: None });
+        };
+        let member_of = |g: &str| groups.contains(g);
+        let asker = self.asker(who, &member_of);
+        // The directory as stored (the intake judges on the same); the
+        // last one read when the store does not answer.
+        let people = match self.fresh_people().await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("could not read the people directory: {e}");
+                self.people()
+            }
+        };
+        crate::engine::intake::authorize(gate, session, decision, &asker, &people).map(|_| ())
+    }
+
+    /// Asks run `id` to stop, as `who` through `door` (see
+    /// `Engine::request_cancel`): a running run ends `cancelled` at its
+    /// next checkpoint; a paused one comes back for its open gate to be
+    /// rejected through [`Hub::take`].
+    pub async fn request_cancel(
+        &self,
+        id: &str,
+        who: &str,
+        door: Door,
+        reason: Option<String>,
+    ) -> Result<CancelOutcome> {
+        let request = crate::model::CancelRequest {
+            by: who.to_string(),
+            via: door.via().into(),
+            reason,
+            at: self.clock.now(),
+        };
+        self.engine().request_cancel(id, request).await
+    }
+
+    /// Runs session `id` on in this process, asking through `channel`
+    /// (the CLI's terminal, or nobody), until its next stop.
+    pub async fn continue_here<C: HumanChannel>(
+        &self,
+        id: &str,
+        channel: &mut C,
+    ) -> Result<Session> {
+        self.engine()
+            .with_lease(crate::store::lease::owner("cli"), self.settings.lease)
+            .resume(id, channel)
+            .await
+    }
+
+    /// Text overrides (the CLI's `--var`, the seed's
+    /// `variable_overrides`) typed by the spec's input declarations; other
+    /// JSON values are taken as they are.
+    async fn typed_vars(
+        &self,
+        id: &str,
+        mut vars: Map<String, Value>,
+    ) -> Result<std::result::Result<Map<String, Value>, Refusal>> {
+        let raw: Vec<(String, String)> = vars
+            .iter()
+            .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+            .collect();
+        if raw.is_empty() {
+            return Ok(Ok(vars));
+        }
+        let Some(session) = self.store.load(id).await? else {
+            return Ok(Err(Refusal::NotFound));
+        };
+        let spec = self.engine().spec(&session)?;
+        match spec.type_overrides(&raw) {
+            Ok(typed) => {
+                vars.extend(typed);
+                Ok(Ok(vars))
+            }
+            Err(e) => Ok(Err(Refusal::BadAnswer(e.to_string()))),
+        }
+    }
+}
