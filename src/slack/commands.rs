@@ -8,7 +8,10 @@
 use serde_json::{json, Value};
 use slack_morphism::prelude::SlackCommandEvent;
 
-use super::app::{mention, refusal_text, App};
+use super::app::App;
+use super::decide::{decide, take};
+use super::post;
+use super::words::{mention, refusal_text};
 use crate::hub::StartRefusal;
 use crate::model::{Answer, Decision};
 use crate::model::{Origin, Status};
@@ -191,9 +194,9 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         .find(|n| n.gate == handle)
         .and_then(|n| n.ts.map(|ts| (n.channel, ts)));
     let outcome = match target {
-        Some((channel, ts)) => app.decide(&channel, &ts, &handle, answer).await,
+        Some((channel, ts)) => decide(app, &channel, &ts, &handle, answer).await,
         // No message to update: the same intake, then the run goes on.
-        None => match app.take(&session, &handle, &answer).await {
+        None => match take(app, &session, &handle, &answer).await {
             Ok(Ok(_)) => Ok(Ok(())),
             Ok(Err(r)) => Ok(Err(r)),
             Err(e) => Err(e),
@@ -220,7 +223,7 @@ async fn notify(app: &App, id: &str) -> Value {
     let app = app.clone();
     let sid = session.id.clone();
     app.clone().tasks().spawn(async move {
-        if let Err(e) = app.notify(&sid).await {
+        if let Err(e) = post::notify(&app, &sid).await {
             tracing::error!(session = %sid, "notify failed: {e}");
         }
     });

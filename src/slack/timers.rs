@@ -12,24 +12,14 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::app::{mention, App};
+use super::app::App;
+use super::asked::{asking_messages, note_for};
 use super::blocks::{escape_mrkdwn, ApprovalView, DecidedView};
+use super::words::mention;
 use crate::model::timer::EscalationWhy;
 use crate::model::{Answer, Decision, GateEventKind, OpenGate, Session};
 use crate::spec::{EscalationTarget, Fallback};
 use crate::store::Fired;
-
-/// The Slack message that asked for gate `handle` of session `id`, if any
-/// (a Teams card for the same gate is the Teams room's).
-pub async fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model::Notification> {
-    app.hub
-        .store
-        .notifications(id)
-        .await
-        .ok()?
-        .into_iter()
-        .find(|n| n.gate == handle && crate::hub::places::is_slack(&n.channel))
-}
 
 /// Replaces the buttons of `messages` with what `answer` did.
 async fn show_answer(
@@ -192,7 +182,7 @@ pub async fn after_answer(app: &App, session: &Session, gate_id: &str, answer: &
         _ => return,
     };
     // The original, its direct copies (`notify: dm`) and the escalated ones.
-    let messages = app.asking_messages(&session.id, &handle, None).await;
+    let messages = asking_messages(app, &session.id, &handle, None).await;
     show_answer(app, session, &esc.gate, &messages, answer).await;
 }
 
