@@ -121,7 +121,7 @@ pub(super) async fn notify(ctx: &Ctx, id: &str) -> Result<u8> {
     let hub = crate::hub::Hub::new(store, std::sync::Arc::clone(&ctx.settings), None)
         .with_clock(std::sync::Arc::clone(&ctx.clock));
     let app = crate::slack::app::App::new(config, hub)?;
-    app.notify(&id).await?;
+    crate::slack::post::notify(&app, &id).await?;
     eprintln!("posted the approval message for session {id}");
     Ok(exit::OK)
 }

@@ -113,7 +113,7 @@ impl AnswerRequest {
 
 /// What a refused answer is told, in plain text (a card action or a
 /// command in Teams, the web inbox; Slack shows the same with mentions,
-/// `slack::names::refusal`): who already decided and when, or why the
+/// `slack::words::refusal`): who already decided and when, or why the
 /// intake said no.
 pub fn refusal_text(r: &Refusal) -> String {
     match r {

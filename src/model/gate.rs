@@ -7,6 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::limits::{MAX_ANSWER_TEXT, MAX_EDITED_ARGS};
+
 /// Which gate syntax a gate was written in; it decides how answers read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -118,14 +120,6 @@ impl Decision {
         }
     }
 }
-
-/// The longest reason, feedback or response a human may give, in
-/// characters (Slack's own limit for a text input): the text reaches the
-/// model and the audit trail, whatever the channel.
-pub const MAX_ANSWER_TEXT: usize = 3000;
-
-/// The longest edited tool-call arguments, in bytes of JSON.
-pub const MAX_EDITED_ARGS: usize = 65_536;
 
 impl Decision {
     /// Refuses human text over the limits ([`MAX_ANSWER_TEXT`],

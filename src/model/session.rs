@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::conversation::{Message, Risk, ToolCall, ToolResult, Usage};
 use super::gate::{Answer, OpenGate, Position};
+use super::record::StepRecord;
 
 /// Who asked to cancel a running run, how and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,39 +83,6 @@ impl Status {
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// The result of one chain step or workflow task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
-    /// The agent that produced it; `None` for gates.
-    pub agent: Option<String>,
-    /// What templates read as `.response`: agent text, or the gate's answer.
-    pub response: String,
-    pub kind: RecordKind,
-    pub finished_at: DateTime<Utc>,
-}
-
-/// What produced a step record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecordKind {
-    /// An agent's reply.
-    Agent,
-    /// A `hitl` gate's free-text answer: it is the step's output (strands-cli).
-    Answer,
-    /// A manual gate that was approved: it passes the reviewed text through
-    /// and has no output of its own.
-    Approval,
-    /// A gate whose condition was false.
-    Skipped,
-}
-
-impl RecordKind {
-    /// Whether `last_response` and a run's output may come from it.
-    pub fn has_output(self) -> bool {
-        matches!(self, RecordKind::Agent | RecordKind::Answer)
     }
 }
 

@@ -8,7 +8,10 @@
 use serde_json::{json, Value};
 use slack_morphism::prelude::SlackCommandEvent;
 
-use super::app::{mention, refusal_text, App};
+use super::app::App;
+use super::decide::{decide, take};
+use super::post;
+use super::words::{refusal, who};
 use crate::hub::StartRefusal;
 use crate::model::{Answer, Decision};
 use crate::model::{Origin, Status};
@@ -167,10 +170,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
     };
     let answer = Answer {
         decision: Decision::Reject {
-            reason: Some(format!(
-                "cancelled by {} with /strands cancel",
-                mention(user)
-            )),
+            reason: Some(format!("cancelled by {} with /strands cancel", who(user))),
         },
         by: user.to_string(),
         at: app.hub.clock.now(),
@@ -191,9 +191,9 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         .find(|n| n.gate == handle)
         .and_then(|n| n.ts.map(|ts| (n.channel, ts)));
     let outcome = match target {
-        Some((channel, ts)) => app.decide(&channel, &ts, &handle, answer).await,
+        Some((channel, ts)) => decide(app, &channel, &ts, &handle, answer).await,
         // No message to update: the same intake, then the run goes on.
-        None => match app.take(&session, &handle, &answer).await {
+        None => match take(app, &session, &handle, &answer).await {
             Ok(Ok(_)) => Ok(Ok(())),
             Ok(Err(r)) => Ok(Err(r)),
             Err(e) => Err(e),
@@ -201,7 +201,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
     };
     match outcome {
         Ok(Ok(())) => ephemeral(format!("cancelled `{}`", session.id)),
-        Ok(Err(r)) => ephemeral(format!("Not cancelled: {}", refusal_text(&r))),
+        Ok(Err(r)) => ephemeral(format!("Not cancelled: {}", refusal(&r))),
         Err(e) => ephemeral(format!("Not cancelled: {e}")),
     }
 }
@@ -220,7 +220,7 @@ async fn notify(app: &App, id: &str) -> Value {
     let app = app.clone();
     let sid = session.id.clone();
     app.clone().tasks().spawn(async move {
-        if let Err(e) = app.notify(&sid).await {
+        if let Err(e) = post::notify(&app, &sid).await {
             tracing::error!(session = %sid, "notify failed: {e}");
         }
     });

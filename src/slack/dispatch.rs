@@ -14,25 +14,8 @@ use serde_json::{json, Value};
 use slack_morphism::prelude::SlackCommandEvent;
 
 use super::app::App;
-use super::{commands, interactions};
-
-/// What Slack is answered, transport-neutral.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// Understood; nothing to say (HTTP 200 with no body, a bare ack).
-    Ack,
-    /// Understood, with an answer for Slack: a slash command's ephemeral
-    /// message, a modal's `response_action`, a `url_verification` echo.
-    Body(Value),
-    /// An event seen before (a retry): acknowledged, not carried out again.
-    Duplicate,
-    /// Not something Slack sends (HTTP 400). Over a socket it is
-    /// acknowledged all the same: a redelivery would read no better.
-    Unreadable(String),
-    /// Could not be taken now (HTTP 500, so Slack tries again). Over a
-    /// socket it is left unacknowledged, for the same reason.
-    Failed,
-}
+use super::reply::Reply;
+use super::{commands, home, interactions};
 
 /// A `/strands` slash command, carried out once per `trigger_id` across
 /// replicas and restarts (the store remembers the ids it has seen, as for
@@ -100,7 +83,7 @@ pub async fn event(app: &App, event: Value, retried: bool) -> Reply {
         .unwrap_or("unknown");
     app.metrics.slack_event(kind);
     if kind == "app_home_opened" {
-        super::home::opened(app, &event);
+        home::opened(app, &event);
     }
     Reply::Ack
 }

@@ -5,7 +5,7 @@
 //! recorded with the channel's message ([`crate::model::Notification`]'s
 //! `copies`) and indexed like it, so a click on any copy finds the gate,
 //! and every copy is updated when anyone decides or the gate times out
-//! ([`super::app::App::asking_messages`], [`super::timers`]).
+//! ([`super::asked::asking_messages`], [`super::timers`]).
 //!
 //! User groups among the approvers get no DM (they are mentioned in the
 //! channel's message); progress stays in the channel message's thread.

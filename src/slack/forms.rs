@@ -1,7 +1,8 @@
 //! The modals a click opens besides feedback and edits: the reason form
-//! of a rejection, and "View full output". Both open at once, on the
-//! click's `trigger_id` (it lives 3 s), after the click path has checked
-//! that the gate still waits ([`super::interactions`]).
+//! of a rejection, "View full output" and a gate's form. Each opens at
+//! once, on the click's `trigger_id` (it lives 3 s), after the click path
+//! has checked that the gate still waits ([`super::interactions`]); what a
+//! modal carries back ([`ModalMeta`]) is here too.
 //!
 //! - **Reasons.** Reject on a gate with `require_reason` opens the form
 //!   with the reason required; "Reject with reason…" (any other gate, and
@@ -19,14 +20,28 @@
 //!   refuses come back as errors under their inputs (`response_action:
 //!   errors`) and nothing changes.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use slack_morphism::prelude::SlackViewState;
 
-use super::app::{refusal_text, App};
+use super::access::may_answer;
+use super::app::App;
 use super::blocks::{FormView, ModalView, OutputView};
-use super::dispatch::Reply;
-use super::interactions::{answer, still_open, tell, ModalMeta};
+use super::decide::{answer, audit_refused_click, decide, still_open, tell};
+use super::reply::Reply;
+use super::words;
 use crate::model::{Decision, Refusal, Session};
+
+/// What the bot puts in a modal's `private_metadata`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct ModalMeta {
+    pub(super) channel: String,
+    pub(super) ts: String,
+    pub(super) gate: String,
+    /// The tool call an edit or reason modal is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) call: Option<String>,
+}
 
 /// The block of field `name` in the form modal.
 fn block_of(name: &str) -> String {
@@ -123,7 +138,7 @@ pub(super) async fn filled(
                 .and_then(|f| f.fields().first().map(|f| block_of(&f.name)))
         })
         .unwrap_or_else(|| block_of("value"));
-    match app.decide(&meta.channel, &meta.ts, &meta.gate, fill).await {
+    match decide(app, &meta.channel, &meta.ts, &meta.gate, fill).await {
         Ok(Ok(())) => Reply::Ack,
         Ok(Err(Refusal::BadValues(errors))) => {
             // Each under its input; a name the form does not have, under
@@ -148,7 +163,7 @@ pub(super) async fn filled(
         }
         Ok(Err(refusal)) => Reply::Body(json!({
             "response_action": "errors",
-            "errors": { first: cut(&refusal_text(&refusal)) },
+            "errors": { first: cut(&words::refusal(&refusal)) },
         })),
         Err(e) => {
             tracing::error!("recording a filled-in form failed: {e}");
@@ -188,7 +203,7 @@ pub(super) async fn open_reject(
             let mut prompt = format!(
                 "Reject the call to `{name}` (call `{id}`). It does not run; the agent reads \
                  \"denied by {}: your reason\".",
-                super::names::who(user)
+                super::words::who(user)
             );
             if let Some(r) = call.and_then(|c| c.request.as_ref()) {
                 prompt.push_str(&format!("\n_What it would do:_ {}", r.description));
@@ -258,10 +273,9 @@ pub(super) async fn open_output(
     // do), or started the run, may read what it is about.
     if session.started_by != user {
         let probe = Decision::Reject { reason: None };
-        if let Err(why) = app.may_answer(&session, handle, probe, user).await {
+        if let Err(why) = may_answer(app, &session, handle, probe, user).await {
             let why = format!("you may not read the full output of this gate: {why}");
-            app.audit_refused_click(channel, ts, handle, user, None, &why)
-                .await;
+            audit_refused_click(app, channel, ts, handle, user, None, &why).await;
             tell(app, channel, user, why);
             return;
         }

@@ -15,14 +15,17 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::app::{refusal_text, App};
-use super::dispatch::Reply;
+use super::access::{may_answer, member_groups};
+use super::app::App;
+use super::decide::take;
+use super::reply::Reply;
+use super::words::{refusal, split_value};
 use crate::engine::Accepted;
 use crate::model::{Answer, Decision, GateKind, Session, Status};
 
@@ -35,37 +38,8 @@ pub const MODIFY_MODAL: &str = "strands_home_modify_modal";
 
 /// Slack's limit on a home tab's blocks.
 const MAX_BLOCKS: usize = 100;
-/// How long after opening their tab a user's tab is kept up to date.
-const FOLLOW_FOR: Duration = Duration::from_secs(24 * 3600);
-/// At most this many tabs are kept up to date.
-const MAX_VIEWERS: usize = 1000;
 /// Recent runs looked at for "runs you started".
 const RECENT: usize = 200;
-
-/// Who opened their home tab, and when (the tabs to keep up to date).
-#[derive(Default)]
-pub struct Viewers(Mutex<HashMap<String, Instant>>);
-
-impl Viewers {
-    fn seen(&self, user: &str) {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        m.retain(|_, at| at.elapsed() < FOLLOW_FOR);
-        if m.len() >= MAX_VIEWERS && !m.contains_key(user) {
-            // The longest unseen goes.
-            if let Some(old) = m.iter().min_by_key(|(_, at)| **at).map(|(u, _)| u.clone()) {
-                m.remove(&old);
-            }
-        }
-        m.insert(user.to_string(), Instant::now());
-    }
-    fn all(&self) -> Vec<String> {
-        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        m.iter()
-            .filter(|(_, at)| at.elapsed() < FOLLOW_FOR)
-            .map(|(u, _)| u.clone())
-            .collect()
-    }
-}
 
 /// What a home-tab modal carries in `private_metadata`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -87,7 +61,7 @@ fn value(session: &str, gate: &str, call: Option<&str>) -> String {
 /// follows the last `|` after `#digits`.
 fn parse_value(v: &str) -> Option<(String, String, Option<String>)> {
     let (session, rest) = v.split_once('|')?;
-    let (gate, call) = super::interactions::split_value(rest);
+    let (gate, call) = split_value(rest);
     Some((
         session.to_string(),
         gate.to_string(),
@@ -300,7 +274,7 @@ pub async fn view(
     }
     // Only the runs whose open gates list this user, a group of theirs or
     // nobody (the store's index by approver); the intake still judges each.
-    let groups = app.member_groups(&snap.groups, user).await;
+    let groups = member_groups(app, &snap.groups, user).await;
     let mut waiting: Vec<(Arc<Session>, String)> = Vec::new();
     for id in crate::hub::inbox::candidates(&app.hub, user, &groups, None).await? {
         let Some(s) = snap.session(app, &id).await? else {
@@ -311,8 +285,7 @@ pub async fn view(
         }
         for g in s.open_gates() {
             let h = g.handle();
-            if app
-                .may_answer(&s, &h, Decision::Reject { reason: None }, user)
+            if may_answer(app, &s, &h, Decision::Reject { reason: None }, user)
                 .await
                 .is_ok()
             {
@@ -485,7 +458,7 @@ async fn decide(
         Err(e) => return Err(e.to_string()),
     };
     let verb = a.decision.verb();
-    match app.take(&s, gate, &a).await {
+    match take(app, &s, gate, &a).await {
         Ok(Ok(Accepted::Counted(_))) => Ok(format!(
             "Your answer to {} · {} is counted; more are needed.",
             s.workflow, gate
@@ -496,7 +469,7 @@ async fn decide(
             s.workflow,
             gate
         )),
-        Ok(Err(r)) => Err(refusal_text(&r)),
+        Ok(Err(r)) => Err(refusal(&r)),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -547,7 +520,7 @@ pub async fn action(app: &App, user: &str, action_id: &str, value: &str, trigger
         Ok(Some(s)) => s,
         _ => return Reply::Ack,
     };
-    if let Err(why) = app.may_answer(&s, &gate, decision, user).await {
+    if let Err(why) = may_answer(app, &s, &gate, decision, user).await {
         app.tasks()
             .spawn(async move { publish(&app2, &user2, Some(&why)).await });
         return Reply::Ack;

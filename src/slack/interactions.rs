@@ -19,19 +19,25 @@
 //! submission approves the call with the edited arguments, after the same
 //! checks as `strands resume --edit-args` (a refused edit keeps the modal
 //! open with the error and changes nothing).
+//!
+//! This module reads the payload and says which answer a click is; taking
+//! it (the message's gate checked, the intake, the message updated) is
+//! [`super::decide`]'s, and the modals are [`super::forms`]'.
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use slack_morphism::prelude::*;
 
-use super::app::{refusal_text, App};
+use super::access::may_answer;
+use super::app::App;
 use super::blocks::{self, ModalView};
+use super::decide::{self, answer, audit_refused_click, still_open, tell};
+use super::forms::{self, ModalMeta};
+use super::home;
 // What a click or a submission is answered with, by request URL or over
 // Socket Mode alike (`dispatch`).
-use super::dispatch::Reply as Response;
-use crate::model::{Answer, Decision};
-use crate::model::{CallState, Session, Status};
+use super::reply::Reply as Response;
+use super::words::{self, split_value};
+use crate::model::{Decision, Session};
 
 pub const APPROVE: &str = "strands_approve";
 pub const REJECT: &str = "strands_reject";
@@ -52,34 +58,6 @@ pub const VIEW_FULL: &str = "strands_view_full";
 /// submission approves with the values.
 pub const FILL: &str = "strands_fill";
 
-/// What the bot puts in a modal's `private_metadata`.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct ModalMeta {
-    pub(super) channel: String,
-    pub(super) ts: String,
-    pub(super) gate: String,
-    /// The tool call an edit or reason modal is about.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) call: Option<String>,
-}
-
-/// A button's value: a gate handle (`review#1`), or `handle|call id` on a
-/// tool-approval message. A handle is `id#instance`, so the value splits at
-/// the first `|` that follows `#digits`; gate ids with a `|` of their own
-/// stay whole.
-pub fn split_value(value: &str) -> (&str, Option<&str>) {
-    for (i, _) in value.match_indices('|') {
-        let head = &value[..i];
-        let digits = head
-            .rsplit_once('#')
-            .map(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if digits == Some(true) {
-            return (head, Some(&value[i + 1..]));
-        }
-    }
-    (value, None)
-}
-
 fn ok() -> Response {
     Response::Ack
 }
@@ -94,34 +72,6 @@ pub async fn handle(app: &App, payload: &str) -> Response {
         SlackInteractionEvent::ViewSubmission(ev) => view_submission(app, ev).await,
         _ => ok(),
     }
-}
-
-pub(super) fn answer(
-    decision: Decision,
-    user: &str,
-    call: Option<&str>,
-    at: DateTime<Utc>,
-) -> Answer {
-    Answer {
-        decision,
-        by: user.to_string(),
-        at,
-        via: "slack".into(),
-        vars: Default::default(),
-        call: call.map(str::to_string),
-        person: None,
-        on_behalf_of: None,
-    }
-}
-
-/// Tells one user something only they see, without holding up the ack.
-pub(super) fn tell(app: &App, channel: &str, user: &str, text: String) {
-    let (app2, channel, user) = (app.clone(), channel.to_string(), user.to_string());
-    app.tasks().spawn(async move {
-        if let Err(e) = app2.api.post_ephemeral(&channel, &user, &text).await {
-            tracing::warn!("ephemeral reply failed: {e}");
-        }
-    });
 }
 
 async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Response {
@@ -141,7 +91,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             // A button on the App Home tab.
             let trigger = ev.trigger_id.0.clone();
             let value = action.value.clone().unwrap_or_default();
-            return super::home::action(app, &user, &action.action_id.0, &value, &trigger).await;
+            return home::action(app, &user, &action.action_id.0, &value, &trigger).await;
         }
         _ => return ok(),
     };
@@ -193,9 +143,8 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             let probe = Decision::Fill {
                 values: Default::default(),
             };
-            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
-                app.audit_refused_click(&channel, &ts, &handle, &user, None, &why)
-                    .await;
+            if let Err(why) = may_answer(app, &session, &handle, probe, &user).await {
+                audit_refused_click(app, &channel, &ts, &handle, &user, None, &why).await;
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -205,7 +154,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                 gate: handle,
                 call: None,
             };
-            super::forms::open_fill(app, &ev.trigger_id.0, &meta, &session, &user).await;
+            forms::open_fill(app, &ev.trigger_id.0, &meta, &session, &user).await;
             return ok();
         }
         APPROVE => Decision::Approve,
@@ -233,9 +182,8 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             let probe = Decision::Edit {
                 arguments: serde_json::Value::Null,
             };
-            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
-                app.audit_refused_click(&channel, &ts, &handle, &user, Some(call), &why)
-                    .await;
+            if let Err(why) = may_answer(app, &session, &handle, probe, &user).await {
+                audit_refused_click(app, &channel, &ts, &handle, &user, Some(call), &why).await;
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -259,9 +207,8 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                 }
             };
             let probe = Decision::Reject { reason: None };
-            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
-                app.audit_refused_click(&channel, &ts, &handle, &user, call.clone(), &why)
-                    .await;
+            if let Err(why) = may_answer(app, &session, &handle, probe, &user).await {
+                audit_refused_click(app, &channel, &ts, &handle, &user, call.clone(), &why).await;
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -271,12 +218,12 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                 gate: handle,
                 call,
             };
-            super::forms::open_reject(app, &ev.trigger_id.0, &meta, &session, &user).await;
+            forms::open_reject(app, &ev.trigger_id.0, &meta, &session, &user).await;
             return ok();
         }
         VIEW_FULL => {
             let (trigger, gate) = (ev.trigger_id.0.as_str(), handle.as_str());
-            super::forms::open_output(app, trigger, &channel, &ts, gate, &user).await;
+            forms::open_output(app, trigger, &channel, &ts, gate, &user).await;
             return ok();
         }
         kind @ (MODIFY | RESPOND) => {
@@ -295,9 +242,8 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
                     text: String::new(),
                 },
             };
-            if let Err(why) = app.may_answer(&session, &handle, probe, &user).await {
-                app.audit_refused_click(&channel, &ts, &handle, &user, None, &why)
-                    .await;
+            if let Err(why) = may_answer(app, &session, &handle, probe, &user).await {
+                audit_refused_click(app, &channel, &ts, &handle, &user, None, &why).await;
                 tell(app, &channel, &user, why);
                 return ok();
             }
@@ -316,15 +262,12 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
     let decided = match known {
         // The target could not be read: decide reads it again (and says
         // so if it still cannot).
-        Err(_) => app.decide(&channel, &ts, &handle, answer).await,
-        Ok(_) => {
-            app.decide_read(target, session, &channel, &ts, &handle, answer)
-                .await
-        }
+        Err(_) => decide::decide(app, &channel, &ts, &handle, answer).await,
+        Ok(_) => decide::decide_read(app, target, session, &channel, &ts, &handle, answer).await,
     };
     match decided {
         Ok(Ok(())) => {}
-        Ok(Err(refusal)) => tell(app, &channel, &user, refusal_text(&refusal)),
+        Ok(Err(refusal)) => tell(app, &channel, &user, words::refusal(&refusal)),
         Err(e) => {
             tracing::error!("recording a decision failed: {e}");
             tell(
@@ -336,64 +279,6 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         }
     }
     ok()
-}
-
-/// Refuses early (before a modal opens) when the gate — or, for a tool
-/// call, the call — no longer waits; otherwise returns the session.
-pub(super) async fn still_open(
-    app: &App,
-    channel: &str,
-    ts: &str,
-    handle: &str,
-    call: Option<&str>,
-) -> Result<Session, String> {
-    let target = app
-        .message_target(channel, ts)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "this message is not an approval request I know".to_string())?;
-    if target.gate != handle {
-        return Err("this button belongs to an earlier request".into());
-    }
-    let session = app
-        .hub
-        .store
-        .load(&target.session)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "that session no longer exists".to_string())?;
-    let open = session.status == Status::Paused && session.open_gate(handle).is_some();
-    if let Some(call) = call {
-        let waiting = session
-            .agent_turn
-            .as_ref()
-            .and_then(|t| t.calls.iter().find(|c| c.call.id == call))
-            .map(|c| c.state == CallState::Waiting);
-        if open && waiting == Some(true) {
-            return Ok(session);
-        }
-        return Err(match blocks::call_answer(&session, handle, call) {
-            Some(a) => refusal_text(&crate::model::Refusal::AlreadyAnswered(a.clone())),
-            None if waiting.is_none() && open => format!("no call `{call}` in this request"),
-            None if open => format!("call `{call}` is no longer waiting"),
-            None => refusal_text(&crate::model::Refusal::NotOpen(session.status)),
-        });
-    }
-    if open && session.pending.is_none() {
-        return Ok(session);
-    }
-    let last = session.history.iter().rev().find_map(|e| match &e.what {
-        crate::model::GateEventKind::Answered { answer, .. }
-            if format!("{}#{}", e.gate, e.instance) == handle =>
-        {
-            Some(answer.clone())
-        }
-        _ => None,
-    });
-    Err(match (last, session.pending.map(|p| p.answer)) {
-        (_, Some(a)) | (Some(a), None) => refusal_text(&crate::model::Refusal::AlreadyAnswered(a)),
-        (None, None) => refusal_text(&crate::model::Refusal::NotOpen(session.status)),
-    })
 }
 
 async fn open_modal(
@@ -535,10 +420,7 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
         .as_ref()
         .map(|c| c.0.clone())
         .unwrap_or_default();
-    if matches!(
-        callback.as_str(),
-        super::home::REJECT_MODAL | super::home::MODIFY_MODAL
-    ) {
+    if matches!(callback.as_str(), home::REJECT_MODAL | home::MODIFY_MODAL) {
         let text = ev
             .view
             .state_params
@@ -548,7 +430,7 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
             .and_then(|b| b.get(&SlackActionId("text".into())))
             .and_then(|v| v.value.clone());
         let meta = modal.private_metadata.clone().unwrap_or_default();
-        return super::home::submission(app, &user, &callback, &meta, text).await;
+        return home::submission(app, &user, &callback, &meta, text).await;
     }
     let Some(meta) = modal
         .private_metadata
@@ -559,7 +441,7 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
     };
     if callback == FILL {
         let state = ev.view.state_params.state.as_ref();
-        return super::forms::filled(app, &user, &meta, state).await;
+        return forms::filled(app, &user, &meta, state).await;
     }
     let text = ev
         .view
@@ -597,17 +479,17 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
         }
         _ => return ok(),
     };
-    match app
-        .decide(
-            &meta.channel,
-            &meta.ts,
-            &meta.gate,
-            answer(decision, &user, meta.call.as_deref(), app.hub.clock.now()),
-        )
-        .await
+    match decide::decide(
+        app,
+        &meta.channel,
+        &meta.ts,
+        &meta.gate,
+        answer(decision, &user, meta.call.as_deref(), app.hub.clock.now()),
+    )
+    .await
     {
         Ok(Ok(())) => ok(),
-        Ok(Err(refusal)) => modal_error(&refusal_text(&refusal)),
+        Ok(Err(refusal)) => modal_error(&words::refusal(&refusal)),
         Err(e) => {
             tracing::error!("recording a modal decision failed: {e}");
             modal_error("The decision could not be recorded; nothing changed. Please try again.")
@@ -632,19 +514,6 @@ fn modal_errors(text: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn button_values_split_into_handle_and_call() {
-        assert_eq!(split_value("review#1"), ("review#1", None));
-        assert_eq!(split_value("tools#3|call_1"), ("tools#3", Some("call_1")));
-        assert_eq!(split_value("tools#3|a|b"), ("tools#3", Some("a|b")));
-        assert_eq!(split_value("tools#3|"), ("tools#3", Some("")));
-        // A gate id with a `|` of its own stays whole.
-        assert_eq!(split_value("a|b#2"), ("a|b#2", None));
-        assert_eq!(split_value("a|b#2|c"), ("a|b#2", Some("c")));
-        assert_eq!(split_value("x#|y"), ("x#|y", None));
-        assert_eq!(split_value(""), ("", None));
-    }
 
     #[test]
     fn edit_text_fits_the_initial_value_limit() {

@@ -1,8 +1,10 @@
 //! Slack as a room off the service's hall ([`crate::channel::hall::Room`]):
-//! asking posts a Block Kit approval message and leaves the session paused
-//! (the click comes back through the HTTP routes and the service's intake);
-//! progress goes into the run's thread; reminders, escalated copies and
-//! timeouts are posted and shown by [`super::timers`].
+//! asking posts a Block Kit approval message ([`super::post`]) and leaves
+//! the session paused (the click comes back through the HTTP routes and the
+//! service's intake); progress goes into the run's thread
+//! ([`super::progress`]); reminders, escalated copies and timeouts are
+//! posted and shown by [`super::timers`]. The top of the room: it uses the
+//! parts, none of them uses it.
 
 use crate::channel::hall::{BoxFuture, MessageRef, Room};
 use crate::channel::Progress;
@@ -10,8 +12,9 @@ use crate::model::timer::{EscalationWhy, Fired};
 use crate::model::{OpenGate, Session};
 use crate::spec::EscalationTarget;
 
-use super::app::{posted, App};
-use super::timers;
+use super::app::App;
+use super::asked::posted;
+use super::{post, progress, timers};
 
 pub struct SlackRoom {
     pub app: App,
@@ -23,11 +26,11 @@ impl Room for SlackRoom {
     }
 
     fn ask<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, ()> {
-        Box::pin(self.app.ask(session))
+        Box::pin(post::ask(&self.app, session))
     }
 
     fn progress<'a>(&'a self, session: &'a Session, event: &'a Progress) -> BoxFuture<'a, ()> {
-        Box::pin(self.app.on_progress(session, event))
+        Box::pin(progress::on_progress(&self.app, session, event))
     }
 
     fn unasked<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, bool> {

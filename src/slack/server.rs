@@ -27,7 +27,8 @@ use secrecy::ExposeSecret;
 use std::time::Instant;
 
 use super::app::App;
-use super::dispatch::{self, Reply};
+use super::dispatch;
+use super::reply::Reply;
 use super::signature;
 
 /// The Slack routes, with the signature check layered once over them.

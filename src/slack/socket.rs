@@ -49,7 +49,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use super::app::App;
-use super::dispatch::{self, Reply};
+use super::dispatch;
+use super::reply::Reply;
 
 /// How long after an envelope arrives it is acknowledged at the latest.
 /// Slack's deadline is 3 s; the rest is the way back to Slack.

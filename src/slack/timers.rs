@@ -12,24 +12,14 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::app::{mention, App};
+use super::app::App;
+use super::asked::{asking_messages, note_for};
 use super::blocks::{escape_mrkdwn, ApprovalView, DecidedView};
+use super::words::who;
 use crate::model::timer::EscalationWhy;
 use crate::model::{Answer, Decision, GateEventKind, OpenGate, Session};
 use crate::spec::{EscalationTarget, Fallback};
 use crate::store::Fired;
-
-/// The Slack message that asked for gate `handle` of session `id`, if any
-/// (a Teams card for the same gate is the Teams room's).
-pub async fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model::Notification> {
-    app.hub
-        .store
-        .notifications(id)
-        .await
-        .ok()?
-        .into_iter()
-        .find(|n| n.gate == handle && crate::hub::places::is_slack(&n.channel))
-}
 
 /// Replaces the buttons of `messages` with what `answer` did.
 async fn show_answer(
@@ -64,7 +54,7 @@ async fn show_answer(
             .unwrap_or_default();
         format!(
             "{verb} by {}{} at {}",
-            mention(&answer.by),
+            who(&answer.by),
             answer.for_whom(),
             answer.at.format("%Y-%m-%d %H:%M UTC")
         )
@@ -128,7 +118,7 @@ async fn post_copies(
     let mentions: Vec<String> = targets
         .iter()
         .filter(|t| !matches!(t, EscalationTarget::Channel(_)))
-        .map(super::names::target)
+        .map(super::words::target)
         .collect();
     let who = if mentions.is_empty() {
         "this channel".to_string()
@@ -191,7 +181,7 @@ pub async fn after_answer(app: &App, session: &Session, gate_id: &str, answer: &
         _ => return,
     };
     // The original, its direct copies (`notify: dm`) and the escalated ones.
-    let messages = app.asking_messages(&session.id, &handle, None).await;
+    let messages = asking_messages(app, &session.id, &handle, None).await;
     show_answer(app, session, &esc.gate, &messages, answer).await;
 }
 
@@ -247,7 +237,7 @@ fn fallback_words(f: Fallback) -> &'static str {
 fn targets_text(targets: &[EscalationTarget]) -> String {
     targets
         .iter()
-        .map(super::names::target)
+        .map(super::words::target)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -296,9 +286,9 @@ pub async fn remind(app: &App, session: &Session, gate: &OpenGate, n: u32, of: u
         return;
     };
     let who = if gate.approvers.is_empty() {
-        mention(&session.started_by)
+        who(&session.started_by)
     } else {
-        super::names::approvers(&gate.approvers, " ")
+        super::words::approvers(&gate.approvers, " ")
     };
     let business =
         crate::hub::durations::business_deadline_posted(gate.hours.as_ref(), gate.timeout_at);

@@ -17,7 +17,9 @@
 //!   message, through the hub.
 //! - [`card`]: the approval card (Adaptive Card 1.5), asking and decided,
 //!   and the tool-call card ([`card::tools`]).
-//! - [`room`]: the room off the hall: one card per open gate, in the
+//! - [`room`]: the room's state ([`room::TeamsRoom`]) and where its cards
+//!   are, which the parts below take.
+//! - [`hall`]: the room off the hall: one card per open gate, in the
 //!   conversation a run was started from or `TEAMS_APPROVALS_CONVERSATION`,
 //!   recorded so a restart never posts twice; the decision shown on every
 //!   card.
@@ -35,6 +37,7 @@ pub mod commands;
 pub mod connector;
 pub mod dms;
 pub mod door;
+pub mod hall;
 pub mod names;
 pub mod pace;
 pub mod package;

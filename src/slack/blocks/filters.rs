@@ -1,8 +1,9 @@
 //! The minijinja sandbox the Slack templates run in, and the filters it
 //! registers: `mrkdwn` (escape for Slack mrkdwn, and with a `max` cut the
 //! escaped text), `truncate_chars` (cut plain text) and `mention` (a user or
-//! group id as a mention, anything else as escaped text). Also
-//! [`escape_mrkdwn`], which Rust code uses for text it puts in mrkdwn itself.
+//! group id as a mention, anything else as escaped text). The escaping
+//! itself is `escape`'s, which Rust code uses too for text it puts in
+//! mrkdwn itself.
 //!
 //! Nothing here loads templates or checks what they render (that is
 //! [`Templates`](super::Templates) and `limits`), and nothing here decides
@@ -11,32 +12,9 @@
 
 use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior};
 
+use super::escape::{escape_mrkdwn, escaped_len};
 use super::limits::cut_for_section;
 use crate::model::Approver;
-
-/// Escapes text for Slack mrkdwn: `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
-/// so user text cannot form links, mentions or `<!channel>`.
-pub fn escape_mrkdwn(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Characters `c` takes once escaped for mrkdwn.
-pub(super) fn escaped_len(c: char) -> usize {
-    match c {
-        '&' => 5,
-        '<' | '>' => 4,
-        _ => 1,
-    }
-}
 
 /// Instructions one render may spend: the built-ins need a few thousand.
 const FUEL: u64 = 200_000;
@@ -103,7 +81,7 @@ fn truncate_chars(value: &str, max: usize) -> String {
 fn mention_filter(value: &str) -> String {
     let who = value.trim();
     if let a @ (Approver::SlackUser(_) | Approver::SlackGroup(_)) = Approver::parse(who) {
-        crate::slack::names::approver(&a)
+        crate::slack::words::approver(&a)
     } else if who.is_empty() {
         "someone".to_string()
     } else {

@@ -17,8 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use slack_morphism::prelude::{SlackBlock, SlackView};
 
-use super::filters::escaped_len;
-use super::json_kind;
+use super::escape::escaped_len;
 use crate::error::Result;
 
 /// Slack's limit on a plain_text_input's `initial_value` (the edit modal).
@@ -309,6 +308,18 @@ pub fn check_home(view: &Value) -> Result<(), LimitError> {
 
 pub(super) fn chars(s: &str) -> usize {
     s.chars().count()
+}
+
+/// A JSON value's kind, as an error names it.
+pub(super) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
 }
 
 fn check_len(at: &str, s: &str, limit: Limit) -> Check {

@@ -45,7 +45,8 @@
 //!
 //! This module holds [`Templates`]: loading the built-ins and overrides,
 //! the self-check, and the render entry points. Its submodules follow the
-//! three gates: `filters` (the sandbox and its filters), `views` (what a
+//! three gates: `filters` (the sandbox and its filters, escaping with
+//! `escape`), `views` (what a
 //! template is given, built from a gate, an answer or a session), `limits`
 //! (the Block Kit limit and shape checks, and the cut helpers), and
 //! `samples` (the sample views of the self-check, and the tests' shared
@@ -61,12 +62,13 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+mod escape;
 mod filters;
 mod limits;
 mod samples;
 mod views;
 
-pub use filters::escape_mrkdwn;
+pub use escape::escape_mrkdwn;
 pub use limits::{
     check_home, check_message, check_modal, cut_for_section, Limit, LimitError, CODE_BLOCK_MAX,
     INITIAL_VALUE_MAX, SECTION_TEXT_MAX,
@@ -78,7 +80,7 @@ pub use views::{
 };
 
 use filters::sandbox;
-use limits::{slack_blocks_shape, slack_view_shape};
+use limits::{json_kind, slack_blocks_shape, slack_view_shape};
 use samples::samples;
 
 /// The environment variable naming a directory of template overrides.
@@ -346,17 +348,6 @@ fn warn_unknown_files(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 #[cfg(test)]
