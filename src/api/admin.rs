@@ -331,7 +331,7 @@ pub async fn store_backup(
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Role::Admin)?;
     let dest = std::path::PathBuf::from(req.dest.trim());
-    let made = match crate::store::backup::backup(&hub.store, &dest).await {
+    let made = match hub.backup(&dest).await {
         Ok(m) => m,
         Err(e @ crate::Error::Usage(_)) => return Err(e.into()),
         Err(e) => {

@@ -326,7 +326,7 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
                     .unwrap_or_default();
                 eprintln!(
                     "asked: request {id} — waiting for {who}{rule}; answer with {}",
-                    ctx.resume_cmd(&id, "--approve")
+                    ctx.words().resume_cmd(&id, "--approve")
                 );
             }
         } else if !no_wait {

@@ -31,6 +31,7 @@ macro_rules! outln {
 }
 
 mod ask;
+mod asking;
 mod audit;
 mod config_cmd;
 mod doctor;
@@ -42,6 +43,7 @@ mod people;
 mod policy;
 mod remote;
 mod render;
+mod resume;
 mod run;
 mod sessions;
 mod store_cmd;
@@ -55,8 +57,7 @@ pub use notifications::NotificationsCommand;
 pub use people::PeopleCommand;
 pub use policy::PolicyCommand;
 pub use render::exit_code;
-use render::report;
-use run::{resume, run, validate};
+use run::{run, validate};
 use sessions::{notify, sessions, sweep};
 pub use store_cmd::StoreCommand;
 pub use teams::TeamsCommand;
@@ -649,16 +650,43 @@ impl Ctx {
             .with_lease(store::lease::owner("cli"), self.settings.lease)
             .with_clock(std::sync::Arc::clone(&self.clock))
     }
-    /// The exact command to resume, naming the store when it is not the default.
-    fn resume_cmd(&self, id: &str, flags: &str) -> String {
+    /// Where this invocation's answers go: the server it talks to, or a
+    /// hub on this store (opened here, with this process's settings and
+    /// clock).
+    async fn answering(&self) -> Result<resume::Answering<'_>> {
+        let to = match &self.remote {
+            Some(remote) => resume::To::Server(remote),
+            None => {
+                let hub = crate::hub::Hub::new(
+                    self.open().await?,
+                    std::sync::Arc::clone(&self.settings),
+                    None,
+                )
+                .with_clock(std::sync::Arc::clone(&self.clock));
+                resume::To::Here(hub)
+            }
+        };
+        Ok(resume::Answering {
+            to,
+            who: self.who.clone(),
+            words: self.words(),
+        })
+    }
+
+    /// What the words this invocation prints need of it: the command that
+    /// resumes here (naming the store when it is not the default), now,
+    /// and the server it goes through.
+    fn words(&self) -> render::Words {
         let prog = program();
-        if self.explicit_store {
-            format!(
-                "{prog} --store {} resume {id} {flags}",
-                shell_quote(&self.store_shown())
-            )
+        let resume = if self.explicit_store {
+            format!("{prog} --store {} resume", shell_quote(&self.store_shown()))
         } else {
-            format!("{prog} resume {id} {flags}")
+            format!("{prog} resume")
+        };
+        render::Words {
+            resume,
+            clock: std::sync::Arc::clone(&self.clock),
+            server: self.remote.as_ref().map(|r| r.base().to_string()),
         }
     }
 }
@@ -759,7 +787,7 @@ async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
         Command::Config(args) => config_cmd::config(&ctx.env, &ctx.store_path, args),
         Command::ListSessions(args) => sessions(&ctx, SessionsCommand::List(args)).await,
         Command::Run(args) => run(&ctx, args).await,
-        Command::Resume(args) => resume(&ctx, args).await,
+        Command::Resume(args) => resume::resume(&ctx.answering().await?, args).await,
         Command::Ask(args) => ask::ask(&ctx, args).await,
         Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,
         Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,

@@ -13,7 +13,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::render::report_view;
+use super::render::{report_view, Words};
 use serde_json::{Map, Value};
 
 use super::{Ctx, ResumeArgs, RunArgs};
@@ -23,7 +23,7 @@ use crate::api::sessions::{AnswerOutcome, SessionPage};
 use crate::error::{Error, Result};
 use crate::hub::answers::AnswerRequest;
 use crate::hub::view::SessionView;
-use crate::model::{Answer, Decision, Status};
+use crate::model::Status;
 
 /// How long one look at the run waits for its next event.
 const LOOK: std::time::Duration = std::time::Duration::from_secs(2);
@@ -330,16 +330,16 @@ pub(super) async fn run(ctx: &Ctx, remote: &Remote, args: &RunArgs) -> Result<u8
         )
         .await?;
     let view = remote.wait_stopped(&started.session_id, 0).await?;
-    report_view(ctx, &view.brief(), args.json)
+    report_view(&ctx.words(), &view.brief(), args.json)
 }
 
 /// `resume` through the server: the answer, then the run followed to its
 /// next stop.
 pub(super) async fn resume(
-    ctx: &Ctx,
     remote: &Remote,
+    words: &Words,
     args: &ResumeArgs,
-    answer: Option<Answer>,
+    request: Option<AnswerRequest>,
 ) -> Result<u8> {
     if args.interactive || args.auto_approve {
         return Err(Error::Usage(format!(
@@ -353,7 +353,7 @@ pub(super) async fn resume(
             remote.origin
         );
     }
-    let Some(answer) = answer else {
+    let Some(mut request) = request else {
         let view = remote.session(&args.id).await?;
         let id = view.session_id.clone();
         // Without a decision: the server continues interrupted runs and
@@ -362,28 +362,25 @@ pub(super) async fn resume(
             let passed = view
                 .open_gates
                 .iter()
-                .any(|g| g.timeout_at.is_some_and(|t| t <= ctx.now()));
+                .any(|g| g.timeout_at.is_some_and(|t| t <= words.clock.now()));
             if !passed {
                 return Err(Error::Usage(format!(
                     "session {id} is paused at gate `{}` and {} cannot ask here: answer with `{}`, --reject [--reason R], --modify --feedback F or --response TEXT (strands-cli: `strands run --resume {id} --hitl-response TEXT`)",
                     g.id,
                     remote.origin,
-                    ctx.resume_cmd(&id, "--approve")
+                    words.resume_cmd(&id, "--approve")
                 )));
             }
         }
         let view = remote.wait_stopped(&id, 0).await?;
-        return report_view(ctx, &view.brief(), args.json);
+        return report_view(words, &view.brief(), args.json);
     };
     // strands-cli's `run --resume ID --hitl-response` answers the first
     // open gate; otherwise `--gate`, or the server picks the only one.
-    let gate = match (&args.gate, args.first_open) {
-        (Some(g), _) => Some(g.clone()),
-        (None, true) => remote.session(&args.id).await?.gate.map(|g| g.handle),
-        _ => None,
-    };
+    if let (None, true) = (&request.gate, args.first_open) {
+        request.gate = remote.session(&args.id).await?.gate.map(|g| g.handle);
+    }
     let id = args.id.clone();
-    let request = answer_request(&answer, gate);
     let outcome: std::result::Result<AnswerOutcome, Error> = remote
         .json(
             remote
@@ -402,36 +399,7 @@ pub(super) async fn resume(
         Err(e) => return Err(e),
     };
     let view = remote.wait_stopped(&id, after).await?;
-    report_view(ctx, &view.brief(), args.json)
-}
-
-/// The API's form of an answer the CLI's flags made.
-fn answer_request(a: &Answer, gate: Option<String>) -> AnswerRequest {
-    let (decision, reason, feedback, response, args) = match &a.decision {
-        Decision::Approve => ("approve", None, None, None, None),
-        Decision::Reject { reason } => ("reject", reason.clone(), None, None, None),
-        Decision::Modify { feedback } => ("modify", None, Some(feedback.clone()), None, None),
-        Decision::Respond { text } => ("respond", None, None, Some(text.clone()), None),
-        Decision::Edit { arguments } => ("edit", None, None, None, Some(arguments.clone())),
-        Decision::Trust => ("trust", None, None, None, None),
-        Decision::Fill { .. } => ("approve", None, None, None, None),
-        other => (other.verb(), None, None, None, None),
-    };
-    let values = match &a.decision {
-        Decision::Fill { values } => Some(values.clone()),
-        _ => None,
-    };
-    AnswerRequest {
-        decision: decision.to_string(),
-        gate,
-        call: a.call.clone(),
-        reason,
-        feedback,
-        response,
-        args,
-        vars: a.vars.clone(),
-        values,
-    }
+    report_view(words, &view.brief(), args.json)
 }
 
 /// Every session (following the pages), newest first.

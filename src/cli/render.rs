@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::{human, Ctx};
+use super::human;
 use crate::error::Result;
 use crate::hub::view::{GateView, SessionView};
 use crate::model::Notification;
@@ -15,28 +15,47 @@ use crate::spec;
 
 pub use crate::hub::view::exit_code;
 
+/// What the words need of this invocation: the command that resumes a
+/// session here (naming the store when it is not the default, or how the
+/// binary was started), the process's clock (a deadline is worded as seen
+/// now), and the server's web inbox when the CLI goes through one.
+pub(super) struct Words {
+    /// `strands [--store S] resume`.
+    pub resume: String,
+    pub clock: crate::clock::SharedClock,
+    /// The server's base URL (`STRANDS_SERVER`), if any.
+    pub server: Option<String>,
+}
+
+impl Words {
+    /// The exact command that resumes session `id` with `flags`.
+    pub fn resume_cmd(&self, id: &str, flags: &str) -> String {
+        format!("{} {id} {flags}", self.resume)
+    }
+}
+
 /// Prints the outcome of run/resume and returns its exit code.
 pub(super) fn report(
-    ctx: &Ctx,
+    w: &Words,
     s: &Session,
     json: bool,
     note: Option<&Notification>,
 ) -> Result<u8> {
-    report_view(ctx, &SessionView::of(s, false, note), json)
+    report_view(w, &SessionView::of(s, false, note), json)
 }
 
 /// [`report`] of a view.
-pub(super) fn report_view(ctx: &Ctx, v: &SessionView, json: bool) -> Result<u8> {
+pub(super) fn report_view(w: &Words, v: &SessionView, json: bool) -> Result<u8> {
     let code = v.exit_code;
     if json {
-        outln!("{}", view_json(ctx, v))?;
+        outln!("{}", view_json(w, v))?;
         if v.status == Status::Paused {
-            eprintln!("{}", paused_text(ctx, v));
+            eprintln!("{}", paused_text(w, v));
         }
         return Ok(code);
     }
     match v.status {
-        Status::Paused => outln!("{}", paused_text(ctx, v))?,
+        Status::Paused => outln!("{}", paused_text(w, v))?,
         Status::Completed => {
             outln!("{}", v.output.as_deref().unwrap_or_default())?;
             for a in &v.artifacts {
@@ -57,24 +76,24 @@ pub(super) fn report_view(ctx: &Ctx, v: &SessionView, json: bool) -> Result<u8> 
         Status::Running => eprintln!(
             "session {} stopped while running; `{}` continues it",
             v.session_id,
-            ctx.resume_cmd(&v.session_id, "").trim_end()
+            w.resume_cmd(&v.session_id, "").trim_end()
         ),
     }
     Ok(code)
 }
 
-pub(super) fn paused_text(ctx: &Ctx, v: &SessionView) -> String {
+pub(super) fn paused_text(w: &Words, v: &SessionView) -> String {
     let Some(g) = &v.gate else {
         return format!("session {} is paused", v.session_id);
     };
     if v.open_gates.len() <= 1 {
-        return gate_text(ctx, v, g, None);
+        return gate_text(w, v, g, None);
     }
     // Several gates are open at once: each is answered on its own.
     let all: Vec<String> = v
         .open_gates
         .iter()
-        .map(|g| gate_text(ctx, v, g, Some(&g.handle)))
+        .map(|g| gate_text(w, v, g, Some(&g.handle)))
         .collect();
     format!(
         "{} gates are open in session {}; answer each with --gate:\n\n{}",
@@ -86,11 +105,11 @@ pub(super) fn paused_text(ctx: &Ctx, v: &SessionView) -> String {
 
 /// How one open gate is shown, with the commands that answer it (`pick`:
 /// the `--gate` to name when several are open).
-pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&str>) -> String {
+pub(super) fn gate_text(w: &Words, v: &SessionView, g: &GateView, pick: Option<&str>) -> String {
     let id = &v.session_id;
     let resume = |rest: &str| match pick {
-        Some(h) => ctx.resume_cmd(id, &format!("--gate {h} {rest}")),
-        None => ctx.resume_cmd(id, rest),
+        Some(h) => w.resume_cmd(id, &format!("--gate {h} {rest}")),
+        None => w.resume_cmd(id, rest),
     };
     let mut out = String::new();
     out.push_str(&format!(
@@ -114,7 +133,7 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
             ));
         }
     }
-    let now = ctx.now();
+    let now = w.clock.now();
     if let Some(t) = g.timeout_at {
         out.push_str(&format!(
             "\n   Timeout: {}\n",
@@ -149,11 +168,11 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
         ));
     }
     out.push_str(&format!("\n   Session: {id}\n"));
-    if let Some(remote) = &ctx.remote {
+    if let Some(server) = &w.server {
         // Through a server: its web inbox shows the run and answers it.
         out.push_str(&format!(
             "   Web:     {}\n",
-            crate::hub::pages::session(remote.base(), id)
+            crate::hub::pages::session(server, id)
         ));
     }
     if g.kind == spec::GateKind::ToolCall {
@@ -161,7 +180,7 @@ pub(super) fn gate_text(ctx: &Ctx, v: &SessionView, g: &GateView, pick: Option<&
             let trust = if c.trustable() { " | --trust" } else { "" };
             out.push_str(&format!(
                 "   Answer:  {}\n",
-                ctx.resume_cmd(id, &format!("--call {} --approve | --reject --reason \"...\" | --edit-args '{{...}}'{trust}", c.id))
+                w.resume_cmd(id, &format!("--call {} --approve | --reject --reason \"...\" | --edit-args '{{...}}'{trust}", c.id))
             ));
         }
         return out.trim_end().to_string();
@@ -203,16 +222,16 @@ pub(super) fn approve_args(g: &GateView) -> String {
 }
 
 /// The view with the commands that answer it, as JSON.
-pub(super) fn view_json(ctx: &Ctx, v: &SessionView) -> Value {
+pub(super) fn view_json(w: &Words, v: &SessionView) -> Value {
     let mut v = v.clone();
     if v.status == Status::Paused {
         let id = &v.session_id;
         let approve = v.gate.as_ref().map_or("--approve".into(), approve_args);
         v.resume = Some(json!({
-            "approve": ctx.resume_cmd(id, &approve),
-            "reject": ctx.resume_cmd(id, "--reject --reason REASON"),
-            "modify": ctx.resume_cmd(id, "--modify --feedback FEEDBACK"),
-            "respond": ctx.resume_cmd(id, "--response TEXT"),
+            "approve": w.resume_cmd(id, &approve),
+            "reject": w.resume_cmd(id, "--reject --reason REASON"),
+            "modify": w.resume_cmd(id, "--modify --feedback FEEDBACK"),
+            "respond": w.resume_cmd(id, "--response TEXT"),
         }));
     }
     serde_json::to_value(&v).unwrap_or(Value::Null)

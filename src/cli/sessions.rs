@@ -5,13 +5,13 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use std::io::IsTerminal;
 
-use super::{human, render, run, Ctx, ListArgs, SessionsCommand};
+use super::asking::cli_channel;
+use super::{human, render, Ctx, ListArgs, SessionsCommand};
 use crate::error::{exit, Error, Result};
 use crate::hub::view::SessionView;
 use crate::model::{Decision, Status};
 use crate::spec;
 use crate::store::Store;
-use run::cli_channel;
 
 /// `sessions sweep`: every paused session whose gate timed out gets its
 /// fallback (recorded exactly once, as a resume would) and runs on to its
@@ -242,7 +242,7 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             SessionsCommand::Show { id, json } => {
                 let view = remote.session(id).await?;
                 if *json {
-                    outln!("{}", render::view_json(ctx, &view))?;
+                    outln!("{}", render::view_json(&ctx.words(), &view))?;
                 } else {
                     print_show(ctx, &view)?;
                 }
@@ -312,7 +312,7 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             let note = notes.last();
             let view = SessionView::of(&s, true, note);
             if json {
-                outln!("{}", render::view_json(ctx, &view))?;
+                outln!("{}", render::view_json(&ctx.words(), &view))?;
             } else {
                 print_show(ctx, &view)?;
             }
@@ -523,7 +523,7 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         for c in g.calls.iter().filter(|c| c.waiting()) {
             outln!(
                 "Answer:    {} --call {} (--approve | --reject --reason R | --edit-args JSON{})",
-                ctx.resume_cmd(id, ""),
+                ctx.words().resume_cmd(id, ""),
                 c.id,
                 if c.trustable() { " | --trust" } else { "" }
             )?;
@@ -533,15 +533,16 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         }
         let approve = super::render::approve_args(g);
         if v.open_gates.len() == 1 {
-            outln!("\nResume:    {}", ctx.resume_cmd(id, &approve))?;
+            outln!("\nResume:    {}", ctx.words().resume_cmd(id, &approve))?;
         } else {
             outln!(
                 "\nResume:    {}",
-                ctx.resume_cmd(id, &format!("--gate {} {approve}", g.handle))
+                ctx.words()
+                    .resume_cmd(id, &format!("--gate {} {approve}", g.handle))
             )?;
         }
         if g.allow_trust {
-            outln!("           {}", ctx.resume_cmd(id, "--trust"))?;
+            outln!("           {}", ctx.words().resume_cmd(id, "--trust"))?;
         }
     }
     for g in open {
@@ -561,7 +562,7 @@ pub(super) fn print_show(ctx: &Ctx, v: &SessionView) -> Result<()> {
         }
         outln!(
             "Resume:    {}",
-            ctx.resume_cmd(
+            ctx.words().resume_cmd(
                 id,
                 &format!("--gate {} {}", g.handle, super::render::approve_args(g))
             )

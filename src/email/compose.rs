@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn a_form_gates_mail_sends_the_approver_to_the_page_and_its_outcome_shows_the_values() {
-        let mut s = crate::store::sled::tests::paused_session("s1");
+        let mut s = crate::gate::testkit::paused_session("s1");
         let now = crate::clock::test_epoch();
         let handle = s.open_gates().next().expect("a gate").handle();
         let gate = s.gates.get_mut(&handle).expect("open");
@@ -452,7 +452,7 @@ mod tests {
 
     #[test]
     fn an_ask_says_what_and_until_when_and_reminders_reply_to_it() {
-        let mut s = crate::store::sled::tests::paused_session("s1");
+        let mut s = crate::gate::testkit::paused_session("s1");
         let now = crate::clock::test_epoch();
         let handle = s.open_gates().next().expect("a gate").handle();
         let gate = s.gates.get_mut(&handle).expect("open");

@@ -43,7 +43,7 @@ fn note<'a>(notes: &'a [Notification], handle: &str) -> Option<&'a Notification>
     notes
         .iter()
         .rev()
-        .find(|n| n.gate == handle && Place::parse(&n.channel).is_email())
+        .find(|n| n.gate == handle && matches!(Place::parse(&n.channel), Place::Email(_)))
 }
 
 /// The addresses a record says were asked.

@@ -170,6 +170,12 @@ impl<'a> Engine<'a> {
         self
     }
 
+    /// No deadline on preparing an answer (the CLI's own process).
+    pub fn without_prepare_deadline(mut self) -> Self {
+        self.prepare_deadline = None;
+        self
+    }
+
     /// Refuses, before anything is saved, what this build cannot run:
     /// providers it does not ship (exit 18), and providers this process
     /// cannot set up — a key or endpoint missing from the environment, a

@@ -25,6 +25,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Map;
 
 pub mod calendar;
+#[cfg(test)]
+pub mod testkit;
 
 use crate::error::{Error, Result};
 use crate::model::person::Directory;

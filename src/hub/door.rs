@@ -62,7 +62,7 @@ impl Door {
 /// An answer as a door heard it.
 #[derive(Debug, Clone)]
 pub struct DoorAnswer {
-    /// The session: its id (or, from the CLI, an unambiguous prefix).
+    /// The session: its id (from the CLI, an unambiguous prefix will do).
     pub session: String,
     /// The gate: a handle `id#n` or an id; `None`: the only open gate.
     pub gate: Option<String>,
@@ -138,9 +138,13 @@ impl Hub {
     /// (or refused, and the refusal audited).
     #[allow(clippy::result_large_err)] // see `Session::accept`
     pub async fn record(&self, a: DoorAnswer) -> Result<std::result::Result<Accepted, Refusal>> {
-        // An unknown or ambiguous id is the store's error, as every
-        // command that names a session says it.
-        let id = self.store.resolve(&a.session).await?;
+        // The CLI names a session by an id prefix; an unknown or ambiguous
+        // one is the store's error, as every command says it. The servers'
+        // doors carry whole ids (an unknown one is refused below).
+        let id = match a.door {
+            Door::Cli => self.store.resolve(&a.session).await?,
+            _ => a.session.clone(),
+        };
         let vars = match self.typed_vars(&id, a.vars).await? {
             Ok(v) => v,
             Err(r) => return Ok(Err(r)),
@@ -163,8 +167,13 @@ impl Hub {
             asker.default_approvers = &[];
         }
         let decision = super::metrics::decision_name(&answer.decision);
-        let outcome = self
-            .engine()
+        // A server's door answers within a chat platform's deadline; the
+        // CLI may take the time an edited call's schema takes to fetch.
+        let mut engine = match a.door {
+            Door::Cli => self.engine().without_prepare_deadline(),
+            _ => self.engine(),
+        };
+        let outcome = engine
             .submit(&id, a.gate.as_deref(), answer, &asker)
             .await?;
         if outcome.is_ok() {
@@ -223,13 +232,17 @@ impl Hub {
     }
 
     /// Runs session `id` on in this process, asking through `channel`
-    /// (the CLI's terminal, or nobody), until its next stop.
+    /// (the CLI's terminal, or nobody), until its next stop; `overwrite`:
+    /// artifacts may replace files that exist.
     pub async fn continue_here<C: HumanChannel>(
         &self,
         id: &str,
         channel: &mut C,
+        overwrite: bool,
     ) -> Result<Session> {
         self.engine()
+            .without_prepare_deadline()
+            .with_overwrite(overwrite)
             .with_lease(crate::store::lease::owner("cli"), self.settings.lease)
             .resume(id, channel)
             .await

@@ -39,7 +39,6 @@ pub mod metrics;
 pub mod notifier;
 pub mod pages;
 pub mod people;
-pub mod places;
 pub mod problem;
 pub mod recipients;
 pub mod repost;
@@ -56,11 +55,12 @@ use crate::channel::hall::{Hall, Room};
 use crate::clock::{SharedClock, TokioClock};
 use crate::config::Settings;
 use crate::engine::specs::SpecCache;
-use crate::engine::{Accepted, Asker, Engine, Start};
+use crate::engine::{Asker, Engine, Start};
 use crate::error::Result;
-use crate::model::{Answer, Origin, Refusal, Session, Status};
+use crate::model::{Origin, Session, Status};
 use crate::store::Store;
 
+pub use crate::store::lane::acknowledging;
 pub use workflows::StartRefusal;
 
 /// How long checking an edited tool call may spend fetching its schema (a
@@ -220,6 +220,12 @@ impl Hub {
         self.engine().spec(s)
     }
 
+    /// A consistent copy of the (sled) store at `dest`, made while the
+    /// service runs.
+    pub async fn backup(&self, dest: &std::path::Path) -> Result<crate::store::backup::Made> {
+        crate::store::backup::backup(&self.store, dest).await
+    }
+
     /// Who is answering through the service: the installation's admins
     /// and default approvers, self-approval off by default.
     pub fn asker<'a>(
@@ -305,28 +311,6 @@ impl Hub {
         let session = self.engine().create(&spec, start).await?;
         self.drive(session.id.clone());
         Ok(Ok(session))
-    }
-
-    /// Takes `answer` for gate `gate` (a handle or an id; `None`: the only
-    /// open gate) of session `id` through the engine's intake, then drives
-    /// the run in the background when the answer lets it go on.
-    #[allow(clippy::result_large_err)] // see `Session::accept`
-    pub async fn answer(
-        &self,
-        id: &str,
-        gate: Option<&str>,
-        answer: Answer,
-        asker: &Asker<'_>,
-    ) -> Result<std::result::Result<Accepted, Refusal>> {
-        let decision = metrics::decision_name(&answer.decision);
-        let outcome = self.engine().submit(id, gate, answer, asker).await?;
-        if let Ok(accepted) = &outcome {
-            self.metrics.gate_answered(decision);
-            if matches!(accepted, Accepted::Recorded(_) | Accepted::Queued(_)) {
-                self.drive(accepted.session().id.clone());
-            }
-        }
-        Ok(outcome)
     }
 
     /// Drives `id` in the background until its next stop. At most one task

@@ -180,21 +180,6 @@ impl Place {
         Place::Slack(t.to_string())
     }
 
-    /// Whether it is a Slack place.
-    pub fn is_slack(&self) -> bool {
-        matches!(self, Place::Slack(_))
-    }
-
-    /// Whether it is a Teams place.
-    pub fn is_teams(&self) -> bool {
-        matches!(self, Place::Teams(_))
-    }
-
-    /// Whether it is the e-mail room's.
-    pub fn is_email(&self) -> bool {
-        matches!(self, Place::Email(_))
-    }
-
     /// The Slack channel, for a Slack place.
     pub fn slack(&self) -> Option<&str> {
         match self {
@@ -339,9 +324,9 @@ mod tests {
             assert_eq!(got, want, "{text}");
             assert_eq!(got.to_string(), text);
         }
-        assert!(Place::parse("C0X").is_slack());
-        assert!(!Place::parse("teams:19:x@thread.tacv2").is_slack());
-        assert!(!Place::parse("email:carol@corp.example").is_slack());
+        assert!(Place::parse("C0X").slack().is_some());
+        assert!(Place::parse("teams:19:x@thread.tacv2").slack().is_none());
+        assert!(Place::parse("email:carol@corp.example").slack().is_none());
     }
 
     #[test]

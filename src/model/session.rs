@@ -372,6 +372,15 @@ pub struct Notification {
     pub copies: Vec<(String, String)>,
 }
 
+/// What an approval message asks about: a click finds its session and gate
+/// by the message's channel and `ts`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageTarget {
+    pub session: String,
+    /// The gate handle (`id#instance`) the message was posted for.
+    pub gate: String,
+}
+
 impl Notification {
     /// What the store keys this record by within its session: the gate
     /// handle for Slack's message, `<handle>@teams` for a Teams card — each

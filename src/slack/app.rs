@@ -110,7 +110,7 @@ impl App {
         match session.origin.as_ref().map(|o| o.approval_channel.clone()) {
             // A run started in another room (Teams) is asked there; Slack
             // asks only where its gate names a channel.
-            Some(place) if !crate::hub::places::is_slack(&place) => named,
+            Some(place) if crate::model::Place::parse(&place).slack().is_none() => named,
             origin => named
                 .or(origin)
                 .or_else(|| self.config.approval_channel.clone()),
@@ -136,7 +136,7 @@ impl App {
         &self,
         channel: &str,
         ts: &str,
-    ) -> Result<Option<crate::store::MessageTarget>> {
+    ) -> Result<Option<crate::model::MessageTarget>> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(2000);
         loop {
             if let Some(t) = self.hub.store.message_target(channel, ts).await? {

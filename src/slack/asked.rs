@@ -13,9 +13,11 @@ use crate::model::Notification;
 /// Whether the Slack message asking for gate `handle` was posted (a card
 /// another room posted does not count).
 pub fn posted(notes: &[Notification], handle: &str) -> bool {
-    notes
-        .iter()
-        .any(|n| n.gate == handle && n.ts.is_some() && crate::hub::places::is_slack(&n.channel))
+    notes.iter().any(|n| {
+        n.gate == handle
+            && n.ts.is_some()
+            && crate::model::Place::parse(&n.channel).slack().is_some()
+    })
 }
 
 /// The Slack message that asked for gate `handle` of session `id`, if any
@@ -27,7 +29,7 @@ pub async fn note_for(app: &App, id: &str, handle: &str) -> Option<crate::model:
         .await
         .ok()?
         .into_iter()
-        .find(|n| n.gate == handle && crate::hub::places::is_slack(&n.channel))
+        .find(|n| n.gate == handle && crate::model::Place::parse(&n.channel).slack().is_some())
 }
 
 /// Every message that asks for gate `handle` of session `id`, `first`
@@ -52,7 +54,7 @@ pub(super) async fn asking_messages(
     }
     let mut seen = HashSet::new();
     // Another room's copies (Teams cards) are that room's to update.
-    all.retain(|m| crate::hub::places::is_slack(&m.0) && seen.insert(m.clone()));
+    all.retain(|m| crate::model::Place::parse(&m.0).slack().is_some() && seen.insert(m.clone()));
     all
 }
 

@@ -19,8 +19,8 @@ use super::blocks;
 use super::update::{show_decision, show_progress, show_tool_calls};
 use super::words::refusal;
 use crate::audit::{AuditEvent, AuditKind};
-use crate::engine::Accepted;
 use crate::error::Result;
+use crate::hub::door::{Accepted, Door, DoorAnswer};
 use crate::model::{Answer, Decision, Refusal};
 use crate::model::{CallState, Session, Status};
 use crate::spec::GateKind;
@@ -80,7 +80,7 @@ pub async fn decide(
 /// read (a click reads them once for everything it does).
 pub async fn decide_read(
     app: &App,
-    target: Option<crate::store::MessageTarget>,
+    target: Option<crate::model::MessageTarget>,
     session: Option<Session>,
     channel: &str,
     ts: &str,
@@ -179,11 +179,16 @@ pub async fn take(
     answer: &Answer,
 ) -> Result<std::result::Result<Accepted, crate::model::Refusal>> {
     let groups = groups_of(app, session, handle, &answer.by).await;
-    let member_of = |g: &str| groups.contains(g);
-    let asker = app.hub.asker(&answer.by, &member_of);
-    app.hub
-        .answer(&session.id, Some(handle), answer.clone(), &asker)
-        .await
+    let door = DoorAnswer::new(
+        &session.id,
+        &answer.by,
+        Door::Slack,
+        answer.decision.clone(),
+    )
+    .at(Some(handle))
+    .call(answer.call.as_deref())
+    .member_of(groups);
+    app.hub.take(door).await
 }
 
 /// Every refused click (or refused modal) that the intake did not see

@@ -26,7 +26,7 @@ use super::app::App;
 use super::decide::take;
 use super::reply::Reply;
 use super::words::{refusal, split_value};
-use crate::engine::Accepted;
+use crate::hub::door::Accepted;
 use crate::model::{Answer, Decision, GateKind, Session, Status};
 
 pub const APPROVE: &str = "strands_home_approve";

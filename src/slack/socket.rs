@@ -321,7 +321,7 @@ async fn on_envelope(
         }
         Claim::First(publish) => {
             // Acknowledged first: in the store's acknowledgement lane.
-            let work = crate::store::lane::acknowledging(carry_out(&app, &envelope));
+            let work = crate::hub::acknowledging(carry_out(&app, &envelope));
             tokio::pin!(work);
             match tokio::time::timeout_at(deadline, &mut work).await {
                 Ok(reply) => {

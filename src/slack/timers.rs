@@ -17,9 +17,9 @@ use super::asked::{asking_messages, note_for};
 use super::blocks::{escape_mrkdwn, ApprovalView, DecidedView};
 use super::words::who;
 use crate::model::timer::EscalationWhy;
+use crate::model::timer::Fired;
 use crate::model::{Answer, Decision, GateEventKind, OpenGate, Session};
 use crate::spec::{EscalationTarget, Fallback};
-use crate::store::Fired;
 
 /// Replaces the buttons of `messages` with what `answer` did.
 async fn show_answer(
@@ -372,7 +372,7 @@ pub async fn timed_out(app: &App, session: &Session, fired: &Fired) {
     let mine: Vec<(String, String)> = fired
         .messages
         .iter()
-        .filter(|(place, _)| crate::hub::places::is_slack(place))
+        .filter(|(place, _)| crate::model::Place::parse(place).slack().is_some())
         .cloned()
         .collect();
     show_answer(app, session, &fired.gate, &mine, &fired.answer).await;

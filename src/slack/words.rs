@@ -64,25 +64,6 @@ pub fn refusal(r: &Refusal) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slack_ids_are_mentions_and_everyone_else_plain_text() {
-        assert_eq!(who("U04ALICE"), "<@U04ALICE>");
-        assert_eq!(who("alice"), "alice");
-        assert_eq!(approver(&Approver::parse("S0SRE1")), "<!subteam^S0SRE1>");
-        assert_eq!(approver(&Approver::parse("group:sre")), "group:sre");
-        let r = Refusal::NotApprover(vec![Approver::parse("U04A"), Approver::parse("S0B1")]);
-        assert_eq!(
-            refusal(&r),
-            "you are not an approver for this gate (approvers: <@U04A>, <!subteam^S0B1>)"
-        );
-        assert!(r.to_string().ends_with("(approvers: U04A, S0B1)"));
-    }
-}
-
 /// A button's value: a gate handle (`review#1`), or `handle|call id` on a
 /// tool-approval message. A handle is `id#instance`, so the value splits at
 /// the first `|` that follows `#digits`; gate ids with a `|` of their own
@@ -102,7 +83,7 @@ pub fn split_value(value: &str) -> (&str, Option<&str>) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_value;
+    use super::*;
 
     #[test]
     fn button_values_split_into_handle_and_call() {
@@ -115,5 +96,19 @@ mod tests {
         assert_eq!(split_value("a|b#2|c"), ("a|b#2", Some("c")));
         assert_eq!(split_value("x#|y"), ("x#|y", None));
         assert_eq!(split_value(""), ("", None));
+    }
+
+    #[test]
+    fn slack_ids_are_mentions_and_everyone_else_plain_text() {
+        assert_eq!(who("U04ALICE"), "<@U04ALICE>");
+        assert_eq!(who("alice"), "alice");
+        assert_eq!(approver(&Approver::parse("S0SRE1")), "<!subteam^S0SRE1>");
+        assert_eq!(approver(&Approver::parse("group:sre")), "group:sre");
+        let r = Refusal::NotApprover(vec![Approver::parse("U04A"), Approver::parse("S0B1")]);
+        assert_eq!(
+            refusal(&r),
+            "you are not an approver for this gate (approvers: <@U04A>, <!subteam^S0B1>)"
+        );
+        assert!(r.to_string().ends_with("(approvers: U04A, S0B1)"));
     }
 }

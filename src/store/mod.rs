@@ -46,14 +46,7 @@ use crate::model::{Answer, Notification, OpenGate, Refusal, Session, Status, Sum
 /// out (an error changes nothing). Run inside the store's transaction.
 pub type PeopleChange = dyn Fn(Vec<Person>) -> Result<Vec<Person>> + Send + Sync;
 
-/// What an approval message asks about: a click finds its session and gate
-/// here, by the message's channel and `ts`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct MessageTarget {
-    pub session: String,
-    /// The gate handle (`id#instance`) the message was posted for.
-    pub gate: String,
-}
+pub use crate::model::MessageTarget;
 
 /// `~/.local/share/strands/store` (the platform's data directory).
 pub fn default_path() -> PathBuf {

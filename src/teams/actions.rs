@@ -28,11 +28,11 @@
 use serde_json::{json, Map, Value};
 
 use super::card;
-use super::commands::{person, place, PLACE_PREFIX};
+use super::commands::{person, place};
 use super::room::TeamsRoom;
 use crate::audit::{AuditEvent, AuditKind};
-use crate::engine::Accepted;
 use crate::hub::answers::{refusal_text, AnswerRequest};
+use crate::hub::door::{Accepted, Door, DoorAnswer};
 use crate::hub::Hub;
 use crate::model::{Answer, Refusal, Session};
 use crate::spec::GateKind;
@@ -145,7 +145,7 @@ fn update_copies(
         handle.to_string(),
         card::activity(shown.clone()),
     );
-    let except = except.map(|(conversation, id)| (format!("{PLACE_PREFIX}{conversation}"), id));
+    let except = except.map(|(conversation, id)| (place(&conversation), id));
     let tasks = room.hub.tasks().clone();
     tasks.spawn(async move {
         let mut copies = room.cards(&session_id, &handle).await;
@@ -328,12 +328,11 @@ async fn decide(
         on_behalf_of: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
-    let member_of = |_: &str| false;
-    let asker = hub.asker(&who, &member_of);
+    let door = DoorAnswer::new(&session.id, &who, Door::Teams, answer.decision.clone())
+        .at(Some(&handle))
+        .call(call.as_deref());
     let url = &hub.public_url;
-    let outcome = hub
-        .answer(&session.id, Some(&handle), answer.clone(), &asker)
-        .await;
+    let outcome = hub.take(door).await;
     if tool_gate {
         return match outcome {
             Ok(Ok(accepted)) => {
@@ -398,9 +397,10 @@ async fn decide(
 }
 
 /// `answer` as the intake recorded it on `session` (with the person the
-/// directory resolved its sender to), or `answer` itself.
+/// directory resolved its sender to, the time the hub took it): the
+/// latest answer of its sender at the gate, or `answer` itself.
 fn as_recorded<'a>(session: &'a Session, gate_id: &str, answer: &'a Answer) -> &'a Answer {
-    let mine = |a: &&Answer| a.by == answer.by && a.at == answer.at;
+    let mine = |a: &&Answer| a.by == answer.by;
     session
         .pending
         .as_ref()

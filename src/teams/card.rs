@@ -147,8 +147,7 @@ pub fn for_gate(hub: &Hub, session: &Session, gate: &OpenGate) -> Value {
 /// What people are shown of `session` goes through its spec's redactor
 /// (`security.redact` and the built-in secret patterns).
 pub fn redactor(hub: &Hub, session: &Session) -> crate::audit::redact::Redactor {
-    hub.engine()
-        .spec(session)
+    hub.spec_of(session)
         .map(|spec| spec.redactor.clone())
         .unwrap_or_default()
 }
@@ -461,7 +460,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_decided_card_says_for_whom_a_delegate_answered() {
-        let session = crate::store::sled::tests::paused_session("s1");
+        let session = crate::gate::testkit::paused_session("s1");
         let answer = Answer {
             decision: Decision::Approve,
             by: "teams:aad-bob".into(),

@@ -17,8 +17,9 @@
 use serde_json::Value;
 
 use crate::hub::answers::refusal_text;
+use crate::hub::door::{Door, DoorAnswer};
 use crate::hub::{Hub, StartRefusal};
-use crate::model::{Answer, Decision, Origin, Status};
+use crate::model::{Decision, Origin, Status};
 use crate::spec;
 
 /// What `help` answers.
@@ -31,18 +32,14 @@ pub const HELP: &str = "Commands (mention me first in a channel):\n\n\
 - `undelegate [PERSON]`, `delegations`\n\
 - `help` this text";
 
-/// The place prefix of a Teams conversation in a run's origin and its
-/// approval records: `teams:<conversation id>`.
-pub const PLACE_PREFIX: &str = crate::hub::places::TEAMS;
-
 /// The identity of the Entra object ID `aad`, as answers record it.
 pub fn person(aad: &str) -> String {
-    format!("teams:{aad}")
+    crate::model::Approver::TeamsUser(aad.to_string()).to_string()
 }
 
 /// The place (origin channel) of conversation `id`.
 pub fn place(conversation_id: &str) -> String {
-    format!("{PLACE_PREFIX}{conversation_id}")
+    crate::model::Place::Teams(conversation_id.to_string()).to_string()
 }
 
 /// The command a `message` activity carries: its text without the bot's
@@ -187,24 +184,14 @@ async fn cancel(hub: &Hub, id: &str, person: &str) -> String {
             session.id, session.status
         );
     };
-    let answer = Answer {
-        decision: Decision::Reject {
-            reason: Some(format!(
-                "cancelled by {person} with the Teams `cancel` command"
-            )),
-        },
-        by: person.to_string(),
-        at: hub.clock.now(),
-        via: "teams".into(),
-        vars: Default::default(),
-        call: None,
-        person: None,
-        on_behalf_of: None,
+    let reject = Decision::Reject {
+        reason: Some(format!(
+            "cancelled by {person} with the Teams `cancel` command"
+        )),
     };
     // Teams has no user groups of its own: membership is never claimed.
-    let member_of = |_: &str| false;
-    let asker = hub.asker(person, &member_of);
-    match hub.answer(&session.id, Some(&handle), answer, &asker).await {
+    let answer = DoorAnswer::new(&session.id, person, Door::Teams, reject).at(Some(&handle));
+    match hub.take(answer).await {
         Ok(Ok(_)) => format!("cancelled `{}`", session.id),
         Ok(Err(r)) => format!("Not cancelled: {}", refusal_text(&r)),
         Err(e) => format!("Not cancelled: {e}"),

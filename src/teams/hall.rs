@@ -31,7 +31,7 @@
 //! What this room does not do yet: progress lines in a card's thread.
 
 use super::card;
-use super::commands::PLACE_PREFIX;
+use super::commands::place;
 use super::room::{card_note, TeamsRoom};
 use crate::channel::hall::{BoxFuture, MessageRef, Room};
 use crate::channel::Progress;
@@ -107,8 +107,8 @@ impl TeamsRoom {
         let Some(conversation) = self.conversation_of(session) else {
             return Ok(());
         };
-        let place = format!("{PLACE_PREFIX}{conversation}");
-        let reference = self.reference(conversation).await;
+        let place = place(&conversation);
+        let reference = self.reference(&conversation).await;
         let sent = match &reference {
             None => Err(format!(
                 "the Teams conversation {conversation} is not known: the bot has not been added to it, or has had no activity from it"

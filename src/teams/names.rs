@@ -13,8 +13,6 @@
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
-use super::commands::PLACE_PREFIX;
-
 /// The most names kept (a bound on what anyone sending activities can grow).
 const MAX_NAMES: usize = 10_000;
 
@@ -40,13 +38,13 @@ pub fn seen(aad: &str, name: &str) {
 /// How `who` (an identity as answers record it) is shown on a card: a
 /// Teams person's name when one was seen, else `who` as it is.
 pub fn shown(who: &str) -> String {
-    let Some(aad) = who.strip_prefix(PLACE_PREFIX) else {
+    let crate::model::Approver::TeamsUser(aad) = crate::model::Approver::parse(who) else {
         return who.to_string();
     };
     NAMES
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .get(aad)
+        .get(&aad)
         .cloned()
         .unwrap_or_else(|| who.to_string())
 }

@@ -14,12 +14,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::commands::PLACE_PREFIX;
 use super::connector::Connector;
 use crate::channel::hall::MessageRef;
 use crate::hub::Hub;
 use crate::model::teams::TeamsConversation;
-use crate::model::{Notification, Session};
+use crate::model::{Notification, Place, Session};
 
 #[derive(Clone)]
 pub struct TeamsRoom {
@@ -32,8 +31,8 @@ pub struct TeamsRoom {
 }
 
 /// Whether `place` is a Teams conversation's.
-pub(super) fn is_teams(place: &str) -> bool {
-    place.starts_with(PLACE_PREFIX)
+pub(super) fn in_teams(place: &str) -> bool {
+    Place::parse(place).teams().is_some()
 }
 
 /// The Teams card that asked for gate `handle` (not Slack's message).
@@ -41,7 +40,7 @@ pub(super) fn card_note<'a>(notes: &'a [Notification], handle: &str) -> Option<&
     notes
         .iter()
         .rev()
-        .find(|n| n.gate == handle && is_teams(&n.channel))
+        .find(|n| n.gate == handle && in_teams(&n.channel))
 }
 
 impl TeamsRoom {
@@ -61,10 +60,14 @@ impl TeamsRoom {
 
     /// The Teams conversation `session` is asked in: its origin's, if it
     /// was started from Teams, else the approvals conversation.
-    pub(super) fn conversation_of<'a>(&'a self, session: &'a Session) -> Option<&'a str> {
-        match session.origin.as_ref().map(|o| o.approval_channel.as_str()) {
-            Some(place) if is_teams(place) => place.strip_prefix(PLACE_PREFIX),
-            _ => self.approvals.as_deref(),
+    pub(super) fn conversation_of(&self, session: &Session) -> Option<String> {
+        let origin = session
+            .origin
+            .as_ref()
+            .map(|o| Place::parse(&o.approval_channel));
+        match origin {
+            Some(Place::Teams(conversation)) => Some(conversation),
+            _ => self.approvals.clone(),
         }
     }
 
@@ -97,16 +100,17 @@ impl TeamsRoom {
             all.extend(esc.messages);
         }
         let mut seen = std::collections::HashSet::new();
-        all.retain(|m| is_teams(&m.0) && seen.insert(m.clone()));
+        all.retain(|m| in_teams(&m.0) && seen.insert(m.clone()));
         all
     }
 
     /// Replaces each of `cards` (Teams places only) with `activity`.
     pub(super) async fn update_all(&self, session: &str, cards: &[MessageRef], activity: &Value) {
         for (place, id) in cards {
-            let Some(conversation) = place.strip_prefix(PLACE_PREFIX) else {
+            let Place::Teams(conversation) = Place::parse(place) else {
                 continue;
             };
+            let conversation = conversation.as_str();
             let Some(c) = self.reference(conversation).await else {
                 tracing::warn!(
                     session,

@@ -219,8 +219,12 @@ impl TeamsSettings {
             max_attempts,
             retry_base,
             local_playground,
-            approvals_conversation: get("TEAMS_APPROVALS_CONVERSATION")
-                .map(|c| c.strip_prefix("teams:").unwrap_or(&c).to_string()),
+            approvals_conversation: get("TEAMS_APPROVALS_CONVERSATION").map(|c| {
+                match crate::model::Place::parse(&c) {
+                    crate::model::Place::Teams(conversation) => conversation,
+                    _ => c,
+                }
+            }),
         }))
     }
 }

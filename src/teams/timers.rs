@@ -21,13 +21,14 @@ use chrono::SecondsFormat;
 use serde_json::json;
 
 use super::card;
-use super::commands::PLACE_PREFIX;
+use super::commands::place;
 use super::dms::{send_to, teams_people, with_head};
-use super::room::{is_teams, TeamsRoom};
+use super::room::{in_teams, TeamsRoom};
 use crate::channel::hall::MessageRef;
 use crate::hub::durations;
 use crate::model::teams::ConversationKind;
 use crate::model::timer::{EscalationWhy, Fired};
+use crate::model::Place;
 use crate::model::{OpenGate, Session};
 use crate::spec::EscalationTarget;
 
@@ -36,7 +37,7 @@ pub async fn remind(room: &TeamsRoom, session: &Session, gate: &OpenGate, n: u32
     let Some((conversation, card_id)) = room
         .note(&session.id, &gate.handle())
         .await
-        .and_then(|n| Some((n.channel.strip_prefix(PLACE_PREFIX)?.to_string(), n.ts?)))
+        .and_then(|n| Some((Place::parse(&n.channel).teams()?.to_string(), n.ts?)))
     else {
         return;
     };
@@ -145,7 +146,7 @@ pub async fn escalate(
             continue;
         };
         match room.connector.send(&c.service_url, &c.id, &activity).await {
-            Ok(id) => posted.push((format!("{PLACE_PREFIX}{}", c.id), id)),
+            Ok(id) => posted.push((place(&c.id), id)),
             Err(e) => {
                 tracing::warn!(session = %session.id, conversation, "escalated card not posted: {e}")
             }
@@ -155,7 +156,7 @@ pub async fn escalate(
         // The 1:1s take their tenant and service from the conversation the
         // run is asked in.
         let base = match room.conversation_of(session) {
-            Some(c) => room.reference(c).await,
+            Some(c) => room.reference(&c).await,
             None => None,
         };
         for aad in people {
@@ -176,7 +177,7 @@ pub async fn timed_out(room: &TeamsRoom, session: &Session, fired: &Fired) {
     let cards: Vec<MessageRef> = fired
         .messages
         .iter()
-        .filter(|(place, _)| is_teams(place))
+        .filter(|(place, _)| in_teams(place))
         .cloned()
         .collect();
     if cards.is_empty() {

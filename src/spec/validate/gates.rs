@@ -380,7 +380,7 @@ impl Validator {
             }
             let channels = escalation_target
                 .iter()
-                .filter(|t| matches!(t, EscalationTarget::Channel(c) if c.is_slack()))
+                .filter(|t| matches!(t, EscalationTarget::Channel(c) if c.slack().is_some()))
                 .count();
             if channels > 1 {
                 self.error(
