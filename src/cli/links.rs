@@ -119,24 +119,17 @@ async fn offline(
                 "no server holds the store: set STRANDS_PUBLIC_URL to the service's address the link opens (or STRANDS_SERVER to make it there)".into(),
             )
         })?;
-    let store = ctx.open().await?;
-    let s = store.get(session).await?;
-    let people = store.directory().await?;
+    let hub = ctx.hub_on(ctx.open().await?);
+    let s = hub.store.get(session).await?;
+    let people = hub.fresh_people().await?;
     let nobody = |_: &str| false;
-    let asker = crate::engine::intake::Asker {
-        who: person,
-        admins: &ctx.settings.admins,
-        default_approvers: &ctx.settings.default_approvers,
-        shared: true,
-        member_of: &nobody,
-        now: store.now(),
-    };
+    let asker = hub.asker(person, &nobody);
     let handle = links::linkable(&s, gate, intent, &asker, &people).map_err(|r| match r {
         links::MintRefusal::MayNotAnswer { .. } => Error::Usage(r.to_string()),
         _ => Error::Session(r.to_string()),
     })?;
     let (token, grant) = links::mint_for(
-        &store,
+        &hub.store,
         (&s.id, &s.workflow, &handle),
         person,
         chrono::TimeDelta::hours(i64::from(hours)),

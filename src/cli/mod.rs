@@ -650,21 +650,20 @@ impl Ctx {
             .with_lease(store::lease::owner("cli"), self.settings.lease)
             .with_clock(std::sync::Arc::clone(&self.clock))
     }
+    /// A hub on `store`, with this process's settings and clock: the way
+    /// in the CLI's answers take, as every door's do.
+    fn hub_on(&self, store: Store) -> crate::hub::Hub {
+        crate::hub::Hub::new(store, std::sync::Arc::clone(&self.settings), None)
+            .with_clock(std::sync::Arc::clone(&self.clock))
+    }
+
     /// Where this invocation's answers go: the server it talks to, or a
     /// hub on this store (opened here, with this process's settings and
     /// clock).
     async fn answering(&self) -> Result<resume::Answering<'_>> {
         let to = match &self.remote {
             Some(remote) => resume::To::Server(remote),
-            None => {
-                let hub = crate::hub::Hub::new(
-                    self.open().await?,
-                    std::sync::Arc::clone(&self.settings),
-                    None,
-                )
-                .with_clock(std::sync::Arc::clone(&self.clock));
-                resume::To::Here(hub)
-            }
+            None => resume::To::Here(self.hub_on(self.open().await?)),
         };
         Ok(resume::Answering {
             to,

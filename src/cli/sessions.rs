@@ -9,9 +9,9 @@ use super::asking::cli_channel;
 use super::{human, render, Ctx, ListArgs, SessionsCommand};
 use crate::error::{exit, Error, Result};
 use crate::hub::view::SessionView;
+use crate::hub::Hub;
 use crate::model::{Decision, Status};
 use crate::spec;
-use crate::store::Store;
 
 /// `sessions sweep`: every paused session whose gate timed out gets its
 /// fallback (recorded exactly once, as a resume would) and runs on to its
@@ -322,7 +322,7 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
             "notify and sweep are handled before".into(),
         )),
         SessionsCommand::Cancel { id, reason, json } => {
-            let v = cancel(ctx, &store, &id, reason).await?;
+            let v = cancel(ctx, &ctx.hub_on(store), &id, reason).await?;
             print_cancel(&v, json)
         }
         SessionsCommand::Delete { id, force } => {
@@ -357,57 +357,37 @@ pub(super) async fn sessions(ctx: &Ctx, cmd: SessionsCommand) -> Result<u8> {
 /// on a store only this process opens, ended now: nobody else drives it);
 /// a paused one has its first open gate rejected and is carried on to its
 /// end. The result is what the API answers.
-async fn cancel(ctx: &Ctx, store: &Store, id: &str, reason: Option<String>) -> Result<Value> {
-    use crate::engine::CancelOutcome;
+async fn cancel(ctx: &Ctx, hub: &Hub, id: &str, reason: Option<String>) -> Result<Value> {
+    use crate::hub::door::{CancelOutcome, Door, DoorAnswer};
     let reason = reason.filter(|r| !r.trim().is_empty());
-    let mut engine = ctx.engine(store);
-    let request = crate::model::CancelRequest {
-        by: ctx.who.clone(),
-        via: "cli".into(),
-        reason: reason.clone(),
-        at: ctx.now(),
-    };
-    let outcome = engine.request_cancel(id, request).await?;
+    let outcome = hub
+        .request_cancel(id, &ctx.who, Door::Cli, reason.clone())
+        .await?;
     let mut channel = crate::channel::Detached;
     let (what, session) = match outcome {
-        CancelOutcome::Requested(s) if !store.is_shared() => {
-            ("cancelled", engine.resume(&s.id, &mut channel).await?)
-        }
+        CancelOutcome::Requested(s) if !hub.store.is_shared() => (
+            "cancelled",
+            hub.continue_here(&s.id, &mut channel, false).await?,
+        ),
         CancelOutcome::Requested(s) => ("requested", s),
         CancelOutcome::AlreadyRequested(s) => ("already_requested", s),
         CancelOutcome::AlreadyCancelled(s) => ("already_cancelled", s),
         CancelOutcome::Paused(s) => {
             let gate = s.first_gate().map(|g| g.handle());
-            let answer = crate::model::Answer {
-                decision: Decision::Reject {
-                    reason: Some(match &reason {
-                        Some(r) => format!("cancelled by {}: {r}", ctx.who),
-                        None => format!("cancelled by {}", ctx.who),
-                    }),
-                },
-                by: ctx.who.clone(),
-                at: ctx.now(),
-                via: "cli".into(),
-                vars: Default::default(),
-                call: None,
-                person: None,
-                on_behalf_of: None,
+            let reject = Decision::Reject {
+                reason: Some(match &reason {
+                    Some(r) => format!("cancelled by {}: {r}", ctx.who),
+                    None => format!("cancelled by {}", ctx.who),
+                }),
             };
-            let asker = crate::engine::Asker {
-                who: &ctx.who,
-                admins: &ctx.settings.admins,
-                default_approvers: &[],
-                shared: false,
-                member_of: &|_| false,
-                now: engine.now(),
-            };
-            if let Err(refusal) = engine
-                .submit(&s.id, gate.as_deref(), answer, &asker)
-                .await?
-            {
+            let answer = DoorAnswer::new(&s.id, &ctx.who, Door::Cli, reject).at(gate.as_deref());
+            if let Err(refusal) = hub.record(answer).await? {
                 return Err(Error::Session(format!("session {}: {refusal}", s.id)));
             }
-            ("rejected", engine.resume(&s.id, &mut channel).await?)
+            (
+                "rejected",
+                hub.continue_here(&s.id, &mut channel, false).await?,
+            )
         }
     };
     Ok(json!({
