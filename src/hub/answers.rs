@@ -13,7 +13,7 @@ use super::problem::Problem;
 use crate::model::{Decision, Refusal};
 
 /// An answer to an open gate.
-#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
     /// `approve` (with `values` on a gate with a form), `reject`, `modify`
@@ -50,6 +50,15 @@ pub struct AnswerRequest {
 }
 
 impl AnswerRequest {
+    /// A request for `decision` and nothing else yet: how a door that
+    /// reads its own buttons and fields puts them in these words.
+    pub fn of(decision: &str) -> AnswerRequest {
+        AnswerRequest {
+            decision: decision.to_string(),
+            ..AnswerRequest::default()
+        }
+    }
+
     /// The decision it asks for; 422 naming what is missing.
     pub fn decision(&self) -> Result<Decision, Problem> {
         let need = |what: &Option<String>, field: &str| {

@@ -127,8 +127,6 @@ pub(super) async fn filled(
     meta: &ModalMeta,
     state: Option<&SlackViewState>,
 ) -> Reply {
-    let values = typed(state);
-    let fill = answer(Decision::Fill { values }, user, None, app.hub.clock.now());
     let first = app
         .session_of(&meta.channel, &meta.ts)
         .await
@@ -138,6 +136,14 @@ pub(super) async fn filled(
                 .and_then(|f| f.fields().first().map(|f| block_of(&f.name)))
         })
         .unwrap_or_else(|| block_of("value"));
+    let fill = match words::decision("approve", None, None, Some(typed(state))) {
+        Ok(d) => answer(d, user, None, app.hub.clock.now()),
+        Err(why) => {
+            return Reply::Body(
+                json!({ "response_action": "errors", "errors": { first: cut(&why) } }),
+            )
+        }
+    };
     match decide(app, &meta.channel, &meta.ts, &meta.gate, fill).await {
         Ok(Ok(())) => Reply::Ack,
         Ok(Err(Refusal::BadValues(errors))) => {

@@ -25,7 +25,7 @@ use super::access::{may_answer, member_groups};
 use super::app::App;
 use super::decide::take;
 use super::reply::Reply;
-use super::words::{refusal, split_value};
+use super::words::{self, refusal, split_value};
 use crate::hub::door::Accepted;
 use crate::model::{Answer, Decision, GateKind, Session, Status};
 
@@ -501,9 +501,14 @@ pub async fn action(app: &App, user: &str, action_id: &str, value: &str, trigger
     let (app2, user2) = (app.clone(), user.to_string());
     if action_id == APPROVE {
         app.tasks().spawn(async move {
-            let a = answer(Decision::Approve, &user2, call, app2.hub.clock.now());
-            let flash = match decide(&app2, &user2, &session, &gate, a).await {
-                Ok(m) | Err(m) => m,
+            let flash = match words::decision("approve", None, None, None) {
+                Ok(approve) => {
+                    let a = answer(approve, &user2, call, app2.hub.clock.now());
+                    match decide(&app2, &user2, &session, &gate, a).await {
+                        Ok(m) | Err(m) => m,
+                    }
+                }
+                Err(why) => why,
             };
             publish(&app2, &user2, Some(&flash)).await;
         });
@@ -572,13 +577,14 @@ pub async fn submission(
         return Reply::Ack;
     };
     let text = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
-    let decision = if callback == MODIFY_MODAL {
-        match text {
-            Some(feedback) => Decision::Modify { feedback },
-            None => return errors("feedback is needed"),
-        }
-    } else {
-        Decision::Reject { reason: text }
+    let decision = match (callback == MODIFY_MODAL, text) {
+        (true, None) => return errors("feedback is needed"),
+        (true, feedback) => words::decision("modify", feedback, None, None),
+        (false, reason) => words::decision("reject", reason, None, None),
+    };
+    let decision = match decision {
+        Ok(d) => d,
+        Err(why) => return errors(&why),
     };
     let a = answer(decision, user, meta.call.clone(), app.hub.clock.now());
     match decide(app, user, &meta.session, &meta.gate, a).await {

@@ -157,11 +157,11 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             forms::open_fill(app, &ev.trigger_id.0, &meta, &session, &user).await;
             return ok();
         }
-        APPROVE => Decision::Approve,
-        TRUST => Decision::Trust,
+        APPROVE => words::decision("approve", None, None, None),
+        TRUST => words::decision("trust", None, None, None),
         // A tool call's rejection is recorded at once (the button has a
         // confirm dialog); the model reads "denied by <@U…>".
-        REJECT if call.is_some() || !needs_reason => Decision::Reject { reason: None },
+        REJECT if call.is_some() || !needs_reason => words::decision("reject", None, None, None),
         EDIT => {
             let Some(call) = call else {
                 tell(
@@ -257,6 +257,13 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             return ok();
         }
         _ => return ok(),
+    };
+    let decision = match decision {
+        Ok(d) => d,
+        Err(why) => {
+            tell(app, &channel, &user, why);
+            return ok();
+        }
     };
     let answer = answer(decision, &user, call.as_deref(), app.hub.clock.now());
     let decided = match known {
@@ -457,13 +464,11 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
     }
     let decision = match callback.as_str() {
         EDIT => match edited(&text) {
-            Ok(arguments) => Decision::Edit { arguments },
+            Ok(arguments) => words::decision("edit", None, Some(arguments), None),
             Err(why) => return modal_error(&why),
         },
-        MODIFY => Decision::Modify {
-            feedback: text.clone(),
-        },
-        RESPOND => Decision::Respond { text: text.clone() },
+        MODIFY => words::decision("modify", Some(text.clone()), None, None),
+        RESPOND => words::decision("respond", Some(text.clone()), None, None),
         REJECT => {
             let reason = Some(text.trim().to_string()).filter(|t| !t.is_empty());
             let required = meta.call.is_none()
@@ -475,9 +480,13 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
             if required && reason.is_none() {
                 return modal_error("This gate needs a reason to reject: please say why.");
             }
-            Decision::Reject { reason }
+            words::decision("reject", reason, None, None)
         }
         _ => return ok(),
+    };
+    let decision = match decision {
+        Ok(d) => d,
+        Err(why) => return modal_error(&why),
     };
     match decide::decide(
         app,

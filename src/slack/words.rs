@@ -8,7 +8,10 @@
 //! commands, the home tab, timers, updated messages) need not use each
 //! other for them.
 
-use crate::model::{Approver, Refusal};
+use serde_json::{Map, Value};
+
+use crate::hub::answers::AnswerRequest;
+use crate::model::{Approver, Decision, Refusal};
 
 /// `who` (an identity as answers record it) in a Slack message.
 pub fn who(id: &str) -> String {
@@ -64,6 +67,29 @@ pub fn refusal(r: &Refusal) -> String {
     }
 }
 
+/// The decision a Slack button or modal makes — `verb` (approve, reject,
+/// modify, respond, edit, trust) with the text typed in its modal, the
+/// edited arguments, or a form's values — read by the one parser every
+/// door's answers go through ([`AnswerRequest::decision`]). `Err`: what the
+/// person is told.
+pub fn decision(
+    verb: &str,
+    text: Option<String>,
+    args: Option<Value>,
+    values: Option<Map<String, Value>>,
+) -> Result<Decision, String> {
+    let mut request = AnswerRequest::of(verb);
+    match verb {
+        "reject" => request.reason = text,
+        "modify" => request.feedback = text,
+        "respond" => request.response = text,
+        _ => {}
+    }
+    request.args = args;
+    request.values = values;
+    request.decision().map_err(|p| p.message)
+}
+
 /// A button's value: a gate handle (`review#1`), or `handle|call id` on a
 /// tool-approval message. A handle is `id#instance`, so the value splits at
 /// the first `|` that follows `#digits`; gate ids with a `|` of their own
@@ -96,6 +122,32 @@ mod tests {
         assert_eq!(split_value("a|b#2|c"), ("a|b#2", Some("c")));
         assert_eq!(split_value("x#|y"), ("x#|y", None));
         assert_eq!(split_value(""), ("", None));
+    }
+
+    #[test]
+    fn buttons_and_modals_are_read_by_the_api_parser() {
+        assert_eq!(decision("approve", None, None, None), Ok(Decision::Approve));
+        assert_eq!(decision("trust", None, None, None), Ok(Decision::Trust));
+        assert_eq!(
+            decision("reject", Some(" ".into()), None, None),
+            Ok(Decision::Reject { reason: None })
+        );
+        assert_eq!(
+            decision("modify", Some("shorter".into()), None, None),
+            Ok(Decision::Modify {
+                feedback: "shorter".into()
+            })
+        );
+        assert!(decision("modify", None, None, None)
+            .is_err_and(|e| e.contains("`modify` needs a non-empty `feedback`")));
+        assert!(decision("edit", None, Some(Value::from(3)), None)
+            .is_err_and(|e| e.contains("JSON object")));
+        let mut values = Map::new();
+        values.insert("amount".into(), Value::from("12"));
+        assert_eq!(
+            decision("approve", None, None, Some(values.clone())),
+            Ok(Decision::Fill { values })
+        );
     }
 
     #[test]
