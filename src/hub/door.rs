@@ -62,7 +62,8 @@ impl Door {
 /// An answer as a door heard it.
 #[derive(Debug, Clone)]
 pub struct DoorAnswer {
-    /// The session: its id (from the CLI, an unambiguous prefix will do).
+    /// The session: its id (from the CLI and the API, an unambiguous
+    /// prefix will do).
     pub session: String,
     /// The gate: a handle `id#n` or an id; `None`: the only open gate.
     pub gate: Option<String>,
@@ -138,11 +139,12 @@ impl Hub {
     /// (or refused, and the refusal audited).
     #[allow(clippy::result_large_err)] // see `Session::accept`
     pub async fn record(&self, a: DoorAnswer) -> Result<std::result::Result<Accepted, Refusal>> {
-        // The CLI names a session by an id prefix; an unknown or ambiguous
-        // one is the store's error, as every command says it. The servers'
-        // doors carry whole ids (an unknown one is refused below).
+        // People type ids into the CLI and the API (the CLI through a
+        // server too): an unambiguous prefix will do, and an unknown or
+        // ambiguous one is the store's error, as every command says it.
+        // The other doors carry the whole ids they were given.
         let id = match a.door {
-            Door::Cli => self.store.resolve(&a.session).await?,
+            Door::Cli | Door::Api => self.store.resolve(&a.session).await?,
             _ => a.session.clone(),
         };
         let vars = match self.typed_vars(&id, a.vars).await? {

@@ -162,14 +162,16 @@ fn a_run_started_by_api_pauses_over_sse_and_is_answered_once_by_an_approver() {
         "no event for a refusal"
     );
 
-    // An approver: recorded, and the run completes.
+    // An approver: recorded, and the run completes. People type ids: an
+    // unambiguous prefix names the session, as in the CLI.
     let r = w.answer(
-        &id,
+        &id[..8],
         &w.alice,
         json!({ "decision": "approve", "gate": "review" }),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["status"], "recorded", "{}", r.body);
+    assert_eq!(r.json()["session"]["session_id"], id.as_str(), "{}", r.body);
     let rest = sse.until("run.completed", WAIT);
     let answered = rest
         .iter()
