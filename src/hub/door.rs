@@ -213,6 +213,16 @@ impl Hub {
         crate::engine::intake::authorize(gate, session, decision, &asker, &people).map(|_| ())
     }
 
+    /// Audits a refusal a door gave before the intake saw the answer (a
+    /// message it does not know, a stale button, a refused signature);
+    /// nothing else changes. The refusal stands whether or not its audit
+    /// could be written (an error is logged).
+    pub async fn audit_refusal(&self, ev: crate::audit::AuditEvent) {
+        if let Err(e) = self.store.append_audit(&[ev]).await {
+            tracing::error!("could not audit a refusal: {e}");
+        }
+    }
+
     /// Asks run `id` to stop, as `who` through `door` (see
     /// `Engine::request_cancel`): a running run ends `cancelled` at its
     /// next checkpoint; a paused one comes back for its open gate to be

@@ -212,9 +212,7 @@ pub async fn audit_refused_click(
     ev.who = Some(who.to_string());
     ev.via = Some(format!("slack {channel}"));
     ev.detail = Some(why.to_string());
-    if let Err(e) = app.hub.store.append_audit(&[ev]).await {
-        tracing::error!("could not audit a refused click: {e}");
-    }
+    app.hub.audit_refusal(ev).await;
 }
 
 /// Refuses early (before a modal opens) when the gate — or, for a tool

@@ -466,7 +466,5 @@ async fn audit_refused(
     ev.who = who.map(str::to_string);
     ev.via = Some(format!("teams {}", place(conversation)));
     ev.detail = Some(why.chars().take(300).collect());
-    if let Err(e) = hub.store.append_audit(&[ev]).await {
-        tracing::error!("could not audit a refused card action: {e}");
-    }
+    hub.audit_refusal(ev).await;
 }

@@ -369,9 +369,7 @@ async fn refuse(door: &Door, refused: &Refused, kind: &str, activity: &Value) {
             ev.detail = Some(format!(
                 "more than {AUDITED_REFUSALS_PER_MINUTE} refused Teams activities in a minute: further ones this minute are counted in strands_teams_refusals_total only"
             ));
-            if let Err(e) = d.hub.store.append_audit(&[ev]).await {
-                tracing::error!("could not audit a refused Teams activity: {e}");
-            }
+            d.hub.audit_refusal(ev).await;
             return;
         }
         None => return,
@@ -388,9 +386,7 @@ async fn refuse(door: &Door, refused: &Refused, kind: &str, activity: &Value) {
             .map(|id| format!("; from.aadObjectId {id} (unverified)"))
             .unwrap_or_default()
     ));
-    if let Err(e) = d.hub.store.append_audit(&[ev]).await {
-        tracing::error!("could not audit a refused Teams activity: {e}");
-    }
+    d.hub.audit_refusal(ev).await;
 }
 
 /// At most `max` characters of `s`.
