@@ -20,6 +20,7 @@ pub mod error;
 pub mod gate;
 pub mod http;
 pub mod hub;
+pub mod mcp;
 pub mod model;
 pub mod provider;
 pub mod retry;

@@ -38,6 +38,7 @@ pub mod auth;
 pub mod delegations;
 pub mod error;
 pub mod events;
+pub mod hooks;
 pub mod people;
 pub mod runs;
 pub mod seed;
@@ -129,6 +130,7 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(runs::start))
         .routes(routes!(approvals::create, approvals::list))
         .routes(routes!(approvals::show))
+        .routes(routes!(hooks::claude_code))
         .routes(routes!(sessions::list))
         .routes(routes!(sessions::show))
         .routes(routes!(sessions::answer))

@@ -170,6 +170,7 @@ impl AskArgs {
                 .as_deref()
                 .and_then(|f| serde_json::from_str(f).ok()),
             trust: self.trust,
+            editable: false,
         }
     }
 }

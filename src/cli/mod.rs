@@ -33,11 +33,13 @@ macro_rules! outln {
 mod ask;
 mod asking;
 mod audit;
+mod claude_code;
 mod config_cmd;
 mod doctor;
 mod human;
 mod info;
 mod links;
+mod mcp;
 pub mod notifications;
 mod people;
 mod policy;
@@ -183,6 +185,11 @@ pub enum Command {
     /// Approval rules: which applies to a gate, who may answer, the deadline (a dry run).
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// The MCP server over stdio, for agent hosts that start a command (a bridge to `strands serve`'s /mcp).
+    Mcp,
+    /// Claude Code's tool calls decided by people: `setup` prints (or writes) its hook and MCP configuration.
+    #[command(subcommand, name = "claude-code")]
+    ClaudeCode(claude_code::ClaudeCodeCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -546,6 +553,7 @@ fn wants_json(c: &Command) -> bool {
         Command::People(cmd) => cmd.json(),
         Command::Store(cmd) => cmd.json(),
         Command::Policy(cmd) => cmd.json(),
+        Command::Mcp | Command::ClaudeCode(_) => false,
     }
 }
 
@@ -725,6 +733,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Tokens(_)
             | Command::People(_)
             | Command::Notifications(_)
+            | Command::Mcp
     ) || matches!(c, Command::Teams(t) if t.remote())
         || matches!(c, Command::Webhooks(_) | Command::Links(_))
 }
@@ -800,6 +809,8 @@ async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
         Command::People(cmd) => people::people(&ctx, cmd).await,
         Command::Store(cmd) => store_cmd::store(&ctx, cmd).await,
         Command::Policy(cmd) => policy::policy(&ctx, cmd).await,
+        Command::Mcp => mcp::mcp(&ctx).await,
+        Command::ClaudeCode(cmd) => claude_code::claude_code(&ctx, cmd),
         Command::Serve(args) => {
             let config = crate::serve::Config::from_lookup(
                 ctx.env.lookup(),

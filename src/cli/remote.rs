@@ -45,6 +45,16 @@ impl Remote {
         &self.base
     }
 
+    /// The token it sends (for a client of the server's other protocols).
+    pub(super) fn token(&self) -> &str {
+        self.token.expose_secret()
+    }
+
+    /// Its HTTP client.
+    pub(super) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     /// `STRANDS_SERVER` + `STRANDS_TOKEN`, when set; `as_who` is `--as`,
     /// which a server does not take from a token of its own.
     pub(super) fn from_settings(

@@ -26,6 +26,95 @@ pub struct ServiceFile {
     /// Named approval policies (rule lists) by name; checked at start-up.
     #[serde(default)]
     pub policies: BTreeMap<String, Policy>,
+    /// Which tool calls of agent hosts (Claude Code's hook and permission
+    /// prompt tool) ask a person, and who (`crate::hub::hosts`).
+    #[serde(default)]
+    pub agent_hosts: AgentHosts,
+}
+
+/// `agent_hosts:` of the service file: a host's tool call passes when one
+/// of `pass` holds for it (conditions on `tool.name`, `tool.args` and
+/// `details`: `host`, `session`, `cwd`), else it asks through the named
+/// approval `policy`, waiting at most `timeout_minutes` (then it is denied).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentHosts {
+    /// The policy of `policies:` that decides who answers a call.
+    #[serde(default = "default_host_policy")]
+    pub policy: String,
+    /// Conditions under which a call passes without asking.
+    #[serde(default = "default_pass")]
+    pub pass: Vec<String>,
+    /// Minutes a call waits for a person before it is denied.
+    #[serde(default = "default_host_timeout")]
+    pub timeout_minutes: u64,
+    /// Whether an approver may edit the call's input before allowing it.
+    #[serde(default = "yes")]
+    pub editable: bool,
+}
+
+/// The policy an agent host's calls use when the file names none.
+pub const DEFAULT_HOST_POLICY: &str = "agent-hosts";
+
+fn default_host_policy() -> String {
+    DEFAULT_HOST_POLICY.into()
+}
+
+/// Claude Code's tools that only read: they pass unless the file says otherwise.
+fn default_pass() -> Vec<String> {
+    vec![
+        "{{ tool.name in ['Read', 'Glob', 'Grep', 'LS', 'NotebookRead', 'TodoWrite', 'WebSearch'] }}"
+            .into(),
+    ]
+}
+
+fn default_host_timeout() -> u64 {
+    10
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for AgentHosts {
+    fn default() -> Self {
+        AgentHosts {
+            policy: default_host_policy(),
+            pass: default_pass(),
+            timeout_minutes: default_host_timeout(),
+            editable: true,
+        }
+    }
+}
+
+impl AgentHosts {
+    /// What is wrong with the section, if anything: a condition that does
+    /// not parse, a timeout out of bounds, a policy that is named but absent.
+    pub fn check(
+        &self,
+        policies: &BTreeMap<String, Policy>,
+        max_secs: u64,
+    ) -> std::result::Result<(), String> {
+        let t = crate::template::Templates::new();
+        for (i, c) in self.pass.iter().enumerate() {
+            t.check_condition(c)
+                .map_err(|e| format!("agent_hosts: pass {}: {}", i + 1, e.message))?;
+        }
+        if self.timeout_minutes == 0 || self.timeout_minutes.saturating_mul(60) > max_secs {
+            return Err(format!(
+                "agent_hosts: timeout_minutes is 1 to {} minutes, not {}",
+                max_secs / 60,
+                self.timeout_minutes
+            ));
+        }
+        if self.policy != DEFAULT_HOST_POLICY && !policies.contains_key(&self.policy) {
+            return Err(format!(
+                "agent_hosts: policy `{}` is not among `policies:`",
+                self.policy
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A named approval policy: a list of approval rules
@@ -116,6 +205,10 @@ impl ServiceFile {
                     origin.trim()
                 )));
             }
+        }
+        if let Err(why) = file.agent_hosts.check(&file.policies, max) {
+            let origin = set("STRANDS_SERVICE_FILE").unwrap_or_default();
+            return Err(Error::Usage(format!("{}: {why}", origin.trim())));
         }
         Ok(file)
     }

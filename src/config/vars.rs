@@ -524,6 +524,13 @@ pub const VARS: &[Var] = &[
         Some("40"),
         "per-token rate limit, burst",
     ),
+    var(
+        "STRANDS_MCP_PROGRESS_SECONDS",
+        Api,
+        Integer,
+        Some("10"),
+        "how often a waiting MCP tool (`request_approval`, `approve_tool_call`) reports progress",
+    ),
     // slack
     secret(
         "SLACK_BOT_TOKEN",

@@ -504,6 +504,7 @@ impl Engine<'_> {
             hours: None,
             form: None,
             allow_trust: false,
+            allow_edit: false,
         };
         let mut opened = opened;
         self.tool_rule(spec, session, &mut opened);

@@ -66,10 +66,20 @@ pub fn for_rules(
             details.insert(k.clone(), v.clone());
         }
     }
+    // An approval request's `action` ({tool, arguments}, kept as JSON text
+    // in the variable `action`) is the call its rules judge, as a spec's
+    // tool call is: a policy on `tool.name`/`tool.args` serves both.
+    let action: Option<(String, Value)> = match (tool, session.variables.get("action")) {
+        (None, Some(Value::String(text))) => serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|a| Some((a.get("tool")?.as_str()?.to_string(), a["arguments"].clone()))),
+        _ => None,
+    };
     crate::gate::policy::add_rule_vars(
         &mut root,
         &details,
-        tool.map(|c| (c.name.as_str(), &c.arguments)),
+        tool.map(|c| (c.name.as_str(), &c.arguments))
+            .or(action.as_ref().map(|(n, a)| (n.as_str(), a))),
     );
     minijinja::Value::from_serialize(root)
 }

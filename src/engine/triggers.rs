@@ -154,6 +154,7 @@ impl Engine<'_> {
             hours: None,
             form: None,
             allow_trust: false,
+            allow_edit: false,
         };
         let mut opened = gate::open(
             &spec_gate,

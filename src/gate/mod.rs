@@ -205,9 +205,17 @@ pub fn interpret(gate: &OpenGate, decision: &Decision) -> Result<Outcome> {
                 gate.id
             )))
         }
+        Decision::Edit { arguments } if kind == GateKind::ManualGate && gate.allow_edit => {
+            if !arguments.is_object() {
+                return Err(Error::Usage(format!(
+                    "edited arguments are a JSON object (the action's arguments), not {arguments}"
+                )));
+            }
+            approved()?
+        }
         Decision::Edit { .. } | Decision::Trust => {
             return Err(Error::Usage(
-                "--edit-args and --trust answer tool calls; this gate is not one".into(),
+                "--edit-args and --trust answer tool calls (or a gate with allow_edit / allow_trust); this gate is not one".into(),
             ))
         }
         Decision::Respond { text } => match kind {
@@ -368,6 +376,7 @@ pub fn open(
         hours: None,
         form: spec.form.clone(),
         allow_trust: spec.allow_trust,
+        allow_edit: spec.allow_edit,
         opened_at: now,
         timeout_at: spec
             .timeout_secs
@@ -580,6 +589,7 @@ mod tests {
             hours: None,
             form: None,
             allow_trust: false,
+            allow_edit: false,
         };
         let now = crate::clock::test_epoch();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

@@ -541,6 +541,7 @@ mod tests {
             hours: None,
             form: None,
             allow_trust: false,
+            allow_edit: false,
         };
         let mut g = super::super::open(
             &spec,

@@ -31,6 +31,7 @@ pub(crate) fn paused_session(id: &str) -> Session {
         hours: None,
         form: None,
         allow_trust: false,
+        allow_edit: false,
     };
     Session {
         id: id.into(),

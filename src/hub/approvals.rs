@@ -128,6 +128,11 @@ pub struct ApprovalRequest {
     /// stop asking for this tool"); the view says `trusted`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trust: bool,
+    /// With an `action`: an approver may approve with its arguments edited
+    /// (`{"decision": "edit", "args": {…}}`); the view returns them as
+    /// `arguments`, and the requester does what was approved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub editable: bool,
 }
 
 /// A request's `"form"` as sent: a schema (its properties kept in the
@@ -224,6 +229,11 @@ pub struct ApprovalView {
     /// `decision` is `approved`. The requester remembers the trust.
     #[serde(default)]
     pub trusted: bool,
+    /// The action's arguments as the deciding approver edited them
+    /// (`editable` requests); `null`: approved as asked, or not approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub arguments: Option<Value>,
     /// True when this call created it (false: the key named an existing one).
     #[serde(default)]
     pub created: bool,
@@ -267,6 +277,10 @@ impl ApprovalView {
             _ => None,
         });
         let trusted = approving.is_some_and(|a| matches!(a.decision, Decision::Trust));
+        let arguments = approving.and_then(|a| match &a.decision {
+            Decision::Edit { arguments } => Some(arguments.clone()),
+            _ => None,
+        });
         let text = |k: &str| {
             s.variables
                 .get(k)
@@ -294,6 +308,7 @@ impl ApprovalView {
             form: serde_json::from_str(&text("form")).ok(),
             values,
             trusted,
+            arguments,
             created: false,
             links: json!({
                 "self": format!("/api/v1/approvals/{}", s.id),
@@ -402,6 +417,18 @@ pub fn spec_text(
             ));
         }
     }
+    if req.editable && req.action.is_none() {
+        return Err(invalid(
+            "editable",
+            "editable lets an approver edit the action's arguments: it needs an `action`",
+        ));
+    }
+    if req.editable && form.is_some() {
+        return Err(invalid(
+            "editable",
+            "an editable action and a form do not go together: approving fills in the form",
+        ));
+    }
     if let (Some(f), Some(_), OnTimeout::Approve) = (&form, req.timeout_minutes, req.on_timeout) {
         let missing = f.needs_a_human();
         if !missing.is_empty() {
@@ -485,6 +512,9 @@ pub fn spec_text(
     }
     if req.trust {
         gate.insert("allow_trust".into(), json!(true));
+    }
+    if req.editable {
+        gate.insert("allow_edit".into(), json!(true));
     }
     for n in &req.notify {
         let n = n.trim();
@@ -773,6 +803,33 @@ impl Hub {
                 return Ok(out);
             }
         }
+    }
+
+    /// Request `id` as `who` (of `role`) may read it, after waiting up to
+    /// `secs` for its decision: `Ok(Err(why))` when it is not theirs to
+    /// read or not an approval request; an unknown id is the store's error.
+    pub async fn approval_for(
+        &self,
+        who: &str,
+        role: crate::model::token::Role,
+        id: &str,
+        secs: u64,
+    ) -> Result<std::result::Result<ApprovalView, String>> {
+        let s = self.store.get(id).await?;
+        if !super::inbox::may_read(self, who, role, &s) {
+            return Ok(Err(format!(
+                "`{who}` may not read request {}: it is read by its requester and its approvers",
+                s.id
+            )));
+        }
+        if !is_approval(&s) {
+            return Ok(Err(format!(
+                "{} is a workflow's session, not an approval request",
+                s.id
+            )));
+        }
+        let s = self.wait_approval(&s.id, secs).await?;
+        Ok(Ok(ApprovalView::of(&s)))
     }
 
     /// Waits up to `secs` (at most [`MAX_WAIT_SECS`]) for request `id` to be

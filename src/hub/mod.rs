@@ -33,6 +33,7 @@ pub mod door;
 pub mod durations;
 pub mod fields;
 pub mod follow;
+pub mod hosts;
 pub mod inbox;
 pub mod links;
 pub mod metrics;

@@ -124,6 +124,10 @@ pub struct GateView {
     /// Whether `trust` answers it (a manual gate's `allow_trust`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_trust: bool,
+    /// Whether an approve may carry edited `arguments` (a manual gate's
+    /// `allow_edit`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_edit: bool,
 }
 
 /// A tool call of the agent turn a tool-call gate asks about.
@@ -221,6 +225,7 @@ impl GateView {
             rule: g.rule.clone(),
             form: g.form.clone(),
             allow_trust: g.allow_trust,
+            allow_edit: g.allow_edit,
         }
     }
 }

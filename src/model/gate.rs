@@ -348,6 +348,10 @@ pub struct OpenGate {
     /// `allow_trust: true` (manual gates): `Decision::Trust` approves too.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_trust: bool,
+    /// `allow_edit: true` (manual gates): `Decision::Edit` approves with
+    /// the action's arguments edited.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_edit: bool,
 }
 
 /// Which approval rule applied to a gate instance, and why.
@@ -481,6 +485,7 @@ impl OpenGate {
             hours: None,
             form: None,
             allow_trust: false,
+            allow_edit: false,
         }
     }
 

@@ -11,6 +11,7 @@
 //! | `STRANDS_WEB_LOGIN_HOURS` | how long a web inbox sign-in lasts (12) |
 //! | `STRANDS_MAX_BODY_BYTES` | largest request body (256 KiB) |
 //! | `STRANDS_API_RATE_PER_SEC`, `STRANDS_API_BURST` | per-token rate limit (20/s, burst 40) |
+//! | `STRANDS_MCP_PROGRESS_SECONDS` | how often a waiting MCP tool reports progress (10) |
 //! | `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, ... | Slack (`crate::slack::config`) |
 //! | `TEAMS_APP_ID`, `TEAMS_APP_PASSWORD`, ... | Teams (`crate::teams::settings`) |
 //! | `STRANDS_WEBHOOK_URL`, `STRANDS_WEBHOOK_SECRET`, ... | webhooks (`crate::webhook::config`) |
@@ -32,6 +33,8 @@ pub struct Config {
     /// The base URL others use to reach this server, no trailing slash.
     pub public_url: String,
     pub api: crate::api::Limits,
+    /// How often a waiting MCP tool reports progress (`crate::mcp`).
+    pub mcp_progress: std::time::Duration,
     /// Slack, when configured.
     pub slack: Option<crate::slack::config::Config>,
     /// The Teams room, when `TEAMS_APP_ID` and `TEAMS_APP_PASSWORD` are set.
@@ -146,6 +149,10 @@ impl Config {
             max_body_bytes,
             public_url,
             api,
+            mcp_progress: std::time::Duration::from_secs(number(
+                "STRANDS_MCP_PROGRESS_SECONDS",
+                10,
+            )?),
             slack,
             teams,
             settings: Arc::new(crate::config::Settings::load(&get)?),

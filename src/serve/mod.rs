@@ -94,6 +94,11 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
     let web = crate::web::Web::new(hub.clone(), config.web.clone())?;
     router = router
         .merge(crate::api::router(hub.clone(), config.api.clone()))
+        .merge(crate::mcp::router(
+            hub.clone(),
+            &config.public_url,
+            config.mcp_progress,
+        ))
         .merge(crate::web::router(web))
         .merge(service_routes(hub.clone()))
         // A request's store calls go ahead of background work.

@@ -578,6 +578,9 @@ pub struct GateSpec {
     pub form: Option<crate::model::form::Form>,
     /// `allow_trust: true` (manual gates): trust approves too.
     pub allow_trust: bool,
+    /// `allow_edit: true` (manual gates): approving with edited arguments
+    /// (`Decision::Edit`) approves too.
+    pub allow_edit: bool,
 }
 
 /// A gate's business hours as its spec gives them (`crate::model::calendar`);

@@ -408,6 +408,9 @@ pub struct Step {
     /// Ours (manual gates): trust approves too ("approve, and stop asking
     /// for this tool"; the requester remembers it).
     pub allow_trust: Option<S<bool>>,
+    /// Ours (manual gates): an approver may approve with the action's
+    /// arguments edited (an approval request's `action`).
+    pub allow_edit: Option<S<bool>>,
 }
 
 /// A gate's `form:` as written: its properties keep their order and each

@@ -432,6 +432,7 @@ pub(crate) mod tests {
             hours: None,
             form: None,
             allow_trust: false,
+            allow_edit: false,
         }
     }
 

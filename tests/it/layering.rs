@@ -60,11 +60,11 @@ use std::path::Path;
 const LAYERS: &[&str] = &[
     "error", "clock", "audit", "template", "retry", "http", "model", "traces", "provider", "spec",
     "config", "gate", "tools", "channel", "store", "engine", "webhook", "hub", "api", "web",
-    "slack", "teams", "email", "serve", "cli",
+    "slack", "teams", "email", "mcp", "serve", "cli",
 ];
 
 /// The ways in from outside, each off the hub; none may use another.
-const DOORS: &[&str] = &["slack", "teams", "web", "api", "email"];
+const DOORS: &[&str] = &["slack", "teams", "web", "api", "email", "mcp"];
 
 /// What only the hub reaches: a door hands its answer to the hub (one
 /// way in, `hub::door`) and reads through it, never calling the engine or

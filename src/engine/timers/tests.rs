@@ -472,6 +472,7 @@ fn gate(timeout: Option<i64>) -> OpenGate {
         hours: None,
         form: None,
         allow_trust: false,
+        allow_edit: false,
     }
 }
 

@@ -39,6 +39,7 @@ fn adversarial_gate(kind: GateKind) -> OpenGate {
         hours: None,
         form: None,
         allow_trust: false,
+        allow_edit: false,
     }
 }
 

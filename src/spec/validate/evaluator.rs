@@ -352,6 +352,7 @@ impl Validator {
                 timers_outside_hours: c.timers_outside_hours.clone(),
                 form: None,
                 allow_trust: None,
+                allow_edit: None,
             },
             m.referenced,
             m.defined,

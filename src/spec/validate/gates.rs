@@ -60,6 +60,9 @@ impl Validator {
             if s.allow_trust.is_some() {
                 wrong.push("allow_trust (a manual_gate's)");
             }
+            if s.allow_edit.is_some() {
+                wrong.push("allow_edit (a manual_gate's)");
+            }
         } else {
             if s.timeout_seconds.is_some() {
                 wrong.push("timeout_seconds (manual_gate uses timeout_minutes)");
@@ -155,6 +158,7 @@ impl Validator {
             hours,
             form,
             allow_trust,
+            allow_edit: !hitl && s.allow_edit.as_ref().is_some_and(|e| e.value),
         }))
     }
 
@@ -529,6 +533,9 @@ pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.allow_trust.is_some() {
         v.push("allow_trust");
+    }
+    if s.allow_edit.is_some() {
+        v.push("allow_edit");
     }
     v
 }

@@ -188,5 +188,6 @@ pub(super) fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
         hours: None,
         form: None,
         allow_trust: false,
+        allow_edit: false,
     });
 }
