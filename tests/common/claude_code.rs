@@ -359,7 +359,8 @@ pub fn bash_marker(word: &str) -> Value {
 
 /// Settings with one `"type": "http"` hook on `event` (`PreToolUse`,
 /// `PermissionRequest`) for tools matching `matcher`, POSTing to `url`
-/// with `headers`.
+/// with `headers`; Claude Code waits 120 s for the answer (then the
+/// normal flow decides: in `-p` mode, a call that would ask is denied).
 pub fn http_hook_settings(
     event: &str,
     matcher: &str,
@@ -369,7 +370,7 @@ pub fn http_hook_settings(
     let headers: BTreeMap<&str, &str> = headers.iter().copied().collect();
     json!({"hooks": {event: [{
         "matcher": matcher,
-        "hooks": [{"type": "http", "url": url, "headers": headers, "timeout": 60}]
+        "hooks": [{"type": "http", "url": url, "headers": headers, "timeout": 120}]
     }]}})
 }
 
