@@ -1,9 +1,9 @@
 //! Every integration test in one binary (one link instead of one per
 //! file): the real `strands` binary over 127.0.0.1 against the fakes of
-//! `tests/common` — an OpenAI-compatible model, a Slack Web API, a Bot
-//! Framework, an HTTP target — plus the property, layering and store-format
-//! tests. Each module is one area; run one with `cargo test --test it
-//! cli_tools::`.
+//! `tests/common` — an OpenAI-compatible model, an Anthropic Messages API
+//! (for Claude Code), a Slack Web API, a Bot Framework, an HTTP target —
+//! plus the property, layering and store-format tests. Each module is one
+//! area; run one with `cargo test --test it cli_tools::`.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -15,6 +15,7 @@ mod api_client;
 mod api_guards;
 mod api_webhooks;
 mod approvals;
+mod claude_code;
 mod cli_approvers;
 mod cli_audit;
 mod cli_business_hours;
