@@ -364,7 +364,7 @@ fn the_mcp_clients_cancel_a_call_and_fail_on_a_refused_token() {
 // ---------------------------------------------------------------------------
 // strands: its MCP server (`{base}/mcp`) and its hook endpoint
 // (`{base}/api/v1/hooks/claude-code`), the calls decided by a person over
-// the API. Ignored until they land (issue 40).
+// the API.
 // ---------------------------------------------------------------------------
 
 /// How long a test waits for strands, Claude Code or a client.
@@ -406,7 +406,8 @@ impl Strands {
         let alice = make_token(&sandbox, "alice", "approver");
         let root = make_token(&sandbox, "root", "admin");
         let cfg = ServeConfig::api(&sandbox, &dir)
-            .with("STRANDS_SERVICE_FILE", Some(&file.display().to_string()));
+            .with("STRANDS_SERVICE_FILE", Some(&file.display().to_string()))
+            .with("STRANDS_MCP_PROGRESS_SECONDS", Some("1"));
         Strands {
             svc: Service::launch(cfg),
             _sandbox: sandbox,
@@ -535,7 +536,6 @@ fn asked_for(asked: &Value, input: &Value) {
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn strands_as_the_permission_prompt_tool_a_call_approved_over_the_api_runs_once() {
     let Some(bin) = claude_code::binary() else {
         return;
@@ -562,7 +562,6 @@ fn strands_as_the_permission_prompt_tool_a_call_approved_over_the_api_runs_once(
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn strands_as_the_permission_prompt_tool_a_rejection_s_reason_reaches_the_model_and_nothing_runs() {
     let Some(bin) = claude_code::binary() else {
         return;
@@ -587,7 +586,6 @@ fn strands_as_the_permission_prompt_tool_a_rejection_s_reason_reaches_the_model_
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn strands_as_the_permission_prompt_tool_an_edited_call_runs_as_edited() {
     let Some(bin) = claude_code::binary() else {
         return;
@@ -599,7 +597,7 @@ fn strands_as_the_permission_prompt_tool_an_edited_call_runs_as_edited() {
     let asked = w.pending();
     w.answer(
         &asked,
-        json!({"decision": "approve", "arguments": bash_marker("edited")}),
+        json!({"decision": "edit", "args": bash_marker("edited")}),
     );
     let run = running.wait();
     run.expect_code(0);
@@ -607,7 +605,6 @@ fn strands_as_the_permission_prompt_tool_an_edited_call_runs_as_edited() {
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn strands_as_the_permission_prompt_tool_lets_a_passed_call_run_without_asking() {
     let Some(bin) = claude_code::binary() else {
         return;
@@ -622,7 +619,6 @@ fn strands_as_the_permission_prompt_tool_lets_a_passed_call_run_without_asking()
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn strands_hook_endpoint_pre_tool_use_approved_runs_once_rejected_tells_the_model_why() {
     let Some(bin) = claude_code::binary() else {
         return;
@@ -664,7 +660,6 @@ fn strands_hook_endpoint_pre_tool_use_approved_runs_once_rejected_tells_the_mode
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn strands_hook_endpoint_permission_request_approved_runs_rejected_gives_the_reason() {
     let Some(bin) = claude_code::binary() else {
         return;
@@ -700,7 +695,6 @@ fn strands_hook_endpoint_permission_request_approved_runs_rejected_gives_the_rea
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn strands_hook_endpoint_refuses_a_bad_token_and_the_call_does_not_run() {
     let Some(bin) = claude_code::binary() else {
         return;
@@ -751,7 +745,6 @@ fn approval_args(key: &str) -> Value {
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn the_mcp_clients_ask_strands_see_progress_and_get_the_decision() {
     let w = Strands::start();
     each_client(|client| {
@@ -794,7 +787,6 @@ fn the_mcp_clients_ask_strands_see_progress_and_get_the_decision() {
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn the_mcp_clients_get_a_rejection_and_read_their_requests() {
     let w = Strands::start();
     each_client(|client| {
@@ -831,7 +823,6 @@ fn the_mcp_clients_get_a_rejection_and_read_their_requests() {
 }
 
 #[test]
-#[ignore = "needs the strands MCP server (issue 40)"]
 fn the_mcp_endpoint_refuses_a_missing_or_wrong_token() {
     let w = Strands::start();
     each_client(|client| {
