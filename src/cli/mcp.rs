@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientRequest,
     Implementation, InitializeRequestParams, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, ServerResult,
+    ProgressNotificationParam, ProgressToken, ResultType, ServerCapabilities, ServerConfig,
+    ServerResult,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
@@ -93,11 +94,16 @@ impl ServerHandler for Bridge {
         request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, ErrorData> {
-        self.upstream
+        let mut listed = self
+            .upstream
             .peer()
             .list_tools(request)
             .await
-            .map_err(upstream_error)
+            .map_err(upstream_error)?;
+        // The server spoke to us on its protocol; the host may speak a
+        // newer one, which marks results (rmcp clears it for older peers).
+        listed.result_type = Some(ResultType::COMPLETE);
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -134,7 +140,10 @@ impl ServerHandler for Bridge {
             t.remove(&server_token);
         }
         match outcome.map_err(upstream_error)? {
-            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+            ServerResult::CallToolResult(mut r) => {
+                r.result_type = Some(ResultType::COMPLETE);
+                Ok(CallToolResponse::Complete(r))
+            }
             ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
             ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
             _ => Err(ErrorData::internal_error(

@@ -7,6 +7,10 @@ TypeScript SDK; both take the same arguments and print the same lines.
 
     python mcp_client.py --url URL [--token T] [--call NAME [--args JSON]]
                          [--cancel-after-ms N] [--timeout-ms N] [--mode M]
+    python mcp_client.py --stdio COMMAND [ARG ...] -- [same options]
+
+`--stdio` starts COMMAND as a stdio server instead (its environment is this
+process's: `strands mcp` reads STRANDS_SERVER and STRANDS_TOKEN from it).
 
 The token may come from STRANDS_TOKEN instead; it goes as
 `Authorization: Bearer T` on every request. `--mode` is the SDK's: `auto`
@@ -37,6 +41,7 @@ from typing import Any
 import anyio
 import httpx2
 from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -48,7 +53,8 @@ def emit(obj: dict[str, Any]) -> None:
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--url", required=True)
+    p.add_argument("--url")
+    p.add_argument("--stdio", nargs="+", help="a command serving MCP on stdio")
     p.add_argument("--token", default=os.environ.get("STRANDS_TOKEN", ""))
     p.add_argument("--call")
     p.add_argument("--args", default="{}")
@@ -65,28 +71,37 @@ async def main() -> int:
     except json.JSONDecodeError as e:
         print(f"--args is not JSON: {e}", file=sys.stderr)
         return 2
+    if a.stdio:
+        params = StdioServerParameters(command=a.stdio[0], args=a.stdio[1:], env=dict(os.environ))
+        return await session(a, Client(stdio_client(params), mode=a.mode), call_args, " ".join(a.stdio))
+    if not a.url:
+        print("--url or --stdio is needed", file=sys.stderr)
+        return 2
     headers = {"Authorization": "Bearer " + a.token} if a.token else {}
     timeout = httpx2.Timeout(30.0, read=a.timeout_ms / 1000)
     async with httpx2.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True) as http:
-        client = Client(streamable_http_client(a.url, http_client=http), mode=a.mode)
+        return await session(a, Client(streamable_http_client(a.url, http_client=http), mode=a.mode), call_args, a.url)
+
+
+async def session(a: argparse.Namespace, client: Client, call_args: dict[str, Any], where: str) -> int:
+    try:
+        await client.__aenter__()
+    except Exception:
+        print(f"connecting to {where} failed:\n{traceback.format_exc()}", file=sys.stderr)
+        return 1
+    try:
+        info = client.server_info
+        emit({"event": "connected", "server": info.name if info else None, "protocol": client.protocol_version})
         try:
-            await client.__aenter__()
+            listed = await client.list_tools()
         except Exception:
-            print(f"connecting to {a.url} failed:\n{traceback.format_exc()}", file=sys.stderr)
+            print(f"listing the tools of {where} failed:\n{traceback.format_exc()}", file=sys.stderr)
             return 1
-        try:
-            info = client.server_info
-            emit({"event": "connected", "server": info.name if info else None, "protocol": client.protocol_version})
-            try:
-                listed = await client.list_tools()
-            except Exception:
-                print(f"listing the tools of {a.url} failed:\n{traceback.format_exc()}", file=sys.stderr)
-                return 1
-            emit({"event": "tools", "names": [t.name for t in listed.tools]})
-            if a.call:
-                await call(client, a.call, call_args, a.cancel_after_ms, a.timeout_ms)
-        finally:
-            await client.__aexit__(None, None, None)
+        emit({"event": "tools", "names": [t.name for t in listed.tools]})
+        if a.call:
+            await call(client, a.call, call_args, a.cancel_after_ms, a.timeout_ms)
+    finally:
+        await client.__aexit__(None, None, None)
     return 0
 
 

@@ -520,6 +520,10 @@ pub struct McpCall {
     pub timeout_ms: Option<u64>,
     /// The Python SDK's `mode` (`auto`, `legacy`, a version).
     pub mode: Option<String>,
+    /// A command serving MCP on stdio, instead of `url` (the Python client).
+    pub stdio: Option<Vec<String>>,
+    /// More environment for the client (and so for a stdio server).
+    pub env: Vec<(String, String)>,
 }
 
 impl McpCall {
@@ -545,12 +549,26 @@ impl McpCall {
         self.mode = Some(mode.to_string());
         self
     }
+
+    /// Starts `command` as a stdio MCP server instead of connecting to a URL.
+    pub fn stdio(mut self, command: &[&str]) -> McpCall {
+        self.stdio = Some(command.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> McpCall {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
 }
 
 impl McpClient {
     pub fn command(&self, what: &McpCall) -> Command {
         let mut c = Command::new(&self.program);
-        c.arg(&self.script).args(["--url", &what.url]);
+        c.arg(&self.script);
+        if what.stdio.is_none() {
+            c.args(["--url", &what.url]);
+        }
         if let Some((tool, args)) = &what.call {
             c.args(["--call", tool, "--args", &args.to_string()]);
         }
@@ -562,6 +580,12 @@ impl McpClient {
         }
         if let Some(mode) = &what.mode {
             c.args(["--mode", mode]);
+        }
+        if let Some(command) = &what.stdio {
+            c.arg("--stdio").args(command);
+        }
+        for (k, v) in &what.env {
+            c.env(k, v);
         }
         c.current_dir(hosts_dir())
             .env_remove("STRANDS_TOKEN")

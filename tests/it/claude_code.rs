@@ -15,10 +15,10 @@
 //! allows, edits or denies; the MCP clients list, call with progress,
 //! cancel, and fail on a refused token.
 //!
-//! Then strands itself (`#[ignore]`d until its MCP server and hook
-//! endpoint land, issue 40): the same decisions made by a person over the
-//! API, through the permission prompt tool, the HTTP hook endpoint and the
-//! MCP clients' `request_approval`.
+//! Then strands itself: the same decisions made by a person over the API,
+//! through the permission prompt tool, the HTTP hook endpoint and the MCP
+//! clients' `request_approval` (Slack, the web inbox, keys, roles and the
+//! stdio bridge are `mcp_server.rs`'s).
 
 use crate::common::api::{call, make_token};
 use crate::common::claude_code::{
@@ -37,7 +37,7 @@ use std::time::Duration;
 const PROMPT: &str = "Append a line to marker.txt.";
 
 /// A fresh working directory for Claude Code; `marker.txt` in it.
-fn workdir() -> (tempfile::TempDir, PathBuf) {
+pub(super) fn workdir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("a working directory");
     let marker = dir.path().join("marker.txt");
     (dir, marker)
@@ -46,7 +46,7 @@ fn workdir() -> (tempfile::TempDir, PathBuf) {
 /// The one tool_use the fake answered with, and the tool_result Claude
 /// Code sent back for it.
 #[track_caller]
-fn the_result(fake: &FakeAnthropic) -> crate::common::fake_anthropic::ToolResult {
+pub(super) fn the_result(fake: &FakeAnthropic) -> crate::common::fake_anthropic::ToolResult {
     let ids = fake.tool_use_ids();
     assert_eq!(ids.len(), 1, "one tool_use wanted: {:#?}", fake.requests());
     fake.result_for(&ids[0]).1
@@ -54,7 +54,7 @@ fn the_result(fake: &FakeAnthropic) -> crate::common::fake_anthropic::ToolResult
 
 /// Nothing but the Messages API was asked.
 #[track_caller]
-fn no_strays(fake: &FakeAnthropic) {
+pub(super) fn no_strays(fake: &FakeAnthropic) {
     let strays: Vec<String> = fake.strays().iter().map(|r| r.path.clone()).collect();
     assert!(
         strays.is_empty(),
@@ -62,7 +62,7 @@ fn no_strays(fake: &FakeAnthropic) {
     );
 }
 
-fn claude(bin: &Path, fake: &FakeAnthropic, dir: &Path) -> Claude {
+pub(super) fn claude(bin: &Path, fake: &FakeAnthropic, dir: &Path) -> Claude {
     Claude::new(bin, &fake.url, dir, PROMPT)
 }
 
@@ -310,7 +310,7 @@ fn slow_server() -> FakeMcp {
     )
 }
 
-fn each_client(test: impl Fn(McpClient)) {
+pub(super) fn each_client(test: impl Fn(McpClient)) {
     for sdk in [Sdk::TypeScript, Sdk::Python] {
         if let Some(client) = claude_code::mcp_client(sdk) {
             test(client);
@@ -368,7 +368,7 @@ fn the_mcp_clients_cancel_a_call_and_fail_on_a_refused_token() {
 // ---------------------------------------------------------------------------
 
 /// How long a test waits for strands, Claude Code or a client.
-const WAIT: Duration = Duration::from_secs(60);
+pub(super) const WAIT: Duration = Duration::from_secs(60);
 
 /// The service file: every Claude Code call asks alice (policy `claude`),
 /// except `echo safe …`, which passes without asking.
@@ -385,18 +385,18 @@ policies:
 
 /// `strands serve` with the service file, tokens for the agent host
 /// (ci-bot, an operator), the approver (alice) and root (an admin).
-struct Strands {
-    svc: Service,
+pub(super) struct Strands {
+    pub(super) svc: Service,
     /// The store and the service file (kept until the test ends).
     _sandbox: Sandbox,
     _llm: FakeLlm,
-    ci: String,
-    alice: String,
-    root: String,
+    pub(super) ci: String,
+    pub(super) alice: String,
+    pub(super) root: String,
 }
 
 impl Strands {
-    fn start() -> Strands {
+    pub(super) fn start() -> Strands {
         let llm = FakeLlm::start();
         let sandbox = Sandbox::new();
         let dir = write_workflows(&sandbox, &llm, &[]);
@@ -418,16 +418,16 @@ impl Strands {
         }
     }
 
-    fn mcp_url(&self) -> String {
+    pub(super) fn mcp_url(&self) -> String {
         format!("{}/mcp", self.svc.url)
     }
 
-    fn hook_url(&self) -> String {
+    pub(super) fn hook_url(&self) -> String {
         format!("{}/api/v1/hooks/claude-code", self.svc.url)
     }
 
     /// Every approval request, newest first (as root reads them).
-    fn approvals(&self) -> Vec<Value> {
+    pub(super) fn approvals(&self) -> Vec<Value> {
         let r = call(
             &self.svc,
             "GET",
@@ -445,7 +445,7 @@ impl Strands {
     /// Waits until a request is pending and its run stands at the gate;
     /// the newest. (Four looks a second: the service limits each token.)
     #[track_caller]
-    fn pending(&self) -> Value {
+    pub(super) fn pending(&self) -> Value {
         let until = std::time::Instant::now() + WAIT;
         loop {
             let r = call(
@@ -474,7 +474,7 @@ impl Strands {
         }
     }
 
-    fn session(&self, id: &str) -> Value {
+    pub(super) fn session(&self, id: &str) -> Value {
         let r = call(
             &self.svc,
             "GET",
@@ -488,7 +488,7 @@ impl Strands {
 
     /// alice answers request `asked` with `body`.
     #[track_caller]
-    fn answer(&self, asked: &Value, body: Value) {
+    pub(super) fn answer(&self, asked: &Value, body: Value) {
         let id = asked["id"].as_str().expect("an id");
         let r = call(
             &self.svc,
@@ -502,7 +502,7 @@ impl Strands {
 
     /// Claude Code with strands as its MCP server `strands` and
     /// `approve_tool_call` as its permission prompt tool.
-    fn prompted(&self, bin: &Path, fake: &FakeAnthropic, dir: &Path) -> Claude {
+    pub(super) fn prompted(&self, bin: &Path, fake: &FakeAnthropic, dir: &Path) -> Claude {
         let bearer = format!("Bearer {}", self.ci);
         claude(bin, fake, dir)
             .mcp_http("strands", &self.mcp_url(), &[("Authorization", &bearer)])
@@ -513,7 +513,13 @@ impl Strands {
 
     /// Claude Code with strands' hook endpoint as its `event` HTTP hook
     /// for `Bash`.
-    fn hooked(&self, bin: &Path, fake: &FakeAnthropic, dir: &Path, event: &str) -> Claude {
+    pub(super) fn hooked(
+        &self,
+        bin: &Path,
+        fake: &FakeAnthropic,
+        dir: &Path,
+        event: &str,
+    ) -> Claude {
         let bearer = format!("Bearer {}", self.ci);
         let settings = http_hook_settings(
             event,
@@ -731,7 +737,7 @@ fn strands_hook_endpoint_refuses_a_bad_token_and_the_call_does_not_run() {
 }
 
 /// The arguments of a `request_approval` call: a `Bash` call for alice.
-fn approval_args(key: &str) -> Value {
+pub(super) fn approval_args(key: &str) -> Value {
     json!({
         "title": "Run a shell command?",
         "body": "The agent wants to append to marker.txt.",
