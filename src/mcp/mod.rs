@@ -13,6 +13,7 @@
 //! `crate::hub::hosts`).
 
 pub mod server;
+mod tasks;
 mod tools;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub const PATH: &str = "/mcp";
 /// server, whose host name is accepted besides loopback (MCP's DNS
 /// rebinding guard).
 pub fn router(hub: Hub, public_url: &str, progress_every: std::time::Duration) -> Router {
+    let public = public_url.trim_end_matches('/').to_string();
     let mut hosts = vec![
         "localhost".to_string(),
         "127.0.0.1".to_string(),
@@ -51,7 +53,13 @@ pub fn router(hub: Hub, public_url: &str, progress_every: std::time::Duration) -
         .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
     let handler_hub = hub.clone();
     let service = StreamableHttpService::new(
-        move || Ok(server::Server::new(handler_hub.clone(), progress_every)),
+        move || {
+            Ok(server::Server::new(
+                handler_hub.clone(),
+                progress_every,
+                public.clone(),
+            ))
+        },
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -13,9 +13,10 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ContentBlock as Content, CreateTaskResult, GetTaskParams, GetTaskResult, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -36,11 +37,21 @@ pub struct Server {
     hub: Hub,
     /// How often a waiting tool reports progress.
     every: Duration,
+    /// How people reach this server (a request's page, for tasks).
+    public_url: String,
 }
 
 impl Server {
-    pub fn new(hub: Hub, every: Duration) -> Server {
-        Server { hub, every }
+    pub fn new(hub: Hub, every: Duration, public_url: String) -> Server {
+        Server {
+            hub,
+            every,
+            public_url,
+        }
+    }
+
+    fn page(&self, id: &str) -> String {
+        format!("{}/sessions/{id}", self.public_url)
     }
 }
 
@@ -143,7 +154,7 @@ impl Server {
         &self,
         args: Option<Map<String, Value>>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&ctx)?;
         let req: ApprovalRequest = parse(args)?;
         if caller.role < Role::Operator {
@@ -168,6 +179,16 @@ impl Server {
                 ))
             }
         };
+        // A client that takes tasks gets one now and polls `tasks/get`.
+        if ctx
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+        {
+            let mut view = ApprovalView::of(&session);
+            view.created = created;
+            let task = super::tasks::of(&view, &self.page(&view.id)).task;
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
         let wait =
             self.hub
                 .await_decision(&session.id, Duration::MAX, self.every, |view, waited| {
@@ -185,7 +206,7 @@ impl Server {
             }
         };
         view.created = created;
-        Ok(structured(json!(view)))
+        Ok(structured(json!(view)).into())
     }
 
     async fn get_approval(
@@ -232,6 +253,17 @@ impl Server {
             .take(limit)
             .collect();
         Ok(structured(json!({"count": mine.len(), "approvals": mine})))
+    }
+
+    /// Ok when the caller may read request `id`.
+    async fn readable(&self, id: &str, ctx: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let caller = caller(ctx)?;
+        self.hub
+            .approval_for(&caller.name, caller.role, id, 0)
+            .await
+            .map_err(internal)?
+            .map(|_| ())
+            .map_err(refused)
     }
 
     /// Claude Code's permission prompt tool: exactly one text block, no
@@ -286,14 +318,57 @@ impl Server {
 }
 
 impl ServerHandler for Server {
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = caller(&ctx)?;
+        match self
+            .hub
+            .approval_for(&caller.name, caller.role, &request.task_id, 0)
+            .await
+            .map_err(internal)?
+        {
+            Ok(view) => Ok(GetTaskResult::new(super::tasks::of(
+                &view,
+                &self.page(&view.id),
+            ))),
+            Err(why) => Err(refused(why)),
+        }
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // People decide at the page; what the host answers changes nothing.
+        self.readable(&request.task_id, &ctx).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The host stops waiting; the request stays open for people.
+        self.readable(&request.task_id, &ctx).await
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("strands", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "strands asks people: request_approval waits for a human decision \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("strands", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "strands asks people: request_approval waits for a human decision \
                  (Slack, Teams, e-mail, the web inbox) under the installation's policies; \
                  approve_tool_call is Claude Code's permission prompt tool.",
-            )
+        )
     }
 
     async fn list_tools(
@@ -311,7 +386,7 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments;
         let result = match request.name.as_ref() {
-            tools::REQUEST_APPROVAL => self.request_approval(args, ctx).await,
+            tools::REQUEST_APPROVAL => return self.request_approval(args, ctx).await,
             tools::GET_APPROVAL => self.get_approval(args, ctx).await,
             tools::LIST_MY_REQUESTS => self.list_my_requests(args, ctx).await,
             tools::APPROVE_TOOL_CALL => self.approve_tool_call(args, ctx).await,

@@ -6,11 +6,13 @@
 //! token without the operator role and malformed arguments are refused
 //! with an MCP error naming why, and nothing is created; `strands mcp`
 //! bridges stdio to the server (progress passed on); Claude Code's call
-//! approved in Slack runs once, and a hook that times out blocks it.
+//! approved in Slack runs once, and a hook that times out blocks it; and a
+//! client declaring MCP Tasks (the Rust SDK) gets a task it leaves and
+//! comes back to.
 
 use super::claude_code::{approval_args, claude, each_client, no_strays, workdir, Strands, WAIT};
 use super::web::Visitor;
-use crate::common::api::{call, make_token};
+use crate::common::api::make_token;
 use crate::common::claude_code::{self, bash_marker, lines_of, McpCall, McpRun, Sdk};
 use crate::common::fake_anthropic::FakeAnthropic;
 use crate::common::fake_slack::{Bot, BotConfig, FakeSlack};
@@ -346,4 +348,94 @@ fn a_hook_that_times_out_blocks_the_call() {
     // The request stays open; nobody's answer ran anything.
     let asked = w.pending();
     assert_eq!(asked["status"], "pending");
+}
+
+/// An rmcp client (the official Rust SDK) that declares the Tasks extension.
+async fn tasks_client(
+    url: &str,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::ServiceExt;
+    strands::http::install_crypto();
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token),
+    );
+    ClientConfig::new(
+        ClientCapabilities::builder().enable_tasks().build(),
+        Implementation::new("tasks-test", "0"),
+    )
+    .serve(transport)
+    .await
+    .expect("connect with tasks")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_approval_runs_as_a_task_a_host_leaves_and_comes_back_to() {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskStatus};
+    let w = tokio::task::spawn_blocking(Strands::start)
+        .await
+        .expect("start");
+    let client = tasks_client(&w.mcp_url(), &w.ci).await;
+    let args = approval_args("task-1")
+        .as_object()
+        .cloned()
+        .expect("an object");
+    let created = client
+        .call_tool_once(CallToolRequestParams::new("request_approval").with_arguments(args))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(task) = created else {
+        panic!("not a task: {created:?}");
+    };
+    let id = task.task.task_id.clone();
+    assert_eq!(task.task.status, TaskStatus::InputRequired, "{task:?}");
+    // input_required: a person's decision at the request's page.
+    let got = client
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/get");
+    assert_eq!(got.task.status(), TaskStatus::InputRequired);
+    let wire = serde_json::to_value(&got).expect("JSON");
+    let url = wire["inputRequests"]["decision"]["params"]["url"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(url.ends_with(&format!("/sessions/{id}")), "{wire:#}");
+    // The host leaves; a person decides; the host comes back.
+    client.cancel().await.expect("close");
+    let pending = tokio::task::block_in_place(|| w.pending());
+    assert_eq!(pending["id"], id.as_str());
+    tokio::task::block_in_place(|| w.answer(&pending, json!({"decision": "approve"})));
+    let again = tasks_client(&w.mcp_url(), &w.ci).await;
+    let mut done = None;
+    for _ in 0..40 {
+        let got = again
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .expect("tasks/get");
+        if got.task.status() == TaskStatus::Completed {
+            done = Some(got);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let done = done.expect("the task completed");
+    let wire = serde_json::to_value(&done).expect("JSON");
+    assert_eq!(
+        wire["result"]["structuredContent"]["status"], "approved",
+        "{wire:#}"
+    );
+    assert_eq!(
+        wire["result"]["structuredContent"]["decided_by"], "alice",
+        "{wire:#}"
+    );
+    // Still one request.
+    assert_eq!(tokio::task::block_in_place(|| w.approvals()).len(), 1);
+    let _ = again.cancel().await;
+    tokio::task::spawn_blocking(move || drop(w))
+        .await
+        .expect("stop");
 }
