@@ -72,7 +72,7 @@ pub enum Judged {
     /// A `pass` condition holds: no one is asked.
     Pass { condition: String },
     /// A person decides: the request made (or found, for the same call).
-    Asked(ApprovalView),
+    Asked(Box<ApprovalView>),
     /// The request could not be made (no such policy, …): denied, saying why.
     Refused(Invalid),
 }
@@ -209,9 +209,9 @@ impl Hub {
             Ok(Created::New(s)) => {
                 let mut v = ApprovalView::of(&s);
                 v.created = true;
-                Judged::Asked(v)
+                Judged::Asked(Box::new(v))
             }
-            Ok(Created::Existing(s)) => Judged::Asked(ApprovalView::of(&s)),
+            Ok(Created::Existing(s)) => Judged::Asked(Box::new(ApprovalView::of(&s))),
             Err(e) => Judged::Refused(e),
         })
     }
