@@ -157,13 +157,9 @@ impl Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&ctx)?;
         let req: ApprovalRequest = parse(args)?;
-        if caller.role < Role::Operator {
-            return Err(refused(format!(
-                "`{}` is an {} token: asking for approvals needs an operator token",
-                caller.name,
-                caller.role.as_str()
-            )));
-        }
+        caller
+            .require(Role::Operator)
+            .map_err(|p| refused(p.message))?;
         let (session, created) = match self
             .hub
             .request_approval(&req, &caller.name)
@@ -275,13 +271,9 @@ impl Server {
     ) -> Result<CallToolResult, ErrorData> {
         let caller = caller(&ctx)?;
         let a: PromptToolArgs = parse(args)?;
-        if caller.role < Role::Operator {
-            return Err(refused(format!(
-                "`{}` is an {} token: a host's tool calls need an operator token",
-                caller.name,
-                caller.role.as_str()
-            )));
-        }
+        caller
+            .require(Role::Operator)
+            .map_err(|p| refused(p.message))?;
         let call_id = a.tool_use_id.or_else(|| {
             ctx.meta
                 .0

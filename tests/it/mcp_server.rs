@@ -271,6 +271,22 @@ fn strands_mcp_bridges_stdio_to_the_server_with_progress() {
     assert_eq!(view["id"], asked["id"], "{}", run.both());
 }
 
+/// `strands claude-code setup --write DIR` for server `url` and `token`.
+fn setup(url: &str, token: &str, dir: &std::path::Path) {
+    crate::common::Sandbox::new()
+        .strands(&[
+            "claude-code",
+            "setup",
+            "--server",
+            url,
+            "--token",
+            token,
+            "--write",
+            &dir.display().to_string(),
+        ])
+        .expect_code(0);
+}
+
 #[test]
 fn claude_codes_call_approved_in_slack_runs_once_with_the_rule_on_the_card() {
     let Some(bin) = claude_code::binary() else {
@@ -280,17 +296,7 @@ fn claude_codes_call_approved_in_slack_runs_once_with_the_rule_on_the_card() {
     let fake = FakeAnthropic::calling("Bash", bash_marker("ran"));
     let (dir, marker) = workdir();
     // The configuration `strands claude-code setup` writes.
-    let setup = crate::common::Sandbox::new().strands(&[
-        "claude-code",
-        "setup",
-        "--server",
-        &w.bot.url,
-        "--token",
-        &w.ci,
-        "--write",
-        &dir.path().display().to_string(),
-    ]);
-    setup.expect_code(0);
+    setup(&w.bot.url, &w.ci, dir.path());
     let settings = dir.path().join(".claude/settings.local.json");
     let running = claude(&bin, &fake, dir.path())
         .settings(&settings)
@@ -319,17 +325,7 @@ fn a_hook_that_times_out_blocks_the_call() {
     let w = Strands::start();
     let fake = FakeAnthropic::calling("Bash", bash_marker("ran"));
     let (dir, marker) = workdir();
-    let setup = crate::common::Sandbox::new().strands(&[
-        "claude-code",
-        "setup",
-        "--server",
-        &w.svc.url,
-        "--token",
-        &w.ci,
-        "--write",
-        &dir.path().display().to_string(),
-    ]);
-    setup.expect_code(0);
+    setup(&w.svc.url, &w.ci, dir.path());
     // As written, but waiting 3 s instead of the gate's minutes.
     let path = dir.path().join(".claude/settings.local.json");
     let mut settings: Value =
