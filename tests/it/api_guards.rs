@@ -293,6 +293,7 @@ fn the_openapi_document_lists_every_route_the_server_answers() {
         ("post", "/api/v1/webhooks/{id}/retry"),
         ("post", "/api/v1/webhooks/retry"),
         ("get", "/api/v1/openapi.json"),
+        ("post", "/api/v1/hooks/claude-code"),
         ("post", "/workflows/run"),
         ("post", "/workflows/resume"),
         ("get", "/workflows/{session_id}"),
