@@ -47,6 +47,7 @@ mod docs;
 mod email;
 mod forms;
 mod layering;
+mod mcp_elicitation;
 mod people;
 mod policies;
 mod policies_rooms;
