@@ -240,3 +240,208 @@ fn a_url_question_shows_the_link_and_an_approval_accepts_it() {
     );
     assert_eq!(s.fake.request(2).tool_result("call_1"), "connect: accept");
 }
+
+// ---------------------------------------------------------------------------
+// Through `strands serve` and the API, the service killed while it waits
+// ---------------------------------------------------------------------------
+
+mod served {
+    use super::*;
+    use crate::common::api::{call, make_token};
+    use crate::common::service::{write_workflows, ServeConfig, Service};
+    use std::time::{Duration, Instant};
+
+    const WAIT: Duration = Duration::from_secs(30);
+
+    struct Served {
+        setup: Setup,
+        svc: Service,
+        ci: String,
+        alice: String,
+    }
+
+    impl Served {
+        fn start() -> Option<Served> {
+            let setup = Setup::new(vec![file_report("call_1")], false)?;
+            let yaml = std::fs::read_to_string(&setup.spec).expect("the spec");
+            let yaml = yaml.replace("\nagents:", "\nsecurity:\n  approvers: [alice]\nagents:");
+            let dir = write_workflows(&setup.sandbox, &setup.fake, &[("mcp-elicitation", &yaml)]);
+            let ci = make_token(&setup.sandbox, "ci-bot", "operator");
+            let alice = make_token(&setup.sandbox, "alice", "approver");
+            let svc = Service::launch(ServeConfig::api(&setup.sandbox, &dir));
+            Some(Served {
+                setup,
+                svc,
+                ci,
+                alice,
+            })
+        }
+
+        fn session(&self, id: &str) -> Value {
+            let r = call(
+                &self.svc,
+                "GET",
+                &format!("/api/v1/sessions/{id}"),
+                Some(&self.ci),
+                None,
+            );
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.json()
+        }
+
+        #[track_caller]
+        fn wait_for(&self, id: &str, status: &str) -> Value {
+            let until = Instant::now() + WAIT;
+            loop {
+                let s = self.session(id);
+                if s["status"] == status {
+                    return s;
+                }
+                assert!(
+                    Instant::now() < until,
+                    "never {status}: {s:#}\n{}",
+                    self.svc.log()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+
+        /// Starts the workflow as ci-bot; the session id.
+        #[track_caller]
+        fn start_run(&self) -> String {
+            let r = call(
+                &self.svc,
+                "POST",
+                "/api/v1/runs",
+                Some(&self.ci),
+                Some(&json!({"workflow": "mcp-elicitation"})),
+            );
+            assert_eq!(r.status, 201, "{}\n{}", r.body, self.svc.log());
+            r.json()["session_id"]
+                .as_str()
+                .expect("a session id")
+                .to_string()
+        }
+
+        fn answer(&self, id: &str, body: Value) -> crate::common::service::HttpReply {
+            call(
+                &self.svc,
+                "POST",
+                &format!("/api/v1/sessions/{id}/answers"),
+                Some(&self.alice),
+                Some(&body),
+            )
+        }
+    }
+
+    /// The handles of the open gates in the API's view of a session.
+    fn open_handles(v: &Value) -> Vec<String> {
+        v["open_gates"]
+            .as_array()
+            .or_else(|| v["gates"].as_array())
+            .map(|g| {
+                g.iter()
+                    .filter_map(|g| g["handle"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn killed_while_it_waits_the_service_asks_on_the_same_gate_and_the_tool_completes_once() {
+        let Some(mut w) = Served::start() else {
+            return;
+        };
+        let id = w.start_run();
+        let paused = w.wait_for(&id, "paused");
+        let handles = open_handles(&paused);
+        assert_eq!(handles, ["elicit_call_1#1"], "{paused:#}");
+
+        // Killed while it waits, started again: the same gate asks.
+        w.svc.kill();
+        w.svc.restart();
+        let paused = w.wait_for(&id, "paused");
+        assert_eq!(open_handles(&paused), handles, "{paused:#}");
+        assert!(w.setup.done().is_empty(), "nothing completed yet");
+
+        // A value that does not fit the form is refused, naming the field.
+        let bad = w.answer(
+            &id,
+            json!({"decision": "approve", "values": {"reason": "audit", "count": "many"}}),
+        );
+        assert_eq!(bad.status, 422, "{}", bad.body);
+        assert!(bad.body.contains("count"), "{}", bad.body);
+
+        let ok = w.answer(
+            &id,
+            json!({"decision": "approve", "values": {"reason": "audit", "count": "2"}}),
+        );
+        assert!(
+            ok.status == 200 || ok.status == 202,
+            "{} {}",
+            ok.status,
+            ok.body
+        );
+        let done = w.wait_for(&id, "completed");
+        assert_eq!(done["output"], FINAL, "{done:#}");
+        let completed = w.setup.done();
+        assert_eq!(completed.len(), 1, "the tool completed once: {completed:?}");
+        assert_eq!(
+            completed[0]["content"],
+            json!({"reason": "audit", "count": 2})
+        );
+        let result = w.setup.fake.request(2).tool_result("call_1");
+        assert!(
+            result.contains(r#"accept: {"count": 2, "reason": "audit"}"#),
+            "{result}"
+        );
+
+        // Answered once: a second answer is told, nothing runs again.
+        let again = w.answer(&id, json!({"decision": "reject"}));
+        assert_eq!(again.status, 409, "{}", again.body);
+        assert_eq!(w.setup.done().len(), 1);
+    }
+
+    #[test]
+    fn the_web_inbox_shows_the_question_as_typed_inputs_and_takes_the_answer() {
+        use crate::web::Visitor;
+        let Some(w) = Served::start() else {
+            return;
+        };
+        let id = w.start_run();
+        w.wait_for(&id, "paused");
+        let alice = Visitor::sign_in(&w.svc, &w.alice);
+        let page = alice.get(&format!("/sessions/{id}"));
+        assert_eq!(page.status, 200, "{}", page.body);
+        for want in [
+            "Why should the report be filed",
+            r#"type="text" id="field-1-2" name="value.reason""#,
+            "Reason <span class=\"req\">(required)</span>",
+            r#"type="number" id="field-1-1" name="value.count" step="1" value="1""#,
+            "Approve with these values",
+        ] {
+            assert!(page.body.contains(want), "{want} in\n{}", page.body);
+        }
+        let csrf = alice.csrf();
+        let ok = alice.post(
+            &format!("/sessions/{id}/answer"),
+            &[
+                ("csrf", &csrf),
+                ("gate", "elicit_call_1#1"),
+                ("decision", "approve"),
+                ("value.reason", "from the web"),
+            ],
+        );
+        assert!(ok.status < 400, "{} {}", ok.status, ok.body);
+        w.wait_for(&id, "completed");
+        let completed = w.setup.done();
+        assert_eq!(
+            completed,
+            vec![
+                json!({"tool": "file_report", "title": "Q3", "action": "accept",
+                        "content": {"reason": "from the web", "count": 1}})
+            ],
+            "the default filled in: {completed:?}"
+        );
+    }
+}
