@@ -15,7 +15,9 @@
 //! go through `tools/call` with the same time limit; the text of the result
 //! (text blocks, embedded text resources; other blocks summarized) becomes
 //! the result the model reads, cut to `tools.max_output_bytes`, and the
-//! server's `isError` becomes an error result.
+//! server's `isError` becomes an error result. A server that asks a person
+//! something during a call (elicitation) is answered by a gate, not here
+//! ([`elicit`]): the call stops and is made again with the answer.
 //!
 //! Secrets: header values and environment values never appear in
 //! messages, logs or `Debug`; a child process gets only a small set of the
