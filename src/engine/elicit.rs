@@ -196,11 +196,46 @@ impl Engine<'_> {
             form,
             allow_trust: false,
         };
+        let mut opened = opened;
+        self.question_rule(spec, session, &pc.call, &mut opened);
         e.rounds[r].gate = Some(opened.handle());
         set_state(session, i, CallState::Asking { elicitation: e });
         self.add_gate(session, opened, None);
         session.status = Status::Paused;
         self.save(session).await
+    }
+
+    /// `security.approvers` rules on a question's gate, judged on the call
+    /// that asks (`tool`), as on its tool-call gate: a rule decides the
+    /// approvers and its timeout; one person answers (no quorum), and a
+    /// rejection needs no reason.
+    fn question_rule(
+        &self,
+        spec: &Spec,
+        session: &Session,
+        call: &crate::model::ToolCall,
+        opened: &mut OpenGate,
+    ) {
+        let rules = &spec.approval.rules;
+        if rules.is_empty() {
+            return;
+        }
+        let ctx = super::context::for_rules(spec, session, Some(&opened.position), Some(call));
+        let base = opened.approvals_required;
+        if let Some(choice) = crate::gate::policy::choose(rules, &self.templates, &ctx, base) {
+            let rule = crate::gate::policy::ApprovalRule {
+                quorum: None,
+                require_reason: None,
+                ..choice.rule.clone()
+            };
+            crate::gate::policy::apply(
+                opened,
+                &crate::gate::policy::Choice {
+                    rule: &rule,
+                    ..choice
+                },
+            );
+        }
     }
 
     /// Carries out an answer to a server's question: its reply is kept
@@ -277,6 +312,125 @@ impl Engine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::testkit::{answer, World, CHAIN};
+    use crate::model::elicitation::{Question, Round};
+    use serde_json::json;
+
+    /// A paused session whose call `c1` waits at question gate
+    /// `elicit_c1#1`, asking a form (`form: true`) or a URL.
+    async fn asking(form: bool) -> Session {
+        let w = World::new();
+        let mut s = w.paused(&CHAIN.replace("$GATE", "")).await;
+        let ask = if form {
+            Ask::Form {
+                schema: json!({"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]}),
+            }
+        } else {
+            Ask::Url {
+                url: "https://x.example/".into(),
+                id: String::new(),
+            }
+        };
+        let question = Question {
+            message: "Why?".into(),
+            ask,
+        };
+        let mut gate = OpenGate::for_tests("elicit_c1");
+        gate.form = question.form().expect("a form");
+        let elicitation = Elicitation {
+            rounds: vec![Round {
+                key: None,
+                question,
+                gate: Some(gate.handle()),
+                reply: None,
+                sent: false,
+            }],
+            request_state: None,
+        };
+        s.agent_turn = Some(crate::model::AgentTurn {
+            position: crate::model::Position::Step(0),
+            agent: "a".into(),
+            system: String::new(),
+            messages: Vec::new(),
+            turns: 1,
+            calls: vec![crate::model::PendingCall {
+                call: crate::model::ToolCall {
+                    id: "c1".into(),
+                    name: "srv__ask".into(),
+                    arguments: json!({}),
+                },
+                digest: String::new(),
+                request: None,
+                state: CallState::Asking { elicitation },
+            }],
+        });
+        s.gates.insert(gate.handle(), gate);
+        s
+    }
+
+    #[tokio::test]
+    async fn a_question_takes_values_or_a_rejection_and_nothing_else() {
+        let s = asking(true).await;
+        let gate = s
+            .gates
+            .get("elicit_c1#1")
+            .expect("the question's gate")
+            .clone();
+        let fill = Decision::Fill {
+            values: json!({"reason": "audit"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let check = |d: Decision| check_reply(&s, &gate, &answer(d, "alice"));
+        assert!(matches!(check(fill), Some(Ok(()))));
+        assert!(matches!(
+            check(Decision::Reject { reason: None }),
+            Some(Ok(()))
+        ));
+        for refused in [
+            Decision::Approve,
+            Decision::Modify {
+                feedback: "again".into(),
+            },
+            Decision::Defer,
+        ] {
+            match check(refused.clone()) {
+                Some(Err(Error::Usage(m))) => assert!(m.contains("fill them in"), "{m}"),
+                other => panic!("{refused:?} should be refused: {other:?}"),
+            }
+        }
+        // Another gate asks no server's question.
+        let review = s.first_gate().filter(|g| g.id == "review").cloned();
+        if let Some(review) = review {
+            assert!(check_reply(&s, &review, &answer(Decision::Approve, "alice")).is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_url_question_is_approved_or_rejected() {
+        let s = asking(false).await;
+        let gate = s
+            .gates
+            .get("elicit_c1#1")
+            .expect("the question's gate")
+            .clone();
+        assert_eq!(gate.form, None);
+        let check = |d: Decision| check_reply(&s, &gate, &answer(d, "alice"));
+        assert!(matches!(check(Decision::Approve), Some(Ok(()))));
+        assert!(matches!(
+            check(Decision::Reject { reason: None }),
+            Some(Ok(()))
+        ));
+        assert!(matches!(
+            check(Decision::Respond {
+                text: "done".into()
+            }),
+            Some(Err(_))
+        ));
+        assert_eq!(asking_at(&s, "elicit_c1#1"), Some((0, 0)));
+        assert_eq!(asking_at(&s, "review#1"), None);
+    }
 
     #[test]
     fn gate_ids_name_the_call() {

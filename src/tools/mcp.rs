@@ -17,7 +17,7 @@
 //! the result the model reads, cut to `tools.max_output_bytes`, and the
 //! server's `isError` becomes an error result. A server that asks a person
 //! something during a call (elicitation) is answered by a gate, not here
-//! ([`elicit`]): the call stops and is made again with the answer.
+//! (`elicit`): the call stops and is made again with the answer.
 //!
 //! Secrets: header values and environment values never appear in
 //! messages, logs or `Debug`; a child process gets only a small set of the
