@@ -217,6 +217,38 @@ fn a_rejected_question_declines_and_the_tool_says_so() {
 }
 
 #[test]
+fn a_plain_ctx_elicit_is_asked_on_the_older_protocol_and_fails_on_the_newer() {
+    let call = || tool_call("call_1", "reports__ask_directly", json!({}));
+    // Older protocol: an `elicitation/create` during the call, a gate.
+    let Some(s) = Setup::new(vec![call()], true) else {
+        return;
+    };
+    let v = s.strands(&["run", &s.spec], 19);
+    assert_eq!(v["gate"]["id"], "elicit_call_1", "{v:#}");
+    let id = session_id(&v);
+    let v = s.strands(&["resume", &id, "--approve", "--value", "reason=direct"], 0);
+    assert_eq!(v["status"], "completed", "{v:#}");
+    assert_eq!(
+        s.done(),
+        vec![json!({"tool": "ask_directly", "action": "accept"})]
+    );
+    assert_eq!(s.fake.request(2).tool_result("call_1"), "directly: accept");
+
+    // 2026-07-28: the server cannot ask that way; the model reads why.
+    let Some(s) = Setup::new(vec![call()], false) else {
+        return;
+    };
+    let v = s.strands(&["run", &s.spec], 0);
+    assert_eq!(v["status"], "completed", "no gate: {v:#}");
+    assert!(s.done().is_empty());
+    let result = s.fake.request(2).tool_result("call_1");
+    assert!(
+        result.contains("`reports` failed the call") && result.contains("no back-channel"),
+        "{result}"
+    );
+}
+
+#[test]
 fn a_url_question_shows_the_link_and_an_approval_accepts_it() {
     let call = tool_call("call_1", "reports__connect_account", json!({}));
     let Some(s) = Setup::new(vec![call], false) else {

@@ -206,19 +206,23 @@ impl Connection {
         }
         loop {
             let round = tokio::time::timeout(limit, self.client.call_tool_once(params.clone()));
-            let answered = tokio::select! {
-                r = round => r,
-                () = self.questions.asked.notified() => {
-                    let asked = self.questions.slot.lock().ok().and_then(|mut s| s.asked.take());
-                    return match asked {
-                        Some(Ok(q)) if e.rounds.len() < MAX_ROUNDS => {
-                            e.rounds.push(Round { key: None, question: q, gate: None, reply: None, sent: false });
-                            Called::Asks(e)
-                        }
-                        Some(Ok(_)) => fail(format!("MCP server `{server}` asked more than {MAX_ROUNDS} questions in one call; strands stopped answering")),
-                        Some(Err(why)) => fail(format!("MCP server `{server}` asked {why}; the call was abandoned")),
-                        None => fail(format!("MCP server `{server}` asked a question that was lost; the call was abandoned")),
-                    };
+            tokio::pin!(round);
+            let answered = loop {
+                tokio::select! {
+                    r = &mut round => break r,
+                    () = self.questions.asked.notified() => {
+                        let asked = self.questions.slot.lock().ok().and_then(|mut s| s.asked.take());
+                        return match asked {
+                            // A wake-up left over from an earlier call.
+                            None => continue,
+                            Some(Ok(q)) if e.rounds.len() < MAX_ROUNDS => {
+                                e.rounds.push(Round { key: None, question: q, gate: None, reply: None, sent: false });
+                                Called::Asks(e)
+                            }
+                            Some(Ok(_)) => fail(format!("MCP server `{server}` asked more than {MAX_ROUNDS} questions in one call; strands stopped answering")),
+                            Some(Err(why)) => fail(format!("MCP server `{server}` asked {why}; the call was abandoned")),
+                        };
+                    }
                 }
             };
             if let (Ok(Err(err)), false) = (&answered, afresh) {
