@@ -476,4 +476,72 @@ mod served {
             "the default filled in: {completed:?}"
         );
     }
+
+    #[test]
+    fn in_slack_the_question_opens_a_modal_of_typed_inputs_and_the_values_reach_the_tool() {
+        use crate::common::fake_slack::{Bot, BotConfig, FakeSlack};
+        let Some(setup) = Setup::new(vec![file_report("call_1")], false) else {
+            return;
+        };
+        let slack = FakeSlack::start();
+        let yaml = std::fs::read_to_string(&setup.spec).expect("the spec");
+        let yaml = yaml.replace(
+            "\nagents:",
+            "\nsecurity:\n  approvers: [U04APPROVER]\nagents:",
+        );
+        let dir = write_workflows(&setup.sandbox, &setup.fake, &[("mcp-elicitation", &yaml)]);
+        let ci = make_token(&setup.sandbox, "ci-bot", "operator");
+        let bot = Bot::launch(&slack, BotConfig::new(&setup.sandbox, &slack, &dir));
+        let r = call(
+            &bot,
+            "POST",
+            "/api/v1/runs",
+            Some(&ci),
+            Some(&json!({"workflow": "mcp-elicitation"})),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        let msg = slack.wait_for_approval();
+        let posted = msg.call.body.to_string();
+        assert!(
+            posted.contains("Why should the report be filed")
+                && posted.contains("Approving fills in: Count, Reason"),
+            "{:#}",
+            msg.call.body
+        );
+        let click = bot.click(&msg, "strands_approve", "U04APPROVER");
+        click.reply.expect_prompt_ok("the approve click", &bot);
+        let opened = slack.wait_for_modal(&click);
+        let view = &opened.body["view"];
+        assert_eq!(view["callback_id"], "strands_fill", "{view:#}");
+        let blocks = view["blocks"].as_array().expect("blocks");
+        let input = |name: &str| {
+            blocks
+                .iter()
+                .find(|b| b["block_id"] == format!("field:{name}"))
+                .unwrap_or_else(|| panic!("no input for {name}: {view:#}"))
+                .clone()
+        };
+        assert_eq!(input("count")["element"]["type"], "number_input");
+        assert_eq!(input("reason")["element"]["type"], "plain_text_input");
+        let ok = bot.submit_modal_with(&opened, "U04APPROVER", "", |p| {
+            p["view"]["state"] = json!({"values": {
+                "field:reason": {"value": {"type": "plain_text_input", "value": "from Slack"}},
+                "field:count": {"value": {"type": "number_input", "value": "4"}},
+            }});
+        });
+        assert_eq!(ok.status, 200, "{}", ok.body);
+        assert!(!ok.body.contains("errors"), "{}", ok.body);
+        let until = Instant::now() + WAIT;
+        while setup.done().is_empty() {
+            assert!(Instant::now() < until, "the tool never completed");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            setup.done(),
+            vec![
+                json!({"tool": "file_report", "title": "Q3", "action": "accept",
+                        "content": {"reason": "from Slack", "count": 4}})
+            ]
+        );
+    }
 }
