@@ -59,6 +59,11 @@ struct Setup {
 impl Setup {
     /// `None` (the test skips) without the venv.
     fn new(calls: Vec<Value>, legacy: bool) -> Option<Setup> {
+        Setup::edited(calls, legacy, |yaml| yaml)
+    }
+
+    /// [`Setup::new`] with the spec changed by `edit`.
+    fn edited(calls: Vec<Value>, legacy: bool, edit: impl Fn(String) -> String) -> Option<Setup> {
         let python = agent_sdks::python()?;
         let sandbox = Sandbox::new();
         let fake = tool_model(vec![calls]);
@@ -71,6 +76,7 @@ impl Setup {
                 &sandbox.path().join("done.log").display().to_string(),
             )
             .replace("$LEGACY", if legacy { "1" } else { "0" });
+        let yaml = edit(yaml);
         let spec = sandbox
             .spec("elicit.yaml", &yaml, &fake)
             .display()
@@ -214,6 +220,77 @@ fn a_rejected_question_declines_and_the_tool_says_so() {
     assert_eq!(done[0]["action"], "decline", "{done:?}");
     let result = s.fake.request(2).tool_result("call_1");
     assert!(result.contains("not filed 'Q3': decline"), "{result}");
+}
+
+#[test]
+fn a_call_that_waits_for_approval_then_asks_and_each_call_of_a_turn_asks_in_turn() {
+    let calls = vec![
+        file_report("call_1"),
+        tool_call("call_2", "reports__connect_account", json!({})),
+    ];
+    // The server's tools ask for approval first.
+    let Some(s) = Setup::edited(calls, false, |y| {
+        y.replace("      require_approval: false\n", "")
+    }) else {
+        return;
+    };
+    let v = s.strands(&["run", &s.spec], 19);
+    assert_eq!(v["gate"]["kind"], "tool_call", "{v:#}");
+    let id = session_id(&v);
+    s.strands(&["resume", &id, "--call", "call_1", "--approve"], 19);
+    let v = s.strands(&["resume", &id, "--call", "call_2", "--approve"], 19);
+    // Approved, the first call runs and its server asks.
+    assert_asks_the_form(&v);
+    let v = s.strands(&["resume", &id, "--approve", "--value", "reason=first"], 19);
+    // Its answer went back; the second call ran and asks on its own gate.
+    assert_eq!(v["gate"]["id"], "elicit_call_2", "{v:#}");
+    assert_eq!(s.done().len(), 1, "{:?}", s.done());
+    let v = s.strands(&["resume", &id, "--reject"], 0);
+    assert_eq!(v["status"], "completed", "{v:#}");
+    assert_eq!(
+        s.done(),
+        vec![
+            json!({"tool": "file_report", "title": "Q3", "action": "accept", "content": {"reason": "first", "count": 1}}),
+            json!({"tool": "connect_account", "action": "decline"}),
+        ]
+    );
+    let next = s.fake.request(2);
+    assert!(
+        next.tool_result("call_1").contains("accept"),
+        "{:?}",
+        next.tool_results()
+    );
+    assert_eq!(next.tool_result("call_2"), "connect: decline");
+    assert_eq!(
+        s.fake.count(),
+        2,
+        "the model was asked once more, with both results"
+    );
+}
+
+#[test]
+fn a_question_whose_time_runs_out_is_cancelled() {
+    let rules = "\nsecurity:\n  approvers:\n    - approvers: [tester]\n      timeout: 1s\nagents:";
+    let Some(s) = Setup::edited(vec![file_report("call_1")], false, |y| {
+        y.replace("\nagents:", rules)
+    }) else {
+        return;
+    };
+    let v = s.strands(&["run", &s.spec], 19);
+    assert_asks_the_form(&v);
+    assert!(
+        v["gate"]["timeout_at"].is_string(),
+        "the rule's timeout: {v:#}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let id = session_id(&v);
+    let v = s.strands(&["resume", &id], 0);
+    assert_eq!(v["status"], "completed", "{v:#}");
+    assert_eq!(
+        s.done(),
+        vec![json!({"tool": "file_report", "title": "Q3", "action": "cancel"})]
+    );
+    assert!(s.fake.request(2).tool_result("call_1").contains("cancel"));
 }
 
 #[test]
