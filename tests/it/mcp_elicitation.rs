@@ -371,7 +371,12 @@ mod served {
 
     impl Served {
         fn start() -> Option<Served> {
-            let setup = Setup::new(vec![file_report("call_1")], false)?;
+            Served::calling(file_report("call_1"))
+        }
+
+        /// The service, its model calling `call`.
+        fn calling(call: Value) -> Option<Served> {
+            let setup = Setup::new(vec![call], false)?;
             let yaml = std::fs::read_to_string(&setup.spec).expect("the spec");
             let yaml = yaml.replace("\nagents:", "\nsecurity:\n  approvers: [alice]\nagents:");
             let dir = write_workflows(&setup.sandbox, &setup.fake, &[("mcp-elicitation", &yaml)]);
@@ -619,6 +624,50 @@ mod served {
                 json!({"tool": "file_report", "title": "Q3", "action": "accept",
                         "content": {"reason": "from Slack", "count": 4}})
             ]
+        );
+    }
+
+    #[test]
+    fn in_the_web_inbox_a_url_question_shows_its_link_is_never_bulk_approved_and_an_approval_accepts(
+    ) {
+        use crate::web::Visitor;
+        let Some(w) = Served::calling(tool_call("call_1", "reports__connect_account", json!({})))
+        else {
+            return;
+        };
+        let id = w.start_run();
+        w.wait_for(&id, "paused");
+        let alice = Visitor::sign_in(&w.svc, &w.alice);
+        let inbox = alice.get("/inbox/list");
+        assert_eq!(inbox.status, 200, "{}", inbox.body);
+        assert!(inbox.body.contains(&id), "listed: {}", inbox.body);
+        assert!(
+            !inbox.body.contains(&format!("{id} elicit_call_1#1")),
+            "not offered for bulk approval: {}",
+            inbox.body
+        );
+        let page = alice.get(&format!("/sessions/{id}"));
+        assert!(
+            page.body
+                .contains("accounts.example&#x2f;connect?session=42")
+                && page.body.contains("does not follow"),
+            "{}",
+            page.body
+        );
+        let csrf = alice.csrf();
+        let ok = alice.post(
+            &format!("/sessions/{id}/answer"),
+            &[
+                ("csrf", &csrf),
+                ("gate", "elicit_call_1#1"),
+                ("decision", "approve"),
+            ],
+        );
+        assert!(ok.status < 400, "{} {}", ok.status, ok.body);
+        w.wait_for(&id, "completed");
+        assert_eq!(
+            w.setup.done(),
+            vec![json!({"tool": "connect_account", "action": "accept"})]
         );
     }
 }
