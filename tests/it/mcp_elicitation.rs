@@ -37,6 +37,8 @@ tools:
       env:
         MCP_ELICIT_LOG: $LOG
         MCP_ELICIT_LEGACY: "$LEGACY"
+        MCP_ELICIT_ASKED: $ASKED
+        MCP_ELICIT_STATE_KEY: ""
       require_approval: false
 agents:
   worker:
@@ -75,7 +77,11 @@ impl Setup {
                 "$LOG",
                 &sandbox.path().join("done.log").display().to_string(),
             )
-            .replace("$LEGACY", if legacy { "1" } else { "0" });
+            .replace("$LEGACY", if legacy { "1" } else { "0" })
+            .replace(
+                "$ASKED",
+                &sandbox.path().join("asked.log").display().to_string(),
+            );
         let yaml = edit(yaml);
         let spec = sandbox
             .spec("elicit.yaml", &yaml, &fake)
@@ -95,6 +101,14 @@ impl Setup {
             .lines()
             .map(|l| serde_json::from_str(l).expect("a JSON line"))
             .collect()
+    }
+
+    /// How many times the fixture's resolver asked (once per round).
+    fn asked(&self) -> usize {
+        std::fs::read_to_string(self.sandbox.path().join("asked.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
     }
 
     fn strands(&self, args: &[&str], code: i32) -> Value {
@@ -138,6 +152,7 @@ fn answered_form(legacy: bool) {
     assert_eq!(handle, "elicit_call_1#1", "{v:#}");
     assert!(s.done().is_empty(), "nothing completed before the answer");
     assert_eq!(s.fake.count(), 1);
+    assert_eq!(s.asked(), 1);
 
     // The process is gone (and the server with it): the session still
     // waits on the same gate.
@@ -177,6 +192,12 @@ fn answered_form(legacy: bool) {
         result.contains(r#"accept: {"count": 3, "reason": "quarterly audit"}"#),
         "the model reads the tool's result: {result}"
     );
+    // Made again in a new server process: on 2026-07-28 the state sealed
+    // by the first one is refused, so the call starts over and the
+    // question, asked again, gets the recorded answer (then the retry
+    // with it); on the older protocol the re-made call asks during the
+    // call and is answered at once.
+    assert_eq!(s.asked(), if legacy { 2 } else { 3 });
     let h = history(&v);
     assert_eq!(h.len(), 1, "one answer: {v:#}");
     assert_eq!(h[0]["decision"]["action"], "fill", "{v:#}");
@@ -196,6 +217,31 @@ fn a_servers_form_pauses_the_run_and_the_values_reach_the_tool() {
 #[test]
 fn on_the_older_protocol_the_question_comes_during_the_call_and_is_answered_once() {
     answered_form(true);
+}
+
+#[test]
+fn a_server_whose_state_outlives_its_process_goes_on_from_it_with_the_answer() {
+    let key = |y: String| {
+        y.replace(
+            r#"MCP_ELICIT_STATE_KEY: """#,
+            r#"MCP_ELICIT_STATE_KEY: "0123456789abcdef0123456789abcdef""#,
+        )
+    };
+    let Some(s) = Setup::edited(vec![file_report("call_1")], false, key) else {
+        return;
+    };
+    let v = s.strands(&["run", &s.spec], 19);
+    assert_asks_the_form(&v);
+    let id = session_id(&v);
+    let v = s.strands(&["resume", &id, "--approve", "--value", "reason=kept"], 0);
+    assert_eq!(v["status"], "completed", "{v:#}");
+    // One retry with the answer and the state: the question is not asked
+    // again (the resolver ran once per round: two rounds).
+    assert_eq!(s.asked(), 2);
+    assert_eq!(
+        s.done()[0]["content"],
+        json!({"reason": "kept", "count": 1})
+    );
 }
 
 #[test]
