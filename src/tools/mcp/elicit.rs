@@ -132,6 +132,13 @@ fn question(params: &Value) -> Result<Question, String> {
     }
 }
 
+/// Whether a retry's failure is the server refusing the `requestState` it
+/// was given ("invalid params", as the Python SDK answers a state it
+/// cannot open or that expired).
+fn stale_state(err: &rmcp::ServiceError) -> bool {
+    matches!(err, rmcp::ServiceError::McpError(e) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS)
+}
+
 impl rmcp::ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
@@ -225,16 +232,19 @@ impl Connection {
                     }
                 }
             };
+            // The state is not this server's any more (a new process, its
+            // keys gone; expired): "invalid params". The call starts over,
+            // and its questions get their recorded replies. Any other
+            // failure is the call's.
             if let (Ok(Err(err)), false) = (&answered, afresh) {
-                // The state is not this server's any more (a new process,
-                // its keys gone): the call starts over, and its questions
-                // get their recorded replies.
-                tracing::debug!(server = %server, error = %crate::error::chain(err), "MCP server refused the saved request state; calling afresh");
-                afresh = true;
-                e.request_state = None;
-                params.input_responses = None;
-                params.request_state = None;
-                continue;
+                if stale_state(err) {
+                    tracing::debug!(server = %server, error = %crate::error::chain(err), "MCP server refused the saved request state; calling afresh");
+                    afresh = true;
+                    e.request_state = None;
+                    params.input_responses = None;
+                    params.request_state = None;
+                    continue;
+                }
             }
             let response = match answered {
                 Ok(Ok(r)) => r,
@@ -323,5 +333,49 @@ impl Connection {
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_are_read_from_the_wire() {
+        let form = question(&json!({
+            "mode": "form", "message": "Why?",
+            "requestedSchema": {"type": "object", "properties": {"r": {"type": "string"}}}
+        }))
+        .expect("a form question");
+        assert_eq!(form.message, "Why?");
+        assert!(matches!(form.ask, Ask::Form { .. }));
+        // No mode: a form (the shape before modes existed), no schema: none.
+        let bare = question(&json!({"message": "Ok?"})).expect("a form question");
+        assert_eq!(bare.form(), Ok(None));
+        let url = question(&json!({
+            "mode": "url", "message": "Go", "url": "https://x.example/", "elicitationId": "e1"
+        }))
+        .expect("a URL question");
+        assert_eq!(
+            url.ask,
+            Ask::Url {
+                url: "https://x.example/".into(),
+                id: "e1".into()
+            }
+        );
+        assert!(question(&json!({"mode": "url", "message": "Go"})).is_err());
+        assert!(question(&json!({"mode": "telepathy", "message": "?"})).is_err());
+    }
+
+    #[test]
+    fn only_invalid_params_means_a_stale_state() {
+        let invalid = rmcp::ServiceError::McpError(ErrorData::invalid_params(
+            "Invalid or expired requestState",
+            None,
+        ));
+        assert!(stale_state(&invalid));
+        let other = rmcp::ServiceError::McpError(ErrorData::internal_error("boom", None));
+        assert!(!stale_state(&other));
+        assert!(!stale_state(&rmcp::ServiceError::TransportClosed));
     }
 }
