@@ -74,15 +74,13 @@ pub fn check_reply(session: &Session, gate: &OpenGate, answer: &Answer) -> Optio
         Ok(())
     } else if gate.form.is_some() {
         Err(Error::Usage(format!(
-            "gate `{}` asks for values an MCP server needs: fill them in (approve with the values), or reject to decline; not {}",
-            gate.id,
-            answer.decision.verb()
+            "gate `{}` asks for values an MCP server needs: fill them in (approve with the values), or reject to decline; nothing else answers it",
+            gate.id
         )))
     } else {
         Err(Error::Usage(format!(
-            "gate `{}` asks a question of an MCP server: approve to accept, or reject to decline; not {}",
-            gate.id,
-            answer.decision.verb()
+            "gate `{}` asks a question of an MCP server: approve to accept, or reject to decline; nothing else answers it",
+            gate.id
         )))
     })
 }
