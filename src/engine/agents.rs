@@ -1,6 +1,7 @@
 //! Agent steps: model requests (several at once, up to `max_parallel`),
 //! the tool-calling loop, tool-call gates, and running approved calls at
-//! most once.
+//! most once (a call whose MCP server asks a person something pauses at
+//! its question's gate and is made again once answered: `super::elicit`).
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
