@@ -597,7 +597,12 @@ impl Engine<'_> {
                         _ => (None, None),
                     };
                     if let Some(e) = prior.as_ref().filter(|e| e.unanswered().is_some()) {
-                        return self.ask_person(spec, session, i, e.clone()).await;
+                        self.ask_person(spec, session, i, e.clone()).await?;
+                        if session.status == Status::Paused {
+                            return Ok(());
+                        }
+                        // Ended instead (a question no form shows).
+                        continue;
                     }
                     if approved.is_some_and(|d| crate::tools::digest(&pc.call.name, &pc.call.arguments) != *d) {
                         crate::tools::ToolResult::error("not run: the call differs from what was approved")
@@ -625,7 +630,12 @@ impl Engine<'_> {
                         let result = match called {
                             crate::tools::mcp::Called::Done(r) => r,
                             crate::tools::mcp::Called::Asks(e) => {
-                                return self.ask_person(spec, session, i, e).await;
+                                self.ask_person(spec, session, i, e).await?;
+                                if session.status == Status::Paused {
+                                    return Ok(());
+                                }
+                                // Ended instead (a question no form shows).
+                                continue;
                             }
                         };
                         if result.is_error || result.blocked.is_some() {

@@ -372,6 +372,34 @@ fn a_plain_ctx_elicit_is_asked_on_the_older_protocol_and_fails_on_the_newer() {
 }
 
 #[test]
+fn a_question_no_form_can_show_ends_its_call_and_the_next_call_still_runs() {
+    let calls = vec![
+        tool_call("call_1", "reports__ask_too_much", json!({})),
+        file_report("call_2"),
+    ];
+    let Some(s) = Setup::new(calls, false) else {
+        return;
+    };
+    let v = s.strands(&["run", &s.spec], 19);
+    // The first call ended with an error result; the second asks.
+    assert_eq!(v["gate"]["id"], "elicit_call_2", "{v:#}");
+    let id = session_id(&v);
+    let v = s.strands(&["resume", &id, "--reject"], 0);
+    assert_eq!(v["status"], "completed", "{v:#}");
+    let next = s.fake.request(2);
+    let first = next.tool_result("call_1");
+    assert!(
+        first.contains("cannot show as a form") && first.contains("`reports`"),
+        "{first}"
+    );
+    assert!(next.tool_result("call_2").contains("decline"));
+    assert_eq!(
+        s.done(),
+        vec![json!({"tool": "file_report", "title": "Q3", "action": "decline"})]
+    );
+}
+
+#[test]
 fn a_url_question_shows_the_link_and_an_approval_accepts_it() {
     let call = tool_call("call_1", "reports__connect_account", json!({}));
     let Some(s) = Setup::new(vec![call], false) else {
