@@ -244,6 +244,90 @@ fn a_server_whose_state_outlives_its_process_goes_on_from_it_with_the_answer() {
     );
 }
 
+/// The fixture serving Streamable HTTP on a free port, killed on drop.
+struct HttpFixture {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpFixture {
+    fn start(python: &std::path::Path, setup: &Setup) -> HttpFixture {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let fixture = agent_sdks::root().join("tests/fixtures/mcp_elicit_server.py");
+        let child = std::process::Command::new(python)
+            .arg(fixture)
+            .env("MCP_ELICIT_HTTP_PORT", port.to_string())
+            .env("MCP_ELICIT_LOG", setup.sandbox.path().join("done.log"))
+            .env("MCP_ELICIT_ASKED", setup.sandbox.path().join("asked.log"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the HTTP fixture");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < until,
+                "the HTTP fixture never listened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        HttpFixture {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_long_lived_http_server_goes_on_from_its_state_with_the_answer() {
+    let Some(python) = agent_sdks::python() else {
+        return;
+    };
+    // The server entry becomes a URL, filled in once the fixture listens.
+    let Some(s) = Setup::edited(vec![file_report("call_1")], false, |y| {
+        let start = y.find("      command:").expect("the command");
+        let end = y.find("      require_approval").expect("the policy");
+        format!("{}      url: $URL\n{}", &y[..start], &y[end..])
+    }) else {
+        return;
+    };
+    let http = HttpFixture::start(&python, &s);
+    let yaml = std::fs::read_to_string(&s.spec)
+        .expect("the spec")
+        .replace("$URL", &http.url);
+    std::fs::write(&s.spec, yaml).expect("write the spec");
+    let v = s.strands(&["run", &s.spec], 19);
+    assert_asks_the_form(&v);
+    assert_eq!(s.asked(), 1);
+    let id = session_id(&v);
+    let v = s.strands(
+        &["resume", &id, "--approve", "--value", "reason=over HTTP"],
+        0,
+    );
+    assert_eq!(v["status"], "completed", "{v:#}");
+    // The same server process opens its own state: one retry, not asked again.
+    assert_eq!(s.asked(), 2);
+    assert_eq!(
+        s.done()[0]["content"],
+        json!({"reason": "over HTTP", "count": 1})
+    );
+    assert!(s
+        .fake
+        .request(2)
+        .tool_result("call_1")
+        .contains(r#"accept: {"count": 1, "reason": "over HTTP"}"#));
+}
+
 #[test]
 fn a_rejected_question_declines_and_the_tool_says_so() {
     let Some(s) = Setup::new(vec![file_report("call_1")], false) else {
