@@ -828,4 +828,129 @@ mod served {
             vec![json!({"tool": "connect_account", "action": "accept"})]
         );
     }
+
+    #[test]
+    fn in_teams_the_question_is_a_card_with_typed_inputs_and_approve_sends_them() {
+        use crate::common::fake_teams::FakeTeams;
+        use crate::common::teams_driver::{token, verbs, BOT, CHANNEL, TENANT};
+        use crate::teams_room::post_activity;
+        const ANN: &str = "aad-0000-ann";
+        const BOB: &str = "aad-0000-bob";
+        let Some(setup) = Setup::new(vec![file_report("call_1")], false) else {
+            return;
+        };
+        let fake = FakeTeams::start();
+        let yaml = std::fs::read_to_string(&setup.spec).expect("the spec");
+        let yaml = yaml.replace(
+            "\nagents:",
+            &format!("\nsecurity:\n  approvers: [\"teams:{ANN}\"]\nagents:"),
+        );
+        let dir = write_workflows(&setup.sandbox, &setup.fake, &[("mcp-elicitation", &yaml)]);
+        let mut cfg = ServeConfig::api(&setup.sandbox, &dir);
+        for (k, v) in fake.env(&[("TEAMS_SERVICE_URL_HOSTS", "127.0.0.1")]) {
+            cfg = cfg.with(&k, Some(&v));
+        }
+        let svc = Service::launch(cfg);
+        let activity = |who: &str, rest: Value| {
+            let mut a = json!({
+                "channelId": "msteams",
+                "serviceUrl": fake.service_url(),
+                "from": {"id": format!("29:{who}"), "aadObjectId": who, "name": "Someone"},
+                "recipient": {"id": BOT, "name": "strands"},
+                "conversation": {"id": CHANNEL, "conversationType": "channel", "isGroup": true},
+                "channelData": {"tenant": {"id": TENANT}},
+            });
+            if let (Some(a), Value::Object(rest)) = (a.as_object_mut(), rest) {
+                a.extend(rest);
+            }
+            a
+        };
+        let send = |a: Value| {
+            let r = post_activity(&svc, &token(&fake.service_url(), "signing.key.pem"), &a);
+            assert_eq!(r.status, 200, "{} {}\n{}", r.status, r.body, svc.log());
+            if r.body.trim().is_empty() {
+                Value::Null
+            } else {
+                r.json()
+            }
+        };
+        // Bob starts the run; Ann, the approver, answers.
+        send(activity(
+            BOB,
+            json!({"type": "message", "id": "m:run",
+            "text": "<at>strands</at> run mcp-elicitation",
+            "entities": [{"type": "mention", "mentioned": {"id": BOT, "name": "strands"}, "text": "<at>strands</at>"}]}),
+        ));
+        let until = Instant::now() + WAIT;
+        let card = loop {
+            if let Some(h) = fake.hits().into_iter().find(|h| {
+                h.method == "POST"
+                    && h.body.get("attachments").is_some()
+                    && h.body
+                        .to_string()
+                        .contains("Why should the report be filed")
+            }) {
+                break h.body["attachments"][0]["content"].clone();
+            }
+            assert!(Instant::now() < until, "no card\n{}", svc.log());
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(verbs(&card).contains(&"approve".to_string()), "{card:#}");
+        let approve_card = card["actions"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["title"] == "Approve…"))
+            .unwrap_or_else(|| panic!("Approve… with the inputs: {card:#}"));
+        let inputs: Vec<(String, String)> = approve_card["card"]["body"]
+            .as_array()
+            .expect("inputs")
+            .iter()
+            .filter(|i| i["id"].is_string())
+            .map(|i| {
+                (
+                    i["id"].as_str().unwrap_or_default().to_string(),
+                    i["type"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            inputs,
+            [
+                ("value.count".to_string(), "Input.Number".to_string()),
+                ("value.reason".to_string(), "Input.Text".to_string()),
+            ]
+        );
+        let text = card.to_string();
+        let id = text
+            .split("/sessions/")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the run's page")
+            .to_string();
+        let answer = send(activity(
+            ANN,
+            json!({"type": "invoke", "name": "adaptiveCard/action", "id": "i:1",
+            "replyToId": "card",
+            "value": {"action": {"type": "Action.Execute", "verb": "approve", "data": {
+                "session": id, "gate": "elicit_call_1#1",
+                "value.reason": "from Teams", "value.count": "5"}}}}),
+        ));
+        assert!(!answer.to_string().contains("cannot approve"), "{answer:#}");
+        let until = Instant::now() + WAIT;
+        while setup.done().is_empty() {
+            assert!(
+                Instant::now() < until,
+                "the tool never completed\n{}",
+                svc.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            setup.done(),
+            vec![
+                json!({"tool": "file_report", "title": "Q3", "action": "accept",
+                        "content": {"reason": "from Teams", "count": 5}})
+            ]
+        );
+        fake.assert_cards_valid();
+    }
 }
