@@ -1,6 +1,7 @@
 //! Agent steps: model requests (several at once, up to `max_parallel`),
 //! the tool-calling loop, tool-call gates, and running approved calls at
-//! most once.
+//! most once (a call whose MCP server asks a person something pauses at
+//! its question's gate and is made again once answered: `super::elicit`).
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -334,7 +335,11 @@ impl Engine<'_> {
                 if self.open_tool_gate(spec, session, &w.position).await? {
                     return Ok(());
                 }
-                self.run_approved_calls(session, &toolbox).await?;
+                self.run_approved_calls(spec, session, &toolbox).await?;
+                // A call's MCP server asked a person something.
+                if session.status == Status::Paused {
+                    return Ok(());
+                }
             }
             // 2. Compact a conversation that grew past its budget, then ask the model.
             if let Some(policy) = &spec.context.compaction {
@@ -556,6 +561,7 @@ impl Engine<'_> {
     /// once, then hands every outcome to the conversation.
     pub(super) async fn run_approved_calls(
         &mut self,
+        spec: &Spec,
         session: &mut Session,
         toolbox: &tools::Toolbox,
     ) -> Result<()> {
@@ -583,8 +589,23 @@ impl Engine<'_> {
                     Some(r) if !r.trim().is_empty() => format!("denied by {}: {r}", crate::model::identity::quoted(by)),
                     _ => format!("denied by {}", crate::model::identity::quoted(by)),
                 }),
-                CallState::Approved { digest, .. } => {
-                    if crate::tools::digest(&pc.call.name, &pc.call.arguments) != *digest {
+                // Approved, or asked a person something and answered: made
+                // (again) with the replies so far.
+                CallState::Approved { .. } | CallState::Asking { .. } => {
+                    let (approved, prior) = match &pc.state {
+                        CallState::Approved { digest, .. } => (Some(digest), None),
+                        CallState::Asking { elicitation } => (None, Some(elicitation.clone())),
+                        _ => (None, None),
+                    };
+                    if let Some(e) = prior.as_ref().filter(|e| e.unanswered().is_some()) {
+                        self.ask_person(spec, session, i, e.clone()).await?;
+                        if session.status == Status::Paused {
+                            return Ok(());
+                        }
+                        // Ended instead (a question no form shows).
+                        continue;
+                    }
+                    if approved.is_some_and(|d| crate::tools::digest(&pc.call.name, &pc.call.arguments) != *d) {
                         crate::tools::ToolResult::error("not run: the call differs from what was approved")
                     } else if let Some(tool) = toolbox.tool(&pc.call.name) {
                         set_call_state(session, i, CallState::Running);
@@ -603,10 +624,21 @@ impl Engine<'_> {
                             call.id = %pc.call.id,
                             otel.status_code = tracing::field::Empty,
                         );
-                        let result = tool
-                            .run(&pc.call.arguments, &toolbox.env, grant)
+                        let called = tool
+                            .run_asking(&pc.call.arguments, &toolbox.env, grant, prior)
                             .instrument(span.clone())
                             .await;
+                        let result = match called {
+                            crate::tools::mcp::Called::Done(r) => r,
+                            crate::tools::mcp::Called::Asks(e) => {
+                                self.ask_person(spec, session, i, e).await?;
+                                if session.status == Status::Paused {
+                                    return Ok(());
+                                }
+                                // Ended instead (a question no form shows).
+                                continue;
+                            }
+                        };
                         if result.is_error || result.blocked.is_some() {
                             span.record("otel.status_code", "ERROR");
                         }

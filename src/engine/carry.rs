@@ -18,6 +18,10 @@ impl Engine<'_> {
         pending: crate::model::PendingAnswer,
         channel: &mut C,
     ) -> Result<()> {
+        // An answer to an MCP server's question goes back to the server.
+        if self.carry_reply(spec, session, &pending, channel).await? {
+            return Ok(());
+        }
         let answer = pending.answer;
         let gate = session.gates.get(&pending.gate).cloned().ok_or_else(|| {
             Error::Internal(format!(

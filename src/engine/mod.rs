@@ -23,6 +23,7 @@ mod testkit;
 mod agents;
 mod carry;
 mod compaction;
+pub mod elicit;
 mod gates;
 mod notes;
 mod triggers;

@@ -512,6 +512,7 @@ pub fn describe_calls(calls: &[PendingCall]) -> String {
             CallState::Approved { by, .. } => format!("approved by {by}"),
             CallState::Rejected { by, .. } => format!("rejected by {by}"),
             CallState::Running => "running".to_string(),
+            CallState::Asking { .. } => "waiting for input its MCP server asked for".to_string(),
             CallState::Done { .. } => "done".to_string(),
         };
         out.push_str(&format!("[{}] {} — {}\n", c.call.id, c.call.name, state));

@@ -97,7 +97,7 @@ pub fn outcome(session: &Session, handle: &str, pc: &PendingCall) -> Option<Outc
             at: None,
             reason: reason.clone(),
         },
-        CallState::Running => Outcome::Running,
+        CallState::Running | CallState::Asking { .. } => Outcome::Running,
         CallState::Done { result } if result.is_error => Outcome::NotRun(result.content.clone()),
         CallState::Done { .. } => Outcome::Done,
     })

@@ -96,8 +96,11 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
                     g.timeout_at,
                     now,
                 ),
-                // A gate with a form is filled in on its page, not approved in bulk.
-                routine: g.kind == GateKind::ManualGate && g.form.is_none(),
+                // A gate with a form is filled in on its page, not approved
+                // in bulk; so is an MCP server's question (a link to visit).
+                routine: g.kind == GateKind::ManualGate
+                    && g.form.is_none()
+                    && crate::engine::elicit::asking_at(s, &g.handle()).is_none(),
                 gate: view,
                 for_whom,
             }

@@ -11,6 +11,7 @@
 pub mod accept;
 pub mod calendar;
 pub mod conversation;
+pub mod elicitation;
 pub mod event;
 pub mod form;
 pub mod gate;

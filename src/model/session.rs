@@ -329,6 +329,12 @@ pub enum CallState {
     Rejected { by: String, reason: Option<String> },
     /// Started; if the process dies now the call is not run again (at most once).
     Running,
+    /// Its MCP server asked a person for input while it ran: it waits at
+    /// the gate of the round without a reply, or — every round answered —
+    /// is made again with the replies (`super::elicitation`).
+    Asking {
+        elicitation: super::elicitation::Elicitation,
+    },
     /// Finished (or refused by policy): the result the model reads.
     Done { result: ToolResult },
 }

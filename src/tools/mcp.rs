@@ -15,7 +15,9 @@
 //! go through `tools/call` with the same time limit; the text of the result
 //! (text blocks, embedded text resources; other blocks summarized) becomes
 //! the result the model reads, cut to `tools.max_output_bytes`, and the
-//! server's `isError` becomes an error result.
+//! server's `isError` becomes an error result. A server that asks a person
+//! something during a call (elicitation) is answered by a gate, not here
+//! (`elicit`): the call stops and is made again with the answer.
 //!
 //! Secrets: header values and environment values never appear in
 //! messages, logs or `Debug`; a child process gets only a small set of the
@@ -39,12 +41,7 @@ use std::process::Stdio;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
-    ProtocolVersion,
-};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::ServiceExt;
+use rmcp::service::{ClientServiceExt, RoleClient, RunningService};
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncReadExt;
 
@@ -53,6 +50,10 @@ use super::{Risk, ToolEnv, ToolMeta, ToolResult};
 use crate::error::{Error, Result};
 use crate::provider::ToolSpec;
 use crate::spec::{McpServerSpec, McpTransport};
+
+mod elicit;
+
+pub use elicit::Called;
 
 /// The longest tool name model APIs accept.
 pub const MAX_TOOL_NAME: usize = 64;
@@ -195,8 +196,10 @@ pub struct Listed {
 /// child process is killed with its process group.
 pub struct Connection {
     server: String,
-    client: RunningService<RoleClient, InitializeRequestParams>,
+    client: RunningService<RoleClient, elicit::Handler>,
     stderr: Option<Arc<Mutex<String>>>,
+    /// Where the server's `elicitation/create` requests land.
+    questions: elicit::Questions,
 }
 
 impl fmt::Debug for Connection {
@@ -205,14 +208,6 @@ impl fmt::Debug for Connection {
             .field("server", &self.server)
             .finish_non_exhaustive()
     }
-}
-
-fn client_config() -> InitializeRequestParams {
-    InitializeRequestParams::new(
-        ClientCapabilities::default(),
-        Implementation::new("strands", env!("CARGO_PKG_VERSION")),
-    )
-    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
 /// A stdio server's stderr: read in the background, the last
@@ -279,6 +274,7 @@ impl Connection {
         let limit = effective_timeout(timeout);
         let fail = |what: String| Error::Runtime(format!("MCP server `{id}` {what}"));
         tracing::debug!(server = %id, "connecting to MCP server");
+        let (handler, questions) = elicit::Handler::new();
         let (client, stderr, stderr_task) = match &server.transport {
             McpTransport::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -304,7 +300,11 @@ impl Connection {
                     }
                     None => (None, None),
                 };
-                let client = tokio::time::timeout(limit, client_config().serve(transport)).await;
+                let client = tokio::time::timeout(
+                    limit,
+                    handler.serve_with_lifecycle(transport, elicit::lifecycle()),
+                )
+                .await;
                 let client = match client {
                     Ok(Ok(c)) => Ok(c),
                     Ok(Err(e)) => Err(format!(
@@ -320,7 +320,11 @@ impl Connection {
             }
             McpTransport::Http { url, headers } => {
                 let transport = http_transport(url, headers, egress).map_err(&fail)?;
-                let client = tokio::time::timeout(limit, client_config().serve(transport)).await;
+                let client = tokio::time::timeout(
+                    limit,
+                    handler.serve_with_lifecycle(transport, elicit::lifecycle()),
+                )
+                .await;
                 let client = match client {
                     Ok(Ok(c)) => Ok(c),
                     Ok(Err(e)) => Err(format!(
@@ -351,6 +355,7 @@ impl Connection {
             server: id.to_string(),
             client,
             stderr,
+            questions,
         };
         let tools = match tokio::time::timeout(limit, conn.client.list_all_tools()).await {
             Ok(Ok(t)) => t,
@@ -380,8 +385,9 @@ impl Connection {
         Ok((Arc::new(conn), listed))
     }
 
-    /// Calls `remote` with `args` (a JSON object) within `timeout`. Never
-    /// fails: errors are error results naming the server.
+    /// Calls `remote` with `args` (a JSON object) within `timeout`, for a
+    /// caller that cannot ask anyone: a question from the server ends the
+    /// call with an error result ([`Connection::call_asking`] asks).
     pub async fn call(
         &self,
         remote: &str,
@@ -389,37 +395,14 @@ impl Connection {
         timeout: Duration,
         max_bytes: usize,
     ) -> ToolResult {
-        let server = &self.server;
-        let arguments = match args {
-            Value::Object(m) => Some(m.clone()),
-            Value::Null => None,
-            other => {
-                return ToolResult::error(format!(
-                    "invalid arguments: expected a JSON object, got {}",
-                    short_n(&other.to_string(), 80)
-                ))
-            }
-        };
-        let mut params = CallToolRequestParams::new(remote.to_string());
-        if let Some(a) = arguments {
-            params = params.with_arguments(a);
-        }
-        let limit = effective_timeout(timeout);
-        match tokio::time::timeout(limit, self.client.call_tool(params)).await {
-            Ok(Ok(result)) => match serde_json::to_value(&result) {
-                Ok(v) => result_text(&v, max_bytes),
-                Err(e) => ToolResult::error(format!(
-                    "MCP server `{server}` returned a result that cannot be read: {e}"
-                )),
-            },
-            Ok(Err(e)) => ToolResult::error(format!(
-                "MCP server `{server}` failed the call: {}{}",
-                crate::error::chain(&e),
-                stderr_note(self.stderr.as_ref())
-            )),
-            Err(_) => ToolResult::error(format!(
-                "MCP server `{server}` did not answer within {} (the call may or may not have taken effect)",
-                human_duration(limit)
+        match self
+            .call_asking(remote, args, timeout, max_bytes, None)
+            .await
+        {
+            Called::Done(r) => r,
+            Called::Asks(_) => ToolResult::error(format!(
+                "MCP server `{}` asked for input nobody can give here; the call was abandoned",
+                self.server
             )),
         }
     }
@@ -691,11 +674,33 @@ impl McpTool {
     pub async fn run(&self, args: &Value, env: &ToolEnv) -> ToolResult {
         match &self.conn {
             Some(c) => c.call(&self.remote, args, env.timeout, env.max_bytes).await,
-            None => ToolResult::error(format!(
-                "MCP server `{}` is not connected; the call did not run",
-                self.server
-            )),
+            None => self.not_connected(),
         }
+    }
+
+    /// [`McpTool::run`] where a person can be asked: a question of the
+    /// server comes back as [`Called::Asks`]; `prior` holds the questions
+    /// and replies of the call's earlier attempts.
+    pub async fn run_asking(
+        &self,
+        args: &Value,
+        env: &ToolEnv,
+        prior: Option<crate::model::elicitation::Elicitation>,
+    ) -> Called {
+        match &self.conn {
+            Some(c) => {
+                c.call_asking(&self.remote, args, env.timeout, env.max_bytes, prior)
+                    .await
+            }
+            None => Called::Done(self.not_connected()),
+        }
+    }
+
+    fn not_connected(&self) -> ToolResult {
+        ToolResult::error(format!(
+            "MCP server `{}` is not connected; the call did not run",
+            self.server
+        ))
     }
 }
 

@@ -134,6 +134,27 @@ impl Tool {
             Tool::Mcp(m) => m.run(args, env).await,
         }
     }
+
+    /// [`Tool::run`] for a caller that can ask a person: an MCP server's
+    /// question comes back as [`mcp::Called::Asks`] (other tools never
+    /// ask); `prior` holds the call's earlier questions and replies.
+    pub async fn run_asking(
+        &self,
+        args: &Value,
+        env: &ToolEnv,
+        grant: Grant,
+        prior: Option<crate::model::elicitation::Elicitation>,
+    ) -> mcp::Called {
+        match self {
+            Tool::Mcp(m) => {
+                if let Err(e) = self.validate(args) {
+                    return mcp::Called::Done(ToolResult::error(format!("invalid arguments: {e}")));
+                }
+                m.run_asking(args, env, prior).await
+            }
+            other => mcp::Called::Done(other.run(args, env, grant).await),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ mod docs;
 mod email;
 mod forms;
 mod layering;
+mod mcp_elicitation;
 mod mcp_server;
 mod people;
 mod policies;

@@ -288,6 +288,9 @@ impl Engine<'_> {
         if gate.kind == crate::spec::GateKind::ToolCall {
             return Self::check_tool_answer(spec, session, answer);
         }
+        if let Some(fits) = super::elicit::check_reply(session, gate, answer) {
+            return fits;
+        }
         if let (true, crate::model::Decision::Reject { reason }) =
             (gate.require_reason, &answer.decision)
         {
