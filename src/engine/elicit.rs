@@ -193,6 +193,7 @@ impl Engine<'_> {
             hours: None,
             form,
             allow_trust: false,
+            allow_edit: false,
         };
         let mut opened = opened;
         self.question_rule(spec, session, &pc.call, &mut opened);
