@@ -463,6 +463,32 @@ mod tests {
     }
 
     #[test]
+    fn edits_approve_only_a_manual_gate_that_allows_them_and_only_as_an_object() {
+        let edit = Decision::Edit {
+            arguments: serde_json::json!({"command": "ls"}),
+        };
+        let mut g = gate(GateKind::ManualGate);
+        assert!(interpret(&g, &edit).is_err(), "no allow_edit");
+        g.allow_edit = true;
+        assert_eq!(
+            interpret(&g, &edit).unwrap(),
+            Outcome::Continue {
+                response: "approved".into()
+            }
+        );
+        let not_an_object = Decision::Edit {
+            arguments: serde_json::json!("rm -rf /"),
+        };
+        assert!(interpret(&g, &not_an_object)
+            .unwrap_err()
+            .to_string()
+            .contains("JSON object"));
+        let mut hitl = gate(GateKind::Hitl);
+        hitl.allow_edit = true;
+        assert!(interpret(&hitl, &edit).is_err());
+    }
+
+    #[test]
     fn fills_and_trust_count_as_approvals_for_self_approval() {
         let mut g = form_gate();
         g.allow_self_approval = Some(false);

@@ -435,3 +435,50 @@ async fn request_approval_runs_as_a_task_a_host_leaves_and_comes_back_to() {
         .await
         .expect("stop");
 }
+
+#[test]
+fn without_a_policy_a_hosts_call_is_denied_saying_why_and_read_only_calls_pass() {
+    let llm = FakeLlm::start();
+    let sandbox = Sandbox::new();
+    let ci = make_token(&sandbox, "ci-bot", "operator");
+    let dir = write_workflows(&sandbox, &llm, &[]);
+    let svc = crate::common::service::Service::launch(crate::common::service::ServeConfig::api(
+        &sandbox, &dir,
+    ));
+    let hook = |tool: &str, input: Value| {
+        let r = crate::common::api::call(
+            &svc,
+            "POST",
+            "/api/v1/hooks/claude-code",
+            Some(&ci),
+            Some(&json!({
+                "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input,
+                "tool_use_id": format!("toolu_{tool}"), "session_id": "s1", "cwd": "/repo"
+            })),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["hookSpecificOutput"].clone()
+    };
+    // No service file: Claude Code's read-only tools pass...
+    let read = hook("Read", json!({"file_path": "/repo/README.md"}));
+    assert_eq!(read["permissionDecision"], "allow", "{read}");
+    // ...and anything else is denied, naming the missing policy; nothing asked.
+    let bash = hook("Bash", bash_marker("ran"));
+    assert_eq!(bash["permissionDecision"], "deny", "{bash}");
+    let why = bash["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("agent-hosts"), "{why}");
+    let listed = crate::common::api::call(&svc, "GET", "/api/v1/approvals", Some(&ci), None);
+    assert_eq!(listed.json()["count"], 0, "{}", listed.body);
+    // An event the hook does not answer is refused, naming it.
+    let r = crate::common::api::call(
+        &svc,
+        "POST",
+        "/api/v1/hooks/claude-code",
+        Some(&ci),
+        Some(&json!({"hook_event_name": "Stop", "tool_name": "Bash"})),
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.body.contains("Stop"), "{}", r.body);
+}
