@@ -31,6 +31,9 @@ use crate::hub::Hub;
 /// Where the MCP server answers.
 pub const PATH: &str = "/mcp";
 
+/// How long a session of the older protocol lives without a message.
+const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The MCP server's routes on `hub`. `public_url`: how hosts reach this
 /// server, whose host name is accepted besides loopback (MCP's DNS
 /// rebinding guard).
@@ -51,6 +54,11 @@ pub fn router(hub: Hub, public_url: &str, progress_every: std::time::Duration) -
         .with_allowed_hosts(hosts)
         .with_max_request_body_bytes(hub.max_body_bytes)
         .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
+    // A legacy session closes after this long without a message either
+    // way; a tool waiting for people sends progress (when the client gave a
+    // token), else nothing: an hour leaves room for a long decision.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let handler_hub = hub.clone();
     let service = StreamableHttpService::new(
         move || {
@@ -60,7 +68,7 @@ pub fn router(hub: Hub, public_url: &str, progress_every: std::time::Duration) -
                 public.clone(),
             ))
         },
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     );
     Router::new()
