@@ -54,6 +54,9 @@ pub struct Action {
     pub fields: Vec<crate::hub::fields::FieldView>,
     /// The Trust button's words, when the gate allows trust.
     pub trust: Option<String>,
+    /// The action's arguments, pretty-printed for editing, when the gate
+    /// takes edits (`allow_edit`: an approval request's editable action).
+    pub edit: Option<String>,
 }
 
 /// What an answer did, shown on the page.
@@ -297,6 +300,7 @@ async fn render_page(
                     .map(crate::hub::fields::fields)
                     .unwrap_or_default(),
                 trust: g.allow_trust.then(|| crate::hub::fields::trust_label(s)),
+                edit: g.allow_edit.then(|| editable_arguments(s)).flatten(),
             }
         })
         .collect();
@@ -476,4 +480,12 @@ async fn respond_with(
 ) -> std::result::Result<Response, WebError> {
     let page = render_page(web, viewer, s, Some(Result { ok, message })).await?;
     Ok((status, html(page)).into_response())
+}
+
+/// The arguments of session `s`'s action (an approval request keeps it as
+/// JSON text in the variable `action`), pretty-printed.
+fn editable_arguments(s: &Session) -> Option<String> {
+    let text = s.variables.get("action")?.as_str()?;
+    let action: Value = serde_json::from_str(text).ok()?;
+    serde_json::to_string_pretty(action.get("arguments")?).ok()
 }

@@ -482,3 +482,63 @@ fn without_a_policy_a_hosts_call_is_denied_saying_why_and_read_only_calls_pass()
     assert_eq!(r.status, 422, "{}", r.body);
     assert!(r.body.contains("Stop"), "{}", r.body);
 }
+
+#[test]
+fn an_editable_action_is_approved_with_the_arguments_edited_in_the_web_inbox() {
+    let Some(client) = python() else {
+        return;
+    };
+    let w = Strands::start();
+    let mut args = approval_args("edit-1");
+    args["editable"] = json!(true);
+    let child =
+        client.spawn(&McpCall::new(&w.mcp_url(), Some(&w.ci)).call("request_approval", args));
+    let asked = w.pending();
+    let id = asked["id"].as_str().expect("an id").to_string();
+    let alice = Visitor::sign_in(&w.svc, &w.alice);
+    let page = alice.get(&format!("/sessions/{id}"));
+    assert!(
+        page.body.contains("Approve with these arguments"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("marker.txt"),
+        "the arguments are shown: {}",
+        page.body
+    );
+    let csrf = alice.csrf();
+    // Not JSON: refused on the page, nothing recorded.
+    let bad = alice.post(
+        &format!("/sessions/{id}/answer"),
+        &[
+            ("csrf", &csrf),
+            ("gate", "approval#1"),
+            ("decision", "edit"),
+            ("args", "{rm"),
+        ],
+    );
+    assert!(bad.body.contains("not JSON"), "{}", bad.body);
+    assert_eq!(w.session(&id)["status"], "paused");
+    let edited = bash_marker("edited");
+    let answered = alice.post(
+        &format!("/sessions/{id}/answer"),
+        &[
+            ("csrf", &csrf),
+            ("gate", "approval#1"),
+            ("decision", "edit"),
+            ("args", &edited.to_string()),
+        ],
+    );
+    assert!(
+        answered.status < 400,
+        "{} {}",
+        answered.status,
+        answered.body
+    );
+    let run = McpRun::wait(child);
+    let view = &run.one("result")["structuredContent"];
+    assert_eq!(view["status"], "approved", "{}", run.both());
+    assert_eq!(view["arguments"], edited, "{}", run.both());
+    assert_eq!(view["via"], "web", "{}", run.both());
+}
