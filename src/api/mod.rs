@@ -213,24 +213,44 @@ async fn not_found() -> ApiError {
     ApiError::not_found("no such route; GET /api/v1/openapi.json lists them")
 }
 
+/// The per-token rate limit, one budget per token across every router it
+/// wraps ([`limited`]): the API's and the MCP server's.
+#[derive(Clone)]
+pub struct RateLimit(Option<Arc<dyn Fn(Router) -> Router + Send + Sync>>);
+
+impl RateLimit {
+    pub fn new(limits: &Limits) -> RateLimit {
+        let mut governor = GovernorConfigBuilder::default().key_extractor(TokenKey);
+        governor
+            .period(std::time::Duration::from_nanos(
+                1_000_000_000 / limits.per_second.max(1),
+            ))
+            .burst_size(limits.burst.max(1));
+        RateLimit(governor.finish().map(|config| {
+            // One limiter, shared by every router the layer wraps.
+            let config = Arc::new(config);
+            let wrap = move |r: Router| {
+                r.layer(GovernorLayer::new(config.clone()).error_handler(rate_limited))
+            };
+            Arc::new(wrap) as Arc<dyn Fn(Router) -> Router + Send + Sync>
+        }))
+    }
+}
+
+/// `router` with the per-token rate limit (429 with `Retry-After`).
+pub fn limited(router: Router, limit: &RateLimit) -> Router {
+    match &limit.0 {
+        Some(wrap) => wrap(router),
+        None => router,
+    }
+}
+
 /// The API's router, on `hub`.
-pub fn router(hub: Hub, limits: Limits) -> Router {
+pub fn router(hub: Hub, limit: &RateLimit) -> Router {
     let (routes, doc) = routes();
-    let mut governor = GovernorConfigBuilder::default().key_extractor(TokenKey);
-    governor
-        .period(std::time::Duration::from_nanos(
-            1_000_000_000 / limits.per_second.max(1),
-        ))
-        .burst_size(limits.burst.max(1));
     let api = routes
         .route_layer(Extension(Arc::new(doc)))
-        .layer(DefaultBodyLimit::max(hub.max_body_bytes));
-    let api = match governor.finish() {
-        Some(config) => api.layer(GovernorLayer::new(Arc::new(config)).error_handler(rate_limited)),
-        None => api,
-    };
-    Router::new()
-        .merge(api)
-        .route("/api/v1/{*rest}", axum::routing::any(not_found))
-        .with_state(hub)
+        .layer(DefaultBodyLimit::max(hub.max_body_bytes))
+        .with_state(hub);
+    limited(api, limit).route("/api/v1/{*rest}", axum::routing::any(not_found))
 }

@@ -92,12 +92,13 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
     hub.start_timers().await?;
     hub.recover().await?;
     let web = crate::web::Web::new(hub.clone(), config.web.clone())?;
+    // One budget per token for the API and the MCP server together.
+    let limit = crate::api::RateLimit::new(&config.api);
     router = router
-        .merge(crate::api::router(hub.clone(), config.api.clone()))
-        .merge(crate::mcp::router(
-            hub.clone(),
-            &config.public_url,
-            config.mcp_progress,
+        .merge(crate::api::router(hub.clone(), &limit))
+        .merge(crate::api::limited(
+            crate::mcp::router(hub.clone(), &config.public_url, config.mcp_progress),
+            &limit,
         ))
         .merge(crate::web::router(web))
         .merge(service_routes(hub.clone()))

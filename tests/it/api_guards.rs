@@ -240,6 +240,15 @@ fn a_token_that_asks_too_often_is_told_when_to_come_back() {
         .and_then(|v| v.parse().ok())
         .expect("Retry-After");
     assert!((1..=5).contains(&after), "{after}");
+    // The MCP server shares the token's budget: spent, it is refused too.
+    let r = call(
+        &w.svc,
+        "POST",
+        "/mcp",
+        Some(&w.alice),
+        Some(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})),
+    );
+    assert_eq!(r.status, 429, "{}", r.body);
     // Another token has its own budget.
     let r = call(&w.svc, "GET", "/api/v1/sessions", Some(&w.ci), None);
     assert_eq!(r.status, 200, "{}", r.body);
