@@ -473,45 +473,22 @@ impl Engine<'_> {
         if waiting == 0 {
             return Ok(false);
         }
-        let now = self.clock.now();
-        let opened = crate::model::OpenGate {
-            id: "tools".into(),
-            instance: session.next_instance("tools"),
-            order: 0,
-            kind: crate::spec::GateKind::ToolCall,
-            position: position.clone(),
-            prompt: format!(
-                "agent `{}` asks to run {waiting} tool call{} that need{} approval",
-                turn.agent,
-                if waiting == 1 { "" } else { "s" },
-                if waiting == 1 { "s" } else { "" }
+        // Each call is one decision: tool gates take no quorum.
+        let mut opened = self.call_gate(
+            spec,
+            session,
+            ("tools", crate::spec::GateKind::ToolCall),
+            position.clone(),
+            (
+                format!(
+                    "agent `{}` asks to run {waiting} tool call{} that need{} approval",
+                    turn.agent,
+                    if waiting == 1 { "" } else { "s" },
+                    if waiting == 1 { "s" } else { "" }
+                ),
+                tools::describe_calls(&turn.calls),
             ),
-            context: tools::describe_calls(&turn.calls),
-            show_preview: true,
-            preview_length: 4000,
-            default: None,
-            fallback: crate::spec::Fallback::Cancel,
-            opened_at: now,
-            timeout_at: None,
-            require_reason: false,
-            channel: None,
-            approvers: spec.approval.approvers.clone(),
-            // Each call is one decision: tool gates take no quorum.
-            approvals_required: 1,
-            allow_self_approval: spec.approval.allow_self_approval,
-            approvals: Vec::new(),
-            rejections_required: 1,
-            rejections: Vec::new(),
-            notify_dm: false,
-            notify_email: false,
-            trigger: None,
-            rule: None,
-            hours: None,
-            form: None,
-            allow_trust: false,
-            allow_edit: false,
-        };
-        let mut opened = opened;
+        );
         self.tool_rule(spec, session, &mut opened);
         self.add_gate(session, opened, None);
         session.status = Status::Paused;

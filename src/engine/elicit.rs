@@ -164,38 +164,14 @@ impl Engine<'_> {
             pc.call.name, pc.call.id
         ));
         let id = gate_id(&pc.call.id);
-        let opened = OpenGate {
-            id: id.clone(),
-            instance: session.next_instance(&id),
-            order: 0,
-            kind: GateKind::ManualGate,
+        let mut opened = self.call_gate(
+            spec,
+            session,
+            (&id, GateKind::ManualGate),
             position,
-            prompt,
-            context,
-            show_preview: true,
-            preview_length: 4000,
-            default: None,
-            fallback: crate::model::Fallback::Cancel,
-            opened_at: self.clock.now(),
-            timeout_at: None,
-            require_reason: false,
-            channel: None,
-            approvers: spec.approval.approvers.clone(),
-            approvals_required: 1,
-            allow_self_approval: spec.approval.allow_self_approval,
-            approvals: Vec::new(),
-            rejections_required: 1,
-            rejections: Vec::new(),
-            notify_dm: false,
-            notify_email: false,
-            trigger: None,
-            rule: None,
-            hours: None,
-            form,
-            allow_trust: false,
-            allow_edit: false,
-        };
-        let mut opened = opened;
+            (prompt, context),
+        );
+        opened.form = form;
         self.question_rule(spec, session, &pc.call, &mut opened);
         e.rounds[r].gate = Some(opened.handle());
         set_state(session, i, CallState::Asking { elicitation: e });

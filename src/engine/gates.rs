@@ -10,6 +10,52 @@ use crate::model::{GateEvent, GateEventKind, Position, RecordKind, Session, Step
 use crate::spec::Spec;
 
 impl Engine<'_> {
+    /// A gate the engine opens about a tool call (the calls of a turn that
+    /// wait for approval, or an MCP server's question during one): the
+    /// workflow's `security` approvers, one decision (no quorum), no
+    /// timeout of its own; rules (`security.approvers`) refine it after.
+    /// `asks`: its prompt and its (redacted) context.
+    pub(super) fn call_gate(
+        &self,
+        spec: &Spec,
+        session: &Session,
+        (id, kind): (&str, crate::spec::GateKind),
+        position: Position,
+        (prompt, context): (String, String),
+    ) -> crate::model::OpenGate {
+        crate::model::OpenGate {
+            id: id.into(),
+            instance: session.next_instance(id),
+            order: 0,
+            kind,
+            position,
+            prompt,
+            context,
+            show_preview: true,
+            preview_length: 4000,
+            default: None,
+            fallback: crate::spec::Fallback::Cancel,
+            opened_at: self.clock.now(),
+            timeout_at: None,
+            require_reason: false,
+            channel: None,
+            approvers: spec.approval.approvers.clone(),
+            approvals_required: 1,
+            allow_self_approval: spec.approval.allow_self_approval,
+            approvals: Vec::new(),
+            rejections_required: 1,
+            rejections: Vec::new(),
+            notify_dm: false,
+            notify_email: false,
+            trigger: None,
+            rule: None,
+            hours: None,
+            form: None,
+            allow_trust: false,
+            allow_edit: false,
+        }
+    }
+
     /// Opens a spec gate at `position`: `None` when its condition is false
     /// (then recorded as skipped), else the gate to ask, with the workflow's
     /// `security` defaults filling what the gate leaves open.
