@@ -268,6 +268,7 @@ fn approve() -> Answer {
         call: None,
         person: None,
         on_behalf_of: None,
+        step_up: None,
     }
 }
 

@@ -23,6 +23,7 @@
 //! | `POST /api/v1/webhooks/{id}/retry`, `POST /api/v1/webhooks/retry?failed=all` | admin | queue them again |
 //! | `POST /api/v1/store/backup` | admin | a copy of the (sled) store, verified ([`admin`]) |
 //! | `GET/POST /api/v1/people`, `GET/PATCH/DELETE /api/v1/people/{name}`, `POST /api/v1/people/import` | admin | the people directory ([`people`]) |
+//! | `DELETE /api/v1/people/{name}/passkeys/{id}` | admin | removes a passkey ([`people::remove_passkey`]) |
 //! | `GET /api/v1/people/delegations` | admin | every delegation not over ([`delegations`]) |
 //! | `GET/POST/DELETE /api/v1/people/{name}/delegations` | that person or admin | who stands in for them, and when |
 //! | `GET /api/v1/openapi.json` | — | this API as OpenAPI 3.1 |
@@ -150,6 +151,7 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(people::list, people::add))
         .routes(routes!(people::show, people::edit, people::remove))
         .routes(routes!(people::import))
+        .routes(routes!(people::remove_passkey))
         .routes(routes!(delegations::all))
         .routes(routes!(
             delegations::of,

@@ -131,3 +131,21 @@ pub async fn import(
     hub.fresh_people().await?;
     Ok(Json(done))
 }
+
+/// Removes one of a person's passkeys (it stays on record, marked
+/// removed, so what it signed can still be verified). Admins.
+#[utoipa::path(delete, path = "/people/{name}/passkeys/{id}", tag = "admin",
+    params(("name" = String, Path, description = "the person's name"),
+           ("id" = String, Path, description = "the passkey's credential id (base64url)")),
+    security(("bearer" = [])),
+    responses((status = 204), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn remove_passkey(
+    State(hub): State<Hub>,
+    caller: Caller,
+    ApiPath((name, id)): ApiPath<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin)?;
+    crate::hub::people::passkeys::remove(&hub.store, &name, &id, &caller.name, "api").await?;
+    hub.fresh_people().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -84,6 +84,12 @@ pub struct AuditEvent {
     /// hashes are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// A stepped-up approval's passkey proof (`crate::model::step_up`):
+    /// credential, public key, authenticator data, client data and
+    /// signature, which `strands audit verify` checks offline. Absent
+    /// otherwise, so other entries hash as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_up: Option<crate::model::step_up::Proof>,
 }
 
 impl AuditEvent {
@@ -148,6 +154,23 @@ pub enum Verdict {
 /// Checks entries in order: each must parse, follow its predecessor's seq
 /// and hash, and hash to what it says; the head must name the last one.
 pub fn verify(entries: impl Iterator<Item = (u64, Vec<u8>)>, head: Option<Head>) -> Verdict {
+    verify_with_keys(entries, head, &|_, _| None)
+}
+
+/// The public key (COSE, as a step-up proof carries it) registered for
+/// a person's passkey: `(person, credential id)`; `None`: not known here.
+pub type Keys<'a> = dyn Fn(&str, &str) -> Option<Value> + 'a;
+
+/// [`verify`], and every stepped-up entry's passkey signature
+/// (`crate::model::step_up::Proof::check`): made for this entry's
+/// session, gate and decision, by the public key it carries — which must
+/// be the one `keys` has registered for that person and credential, when
+/// `keys` knows it.
+pub fn verify_with_keys(
+    entries: impl Iterator<Item = (u64, Vec<u8>)>,
+    head: Option<Head>,
+    keys: &Keys<'_>,
+) -> Verdict {
     let mut prev = GENESIS.to_string();
     let mut count = 0u64;
     for (expected_seq, (key_seq, bytes)) in (1u64..).zip(entries) {
@@ -182,6 +205,17 @@ pub fn verify(entries: impl Iterator<Item = (u64, Vec<u8>)>, head: Option<Head>)
                 why: "its content does not match its hash (the entry was changed)".into(),
             };
         }
+        if let Some(why) = entry
+            .event
+            .step_up
+            .as_ref()
+            .and_then(|p| step_up_broken(&entry.event, p, keys))
+        {
+            return Verdict::Broken {
+                seq: entry.seq,
+                why,
+            };
+        }
         prev = entry.hash;
         count += 1;
     }
@@ -194,6 +228,37 @@ pub fn verify(entries: impl Iterator<Item = (u64, Vec<u8>)>, head: Option<Head>)
             ),
         },
         _ => Verdict::Intact { entries: count },
+    }
+}
+
+/// Why a stepped-up entry's proof does not hold, if it does not.
+fn step_up_broken(
+    ev: &AuditEvent,
+    proof: &crate::model::step_up::Proof,
+    keys: &Keys<'_>,
+) -> Option<String> {
+    let gate = ev.gate.as_deref().unwrap_or_default();
+    // The decision recorded must be the one signed.
+    let recorded = ev
+        .decision
+        .clone()
+        .and_then(|d| serde_json::from_value::<crate::model::Decision>(d).ok())
+        .map(|d| d.verb());
+    if let Some(verb) = recorded.filter(|v| *v != proof.decision) {
+        return Some(format!(
+            "its decision is `{verb}` but its passkey signed `{}`",
+            proof.decision
+        ));
+    }
+    if let Err(e) = proof.check(&ev.session, gate, &proof.decision) {
+        return Some(format!("its passkey signature does not hold: {e}"));
+    }
+    match keys(&proof.person, &proof.credential) {
+        Some(k) if k != proof.public_key => Some(format!(
+            "its passkey {} is not the one registered to {}",
+            proof.credential, proof.person
+        )),
+        _ => None,
     }
 }
 

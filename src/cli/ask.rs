@@ -171,6 +171,7 @@ impl AskArgs {
                 .and_then(|f| serde_json::from_str(f).ok()),
             trust: self.trust,
             editable: false,
+            step_up: None,
         }
     }
 }

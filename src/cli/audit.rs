@@ -10,9 +10,13 @@ pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
     match cmd {
         AuditCommand::Verify { json } => {
             let store = ctx.open().await?;
-            let verdict = crate::audit::verify(
+            let people = store.directory().await?;
+            let verdict = crate::audit::verify_with_keys(
                 store.audit_entries().await?.into_iter(),
                 store.audit_head().await?,
+                &|person, credential| {
+                    crate::hub::people::passkeys::registered(&people, person, credential)
+                },
             );
             let (code, text, obj) = match &verdict {
                 Verdict::Intact { entries } => (

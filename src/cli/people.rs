@@ -20,7 +20,7 @@ use super::Ctx;
 use crate::error::{exit, Error, Result};
 use crate::hub::people::delegations::{self, DelegateRequest, DelegationView};
 use crate::hub::people::PersonPatch;
-use crate::model::person::Person;
+use crate::model::person::{Person, PersonError};
 
 /// The identity flags of `add` and `edit`.
 #[derive(Args, Debug, Default)]
@@ -111,6 +111,19 @@ pub enum PeopleCommand {
         #[arg(long)]
         json: bool,
     },
+    /// PERSON's passkeys (registered on the web inbox); `--remove ID`
+    /// removes one (admins). A removed passkey confirms nothing more, and
+    /// stays on record so the approvals it signed can still be verified.
+    Passkeys {
+        person: String,
+        #[arg(long, value_name = "ID")]
+        remove: Option<String>,
+        /// Also list removed passkeys.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove PERSON's delegations (only the one to `--to`, when given).
     Undelegate {
         person: String,
@@ -128,7 +141,8 @@ impl PeopleCommand {
             | PeopleCommand::Edit { json, .. }
             | PeopleCommand::Import { json, .. }
             | PeopleCommand::Delegate { json, .. }
-            | PeopleCommand::Delegations { json, .. } => *json,
+            | PeopleCommand::Delegations { json, .. }
+            | PeopleCommand::Passkeys { json, .. } => *json,
             PeopleCommand::Remove { .. } | PeopleCommand::Undelegate { .. } => false,
         }
     }
@@ -188,6 +202,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 unix: flags.unix,
                 groups: flags.groups,
                 delegations: Vec::new(),
+                passkeys: Vec::new(),
             };
             let added = match &ctx.remote {
                 Some(r) => person(call(r, Method::POST, "/people", Some(&json!(p))).await?)?,
@@ -367,6 +382,72 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                     "{} answers for {} from {} until {} (UTC, both days included)",
                     view.to, view.person, view.from, view.until
                 );
+            }
+        }
+        PeopleCommand::Passkeys {
+            person: name,
+            remove,
+            all,
+            json,
+        } => {
+            if let Some(id) = &remove {
+                match &ctx.remote {
+                    Some(r) => {
+                        let id_part: String =
+                            url::form_urlencoded::byte_serialize(id.as_bytes()).collect();
+                        let at = format!("{}/passkeys/{id_part}", path(&name));
+                        call(r, Method::DELETE, &at, None).await?;
+                    }
+                    None => {
+                        crate::hub::people::passkeys::remove(
+                            &ctx.open().await?,
+                            &name,
+                            id,
+                            &ctx.who,
+                            "cli",
+                        )
+                        .await?
+                    }
+                }
+                eprintln!("removed passkey {id} of `{name}`");
+                return Ok(exit::OK);
+            }
+            let p = match &ctx.remote {
+                Some(r) => person(call(r, Method::GET, &path(&name), None).await?)?,
+                None => ctx
+                    .open()
+                    .await?
+                    .directory()
+                    .await?
+                    .get(&name)
+                    .cloned()
+                    .ok_or_else(|| Error::from(PersonError::Unknown(name.clone())))?,
+            };
+            let keys: Vec<_> = p.passkeys.iter().filter(|k| all || k.current()).collect();
+            if json {
+                let list: Vec<Value> = keys
+                    .iter()
+                    .map(|k| json!({"id": k.id, "label": k.label, "added_at": k.added_at, "removed_at": k.removed_at}))
+                    .collect();
+                outln!("{}", json!({ "person": p.name, "passkeys": list }))?;
+            } else if keys.is_empty() {
+                eprintln!(
+                    "`{}` has no passkeys (registered on the web inbox's Passkeys page)",
+                    p.name
+                );
+            } else {
+                for k in keys {
+                    let removed = k
+                        .removed_at
+                        .map(|t| format!("  removed {}", t.format("%Y-%m-%d %H:%M")))
+                        .unwrap_or_default();
+                    outln!(
+                        "{}  {}  added {}{removed}",
+                        k.id,
+                        k.label,
+                        k.added_at.format("%Y-%m-%d %H:%M")
+                    )?;
+                }
             }
         }
         PeopleCommand::Delegations { person, json } => {

@@ -256,7 +256,14 @@ pub fn ask(
         Style::Small,
     ));
     let mut buttons = Vec::new();
-    if let Some(u) = &links.approve {
+    if gate.step_up.is_some() {
+        // A link is not a passkey: approving is confirmed on the page.
+        lines.push((
+            "Approving it takes your passkey: confirm with your passkey on the run's page.".into(),
+            Style::Para,
+        ));
+        buttons.push(("Confirm with your passkey".to_string(), links.open.clone()));
+    } else if let Some(u) = &links.approve {
         buttons.push(("Approve".to_string(), u.clone()));
     }
     if gate.form.is_some() {
@@ -445,6 +452,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            step_up: None,
         };
         let o = outcome(&s, &handle, &answer, "https://x.example/o", "corp.example");
         assert!(o.text.contains("Values: replicas: 3"), "{}", o.text);

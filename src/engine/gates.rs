@@ -53,6 +53,7 @@ impl Engine<'_> {
             form: None,
             allow_trust: false,
             allow_edit: false,
+            step_up: None,
         }
     }
 

@@ -155,6 +155,7 @@ impl Engine<'_> {
             form: None,
             allow_trust: false,
             allow_edit: false,
+            step_up: None,
         };
         let mut opened = gate::open(
             &spec_gate,

@@ -20,6 +20,7 @@
 
 pub mod form;
 pub mod policy;
+pub mod step_up;
 
 use chrono::{DateTime, Utc};
 use serde_json::Map;
@@ -336,6 +337,7 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
         call: None,
         person: None,
         on_behalf_of: None,
+        step_up: None,
     }
 }
 
@@ -377,6 +379,7 @@ pub fn open(
         form: spec.form.clone(),
         allow_trust: spec.allow_trust,
         allow_edit: spec.allow_edit,
+        step_up: spec.step_up,
         opened_at: now,
         timeout_at: spec
             .timeout_secs
@@ -616,6 +619,7 @@ mod tests {
             form: None,
             allow_trust: false,
             allow_edit: false,
+            step_up: None,
         };
         let now = crate::clock::test_epoch();
         let g = open(&spec, Position::Step(1), 1, "p".into(), "c".into(), now);

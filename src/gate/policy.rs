@@ -263,6 +263,7 @@ pub fn apply(gate: &mut OpenGate, choice: &Choice<'_>) {
     if let Some(r) = rule.require_reason {
         gate.require_reason = r;
     }
+    gate.step_up = crate::model::step_up::either(gate.step_up, rule.step_up);
     if let Some(t) = &rule.timeout {
         let at = crate::gate::calendar::deadline(
             gate.opened_at,
@@ -542,6 +543,7 @@ mod tests {
             form: None,
             allow_trust: false,
             allow_edit: false,
+            step_up: None,
         };
         let mut g = super::super::open(
             &spec,

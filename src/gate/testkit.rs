@@ -32,6 +32,7 @@ pub(crate) fn paused_session(id: &str) -> Session {
         form: None,
         allow_trust: false,
         allow_edit: false,
+        step_up: None,
     };
     Session {
         id: id.into(),

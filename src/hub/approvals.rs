@@ -133,6 +133,12 @@ pub struct ApprovalRequest {
     /// `arguments`, and the requester does what was approved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub editable: bool,
+    /// `"passkey"`: approving takes the approver's passkey on the
+    /// request's web page, not a click (a click elsewhere is refused with
+    /// `step_up_required` and the page's link).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub step_up: Option<crate::model::step_up::StepUp>,
 }
 
 /// A request's `"form"` as sent: a schema (its properties kept in the
@@ -515,6 +521,9 @@ pub fn spec_text(
     }
     if req.editable {
         gate.insert("allow_edit".into(), json!(true));
+    }
+    if let Some(s) = req.step_up {
+        gate.insert("step_up".into(), json!(s.name()));
     }
     for n in &req.notify {
         let n = n.trim();

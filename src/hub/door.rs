@@ -79,6 +79,9 @@ pub struct DoorAnswer {
     /// The Slack user groups (`S…`) the person is in, as far as the door
     /// could tell; other doors leave it empty.
     pub member_of: BTreeSet<String>,
+    /// A stepped-up approval's passkey proof: only the web door's passkey
+    /// ceremony makes one (`crate::web::passkeys`); the intake checks it.
+    pub step_up: Option<crate::model::step_up::Proof>,
 }
 
 impl DoorAnswer {
@@ -93,7 +96,14 @@ impl DoorAnswer {
             decision,
             vars: Map::new(),
             member_of: BTreeSet::new(),
+            step_up: None,
         }
+    }
+
+    /// With a passkey's proof (`step_up: passkey` gates).
+    pub fn proven(mut self, proof: crate::model::step_up::Proof) -> DoorAnswer {
+        self.step_up = Some(proof);
+        self
     }
 
     /// For gate `gate` (a handle or an id).
@@ -160,6 +170,7 @@ impl Hub {
             call: a.call,
             person: None,
             on_behalf_of: None,
+            step_up: a.step_up.map(Box::new),
         };
         let groups = a.member_of;
         let member_of = |g: &str| groups.contains(g);
@@ -181,6 +192,13 @@ impl Hub {
         if outcome.is_ok() {
             self.metrics.gate_answered(decision);
         }
+        // A stepped-up gate is confirmed on its page: say where.
+        let outcome = outcome.map_err(|r| match r {
+            crate::model::Refusal::StepUp { .. } => crate::model::Refusal::StepUp {
+                link: super::pages::session(&self.public_url, &id),
+            },
+            other => other,
+        });
         Ok(outcome)
     }
 

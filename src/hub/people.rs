@@ -12,6 +12,7 @@
 
 pub mod delegations;
 pub mod import;
+pub mod passkeys;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -79,6 +80,12 @@ pub async fn add(store: &Store, person: Person, by: &str, via: &str) -> Result<P
     if !person.delegations.is_empty() {
         return Err(Error::Usage(format!(
             "a new person comes without delegations; set one with `strands people delegate {} --to NAME --from DAY --until DAY`",
+            person.name
+        )));
+    }
+    if !person.passkeys.is_empty() {
+        return Err(Error::Usage(format!(
+            "a new person comes without passkeys; {} registers one on the web inbox's passkeys page",
             person.name
         )));
     }

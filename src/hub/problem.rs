@@ -108,6 +108,10 @@ impl From<Refusal> for Problem {
                         .collect::<serde_json::Map<String, Value>>(),
                 }))
             }
+            Refusal::StepUp { link } => {
+                Problem::new(StatusCode::FORBIDDEN, "step_up_required", message)
+                    .with(json!({ "link": link, "step_up": "passkey" }))
+            }
             Refusal::TimedOut { at, .. } => {
                 Problem::conflict("timed_out", message).with(json!({ "timed_out_at": at }))
             }

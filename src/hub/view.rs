@@ -128,6 +128,11 @@ pub struct GateView {
     /// `allow_edit`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_edit: bool,
+    /// `passkey`: approving takes the approver's passkey on the gate's
+    /// web page; a click elsewhere is refused (`step_up_required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub step_up: Option<crate::model::step_up::StepUp>,
 }
 
 /// A tool call of the agent turn a tool-call gate asks about.
@@ -226,6 +231,7 @@ impl GateView {
             form: g.form.clone(),
             allow_trust: g.allow_trust,
             allow_edit: g.allow_edit,
+            step_up: g.step_up,
         }
     }
 }

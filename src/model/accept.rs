@@ -32,6 +32,10 @@ pub enum Refusal {
     BadValues(Vec<super::form::FieldError>),
     /// The gate's timeout passed: its fallback applies instead.
     TimedOut { gate: String, at: DateTime<Utc> },
+    /// Approving this gate takes the approver's passkey
+    /// (`step_up: passkey`), on the gate's web page at `link` (filled in
+    /// by the hub, which knows where the pages are).
+    StepUp { link: String },
 }
 
 impl std::fmt::Display for Refusal {
@@ -44,6 +48,13 @@ impl std::fmt::Display for Refusal {
             }
             Refusal::Stale { open: None } => write!(f, "that gate is no longer open"),
             Refusal::NotAllowed(why) | Refusal::BadAnswer(why) => f.write_str(why),
+            Refusal::StepUp { link } if link.is_empty() => f.write_str(
+                "approving this needs your passkey: confirm with your passkey on the gate's web page",
+            ),
+            Refusal::StepUp { link } => write!(
+                f,
+                "approving this needs your passkey: confirm with your passkey at {link}"
+            ),
             Refusal::NotApprover(approvers) => write!(
                 f,
                 "you are not an approver for this gate (approvers: {})",
@@ -107,6 +118,7 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     ev.decision = Some(serde_json::from_str(&redacted).unwrap_or(Value::String(redacted)));
     ev.response_ms = Some(waited_ms);
     ev.trace_id = session.trace_id().map(str::to_string);
+    ev.step_up = answer.step_up.as_deref().cloned();
     session.audit.push(ev);
 }
 

@@ -190,6 +190,10 @@ pub struct Answer {
     /// cards and the audit say it ("bob for alice").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_behalf_of: Option<String>,
+    /// The passkey assertion a stepped-up approval carries
+    /// ([`super::step_up`]); checked by the intake, kept in the audit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_up: Option<Box<super::step_up::Proof>>,
 }
 
 impl Answer {
@@ -352,6 +356,11 @@ pub struct OpenGate {
     /// the action's arguments edited.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_edit: bool,
+    /// `step_up: passkey` (the gate's, its rule's or its request's):
+    /// approving takes a passkey assertion, not a click
+    /// ([`super::step_up`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_up: Option<super::step_up::StepUp>,
 }
 
 /// Which approval rule applied to a gate instance, and why.
@@ -486,6 +495,7 @@ impl OpenGate {
             form: None,
             allow_trust: false,
             allow_edit: false,
+            step_up: None,
         }
     }
 

@@ -38,6 +38,11 @@ pub struct Login {
     pub scope: LoginScope,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// A passkey ceremony this sign-in started and has not finished (its
+    /// state, as `crate::web::passkeys` keeps it): one at a time, taken
+    /// when finished, so an assertion is never accepted twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceremony: Option<serde_json::Value>,
 }
 
 /// A sign-in just made: the record to store and the cookie to set once.
@@ -88,6 +93,7 @@ impl NewLogin {
                 scope,
                 created_at: now,
                 expires_at,
+                ceremony: None,
             },
         }
     }

@@ -23,6 +23,7 @@ pub mod pattern;
 pub mod person;
 pub mod record;
 pub mod session;
+pub mod step_up;
 pub mod teams;
 pub mod timer;
 pub mod token;

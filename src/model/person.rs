@@ -13,6 +13,7 @@
 //! Who stands in for whom while someone is away is [`delegation`].
 
 pub mod delegation;
+pub mod passkey;
 
 use std::collections::HashMap;
 
@@ -48,6 +49,11 @@ pub struct Person {
     /// with `strands people delegate`, never by `add`, `edit` or `import`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delegations: Vec<delegation::Delegation>,
+    /// The passkeys they registered on the web inbox ([`passkey`]); set
+    /// there and removed with `strands people passkeys`, never by `add`,
+    /// `edit` or `import`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passkeys: Vec<passkey::PasskeyRecord>,
 }
 
 /// Why a person or a directory was refused. Nothing was changed.
@@ -129,6 +135,11 @@ fn key(identity: &str) -> String {
 }
 
 impl Person {
+    /// Passkey `id` (base64url credential id), current or removed.
+    pub fn passkey(&self, id: &str) -> Option<&passkey::PasskeyRecord> {
+        self.passkeys.iter().find(|k| k.id == id)
+    }
+
     /// A person named `name` with no identity yet.
     pub fn named(name: &str) -> Person {
         Person {
@@ -360,6 +371,7 @@ mod tests {
             unix: Some("asmith".into()),
             groups: vec!["finance".into()],
             delegations: Vec::new(),
+            passkeys: Vec::new(),
         }
     }
 

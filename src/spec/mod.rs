@@ -581,6 +581,9 @@ pub struct GateSpec {
     /// `allow_edit: true` (manual gates): approving with edited arguments
     /// (`Decision::Edit`) approves too.
     pub allow_edit: bool,
+    /// `step_up: passkey`: approving takes a passkey assertion
+    /// (`crate::model::step_up`).
+    pub step_up: Option<crate::model::step_up::StepUp>,
 }
 
 /// A gate's business hours as its spec gives them (`crate::model::calendar`);

@@ -411,6 +411,9 @@ pub struct Step {
     /// Ours (manual gates): an approver may approve with the action's
     /// arguments edited (an approval request's `action`).
     pub allow_edit: Option<S<bool>>,
+    /// Ours: `passkey`: approving takes a passkey assertion on the gate's
+    /// page, not a click.
+    pub step_up: Option<S<String>>,
 }
 
 /// A gate's `form:` as written: its properties keep their order and each

@@ -33,6 +33,9 @@ pub struct ApprovalRule {
     pub escalation_timeout: Option<std::time::Duration>,
     /// Who gets the escalated request; `None`: the gate's.
     pub escalation_target: Option<Vec<EscalationTarget>>,
+    /// `step_up: passkey`: approving while this rule applies takes a
+    /// passkey assertion (`crate::model::step_up`).
+    pub step_up: Option<crate::model::step_up::StepUp>,
 }
 
 impl ApprovalRule {
@@ -53,6 +56,7 @@ pub const KEYS: &[&str] = &[
     "timeout",
     "escalation_timeout",
     "escalation_target",
+    "step_up",
 ];
 
 /// What is wrong with a rule: the key to point at (if any) and why.
@@ -88,7 +92,7 @@ pub fn rule(
             errs.push(RuleError::at(
                 key,
                 format!("a rule does not take `{key}`"),
-                Some("a rule takes when, label, approvers, quorum, require_reason, timeout, escalation_timeout, escalation_target"),
+                Some("a rule takes when, label, approvers, quorum, require_reason, timeout, escalation_timeout, escalation_target, step_up"),
             ));
         }
     }
@@ -174,6 +178,17 @@ pub fn rule(
                 Some("name more approvers, a group (group:finance), or lower the quorum"),
             ));
         }
+    }
+    match map.get("step_up") {
+        None => {}
+        Some(Value::String(t)) if crate::model::step_up::StepUp::parse(t).is_some() => {
+            r.step_up = crate::model::step_up::StepUp::parse(t)
+        }
+        Some(other) => errs.push(RuleError::at(
+            "step_up",
+            format!("`step_up` is `passkey`, not {other}"),
+            Some("step_up: passkey (approving takes a passkey on the gate's page)"),
+        )),
     }
     match map.get("require_reason") {
         None => {}

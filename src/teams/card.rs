@@ -244,6 +244,12 @@ fn approval_with(
             }));
         }
     }
+    if gate.step_up.is_some() {
+        body.push(text(format!(
+            "🔐 Approving takes your passkey: [Confirm with your passkey]({})",
+            pages::session(public_url, run.id)
+        )));
+    }
     let business = durations::business_deadline(gate.hours.as_ref(), gate.timeout_at, now);
     match (gate.timeout_at, business) {
         (Some(_), Some(words)) => body.push(text(format!(
@@ -433,6 +439,7 @@ pub(crate) mod tests {
             form: None,
             allow_trust: false,
             allow_edit: false,
+            step_up: None,
         }
     }
 
@@ -471,6 +478,7 @@ pub(crate) mod tests {
             call: None,
             person: Some("bob".into()),
             on_behalf_of: Some("alice".into()),
+            step_up: None,
         };
         let card = decided(&session, "review", &answer, "http://x").to_string();
         assert!(card.contains("Approved by bob for alice at"), "{card}");

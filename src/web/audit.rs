@@ -84,9 +84,11 @@ pub async fn page(
     Query(f): Query<AuditFilter>,
 ) -> Result<Response, WebError> {
     let entries = selected(&web, &viewer, &f).await?;
-    let verdict = crate::audit::verify(
+    let people = web.hub.store.directory().await?;
+    let verdict = crate::audit::verify_with_keys(
         web.hub.store.audit_entries().await?.into_iter(),
         web.hub.store.audit_head().await?,
+        &|person, credential| crate::hub::people::passkeys::registered(&people, person, credential),
     );
     let chain = match verdict {
         crate::audit::Verdict::Intact { entries } => serde_json::json!({

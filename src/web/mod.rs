@@ -14,6 +14,8 @@
 //! | `GET /sessions/{id}` | may read it | the run's timeline and the gate's actions ([`session`]) |
 //! | `POST /sessions/{id}/answer` | may answer | one answer, through the hub's intake |
 //! | `GET /l/{token}`, `POST /l/{token}` | link holder | one-tap link: shows, then signs in on a press — and answers, for a mail's Approve and Reject links ([`links`]) |
+//! | `GET /passkeys`, `POST /passkeys/…` | a person of the directory | their passkeys ([`passkeys`]) |
+//! | `POST /sessions/{id}/step-up`, `…/step-up/finish` | may answer | approve a `step_up: passkey` gate with a passkey |
 //! | `GET /audit`, `GET /audit/export` | admin | the chain's state, filters, JSONL/CSV ([`audit`]) |
 //! | `GET /assets/{file}` | — | the stylesheet and the script |
 //!
@@ -26,6 +28,7 @@ pub mod auth;
 pub mod delegate;
 pub mod inbox;
 pub mod links;
+pub mod passkeys;
 pub mod render;
 pub mod session;
 
@@ -60,6 +63,9 @@ pub struct Inner {
     pub hub: Hub,
     pub config: Config,
     pub pages: render::Pages,
+    /// The WebAuthn relying party for passkeys, or why passkeys are off
+    /// (`STRANDS_PUBLIC_URL` must name a domain).
+    pub webauthn: std::result::Result<webauthn_rs::Webauthn, String>,
 }
 
 impl std::ops::Deref for Web {
@@ -74,7 +80,16 @@ impl Web {
     /// naming it.
     pub fn new(hub: Hub, config: Config) -> crate::Result<Web> {
         let pages = render::Pages::load(config.templates.as_deref())?;
-        Ok(Web(Arc::new(Inner { hub, config, pages })))
+        let webauthn = passkeys::relying_party(&config.public_url);
+        if let Err(why) = &webauthn {
+            tracing::info!("passkeys and step-up are off: {why}");
+        }
+        Ok(Web(Arc::new(Inner {
+            hub,
+            config,
+            pages,
+            webauthn,
+        })))
     }
 
     /// Whether cookies must be `Secure`: served over HTTPS, or behind a
@@ -215,6 +230,15 @@ pub fn router(web: Web) -> Router {
         .route("/logout", post(auth::logout))
         .route("/sessions/{id}", get(session::page))
         .route("/sessions/{id}/answer", post(session::answer))
+        .route("/sessions/{id}/step-up", post(passkeys::step_up))
+        .route(
+            "/sessions/{id}/step-up/finish",
+            post(passkeys::step_up_finish),
+        )
+        .route("/passkeys", get(passkeys::page))
+        .route("/passkeys/register", post(passkeys::register))
+        .route("/passkeys/register/finish", post(passkeys::register_finish))
+        .route("/passkeys/remove", post(passkeys::remove))
         .route("/l/{token}", get(links::landing).post(links::redeem))
         .route("/audit", get(audit::page))
         .route("/audit/export", get(audit::export))

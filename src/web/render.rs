@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::hub::durations::duration;
 
 /// The built-in templates, by name.
-const BUILT_IN: [(&str, &str); 8] = [
+const BUILT_IN: [(&str, &str); 9] = [
     ("base.html", include_str!("templates/base.html")),
     ("login.html", include_str!("templates/login.html")),
     ("inbox.html", include_str!("templates/inbox.html")),
@@ -23,6 +23,7 @@ const BUILT_IN: [(&str, &str); 8] = [
     ("link.html", include_str!("templates/link.html")),
     ("audit.html", include_str!("templates/audit.html")),
     ("error.html", include_str!("templates/error.html")),
+    ("passkeys.html", include_str!("templates/passkeys.html")),
 ];
 
 /// The compiled pages.

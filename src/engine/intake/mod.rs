@@ -203,6 +203,10 @@ impl Engine<'_> {
                 Ok(whom) => as_delegate = whom,
                 Err(refusal) => return Ok(Err(refusal)),
             }
+            // `step_up: passkey`: an approval carries a passkey's proof.
+            if let Err(refusal) = gate::step_up::check(session, open, answer, people) {
+                return Ok(Err(refusal));
+            }
         }
         // A form's values are recorded as the gate reads them (typed,
         // defaults filled in), or refused each naming its field.

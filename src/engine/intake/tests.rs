@@ -456,6 +456,7 @@ async fn with_people(w: &World) {
         unix: unix.map(str::to_string),
         groups: groups.iter().map(|g| g.to_string()).collect(),
         delegations: Vec::new(),
+        passkeys: Vec::new(),
     };
     let rows = vec![
         person("carol", "U04CAROL", Some("starter"), &[]),

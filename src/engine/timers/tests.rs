@@ -140,6 +140,7 @@ fn click(by: &str) -> Answer {
         call: None,
         person: None,
         on_behalf_of: None,
+        step_up: None,
     }
 }
 
@@ -473,6 +474,7 @@ fn gate(timeout: Option<i64>) -> OpenGate {
         form: None,
         allow_trust: false,
         allow_edit: false,
+        step_up: None,
     }
 }
 

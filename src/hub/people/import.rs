@@ -158,12 +158,11 @@ pub fn merge(source: &str, now: Vec<Person>, rows: &[Row]) -> Result<(Vec<Person
             ));
         }
         // Delegations are not imported: a row keeps the stored person's.
+        // Nor are passkeys: they are registered in the browser.
         let mut p = p;
-        p.delegations = all
-            .iter()
-            .find(|o| o.name == p.name)
-            .map(|o| o.delegations.clone())
-            .unwrap_or_default();
+        let stored = all.iter().find(|o| o.name == p.name);
+        p.delegations = stored.map(|o| o.delegations.clone()).unwrap_or_default();
+        p.passkeys = stored.map(|o| o.passkeys.clone()).unwrap_or_default();
         match all.iter_mut().find(|o| o.name == p.name) {
             Some(o) if *o == p => counted.unchanged += 1,
             Some(o) => {

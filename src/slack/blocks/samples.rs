@@ -152,6 +152,7 @@ pub(super) fn sample_approval(kind: GateKind) -> ApprovalView {
         rule: Some("Policy: needs 2 of cfo, group:finance because amount > 10000".into()),
         fields: Vec::new(),
         trust: None,
+        step_up: true,
     }
 }
 

@@ -40,6 +40,7 @@ fn adversarial_gate(kind: GateKind) -> OpenGate {
         form: None,
         allow_trust: false,
         allow_edit: false,
+        step_up: None,
     }
 }
 
@@ -439,6 +440,7 @@ fn empty_strings_never_make_empty_text() {
         rule: Some(String::new()),
         fields: Vec::new(),
         trust: None,
+        step_up: false,
     };
     t.approval(&v).unwrap();
     let d = DecidedView {

@@ -82,6 +82,11 @@ pub struct ApprovalView {
     /// (`strands_trust`, valued with the handle).
     #[serde(default)]
     pub trust: Option<String>,
+    /// `step_up: passkey`: the message says approving takes a passkey,
+    /// linking to the run's page (an Approve click is refused there with
+    /// the same link).
+    #[serde(default)]
+    pub step_up: bool,
 }
 
 fn one() -> u32 {
@@ -127,6 +132,7 @@ impl ApprovalView {
             rule: gate.rule.as_ref().map(|r| r.shown()),
             fields: gate.form.as_ref().map(fields).unwrap_or_default(),
             trust: gate.allow_trust.then(|| "Approve and trust".to_string()),
+            step_up: gate.step_up.is_some(),
         }
     }
 
@@ -495,6 +501,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            step_up: None,
         };
         let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
         assert_eq!(
@@ -532,6 +539,7 @@ mod tests {
                     call: Some(id),
                     person: None,
                     on_behalf_of: None,
+                    step_up: None,
                 },
                 waited_ms: 10,
             },

@@ -353,6 +353,7 @@ impl Validator {
                 form: None,
                 allow_trust: None,
                 allow_edit: None,
+                step_up: None,
             },
             m.referenced,
             m.defined,

@@ -123,6 +123,17 @@ impl Validator {
         } else {
             self.gate_form(s, label, loc, fallback)
         };
+        let step_up = s.step_up.as_ref().and_then(|t| {
+            let parsed = crate::model::step_up::StepUp::parse(&t.value);
+            if parsed.is_none() {
+                self.error(
+                    at(t),
+                    format!("step_up of {label} is `passkey`, not `{}`", t.value),
+                    Some("step_up: passkey (approving takes a passkey on the gate's page)".into()),
+                );
+            }
+            parsed
+        });
         Some(Body::Gate(GateSpec {
             id: s
                 .id
@@ -159,6 +170,7 @@ impl Validator {
             form,
             allow_trust,
             allow_edit: !hitl && s.allow_edit.as_ref().is_some_and(|e| e.value),
+            step_up,
         }))
     }
 
@@ -536,6 +548,9 @@ pub(super) fn gate_keys(s: &raw::Step) -> Vec<&'static str> {
     }
     if s.allow_edit.is_some() {
         v.push("allow_edit");
+    }
+    if s.step_up.is_some() {
+        v.push("step_up");
     }
     v
 }

@@ -189,5 +189,6 @@ pub(super) fn plan_approval(pattern: &mut PatternSpec, hitl: &HitlSpec) {
         form: None,
         allow_trust: false,
         allow_edit: false,
+        step_up: None,
     });
 }

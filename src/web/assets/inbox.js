@@ -85,3 +85,71 @@ document.addEventListener("DOMContentLoaded", () => {
   setInterval(tick, 1000);
   live();
 });
+
+// Passkeys: registering one (the Passkeys page) and approving a step-up
+// gate with one (a gate's "Confirm with your passkey"). The server sends
+// WebAuthn options as JSON; the browser's authenticator answers; the
+// answer goes back as JSON (`toJSON`). The server decides; this only
+// carries.
+async function postJSON(url, body) {
+  const r = await fetch(url, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: {"content-type": "application/json"},
+    body: JSON.stringify(body),
+  });
+  let data = {};
+  try { data = await r.json(); } catch (e) { data = {message: r.status + " " + r.statusText}; }
+  if (!r.ok) throw new Error(data.message || (r.status + " " + r.statusText));
+  return data;
+}
+
+function say(el, ok, text) {
+  if (!el) return;
+  el.textContent = text;
+  el.className = "result " + (ok ? "ok" : "refused");
+  el.hidden = false;
+}
+
+async function addPasskey(btn) {
+  const out = document.getElementById("passkey-result");
+  const label = document.getElementById("passkey-label");
+  btn.disabled = true;
+  try {
+    const options = await postJSON(btn.dataset.register, {csrf: btn.dataset.csrf, label: label ? label.value : ""});
+    const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(options.publicKey);
+    const cred = await navigator.credentials.create({publicKey});
+    const done = await postJSON(btn.dataset.register + "/finish", {csrf: btn.dataset.csrf, credential: cred.toJSON()});
+    say(out, true, done.message);
+    setTimeout(() => location.reload(), 300);
+  } catch (e) {
+    say(out, false, "No passkey was added: " + e.message);
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+async function stepUp(btn) {
+  const out = document.getElementById("result") || document.getElementById("step-up-result");
+  btn.disabled = true;
+  try {
+    const start = {csrf: btn.dataset.csrf, gate: btn.dataset.gate, decision: "approve"};
+    if (btn.dataset.call) start.call = btn.dataset.call;
+    const options = await postJSON(btn.dataset.stepUp, start);
+    const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.publicKey);
+    const cred = await navigator.credentials.get({publicKey});
+    const done = await postJSON(btn.dataset.stepUp + "/finish", {csrf: btn.dataset.csrf, credential: cred.toJSON()});
+    say(out, true, done.message);
+  } catch (e) {
+    say(out, false, e.message);
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+document.addEventListener("click", (ev) => {
+  const t = ev.target instanceof Element ? ev.target.closest("button") : null;
+  if (!t) return;
+  if (t.id === "add-passkey") { ev.preventDefault(); addPasskey(t); }
+  else if (t.dataset.stepUp) { ev.preventDefault(); stepUp(t); }
+});
