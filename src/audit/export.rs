@@ -1,13 +1,15 @@
 //! The audit trail as a file a reviewer opens: JSON lines (each entry
 //! with its place in the chain) or CSV (one column per field;
 //! `on_behalf_of` names the person a delegate answered for; `trace_id`,
-//! last, the run's OpenTelemetry trace). Shared by
+//! the run's OpenTelemetry trace; `step_up`, last, a stepped-up approval's
+//! passkey proof as JSON — credential, public key, authenticator data,
+//! client data and signature, all a verifier needs). Shared by
 //! `strands audit export` and the web inbox's audit download.
 
 use super::AuditEntry;
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 20] = [
+pub const CSV_COLUMNS: [&str; 21] = [
     "seq",
     "at",
     "session",
@@ -28,6 +30,7 @@ pub const CSV_COLUMNS: [&str; 20] = [
     "prev",
     "hash",
     "trace_id",
+    "step_up",
 ];
 
 /// `entries` as CSV with a header row.
@@ -66,6 +69,10 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             entry.prev.clone(),
             entry.hash.clone(),
             e.trace_id.clone().unwrap_or_default(),
+            e.step_up
+                .as_ref()
+                .and_then(|p| serde_json::to_string(p).ok())
+                .unwrap_or_default(),
         ])
         .map_err(|e| format!("csv: {e}"))?;
     }

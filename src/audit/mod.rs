@@ -8,6 +8,7 @@
 
 pub mod export;
 pub mod redact;
+pub mod step_up;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -89,7 +90,7 @@ pub struct AuditEvent {
     /// signature, which `strands audit verify` checks offline. Absent
     /// otherwise, so other entries hash as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step_up: Option<crate::model::step_up::Proof>,
+    pub step_up: Option<step_up::Proof>,
 }
 
 impl AuditEvent {
@@ -231,25 +232,63 @@ pub fn verify_with_keys(
     }
 }
 
-/// Why a stepped-up entry's proof does not hold, if it does not.
-fn step_up_broken(
-    ev: &AuditEvent,
-    proof: &crate::model::step_up::Proof,
-    keys: &Keys<'_>,
-) -> Option<String> {
-    let gate = ev.gate.as_deref().unwrap_or_default();
-    // The decision recorded must be the one signed.
-    let recorded = ev
-        .decision
-        .clone()
-        .and_then(|d| serde_json::from_value::<crate::model::Decision>(d).ok())
-        .map(|d| d.verb());
-    if let Some(verb) = recorded.filter(|v| *v != proof.decision) {
-        return Some(format!(
-            "its decision is `{verb}` but its passkey signed `{}`",
-            proof.decision
-        ));
+/// Checks an export (`strands audit export`'s JSON lines) offline: each
+/// entry's hash, the links between consecutive entries (an export filtered
+/// by time or session skips some), and every passkey signature against the
+/// public key its entry carries.
+pub fn verify_export(text: &str) -> Verdict {
+    let mut last: Option<AuditEntry> = None;
+    let mut count = 0u64;
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let entry: AuditEntry = match serde_json::from_str(line) {
+            Ok(e) => e,
+            Err(e) => {
+                return Verdict::Broken {
+                    seq: 0,
+                    why: format!("line {} is not an audit entry: {e}", n + 1),
+                }
+            }
+        };
+        if entry_hash(entry.seq, &entry.prev, &entry.event) != entry.hash {
+            return Verdict::Broken {
+                seq: entry.seq,
+                why: "its content does not match its hash (the entry was changed)".into(),
+            };
+        }
+        if let Some(before) = last.as_ref().filter(|b| b.seq + 1 == entry.seq) {
+            if before.hash != entry.prev {
+                return Verdict::Broken {
+                    seq: entry.seq,
+                    why: "its `prev` does not match the previous entry's hash".into(),
+                };
+            }
+        }
+        if let Some(why) = entry
+            .event
+            .step_up
+            .as_ref()
+            .and_then(|p| step_up_broken(&entry.event, p, &|_, _| None))
+        {
+            return Verdict::Broken {
+                seq: entry.seq,
+                why,
+            };
+        }
+        count += 1;
+        last = Some(entry);
     }
+    Verdict::Intact { entries: count }
+}
+
+/// Why a stepped-up entry's proof does not hold, if it does not.
+fn step_up_broken(ev: &AuditEvent, proof: &step_up::Proof, keys: &Keys<'_>) -> Option<String> {
+    let gate = ev.gate.as_deref().unwrap_or_default();
+    // The decision signed is the proof's own (`approved`, …): it is in
+    // the challenge, so a proof moved to another decision does not hold.
     if let Err(e) = proof.check(&ev.session, gate, &proof.decision) {
         return Some(format!("its passkey signature does not hold: {e}"));
     }

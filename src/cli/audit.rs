@@ -8,16 +8,25 @@ use crate::error::{exit, Error, Result};
 pub(super) async fn audit(ctx: &Ctx, cmd: AuditCommand) -> Result<u8> {
     use crate::audit::Verdict;
     match cmd {
-        AuditCommand::Verify { json } => {
-            let store = ctx.open().await?;
-            let people = store.directory().await?;
-            let verdict = crate::audit::verify_with_keys(
-                store.audit_entries().await?.into_iter(),
-                store.audit_head().await?,
-                &|person, credential| {
-                    crate::hub::people::passkeys::registered(&people, person, credential)
-                },
-            );
+        AuditCommand::Verify { file, json } => {
+            let verdict = match &file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| Error::io(path.display().to_string(), e))?;
+                    crate::audit::verify_export(&text)
+                }
+                None => {
+                    let store = ctx.open().await?;
+                    let people = store.directory().await?;
+                    crate::audit::verify_with_keys(
+                        store.audit_entries().await?.into_iter(),
+                        store.audit_head().await?,
+                        &|person, credential| {
+                            crate::hub::people::passkeys::registered(&people, person, credential)
+                        },
+                    )
+                }
+            };
             let (code, text, obj) = match &verdict {
                 Verdict::Intact { entries } => (
                     exit::OK,

@@ -194,8 +194,14 @@ pub enum Command {
 
 #[derive(Subcommand, Debug)]
 pub enum AuditCommand {
-    /// Check the hash chain; names the first broken entry (exit 22).
+    /// Check the hash chain and every passkey signature of a stepped-up
+    /// approval; names the first broken entry (exit 22).
     Verify {
+        /// Check an export (`strands audit export` JSON lines) instead of
+        /// the store: offline, by anyone, with the public keys the entries
+        /// carry.
+        #[arg(long, value_name = "FILE")]
+        file: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -541,7 +547,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Sessions(SessionsCommand::Delete { .. })
         | Command::Sessions(SessionsCommand::Notify { .. })
         | Command::Serve(_) => false,
-        Command::Audit(AuditCommand::Verify { json }) => *json,
+        Command::Audit(AuditCommand::Verify { json, .. }) => *json,
         Command::Tokens(TokensCommand::Create { json, .. })
         | Command::Tokens(TokensCommand::List { json }) => *json,
         Command::Tokens(TokensCommand::Revoke { .. }) => false,

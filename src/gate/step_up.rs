@@ -6,8 +6,18 @@
 //! the API is refused with the page to confirm on.
 
 use crate::model::person::Directory;
-use crate::model::step_up::{self, Proof};
+use crate::model::step_up::Proof;
 use crate::model::{Answer, Decision, GateKind, OpenGate, Refusal, Session};
+
+/// Whether `decision` lets the action go on: only those need the step-up.
+/// Rejecting, deferring or asking for changes stops nothing from being
+/// stopped, so a click still does.
+pub fn needed_for(decision: &Decision) -> bool {
+    matches!(
+        decision,
+        Decision::Approve | Decision::Edit { .. } | Decision::Trust | Decision::Fill { .. }
+    ) || matches!(decision, Decision::Respond { text } if text.trim().eq_ignore_ascii_case("approved"))
+}
 
 /// The digest a stepped-up approval of `gate` binds: the tool call's
 /// (with its arguments as edited, for an edit), else an approval
@@ -60,7 +70,7 @@ pub fn check(
     answer: &Answer,
     people: &Directory,
 ) -> Result<(), Refusal> {
-    if gate.step_up.is_none() || !step_up::needed_for(&answer.decision) {
+    if gate.step_up.is_none() || !needed_for(&answer.decision) {
         return Ok(());
     }
     let Some(proof) = &answer.step_up else {

@@ -573,7 +573,6 @@ pub async fn step_up_finish(
             .map_err(|e| refuse(StatusCode::FORBIDDEN, format!("{e}; nothing was recorded")))?;
         let response = &body.credential.response;
         let proof = Proof {
-            method: StepUp::Passkey,
             person: me.name.clone(),
             credential: cred,
             public_key: record.public_key().unwrap_or(Value::Null),

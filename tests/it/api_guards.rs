@@ -293,6 +293,7 @@ fn the_openapi_document_lists_every_route_the_server_answers() {
         ("patch", "/api/v1/people/{name}"),
         ("delete", "/api/v1/people/{name}"),
         ("post", "/api/v1/people/import"),
+        ("delete", "/api/v1/people/{name}/passkeys/{id}"),
         ("get", "/api/v1/people/delegations"),
         ("get", "/api/v1/people/{name}/delegations"),
         ("post", "/api/v1/people/{name}/delegations"),

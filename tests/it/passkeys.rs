@@ -374,6 +374,39 @@ async fn a_passkey_approves_a_stepped_up_request_and_the_audit_proves_it() {
         v["why"].as_str().is_some_and(|m| m.contains("signature")),
         "{v}"
     );
+
+    // Offline, from exports: the good one holds, the tampered one does not.
+    let good = copy.path().join("good.jsonl");
+    let export = w.sandbox.strands(&["audit", "export"]);
+    export.expect_code(0);
+    assert!(
+        export.stdout.contains("\"step_up\""),
+        "the export carries the proofs"
+    );
+    std::fs::write(&good, &export.stdout).expect("write");
+    let ok = w.sandbox.strands_verbatim(&[
+        "audit",
+        "verify",
+        "--file",
+        &good.display().to_string(),
+        "--json",
+    ]);
+    ok.expect_code(0);
+    let bad = copy.path().join("bad.jsonl");
+    let export =
+        w.sandbox
+            .strands_verbatim(&["--store", &copied.display().to_string(), "audit", "export"]);
+    export.expect_code(0);
+    std::fs::write(&bad, &export.stdout).expect("write");
+    let off = w.sandbox.strands_verbatim(&[
+        "audit",
+        "verify",
+        "--file",
+        &bad.display().to_string(),
+        "--json",
+    ]);
+    off.expect_code(22);
+    assert_eq!(off.json()["broken_at"], tampered_at, "{}", off.stdout);
 }
 
 /// In Slack, a `step_up: passkey` gate says so on its message, linking to

@@ -205,6 +205,33 @@ mod tests {
     }
 
     #[test]
+    fn step_up_is_read_on_a_gate_and_a_rule_and_a_wrong_one_is_named_at_its_line() {
+        let text = spec(RULES).replace(
+            "            quorum: 2\n",
+            "            quorum: 2\n            step_up: passkey\n",
+        );
+        let g = gate_of(&text);
+        assert_eq!(
+            g.rules[0].step_up,
+            Some(crate::model::step_up::StepUp::Passkey)
+        );
+        assert_eq!(g.rules[1].step_up, None);
+        assert_eq!(g.step_up, None);
+        let g = gate_of(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        step_up: passkey\n",
+        ));
+        assert_eq!(g.step_up, Some(crate::model::step_up::StepUp::Passkey));
+        let d = errors(&spec(
+            "      - type: manual_gate\n        prompt: ok?\n        step_up: totp\n",
+        ));
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(d[0].line, 16, "{d:#?}");
+        assert!(d[0].message.contains("step_up"), "{d:#?}");
+        let d = errors(&text.replace("step_up: passkey", "step_up: sms"));
+        assert!(d.iter().any(|d| d.message.contains("step_up")), "{d:#?}");
+    }
+
+    #[test]
     fn rules_without_a_default_are_refused_at_the_last_rule() {
         let text = spec(RULES).replace(
             "          - approvers: [group:support]\n",
