@@ -225,7 +225,7 @@ mod tests {
             "      - type: manual_gate\n        prompt: ok?\n        step_up: totp\n",
         ));
         assert_eq!(d.len(), 1, "{d:#?}");
-        assert_eq!(d[0].line, 16, "{d:#?}");
+        assert_eq!((d[0].line, d[0].column), (15, 18), "{d:#?}");
         assert!(d[0].message.contains("step_up"), "{d:#?}");
         let d = errors(&text.replace("step_up: passkey", "step_up: sms"));
         assert!(d.iter().any(|d| d.message.contains("step_up")), "{d:#?}");
