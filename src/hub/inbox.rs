@@ -97,9 +97,12 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
                     now,
                 ),
                 // A gate with a form is filled in on its page, not approved
-                // in bulk; so is an MCP server's question (a link to visit).
+                // in bulk; so is an MCP server's question (a link to visit),
+                // and a gate approved with a passkey (one approval, one
+                // signature).
                 routine: g.kind == GateKind::ManualGate
                     && g.form.is_none()
+                    && g.step_up.is_none()
                     && crate::engine::elicit::asking_at(s, &g.handle()).is_none(),
                 gate: view,
                 for_whom,
