@@ -78,7 +78,7 @@ pub async fn used(
             &access(
                 person,
                 via,
-                format!("passkey {id} of `{person}` confirmed an approval"),
+                format!("passkey {id} of `{person}` signed an approval"),
                 store.now(),
             ),
         )
