@@ -49,6 +49,7 @@ async fn answer_and_resume(
         default_approvers: &[],
         shared: false,
         member_of: &|_| false,
+        idp_groups: &[],
         now: chrono::Utc::now(),
     };
     if let Err(refusal) = engine.submit(id, gate, answer, &asker).await? {
@@ -268,6 +269,7 @@ fn approve() -> Answer {
         call: None,
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     }
 }
 

@@ -129,6 +129,7 @@ impl HumanChannel for AutoApprove {
             call,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         }))
     }
 }

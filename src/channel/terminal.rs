@@ -63,6 +63,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             call: None,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         })
     }
 

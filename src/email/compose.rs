@@ -445,6 +445,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         };
         let o = outcome(&s, &handle, &answer, "https://x.example/o", "corp.example");
         assert!(o.text.contains("Values: replicas: 3"), "{}", o.text);

@@ -112,5 +112,6 @@ pub fn answer(decision: Decision, who: &str) -> Answer {
         call: None,
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     }
 }

@@ -79,6 +79,10 @@ pub struct DoorAnswer {
     /// The Slack user groups (`S…`) the person is in, as far as the door
     /// could tell; other doors leave it empty.
     pub member_of: BTreeSet<String>,
+    /// The groups the identity provider put the person in (the web inbox,
+    /// signed in through OpenID Connect): they count for `group:NAME`
+    /// approvers, and the answer records when one did. Empty elsewhere.
+    pub idp_groups: Vec<String>,
 }
 
 impl DoorAnswer {
@@ -93,6 +97,7 @@ impl DoorAnswer {
             decision,
             vars: Map::new(),
             member_of: BTreeSet::new(),
+            idp_groups: Vec::new(),
         }
     }
 
@@ -111,6 +116,12 @@ impl DoorAnswer {
     /// With variable overrides.
     pub fn vars(mut self, vars: Map<String, Value>) -> DoorAnswer {
         self.vars = vars;
+        self
+    }
+
+    /// As a member of these groups of the identity provider.
+    pub fn idp_groups(mut self, groups: impl IntoIterator<Item = String>) -> DoorAnswer {
+        self.idp_groups = groups.into_iter().collect();
         self
     }
 
@@ -160,10 +171,12 @@ impl Hub {
             call: a.call,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         };
         let groups = a.member_of;
         let member_of = |g: &str| groups.contains(g);
         let mut asker = self.asker(&a.who, &member_of);
+        asker.idp_groups = &a.idp_groups;
         if !a.door.shared() {
             asker.shared = false;
             asker.default_approvers = &[];

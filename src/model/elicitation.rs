@@ -238,6 +238,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         }
     }
 

@@ -190,6 +190,11 @@ pub struct Answer {
     /// cards and the audit say it ("bob for alice").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_behalf_of: Option<String>,
+    /// Set by the intake when `by` was an approver only through this
+    /// group of the identity provider's groups claim (a web sign-in), not
+    /// the directory's: the audit says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idp_group: Option<String>,
 }
 
 impl Answer {

@@ -179,6 +179,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         call: None,
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     };
     let target = app
         .hub

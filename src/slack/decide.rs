@@ -41,6 +41,7 @@ pub(super) fn answer(
         call: call.map(str::to_string),
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     }
 }
 

@@ -442,6 +442,7 @@ fn answer(decision: Decision, user: &str, call: Option<String>, at: DateTime<Utc
         call,
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     }
 }
 

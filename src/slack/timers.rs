@@ -395,6 +395,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         };
         assert_eq!(outcome_text(&rejected), "rejected by fallback");
         assert_eq!(human_duration(chrono::TimeDelta::seconds(90)), "90 seconds");

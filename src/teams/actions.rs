@@ -326,6 +326,7 @@ async fn decide(
         call: call.clone(),
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
     let door = DoorAnswer::new(&session.id, &who, Door::Teams, answer.decision.clone())

@@ -471,6 +471,7 @@ pub(crate) mod tests {
             call: None,
             person: Some("bob".into()),
             on_behalf_of: Some("alice".into()),
+            idp_group: None,
         };
         let card = decided(&session, "review", &answer, "http://x").to_string();
         assert!(card.contains("Approved by bob for alice at"), "{card}");

@@ -35,14 +35,14 @@ impl Viewer {
     /// link's sign-in reaches one run).
     pub fn scoped_to(&self, id: &str) -> bool {
         match &self.login.scope {
-            LoginScope::Token { .. } => true,
+            LoginScope::Token { .. } | LoginScope::Oidc { .. } => true,
             LoginScope::Gate { session, .. } => session == id,
         }
     }
     /// The one gate a link's sign-in may answer.
     pub fn only_gate(&self) -> Option<&str> {
         match &self.login.scope {
-            LoginScope::Token { .. } => None,
+            LoginScope::Token { .. } | LoginScope::Oidc { .. } => None,
             LoginScope::Gate { gate, .. } => Some(gate),
         }
     }
@@ -92,6 +92,7 @@ pub async fn signed_in(web: &Web, headers: &HeaderMap) -> Result<Option<Viewer>,
     let caller = Caller {
         name: login.name.clone(),
         role: login.role,
+        idp_groups: login.groups.clone(),
     };
     Ok(Some(Viewer { login, caller }))
 }

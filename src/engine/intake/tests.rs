@@ -48,6 +48,7 @@ async fn submit(
         default_approvers: &[],
         shared,
         member_of: &|g| g == "S0TEAM" && who == "teammate",
+        idp_groups: &[],
         now: w.clock.now(),
     };
     w.engine()

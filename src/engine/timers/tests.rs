@@ -140,6 +140,7 @@ fn click(by: &str) -> Answer {
         call: None,
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     }
 }
 
@@ -203,6 +204,7 @@ async fn a_click_before_the_timeout_wins_and_the_timer_only_deletes_itself() {
         default_approvers: &[],
         shared: false,
         member_of: &|_| false,
+        idp_groups: &[],
         now: w.clock.now(),
     };
     let took = w

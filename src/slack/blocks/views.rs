@@ -495,6 +495,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         };
         let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
         assert_eq!(
@@ -532,6 +533,7 @@ mod tests {
                     call: Some(id),
                     person: None,
                     on_behalf_of: None,
+                    idp_group: None,
                 },
                 waited_ms: 10,
             },

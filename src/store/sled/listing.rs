@@ -318,6 +318,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         };
         store
             .record_answer("d", None, &a)

@@ -102,6 +102,7 @@ mod tests {
             call: None,
             person: None,
             on_behalf_of: None,
+            idp_group: None,
         };
         let s = store
             .record_answer("b", None, &a)

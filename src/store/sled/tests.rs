@@ -18,6 +18,7 @@ pub(crate) fn approve(by: &str) -> Answer {
         call: None,
         person: None,
         on_behalf_of: None,
+        idp_group: None,
     }
 }
 
