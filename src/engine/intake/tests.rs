@@ -455,6 +455,7 @@ async fn with_people(w: &World) {
         email: Some(format!("{name}@corp.example")),
         tokens: vec![format!("{name}-api")],
         unix: unix.map(str::to_string),
+        oidc: None,
         groups: groups.iter().map(|g| g.to_string()).collect(),
         delegations: Vec::new(),
     };
