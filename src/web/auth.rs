@@ -210,7 +210,7 @@ pub fn safe_next(next: Option<&str>) -> String {
 /// The login page.
 pub async fn login_page(State(web): State<Web>, Query(q): Query<Next>) -> Response {
     let next = safe_next(q.next.as_deref());
-    html(web.pages.login(&next, None))
+    html(web.pages.login(&next, None, web.oidc_name().as_deref()))
 }
 
 /// Signs in with an API token.
@@ -227,6 +227,7 @@ pub async fn login(
         let page = web.pages.login(
             &next,
             Some("That token is not valid (unknown, revoked or expired). Make one with `strands tokens create NAME`."),
+            web.oidc_name().as_deref(),
         );
         return Ok((axum::http::StatusCode::UNAUTHORIZED, html(page)).into_response());
     };
@@ -263,7 +264,16 @@ pub async fn logout(
 ) -> Result<Response, WebError> {
     check_post(&web, &viewer, &headers, &Form::parse(&body))?;
     web.hub.store.end_login(&viewer.login.id).await?;
-    let mut res = Redirect::to("/login").into_response();
+    // Signed in through the identity provider: signed out there too, when
+    // it says where.
+    let to = match (&viewer.login.scope, &web.oidc) {
+        (LoginScope::Oidc { .. }, Some(p)) => p
+            .end_session(&web.config.public_url)
+            .map(|u| u.to_string())
+            .unwrap_or_else(|| "/login".into()),
+        _ => "/login".into(),
+    };
+    let mut res = Redirect::to(&to).into_response();
     res.headers_mut()
         .insert(header::SET_COOKIE, clear_cookie(web.secure(&headers)));
     Ok(res)

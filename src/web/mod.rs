@@ -6,6 +6,7 @@
 //! | route | who | what |
 //! |---|---|---|
 //! | `GET /login`, `POST /login`, `POST /logout` | — | sign in with an API token ([`auth`]) |
+//! | `GET /auth/oidc/login`, `GET /auth/oidc/callback` | — | sign in through the identity provider, when set ([`oidc`]) |
 //! | `GET /` | signed in | what waits for you, and recent runs ([`inbox`]) |
 //! | `GET /inbox/list` | signed in | the inbox's list alone (live refresh) |
 //! | `GET /inbox/events` | signed in | "something changed" pings (SSE) |
@@ -26,6 +27,7 @@ pub mod auth;
 pub mod delegate;
 pub mod inbox;
 pub mod links;
+pub mod oidc;
 pub mod render;
 pub mod session;
 
@@ -50,6 +52,9 @@ pub struct Config {
     pub templates: Option<PathBuf>,
     /// How long a sign-in lasts.
     pub login_hours: u32,
+    /// Sign-in through the identity provider, when `STRANDS_OIDC_ISSUER`
+    /// is set.
+    pub oidc: Option<oidc::Settings>,
 }
 
 /// What every handler of the web inbox shares. Cheap to clone.
@@ -60,6 +65,8 @@ pub struct Inner {
     pub hub: Hub,
     pub config: Config,
     pub pages: render::Pages,
+    /// The identity provider, discovered at start ([`oidc`]).
+    pub oidc: Option<Arc<oidc::Provider>>,
 }
 
 impl std::ops::Deref for Web {
@@ -70,11 +77,22 @@ impl std::ops::Deref for Web {
 }
 
 impl Web {
-    /// The inbox on `hub`; a template that does not compile is an error
-    /// naming it.
-    pub fn new(hub: Hub, config: Config) -> crate::Result<Web> {
+    /// The inbox on `hub`, signing in through `oidc` too when given; a
+    /// template that does not compile is an error naming it.
+    pub fn new(hub: Hub, config: Config, oidc: Option<oidc::Provider>) -> crate::Result<Web> {
         let pages = render::Pages::load(config.templates.as_deref())?;
-        Ok(Web(Arc::new(Inner { hub, config, pages })))
+        Ok(Web(Arc::new(Inner {
+            hub,
+            config,
+            pages,
+            oidc: oidc.map(Arc::new),
+        })))
+    }
+
+    /// What the login page's identity provider link says, when sign-in
+    /// through one is on.
+    pub fn oidc_name(&self) -> Option<String> {
+        self.oidc.as_ref().map(|p| p.name())
     }
 
     /// Whether cookies must be `Secure`: served over HTTPS, or behind a
@@ -213,6 +231,8 @@ pub fn router(web: Web) -> Router {
         .route("/inbox/undelegate", post(delegate::unset))
         .route("/login", get(auth::login_page).post(auth::login))
         .route("/logout", post(auth::logout))
+        .route("/auth/oidc/login", get(oidc::login))
+        .route("/auth/oidc/callback", get(oidc::callback))
         .route("/sessions/{id}", get(session::page))
         .route("/sessions/{id}/answer", post(session::answer))
         .route("/l/{token}", get(links::landing).post(links::redeem))
