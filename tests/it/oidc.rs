@@ -260,7 +260,7 @@ impl Agent {
 
     /// Through the provider's login and consent pages as `login`: the
     /// callback URL the provider sends the browser back to (not fetched).
-    fn to_callback(&mut self, svc: &Service, login: &str) -> String {
+    fn through_the_provider(&mut self, svc: &Service, login: &str) -> String {
         let callback = format!("{}/auth/oidc/callback", svc.url);
         let (url, page) = self.follow(format!("{}/auth/oidc/login?next=/", svc.url), &callback);
         assert_eq!(page.status, 200, "the provider's login page: {}", page.body);
@@ -289,7 +289,7 @@ impl Agent {
 
     /// Signs in as `login`: the callback's answer.
     fn sign_in(&mut self, svc: &Service, login: &str) -> HttpReply {
-        let url = self.to_callback(svc, login);
+        let url = self.through_the_provider(svc, login);
         self.send("GET", &url, &[], None)
     }
 }
@@ -397,7 +397,7 @@ fn every_bad_answer_from_the_provider_is_refused_with_a_page_saying_why() {
 
     // Wrong state: the provider's answer for another browser's sign-in.
     let mut a = Agent::default();
-    let url = a.to_callback(svc, "alice@corp.example");
+    let url = a.through_the_provider(svc, "alice@corp.example");
     let forged = url::Url::parse(&url).expect("url");
     let pairs: Vec<(String, String)> = forged
         .query_pairs()
@@ -418,7 +418,7 @@ fn every_bad_answer_from_the_provider_is_refused_with_a_page_saying_why() {
     // A replayed answer: the same callback URL twice (with the sign-in's
     // cookie kept, as an attacker holding both would).
     let mut a = Agent::default();
-    let url = a.to_callback(svc, "alice@corp.example");
+    let url = a.through_the_provider(svc, "alice@corp.example");
     let jar = a.jar.clone();
     let first = a.send("GET", &url, &[], None);
     assert_eq!(first.status, 303, "{}\n{}", first.body, svc.log());
@@ -428,7 +428,7 @@ fn every_bad_answer_from_the_provider_is_refused_with_a_page_saying_why() {
 
     // A code the provider refuses.
     let mut a = Agent::default();
-    let url = a.to_callback(svc, "alice@corp.example");
+    let url = a.through_the_provider(svc, "alice@corp.example");
     let bogus = url.replacen("code=", "code=not-", 1);
     let r = a.send("GET", &bogus, &[], None);
     refused(&mut a, svc, &r, 400, "refused the code");

@@ -47,6 +47,28 @@ pub struct Extra {
 }
 impl AdditionalProviderMetadata for Extra {}
 
+/// The client discovery makes: authorization endpoint set, token and
+/// userinfo endpoints as discovered.
+type Client = openidconnect::Client<
+    openidconnect::EmptyAdditionalClaims,
+    openidconnect::core::CoreAuthDisplay,
+    openidconnect::core::CoreGenderClaim,
+    openidconnect::core::CoreJweContentEncryptionAlgorithm,
+    openidconnect::core::CoreJsonWebKey,
+    openidconnect::core::CoreAuthPrompt,
+    openidconnect::StandardErrorResponse<CoreErrorResponseType>,
+    openidconnect::core::CoreTokenResponse,
+    openidconnect::core::CoreTokenIntrospectionResponse,
+    openidconnect::core::CoreRevocableToken,
+    openidconnect::core::CoreRevocationErrorResponse,
+    openidconnect::EndpointSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointMaybeSet,
+    openidconnect::EndpointMaybeSet,
+>;
+
 type Metadata = ProviderMetadata<
     Extra,
     openidconnect::core::CoreAuthDisplay,
@@ -194,28 +216,7 @@ impl Provider {
             .clone()
     }
 
-    fn client(
-        &self,
-        metadata: Metadata,
-    ) -> openidconnect::Client<
-        openidconnect::EmptyAdditionalClaims,
-        openidconnect::core::CoreAuthDisplay,
-        openidconnect::core::CoreGenderClaim,
-        openidconnect::core::CoreJweContentEncryptionAlgorithm,
-        openidconnect::core::CoreJsonWebKey,
-        openidconnect::core::CoreAuthPrompt,
-        openidconnect::StandardErrorResponse<CoreErrorResponseType>,
-        openidconnect::core::CoreTokenResponse,
-        openidconnect::core::CoreTokenIntrospectionResponse,
-        openidconnect::core::CoreRevocableToken,
-        openidconnect::core::CoreRevocationErrorResponse,
-        openidconnect::EndpointSet,
-        openidconnect::EndpointNotSet,
-        openidconnect::EndpointNotSet,
-        openidconnect::EndpointNotSet,
-        openidconnect::EndpointMaybeSet,
-        openidconnect::EndpointMaybeSet,
-    > {
+    fn client(&self, metadata: Metadata) -> Client {
         CoreClient::from_provider_metadata(
             metadata,
             ClientId::new(self.settings.client_id.clone()),
@@ -270,7 +271,7 @@ impl Provider {
         let nonce = Nonce::new(nonce.to_string());
         let checked = {
             let verifier = client.id_token_verifier();
-            token.claims(&verifier, &nonce).map(|c| c.clone())
+            token.claims(&verifier, &nonce).cloned()
         };
         let claims = match checked {
             Ok(c) => c,
@@ -281,7 +282,7 @@ impl Provider {
                 let verifier = client.id_token_verifier();
                 token
                     .claims(&verifier, &nonce)
-                    .map(|c| c.clone())
+                    .cloned()
                     .map_err(|e| self.refusal(e))?
             }
             Err(e) => return Err(self.refusal(e)),
