@@ -10,8 +10,9 @@
 //! What differs between doors is data, not code: through which [`Door`]
 //! (recorded as the answer's `via`; whether the service's shared rules
 //! apply — self-approval off by default, the installation's default
-//! approvers) and, for Slack, the user groups the person belongs to (which
-//! only Slack can tell).
+//! approvers), for Slack, the user groups the person belongs to (which
+//! only Slack can tell), and for the web inbox signed in through the
+//! identity provider, the groups its ID token named (`idp_groups`).
 
 use std::collections::BTreeSet;
 

@@ -182,7 +182,7 @@ pub enum OidcError {
     Audience(String),
     #[error("the ID token has expired")]
     Expired,
-    #[error("the ID token was issued by someone else, not `{0}`")]
+    #[error("the answer or its ID token comes from another issuer, not `{0}`")]
     Issuer(String),
     #[error("the ID token's nonce is not this sign-in's (a replayed token)")]
     Nonce,
@@ -333,6 +333,8 @@ pub struct Callback {
     pub state: Option<String>,
     pub error: Option<String>,
     pub error_description: Option<String>,
+    /// The answering issuer (RFC 9207), when the provider says it.
+    pub iss: Option<String>,
 }
 
 /// `GET /auth/oidc/callback`: checks the answer, signs in, and clears the
@@ -376,6 +378,12 @@ async fn finish(
     let same: bool = state.as_bytes().ct_eq(pending.state.as_bytes()).into();
     if !same {
         return Err(OidcError::WrongState);
+    }
+    // An answer from another provider (a mix-up) is refused.
+    if let Some(iss) = q.iss.as_deref() {
+        if iss.trim_end_matches('/') != provider.settings().issuer {
+            return Err(OidcError::Issuer(provider.settings().issuer.clone()));
+        }
     }
     if let Some(error) = q.error {
         return Err(OidcError::Denied(match q.error_description {
