@@ -68,6 +68,10 @@ impl World {
         sandbox
             .strands(&["people", "add", "alice", "--email", "Alice@corp.example"])
             .expect_code(0);
+        // carol is known by the identity provider's name for her.
+        sandbox
+            .strands(&["people", "add", "carol-ops", "--oidc", "carol@corp.example"])
+            .expect_code(0);
         let url = format!("http://127.0.0.1:{}", free_port());
         let provider = Provider::start(&url);
         let cfg = ServeConfig::api(&sandbox, &dir)
@@ -324,10 +328,8 @@ async fn in_a_browser_sign_in_through_the_provider_and_answer_as_a_member_of_its
     b.fill("input[name=login]", "alice@corp.example").await;
     b.fill("input[name=password]", "any").await;
     b.click("button[type=submit]").await;
-    b.find("button[type=submit]").await;
-    if b.text().await.contains("Continue") {
-        b.click("button[type=submit]").await;
-    }
+    b.wait_for_text("Continue", None).await;
+    b.click("button[type=submit]").await;
     b.find("#inbox").await;
     // Signed in as the directory's alice (matched by email), and the gate
     // for group:finance waits for her: finance is only in her ID token.
@@ -473,13 +475,15 @@ fn a_rotated_signing_key_is_fetched_and_sign_out_ends_the_sign_in() {
     let r = a.sign_in(&w.svc, "alice@corp.example");
     assert_eq!(r.status, 303, "{}\n{}", r.body, w.svc.log());
 
-    // The provider rotates its key: the next sign-in still works.
+    // The provider rotates its key: the next sign-in still works (carol,
+    // matched by her `oidc` identity).
     w.provider.misbehave("rotate");
     let mut b = Agent::default();
-    let r = b.sign_in(&w.svc, "alice@corp.example");
+    let r = b.sign_in(&w.svc, "carol@corp.example");
     assert_eq!(r.status, 303, "{}\n{}", r.body, w.svc.log());
     let home = b.send("GET", &format!("{}/", w.svc.url), &[], None);
     assert_eq!(home.status, 200, "{}", home.body);
+    assert!(home.body.contains("carol-ops"), "{}", home.body);
 
     // Sign-out ends it: to the provider's sign-out, and the old cookie no
     // longer opens the inbox.
