@@ -154,4 +154,42 @@ mod tests {
             assert!(split(bad).is_none(), "{bad:?}");
         }
     }
+
+    #[test]
+    fn an_identity_provider_sign_in_keeps_its_groups_and_older_records_read_without_them() {
+        let now = crate::clock::test_epoch();
+        let mut new = NewLogin::generate(
+            "alice",
+            Role::Approver,
+            LoginScope::Oidc {
+                issuer: "https://idp.example".into(),
+                subject: "00u1".into(),
+            },
+            now,
+            now + TimeDelta::hours(1),
+        );
+        new.login.groups = vec!["finance".into()];
+        let json = serde_json::to_value(&new.login).expect("json");
+        assert_eq!(json["scope"]["by"], "oidc", "{json}");
+        assert_eq!(json["groups"][0], "finance", "{json}");
+        let back: Login = serde_json::from_value(json).expect("back");
+        assert_eq!(back, new.login);
+        let mut old = serde_json::to_value(
+            NewLogin::generate(
+                "bob",
+                Role::Approver,
+                LoginScope::Token {
+                    token_id: "t".into(),
+                },
+                now,
+                now,
+            )
+            .login,
+        )
+        .expect("json");
+        assert!(old.get("groups").is_none(), "{old}");
+        old.as_object_mut().expect("object").remove("groups");
+        let read: Login = serde_json::from_value(old).expect("an older record");
+        assert!(read.groups.is_empty());
+    }
 }

@@ -1,6 +1,7 @@
 //! Signing in to the web inbox and proving each request.
 //!
-//! The login page takes an API token (a password field); a good one makes
+//! The login page takes an API token (a password field), or links to the
+//! identity provider ([`super::oidc`]); a good one makes
 //! a sign-in ([`crate::model::login`]) and sets its cookie: `HttpOnly`,
 //! `SameSite=Lax`, `Secure` over HTTPS (or behind a proxy saying so),
 //! expiring with the sign-in. Sign-out ends it in the store; revoking the
@@ -82,12 +83,19 @@ pub async fn signed_in(web: &Web, headers: &HeaderMap) -> Result<Option<Viewer>,
     if !login.admits(secret, web.hub.clock.now()) {
         return Ok(None);
     }
-    if let LoginScope::Token { token_id } = &login.scope {
+    match &login.scope {
         // A revoked or expired token ends the sign-ins made with it.
-        match web.hub.store.token(token_id).await? {
+        LoginScope::Token { token_id } => match web.hub.store.token(token_id).await? {
             Some(t) if t.usable(web.hub.clock.now()) => {}
             _ => return Ok(None),
+        },
+        // So does turning off (or changing) the identity provider.
+        LoginScope::Oidc { issuer, .. } => {
+            if web.oidc.as_ref().map(|p| p.settings().issuer.as_str()) != Some(issuer.as_str()) {
+                return Ok(None);
+            }
         }
+        LoginScope::Gate { .. } => {}
     }
     let caller = Caller {
         name: login.name.clone(),

@@ -70,8 +70,20 @@ pub struct Provider {
 
 impl Provider {
     /// Starts the provider with strands' client sending browsers back to
-    /// `strands_url` (`http://127.0.0.1:PORT`, no trailing slash).
+    /// `strands_url` (`http://127.0.0.1:PORT`, no trailing slash). A port
+    /// taken meanwhile by someone else is retried on another.
     pub fn start(strands_url: &str) -> Provider {
+        let mut last = String::new();
+        for _ in 0..5 {
+            match Provider::try_start(strands_url) {
+                Ok(p) => return p,
+                Err(log) => last = log,
+            }
+        }
+        panic!("the OpenID provider did not start:\n{last}");
+    }
+
+    fn try_start(strands_url: &str) -> Result<Provider, String> {
         let port = free_port();
         let mut child = Command::new("node")
             .arg("provider.mjs")
@@ -108,18 +120,25 @@ impl Provider {
                 keep.lock().unwrap().push_str(&format!("{line}\n"));
             }
         });
-        if rx.recv_timeout(Duration::from_secs(30)).is_err() {
-            let _ = child.kill();
-            panic!(
-                "the OpenID provider did not start:\n{}",
-                log.lock().unwrap()
-            );
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if rx.recv_timeout(Duration::from_millis(100)).is_ok() {
+                break;
+            }
+            let exited = child.try_wait().ok().flatten().is_some();
+            if exited || std::time::Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                // What it said on its way out.
+                std::thread::sleep(Duration::from_millis(100));
+                return Err(log.lock().unwrap().clone());
+            }
         }
-        Provider {
+        Ok(Provider {
             issuer: format!("http://127.0.0.1:{port}"),
             child,
             log,
-        }
+        })
     }
 
     /// Makes the provider misbehave: `normal`, `audience`, `expired`,

@@ -125,8 +125,10 @@ impl Settings {
         if !scopes.iter().any(|s| s == "openid") {
             scopes.insert(0, "openid".into());
         }
+        // Kept as written: the provider's discovery document must name
+        // exactly this issuer (some end theirs with `/`).
         Ok(Some(Settings {
-            issuer: issuer.trim_end_matches('/').to_string(),
+            issuer,
             client_id: need(client_id, "STRANDS_OIDC_CLIENT_ID")?,
             client_secret: Secret(need(client_secret, "STRANDS_OIDC_CLIENT_SECRET")?),
             scopes,
@@ -381,7 +383,7 @@ async fn finish(
     }
     // An answer from another provider (a mix-up) is refused.
     if let Some(iss) = q.iss.as_deref() {
-        if iss.trim_end_matches('/') != provider.settings().issuer {
+        if iss != provider.settings().issuer {
             return Err(OidcError::Issuer(provider.settings().issuer.clone()));
         }
     }
@@ -529,7 +531,7 @@ mod tests {
         let e = settings(&[("STRANDS_OIDC_ISSUER", "idp.example")]).unwrap_err();
         assert!(e.to_string().contains("STRANDS_OIDC_ISSUER"), "{e}");
         let s = settings(&[
-            ("STRANDS_OIDC_ISSUER", "https://idp.example/"),
+            ("STRANDS_OIDC_ISSUER", "https://idp.example/tenant/"),
             ("STRANDS_OIDC_CLIENT_ID", "strands"),
             ("STRANDS_OIDC_CLIENT_SECRET", "hunter2"),
             ("STRANDS_OIDC_SCOPES", "email groups"),
@@ -537,7 +539,7 @@ mod tests {
         ])
         .expect("valid")
         .expect("on");
-        assert_eq!(s.issuer, "https://idp.example");
+        assert_eq!(s.issuer, "https://idp.example/tenant/");
         assert_eq!(s.scopes, ["openid", "email", "groups"]);
         assert_eq!(s.name_claim, "email");
         assert!(!format!("{s:?}").contains("hunter2"));
