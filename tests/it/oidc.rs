@@ -68,6 +68,8 @@ impl World {
         sandbox
             .strands(&["people", "add", "alice", "--email", "Alice@corp.example"])
             .expect_code(0);
+        // bob is a directory name, with no identity the provider knows.
+        sandbox.strands(&["people", "add", "bob"]).expect_code(0);
         // carol is known by the identity provider's name for her.
         sandbox
             .strands(&["people", "add", "carol-ops", "--oidc", "carol@corp.example"])
@@ -451,6 +453,23 @@ fn every_bad_answer_from_the_provider_is_refused_with_a_page_saying_why() {
     let r = a.sign_in(svc, "alice@corp.example");
     assert_eq!(r.status, 303, "{}\n{}", r.body, svc.log());
     assert!(!svc.log().contains(CLIENT_SECRET), "{}", svc.log());
+}
+
+#[test]
+fn a_username_claim_is_matched_by_email_and_never_takes_someone_elses_name() {
+    if !oidc_provider::available("oidc username") {
+        return;
+    }
+    let w = World::start_with(|c| c.with("STRANDS_OIDC_NAME_CLAIM", Some("preferred_username")));
+    // alice's username is `alice`; her verified email finds her.
+    let mut a = Agent::default();
+    let r = a.sign_in(&w.svc, "alice@corp.example");
+    assert_eq!(r.status, 303, "{}\n{}", r.body, w.svc.log());
+    // bob's username `bob` is the directory's bob, who is not tied to this
+    // provider: refused, saying how to tie them.
+    let mut b = Agent::default();
+    let r = b.sign_in(&w.svc, "bob@corp.example");
+    refused(&mut b, &w.svc, &r, 403, "--oidc bob");
 }
 
 #[test]
