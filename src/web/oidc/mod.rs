@@ -158,6 +158,8 @@ impl Settings {
 pub enum OidcError {
     #[error("{0}")]
     Setup(String),
+    #[error("the store could not be used: {0}")]
+    Store(String),
     #[error("no sign-in through the identity provider is in progress in this browser (it is finished, or older than {PENDING_MINUTES} minutes): sign in again")]
     NoPending,
     #[error("the answer's `state` is not this browser's sign-in (a forged or crossed request): sign in again")]
@@ -204,6 +206,7 @@ impl From<OidcError> for WebError {
     fn from(e: OidcError) -> WebError {
         use OidcError::*;
         let status = match &e {
+            Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Setup(_) | Provider(_) => StatusCode::BAD_GATEWAY,
             Unreachable(_) => StatusCode::BAD_GATEWAY,
             NoPending | WrongState | Replayed | CodeRefused(_) => StatusCode::BAD_REQUEST,
@@ -366,7 +369,7 @@ async fn finish(
     headers: &HeaderMap,
     q: Callback,
 ) -> std::result::Result<Response, OidcError> {
-    let store = |e: Error| OidcError::Setup(format!("the store: {e}"));
+    let store = |e: Error| OidcError::Store(e.to_string());
     let provider = web
         .oidc
         .as_deref()
