@@ -49,6 +49,7 @@ async fn answer_and_resume(
         default_approvers: &[],
         shared: false,
         member_of: &|_| false,
+        idp_groups: &[],
         now: chrono::Utc::now(),
     };
     if let Err(refusal) = engine.submit(id, gate, answer, &asker).await? {
@@ -269,6 +270,7 @@ fn approve() -> Answer {
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     }
 }
 

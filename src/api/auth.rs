@@ -59,6 +59,7 @@ impl FromRequestParts<Hub> for Caller {
         Ok(Caller {
             name,
             role: record.role,
+            idp_groups: Vec::new(),
         })
     }
 }

@@ -22,7 +22,7 @@ use crate::model::{Decision, Session, Status, Summary};
 
 /// Who may read a session ([`crate::hub::inbox::may_read`]).
 pub(super) fn may_read(hub: &Hub, caller: &Caller, s: &Session) -> bool {
-    crate::hub::inbox::may_read(hub, &caller.name, caller.role, s)
+    crate::hub::inbox::may_read(hub, &caller.name, &caller.idp_groups, caller.role, s)
 }
 
 /// The session `id` (or a unique prefix), when the caller may read it.

@@ -63,6 +63,11 @@ pub struct AuditEvent {
     /// ("bob for alice"); absent otherwise, so older entries hash alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_behalf_of: Option<String>,
+    /// The group that made `who` an approver when only the identity
+    /// provider's groups claim put them in it (a web sign-in), not the
+    /// directory; absent otherwise, so older entries hash alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idp_group: Option<String>,
     /// Channel: cli, terminal, auto-approve, slack, timeout.
     pub via: Option<String>,
     pub decision: Option<Value>,

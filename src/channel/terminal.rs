@@ -64,6 +64,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             person: None,
             on_behalf_of: None,
             step_up: None,
+            idp_group: None,
         })
     }
 

@@ -39,6 +39,10 @@ pub struct PersonFlags {
     /// Unix user (the CLI's identity).
     #[arg(long, value_name = "USER")]
     unix: Option<String>,
+    /// The identity provider's name for them (the web inbox's OpenID
+    /// Connect sign-in: the value of STRANDS_OIDC_NAME_CLAIM).
+    #[arg(long, value_name = "NAME")]
+    oidc: Option<String>,
     /// A group (`approvers: [group:NAME]`; repeat for several).
     #[arg(long = "group", value_name = "NAME")]
     groups: Vec<String>,
@@ -175,6 +179,7 @@ fn show(p: &Person, json: bool) -> Result<()> {
     outln!("email:   {}", one(&p.email))?;
     outln!("tokens:  {}", many(&p.tokens))?;
     outln!("unix:    {}", one(&p.unix))?;
+    outln!("oidc:    {}", one(&p.oidc))?;
     outln!("groups:  {}", many(&p.groups))?;
     for d in &p.delegations {
         outln!("delegates to {d} (UTC)")?;
@@ -200,6 +205,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 email: flags.email,
                 tokens: flags.tokens,
                 unix: flags.unix,
+                oidc: flags.oidc,
                 groups: flags.groups,
                 delegations: Vec::new(),
                 passkeys: Vec::new(),
@@ -287,6 +293,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 teams: flags.teams,
                 email: flags.email,
                 unix: flags.unix,
+                oidc: flags.oidc,
                 tokens: (no_tokens || !flags.tokens.is_empty()).then_some(flags.tokens),
                 groups: (no_groups || !flags.groups.is_empty()).then_some(flags.groups),
             };

@@ -453,6 +453,7 @@ mod tests {
             person: None,
             on_behalf_of: None,
             step_up: None,
+            idp_group: None,
         };
         let o = outcome(&s, &handle, &answer, "https://x.example/o", "corp.example");
         assert!(o.text.contains("Values: replicas: 3"), "{}", o.text);

@@ -582,6 +582,7 @@ impl<'a> Engine<'a> {
             default_approvers: &[],
             shared: false,
             member_of: &|_| false,
+            idp_groups: &[],
             now: self.clock.now(),
         };
         match self
@@ -644,6 +645,7 @@ mod tests {
             default_approvers: &[],
             shared: false,
             member_of: &|_| false,
+            idp_groups: &[],
             now: w.clock.now(),
         };
         let took = w

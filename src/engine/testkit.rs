@@ -113,5 +113,6 @@ pub fn answer(decision: Decision, who: &str) -> Answer {
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     }
 }

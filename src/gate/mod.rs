@@ -45,6 +45,10 @@ pub struct Identity<'a> {
     pub admins: &'a [String],
     /// Whether `who` belongs to a group id (`S…`) listed as approver.
     pub member_of: &'a dyn Fn(&str) -> bool,
+    /// The groups the identity provider says `who` is in (the ID token's
+    /// groups claim of a web sign-in); they count for `group:NAME`
+    /// approvers as the directory's groups do. Empty elsewhere.
+    pub idp_groups: &'a [String],
     /// Who each channel identity is (empty: judged by identity alone).
     pub people: &'a Directory,
     /// When the answer is given: which delegations are in force.
@@ -58,14 +62,17 @@ pub struct Identity<'a> {
 /// gate lists by name or identity may answer for them. `Ok(Some(alice))`:
 /// allowed as alice's delegate. A delegate never approves a run they
 /// started (even where self-approval is allowed), nor, where it is off,
-/// one the person they stand in for started. The error is the refusal the
-/// person is told (each door shows it its own way).
+/// one the person they stand in for started. A `group:NAME` approver
+/// lists the directory's members of NAME and whoever the identity
+/// provider says is in it ([`Identity::idp_groups`]); the latter is told
+/// back ([`Allowed::idp_group`]) so the record says so. The error is the
+/// refusal the person is told (each door shows it its own way).
 #[allow(clippy::result_large_err)] // see `Session::accept`
 pub fn authorize(
     gate: &OpenGate,
     decision: &Decision,
     id: &Identity<'_>,
-) -> std::result::Result<Option<String>, Refusal> {
+) -> std::result::Result<Allowed, Refusal> {
     let approves = matches!(
         decision,
         Decision::Approve | Decision::Edit { .. } | Decision::Trust | Decision::Fill { .. }
@@ -80,7 +87,7 @@ pub fn authorize(
         ));
     }
     if gate.approvers.is_empty() || id.admins.iter().any(|a| people.same(a, id.who)) {
-        return Ok(None);
+        return Ok(Allowed::default());
     }
     let person = people.person_of(id.who);
     let listed = gate.approvers.iter().any(|a| match a {
@@ -89,7 +96,17 @@ pub fn authorize(
         other => people.same(&other.text(), id.who),
     });
     if listed {
-        return Ok(None);
+        return Ok(Allowed::default());
+    }
+    let from_idp = gate.approvers.iter().find_map(|a| match a {
+        Approver::Group(g) if id.idp_groups.iter().any(|x| x == g) => Some(g.clone()),
+        _ => None,
+    });
+    if from_idp.is_some() {
+        return Ok(Allowed {
+            on_behalf_of: None,
+            idp_group: from_idp,
+        });
     }
     // A delegate of a person the gate names (by name or any identity;
     // groups are not delegated: their other members answer).
@@ -126,9 +143,26 @@ pub fn authorize(
                 "{starter} started this run, so you cannot approve it for them (allow_self_approval is off)"
             )));
         }
-        return Ok(Some(whom));
+        return Ok(Allowed {
+            on_behalf_of: Some(whom),
+            idp_group: None,
+        });
     }
     Err(Refusal::NotApprover(gate.approvers.clone()))
+}
+
+/// Why an answer was allowed, when it matters to the record: as whose
+/// delegate, or through which group the identity provider (not the
+/// directory) put the person in. Both `None`: an approver in their own
+/// right (by name, identity, a directory group, admin, or a gate naming
+/// nobody).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowed {
+    /// Allowed as this person's delegate.
+    pub on_behalf_of: Option<String>,
+    /// Listed only through this group of the identity provider's groups
+    /// claim.
+    pub idp_group: Option<String>,
 }
 
 /// What the engine does after an answer.
@@ -338,6 +372,7 @@ pub fn timeout_answer(gate: &OpenGate, now: DateTime<Utc>) -> Answer {
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     }
 }
 
@@ -502,6 +537,7 @@ mod tests {
             in_bot: true,
             admins: &[],
             member_of: &|_| false,
+            idp_groups: &[],
             people: &people,
             now: crate::clock::test_epoch(),
         };
@@ -511,6 +547,47 @@ mod tests {
         assert!(authorize(&g, &fill, &id).is_err());
         assert!(authorize(&g, &Decision::Trust, &id).is_err());
         assert!(authorize(&g, &Decision::Reject { reason: None }, &id).is_ok());
+    }
+
+    #[test]
+    fn the_identity_providers_groups_list_a_person_and_say_so() {
+        let mut g = gate(GateKind::ManualGate);
+        g.approvers = vec![Approver::Group("finance".into())];
+        let people = Directory::new(vec![crate::model::person::Person {
+            groups: vec!["finance".into()],
+            ..crate::model::person::Person::named("carol")
+        }])
+        .expect("directory");
+        let finance = &["finance".to_string()][..];
+        let eng = &["eng".to_string()][..];
+        fn id<'a>(who: &'a str, idp: &'a [String], people: &'a Directory) -> Identity<'a> {
+            Identity {
+                who,
+                started_by: "ci",
+                in_bot: true,
+                admins: &[],
+                member_of: &|_| false,
+                idp_groups: idp,
+                people,
+                now: crate::clock::test_epoch(),
+            }
+        }
+        let id = |who, idp| id(who, idp, &people);
+        // The directory's member: in their own right, nothing to record.
+        assert_eq!(
+            authorize(&g, &Decision::Approve, &id("carol", &[])),
+            Ok(Allowed::default())
+        );
+        // Only the provider's claim: allowed, and told so.
+        assert_eq!(
+            authorize(&g, &Decision::Approve, &id("alice@corp.example", finance))
+                .expect("allowed")
+                .idp_group
+                .as_deref(),
+            Some("finance")
+        );
+        assert!(authorize(&g, &Decision::Approve, &id("bob@corp.example", eng)).is_err());
+        assert!(authorize(&g, &Decision::Approve, &id("bob@corp.example", &[])).is_err());
     }
 
     #[test]

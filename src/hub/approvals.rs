@@ -797,7 +797,7 @@ impl Hub {
                 let Some(s) = self.store.load(&row.id).await? else {
                     continue;
                 };
-                if !is_approval(&s) || !super::inbox::may_read(self, who, role, &s) {
+                if !is_approval(&s) || !super::inbox::may_read(self, who, &[], role, &s) {
                     continue;
                 }
                 let view = ApprovalView::of(&s);
@@ -825,7 +825,7 @@ impl Hub {
         secs: u64,
     ) -> Result<std::result::Result<ApprovalView, String>> {
         let s = self.store.get(id).await?;
-        if !super::inbox::may_read(self, who, role, &s) {
+        if !super::inbox::may_read(self, who, &[], role, &s) {
             return Ok(Err(format!(
                 "`{who}` may not read request {}: it is read by its requester and its approvers",
                 s.id

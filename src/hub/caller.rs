@@ -2,7 +2,9 @@
 //! identity answers and runs are recorded under) and a role. The API
 //! learns it from a bearer token, the web inbox from a sign-in cookie;
 //! what a role may do is checked the same way for both
-//! ([`Caller::require`]).
+//! ([`Caller::require`]). A web sign-in through the identity provider also
+//! carries the groups its ID token said the person is in (`idp_groups`),
+//! which count for `group:NAME` approvers.
 
 use super::problem::Problem;
 use crate::model::token::Role;
@@ -13,6 +15,9 @@ pub struct Caller {
     /// The identity answers and runs are recorded under.
     pub name: String,
     pub role: Role,
+    /// The identity provider's groups for this person (a web sign-in
+    /// through OpenID Connect); empty for tokens and one-tap links.
+    pub idp_groups: Vec<String>,
 }
 
 impl Caller {

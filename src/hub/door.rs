@@ -10,8 +10,9 @@
 //! What differs between doors is data, not code: through which [`Door`]
 //! (recorded as the answer's `via`; whether the service's shared rules
 //! apply — self-approval off by default, the installation's default
-//! approvers) and, for Slack, the user groups the person belongs to (which
-//! only Slack can tell).
+//! approvers), for Slack, the user groups the person belongs to (which
+//! only Slack can tell), and for the web inbox signed in through the
+//! identity provider, the groups its ID token named (`idp_groups`).
 
 use std::collections::BTreeSet;
 
@@ -82,6 +83,10 @@ pub struct DoorAnswer {
     /// A stepped-up approval's passkey proof: only the web door's passkey
     /// ceremony makes one (`crate::web::passkeys`); the intake checks it.
     pub step_up: Option<crate::model::step_up::Proof>,
+    /// The groups the identity provider put the person in (the web inbox,
+    /// signed in through OpenID Connect): they count for `group:NAME`
+    /// approvers, and the answer records when one did. Empty elsewhere.
+    pub idp_groups: Vec<String>,
 }
 
 impl DoorAnswer {
@@ -97,6 +102,7 @@ impl DoorAnswer {
             vars: Map::new(),
             member_of: BTreeSet::new(),
             step_up: None,
+            idp_groups: Vec::new(),
         }
     }
 
@@ -121,6 +127,12 @@ impl DoorAnswer {
     /// With variable overrides.
     pub fn vars(mut self, vars: Map<String, Value>) -> DoorAnswer {
         self.vars = vars;
+        self
+    }
+
+    /// As a member of these groups of the identity provider.
+    pub fn idp_groups(mut self, groups: impl IntoIterator<Item = String>) -> DoorAnswer {
+        self.idp_groups = groups.into_iter().collect();
         self
     }
 
@@ -171,10 +183,12 @@ impl Hub {
             person: None,
             on_behalf_of: None,
             step_up: a.step_up.map(Box::new),
+            idp_group: None,
         };
         let groups = a.member_of;
         let member_of = |g: &str| groups.contains(g);
         let mut asker = self.asker(&a.who, &member_of);
+        asker.idp_groups = &a.idp_groups;
         if !a.door.shared() {
             asker.shared = false;
             asker.default_approvers = &[];

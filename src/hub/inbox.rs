@@ -42,9 +42,17 @@ pub struct Waiting {
     pub for_whom: Option<String>,
 }
 
-/// Whether `who` may answer gate `g` of `s` (any decision the gate takes).
-pub fn may_answer(hub: &Hub, who: &str, s: &Session, g: &crate::model::OpenGate) -> bool {
-    answers_as(hub, who, s, g).is_some()
+/// Whether `who` (in the identity provider's groups `idp_groups`, for a
+/// web sign-in through it; empty otherwise) may answer gate `g` of `s`
+/// (any decision the gate takes).
+pub fn may_answer(
+    hub: &Hub,
+    who: &str,
+    idp_groups: &[String],
+    s: &Session,
+    g: &crate::model::OpenGate,
+) -> bool {
+    answers_as(hub, who, idp_groups, s, g).is_some()
 }
 
 /// `Some` when `who` may answer gate `g` of `s`: with whom they would
@@ -52,19 +60,25 @@ pub fn may_answer(hub: &Hub, who: &str, s: &Session, g: &crate::model::OpenGate)
 fn answers_as(
     hub: &Hub,
     who: &str,
+    idp_groups: &[String],
     s: &Session,
     g: &crate::model::OpenGate,
 ) -> Option<Option<String>> {
     let nobody = |_: &str| false;
-    let asker = hub.asker(who, &nobody);
+    let mut asker = hub.asker(who, &nobody);
+    asker.idp_groups = idp_groups;
     let people = hub.people();
-    let may = |d: &Decision| crate::engine::intake::authorize(g, s, d, &asker, &people).ok();
+    let may = |d: &Decision| {
+        crate::engine::intake::authorize(g, s, d, &asker, &people)
+            .ok()
+            .map(|a| a.on_behalf_of)
+    };
     may(&Decision::Reject { reason: None }).or_else(|| may(&Decision::Approve))
 }
 
 /// Who may read a session: operators and admins any; an approver the
 /// sessions it started, answered, or may answer now.
-pub fn may_read(hub: &Hub, who: &str, role: Role, s: &Session) -> bool {
+pub fn may_read(hub: &Hub, who: &str, idp_groups: &[String], role: Role, s: &Session) -> bool {
     let people = hub.people();
     if role >= Role::Operator || people.same(&s.started_by, who) {
         return true;
@@ -72,16 +86,24 @@ pub fn may_read(hub: &Hub, who: &str, role: Role, s: &Session) -> bool {
     let answered = s.history.iter().any(
         |e| matches!(&e.what, GateEventKind::Answered { answer, .. } if people.same(&answer.by, who)),
     );
-    answered || s.open_gates().any(|g| may_answer(hub, who, s, g))
+    answered
+        || s.open_gates()
+            .any(|g| may_answer(hub, who, idp_groups, s, g))
 }
 
 /// The open gates of `s` that `who` may answer.
-pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<Waiting> {
+pub fn waiting_in(
+    hub: &Hub,
+    who: &str,
+    idp_groups: &[String],
+    s: &Session,
+    now: DateTime<Utc>,
+) -> Vec<Waiting> {
     if s.status != Status::Paused {
         return Vec::new();
     }
     s.open_gates()
-        .filter_map(|g| answers_as(hub, who, s, g).map(|whom| (g, whom)))
+        .filter_map(|g| answers_as(hub, who, idp_groups, s, g).map(|whom| (g, whom)))
         .map(|(g, for_whom)| {
             let view = GateView::of(s, g, false);
             Waiting {
@@ -112,20 +134,30 @@ pub fn waiting_in(hub: &Hub, who: &str, s: &Session, now: DateTime<Utc>) -> Vec<
 }
 
 /// Every open gate `who` may answer, newest first; only runs of
-/// `workflow` when given. The web knows no groups, so only the gates
-/// listing `who` or nobody are candidates (see [`candidates`]).
-pub async fn waiting_for(hub: &Hub, who: &str, workflow: Option<&str>) -> Result<Vec<Waiting>> {
+/// `workflow` when given. The web knows no Slack groups; a sign-in through
+/// the identity provider brings its groups (`idp_groups`), whose gates
+/// are candidates too (see [`candidates`]).
+pub async fn waiting_for(
+    hub: &Hub,
+    who: &str,
+    idp_groups: &[String],
+    workflow: Option<&str>,
+) -> Result<Vec<Waiting>> {
     let now = hub.clock.now();
     let mut out = Vec::new();
     hub.fresh_people().await?;
-    for id in candidates(hub, who, &[], workflow).await? {
+    let groups: Vec<String> = idp_groups
+        .iter()
+        .map(|g| crate::model::Approver::Group(g.clone()).to_string())
+        .collect();
+    for id in candidates(hub, who, &groups, workflow).await? {
         let Some(s) = hub.store.load(&id).await? else {
             continue;
         };
         if workflow.is_some_and(|w| w != s.workflow) {
             continue;
         }
-        out.extend(waiting_in(hub, who, &s, now));
+        out.extend(waiting_in(hub, who, idp_groups, &s, now));
     }
     sort_newest_first(&mut out);
     Ok(out)
@@ -208,7 +240,7 @@ pub(crate) async fn waiting_for_by_scan(
         if workflow.is_some_and(|w| w != s.workflow) {
             continue;
         }
-        out.extend(waiting_in(hub, who, &s, now));
+        out.extend(waiting_in(hub, who, &[], &s, now));
     }
     sort_newest_first(&mut out);
     Ok(out)
@@ -298,7 +330,7 @@ mod tests {
             async move {
                 for who in people {
                     for wf in [None, Some("wf-a"), Some("wf-b")] {
-                        let got = waiting_for(&hub, who, wf).await.expect("index");
+                        let got = waiting_for(&hub, who, &[], wf).await.expect("index");
                         let want = waiting_for_by_scan(&hub, who, wf).await.expect("scan");
                         assert_eq!(shown(&got), shown(&want), "{round}: {who} {wf:?}");
                     }
@@ -306,9 +338,9 @@ mod tests {
             }
         };
         check("created").await;
-        let some = waiting_for(&hub, "U1", None).await.expect("index");
+        let some = waiting_for(&hub, "U1", &[], None).await.expect("index");
         assert!(some.len() >= 2, "U1 has gates waiting: {some:?}");
-        let root = waiting_for(&hub, "root", None).await.expect("index");
+        let root = waiting_for(&hub, "root", &[], None).await.expect("index");
         assert_eq!(root.len(), 7, "an admin sees every open gate");
 
         // A member of a group: every run they may answer is a candidate.
@@ -368,7 +400,7 @@ mod tests {
             g.hours = Some(hours.clone());
             g.timeout_at = Some(mon);
         }
-        let w = waiting_in(&hub, "U1", &s, fri);
+        let w = waiting_in(&hub, "U1", &[], &s, fri);
         assert_eq!(
             w[0].business.as_deref(),
             Some("Monday 09:30 CET, in 2 business hours 30 min (calendar `eu-office`)")
@@ -410,7 +442,7 @@ mod tests {
             hub.store.create(&mut s).await.expect("create");
         }
         for who in ["alice-web", "U04ALICE", "alice"] {
-            let mut got: Vec<String> = waiting_for(&hub, who, None)
+            let mut got: Vec<String> = waiting_for(&hub, who, &[], None)
                 .await
                 .expect("index")
                 .into_iter()
@@ -422,7 +454,7 @@ mod tests {
             assert_eq!(scan.len(), 3, "{who}");
         }
         // Someone the directory does not know: as before.
-        assert!(waiting_for(&hub, "U0STRANGER", None)
+        assert!(waiting_for(&hub, "U0STRANGER", &[], None)
             .await
             .expect("index")
             .is_empty());

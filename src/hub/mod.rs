@@ -240,6 +240,7 @@ impl Hub {
             default_approvers: &self.settings.default_approvers,
             shared: true,
             member_of,
+            idp_groups: &[],
             now: self.clock.now(),
         }
     }

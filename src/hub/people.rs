@@ -36,6 +36,8 @@ pub struct PersonPatch {
     pub email: Option<String>,
     pub tokens: Option<Vec<String>>,
     pub unix: Option<String>,
+    #[serde(default)]
+    pub oidc: Option<String>,
     pub groups: Option<Vec<String>>,
 }
 
@@ -51,6 +53,7 @@ impl PersonPatch {
         set(&mut person.teams, &self.teams);
         set(&mut person.email, &self.email);
         set(&mut person.unix, &self.unix);
+        set(&mut person.oidc, &self.oidc);
         if let Some(t) = &self.tokens {
             person.tokens = t.clone();
         }

@@ -111,6 +111,12 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
         let me = answer.person.as_deref().unwrap_or(&answer.by);
         ev.detail = Some(format!("{me} for {whom}"));
     }
+    if let Some(g) = &answer.idp_group {
+        ev.idp_group = Some(g.clone());
+        ev.detail = Some(format!(
+            "approver as a member of group:{g} by the identity provider's groups claim"
+        ));
+    }
     ev.via = Some(answer.via.clone());
     let redactor = crate::audit::redact::Redactor::default();
     let text = serde_json::to_string(&answer.decision).unwrap_or_default();

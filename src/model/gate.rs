@@ -194,6 +194,11 @@ pub struct Answer {
     /// ([`super::step_up`]); checked by the intake, kept in the audit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_up: Option<Box<super::step_up::Proof>>,
+    /// Set by the intake when `by` was an approver only through this
+    /// group of the identity provider's groups claim (a web sign-in), not
+    /// the directory's: the audit says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idp_group: Option<String>,
 }
 
 impl Answer {

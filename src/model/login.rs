@@ -1,11 +1,13 @@
 //! Browser sign-ins to the web inbox: who a cookie stands for.
 //!
-//! A person signs in with an API token (or a one-tap link) and gets a
-//! cookie `<id>.<secret>`; the store keeps only the SHA-256 of the secret,
-//! compared in constant time. A sign-in is bound to what it came from: the
-//! API token (revoking the token ends its sign-ins) or a link's single gate
-//! (it opens that run's page and answers that gate, nothing else). Each has
-//! its own CSRF token, sent back with every form.
+//! A person signs in with an API token, a one-tap link or the company's
+//! identity provider (OpenID Connect) and gets a cookie `<id>.<secret>`;
+//! the store keeps only the SHA-256 of the secret, compared in constant
+//! time. A sign-in is bound to what it came from: the API token (revoking
+//! the token ends its sign-ins), a link's single gate (it opens that run's
+//! page and answers that gate, nothing else), or the provider's
+//! `(issuer, subject)` with the groups its ID token named. Each has its own
+//! CSRF token, sent back with every form.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,9 @@ pub enum LoginScope {
     Token { token_id: String },
     /// Signed in by a one-tap link: one gate of one run.
     Gate { session: String, gate: String },
+    /// Signed in through the identity provider `issuer` as its `subject`:
+    /// what the role the provider's groups map to may do.
+    Oidc { issuer: String, subject: String },
 }
 
 /// A stored sign-in: everything but its secret.
@@ -36,6 +41,10 @@ pub struct Login {
     pub name: String,
     pub role: Role,
     pub scope: LoginScope,
+    /// The identity provider's groups for this person (an OpenID Connect
+    /// sign-in's groups claim); they count for `group:NAME` approvers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     /// A passkey ceremony this sign-in started and has not finished (its
@@ -91,6 +100,7 @@ impl NewLogin {
                 name: name.to_string(),
                 role,
                 scope,
+                groups: Vec::new(),
                 created_at: now,
                 expires_at,
                 ceremony: None,
@@ -149,5 +159,43 @@ mod tests {
         for bad in ["", ".", "abc", "a.b.c", "xyz.123", "ab.<script>"] {
             assert!(split(bad).is_none(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_identity_provider_sign_in_keeps_its_groups_and_older_records_read_without_them() {
+        let now = crate::clock::test_epoch();
+        let mut new = NewLogin::generate(
+            "alice",
+            Role::Approver,
+            LoginScope::Oidc {
+                issuer: "https://idp.example".into(),
+                subject: "00u1".into(),
+            },
+            now,
+            now + TimeDelta::hours(1),
+        );
+        new.login.groups = vec!["finance".into()];
+        let json = serde_json::to_value(&new.login).expect("json");
+        assert_eq!(json["scope"]["by"], "oidc", "{json}");
+        assert_eq!(json["groups"][0], "finance", "{json}");
+        let back: Login = serde_json::from_value(json).expect("back");
+        assert_eq!(back, new.login);
+        let mut old = serde_json::to_value(
+            NewLogin::generate(
+                "bob",
+                Role::Approver,
+                LoginScope::Token {
+                    token_id: "t".into(),
+                },
+                now,
+                now,
+            )
+            .login,
+        )
+        .expect("json");
+        assert!(old.get("groups").is_none(), "{old}");
+        old.as_object_mut().expect("object").remove("groups");
+        let read: Login = serde_json::from_value(old).expect("an older record");
+        assert!(read.groups.is_empty());
     }
 }

@@ -1,8 +1,9 @@
 //! The people directory: one person, many channel identities.
 //!
 //! The same human reaches strands as a Slack user id (`U04ALICE`), a Teams
-//! AAD object id (`teams:<aad>`), an API token's name, an email address and
-//! a Unix user. A [`Person`] ties those together under one name, with the
+//! AAD object id (`teams:<aad>`), an API token's name, an email address, a
+//! Unix user and the identity provider's name for them (the web inbox's
+//! OpenID Connect sign-in: the configured claim's value, or the subject). A [`Person`] ties those together under one name, with the
 //! groups they belong to; a [`Directory`] is every person, checked so that
 //! each identity belongs to at most one of them, and answers "who is this
 //! channel identity?" ([`Directory::person_of`]).
@@ -42,6 +43,11 @@ pub struct Person {
     /// Unix user (the CLI's identity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix: Option<String>,
+    /// The identity provider's name for this person (OpenID Connect
+    /// sign-in to the web inbox): the value of `STRANDS_OIDC_NAME_CLAIM`
+    /// in their ID token (an email, a username, an object id, the subject).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<String>,
     /// Groups, as specs name them (`approvers: [group:finance]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
@@ -165,6 +171,7 @@ impl Person {
         trim(&mut self.teams);
         trim(&mut self.email);
         trim(&mut self.unix);
+        trim(&mut self.oidc);
         if let Some(t) = &mut self.teams {
             *t = match Approver::parse(t) {
                 Approver::TeamsUser(aad) => aad,
@@ -210,6 +217,15 @@ impl Person {
         if let Some(e) = self.email.as_deref().filter(|e| !is_email(e)) {
             return Err(bad(format!("`{e}` is not an email address")));
         }
+        if let Some(o) = self
+            .oidc
+            .as_deref()
+            .filter(|o| o.len() > 256 || o.chars().any(|c| c.is_control() || c.is_whitespace()))
+        {
+            return Err(bad(format!(
+                "`{o}` is not an identity provider name (no spaces, at most 256)"
+            )));
+        }
         if let Some(u) = self.unix.as_deref().filter(|u| !is_unix_user(u)) {
             return Err(bad(format!("`{u}` is not a Unix user name")));
         }
@@ -239,6 +255,11 @@ impl Person {
         out.extend(self.email.iter().map(|e| (e.clone(), "email")));
         out.extend(self.tokens.iter().map(|t| (t.clone(), "token name")));
         out.extend(self.unix.iter().map(|u| (u.clone(), "Unix user")));
+        out.extend(
+            self.oidc
+                .iter()
+                .map(|o| (o.clone(), "identity provider name")),
+        );
         out.into_iter().map(|(k, w)| (key(&k), w)).collect()
     }
 
@@ -369,6 +390,7 @@ mod tests {
             email: Some("Alice@Corp.example".into()),
             tokens: vec!["alice-ci".into()],
             unix: Some("asmith".into()),
+            oidc: Some("00u1alice".into()),
             groups: vec!["finance".into()],
             delegations: Vec::new(),
             passkeys: Vec::new(),
@@ -386,6 +408,7 @@ mod tests {
             "ALICE@corp.example",
             "alice-ci",
             "asmith",
+            "00u1alice",
         ] {
             assert_eq!(d.canonical(who), "alice", "{who}");
         }

@@ -121,6 +121,9 @@ pub struct GateEvent {
     pub what: GateEventKind,
 }
 
+// Nearly every event is an answer: boxing it would only add an allocation
+// to the common case.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum GateEventKind {

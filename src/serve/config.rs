@@ -9,6 +9,7 @@
 //! | `STRANDS_PUBLIC_URL` | how others reach this server (links in webhooks, Slack, the CLI) |
 //! | `STRANDS_WEB_TEMPLATES` | directory of web inbox templates replacing the built-in ones |
 //! | `STRANDS_WEB_LOGIN_HOURS` | how long a web inbox sign-in lasts (12) |
+//! | `STRANDS_OIDC_ISSUER`, `STRANDS_OIDC_CLIENT_ID`, ... | sign-in through the identity provider (`crate::web::oidc`) |
 //! | `STRANDS_MAX_BODY_BYTES` | largest request body (256 KiB) |
 //! | `STRANDS_API_RATE_PER_SEC`, `STRANDS_API_BURST` | per-token rate limit (20/s, burst 40) |
 //! | `STRANDS_MCP_PROGRESS_SECONDS` | how often a waiting MCP tool reports progress (10) |
@@ -136,6 +137,7 @@ impl Config {
             public_url: public_url.clone(),
             templates: set("STRANDS_WEB_TEMPLATES").map(PathBuf::from),
             login_hours: u32::try_from(number("STRANDS_WEB_LOGIN_HOURS", 12)?).unwrap_or(u32::MAX),
+            oidc: crate::web::oidc::Settings::from_lookup(&get)?,
         };
         Ok(Config {
             web,
@@ -198,6 +200,9 @@ mod tests {
             ),
             ("STRANDS_SMTP_URL", "smtp://u:p@mail.example:587"),
             ("STRANDS_EMAIL_FROM", "Strands <approvals@corp.example>"),
+            ("STRANDS_OIDC_ISSUER", "https://idp.example"),
+            ("STRANDS_OIDC_CLIENT_ID", "strands"),
+            ("STRANDS_OIDC_CLIENT_SECRET", "s"),
         ]
         .into_iter()
         .collect();

@@ -91,7 +91,23 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
     // serving fire first, before any answer is taken; then the timer loop.
     hub.start_timers().await?;
     hub.recover().await?;
-    let web = crate::web::Web::new(hub.clone(), config.web.clone())?;
+    // The identity provider's discovery: a bad issuer stops the service
+    // here, naming STRANDS_OIDC_ISSUER.
+    let oidc = match config.web.oidc.clone() {
+        Some(settings) => {
+            let p = crate::web::oidc::Provider::discover(settings, &config.public_url)
+                .await
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            eprintln!(
+                "strands serve: web inbox sign-in through the identity provider {} (redirect URI {}/auth/oidc/callback)",
+                p.settings().issuer,
+                config.public_url
+            );
+            Some(p)
+        }
+        None => None,
+    };
+    let web = crate::web::Web::new(hub.clone(), config.web.clone(), oidc)?;
     // One budget per token for the API and the MCP server together.
     let limit = crate::api::RateLimit::new(&config.api);
     router = router

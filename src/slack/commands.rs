@@ -180,6 +180,7 @@ async fn cancel(app: &App, id: &str, user: &str) -> Value {
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     };
     let target = app
         .hub

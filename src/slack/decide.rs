@@ -42,6 +42,7 @@ pub(super) fn answer(
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     }
 }
 

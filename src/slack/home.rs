@@ -443,6 +443,7 @@ fn answer(decision: Decision, user: &str, call: Option<String>, at: DateTime<Utc
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     }
 }
 

@@ -396,6 +396,7 @@ mod tests {
             person: None,
             on_behalf_of: None,
             step_up: None,
+            idp_group: None,
         };
         assert_eq!(outcome_text(&rejected), "rejected by fallback");
         assert_eq!(human_duration(chrono::TimeDelta::seconds(90)), "90 seconds");

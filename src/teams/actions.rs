@@ -327,6 +327,7 @@ async fn decide(
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     };
     // Teams has no user groups of its own: membership is never claimed.
     let door = DoorAnswer::new(&session.id, &who, Door::Teams, answer.decision.clone())

@@ -479,6 +479,7 @@ pub(crate) mod tests {
             person: Some("bob".into()),
             on_behalf_of: Some("alice".into()),
             step_up: None,
+            idp_group: None,
         };
         let card = decided(&session, "review", &answer, "http://x").to_string();
         assert!(card.contains("Approved by bob for alice at"), "{card}");

@@ -1,6 +1,7 @@
 //! Signing in to the web inbox and proving each request.
 //!
-//! The login page takes an API token (a password field); a good one makes
+//! The login page takes an API token (a password field), or links to the
+//! identity provider ([`super::oidc`]); a good one makes
 //! a sign-in ([`crate::model::login`]) and sets its cookie: `HttpOnly`,
 //! `SameSite=Lax`, `Secure` over HTTPS (or behind a proxy saying so),
 //! expiring with the sign-in. Sign-out ends it in the store; revoking the
@@ -35,14 +36,14 @@ impl Viewer {
     /// link's sign-in reaches one run).
     pub fn scoped_to(&self, id: &str) -> bool {
         match &self.login.scope {
-            LoginScope::Token { .. } => true,
+            LoginScope::Token { .. } | LoginScope::Oidc { .. } => true,
             LoginScope::Gate { session, .. } => session == id,
         }
     }
     /// The one gate a link's sign-in may answer.
     pub fn only_gate(&self) -> Option<&str> {
         match &self.login.scope {
-            LoginScope::Token { .. } => None,
+            LoginScope::Token { .. } | LoginScope::Oidc { .. } => None,
             LoginScope::Gate { gate, .. } => Some(gate),
         }
     }
@@ -82,16 +83,24 @@ pub async fn signed_in(web: &Web, headers: &HeaderMap) -> Result<Option<Viewer>,
     if !login.admits(secret, web.hub.clock.now()) {
         return Ok(None);
     }
-    if let LoginScope::Token { token_id } = &login.scope {
+    match &login.scope {
         // A revoked or expired token ends the sign-ins made with it.
-        match web.hub.store.token(token_id).await? {
+        LoginScope::Token { token_id } => match web.hub.store.token(token_id).await? {
             Some(t) if t.usable(web.hub.clock.now()) => {}
             _ => return Ok(None),
+        },
+        // So does turning off (or changing) the identity provider.
+        LoginScope::Oidc { issuer, .. } => {
+            if web.oidc.as_ref().map(|p| p.settings().issuer.as_str()) != Some(issuer.as_str()) {
+                return Ok(None);
+            }
         }
+        LoginScope::Gate { .. } => {}
     }
     let caller = Caller {
         name: login.name.clone(),
         role: login.role,
+        idp_groups: login.groups.clone(),
     };
     Ok(Some(Viewer { login, caller }))
 }
@@ -209,7 +218,7 @@ pub fn safe_next(next: Option<&str>) -> String {
 /// The login page.
 pub async fn login_page(State(web): State<Web>, Query(q): Query<Next>) -> Response {
     let next = safe_next(q.next.as_deref());
-    html(web.pages.login(&next, None))
+    html(web.pages.login(&next, None, web.oidc_name().as_deref()))
 }
 
 /// Signs in with an API token.
@@ -226,6 +235,7 @@ pub async fn login(
         let page = web.pages.login(
             &next,
             Some("That token is not valid (unknown, revoked or expired). Make one with `strands tokens create NAME`."),
+            web.oidc_name().as_deref(),
         );
         return Ok((axum::http::StatusCode::UNAUTHORIZED, html(page)).into_response());
     };
@@ -262,7 +272,16 @@ pub async fn logout(
 ) -> Result<Response, WebError> {
     check_post(&web, &viewer, &headers, &Form::parse(&body))?;
     web.hub.store.end_login(&viewer.login.id).await?;
-    let mut res = Redirect::to("/login").into_response();
+    // Signed in through the identity provider: signed out there too, when
+    // it says where.
+    let to = match (&viewer.login.scope, &web.oidc) {
+        (LoginScope::Oidc { .. }, Some(p)) => p
+            .end_session(&web.config.public_url)
+            .map(|u| u.to_string())
+            .unwrap_or_else(|| "/login".into()),
+        _ => "/login".into(),
+    };
+    let mut res = Redirect::to(&to).into_response();
     res.headers_mut()
         .insert(header::SET_COOKIE, clear_cookie(web.secure(&headers)));
     Ok(res)

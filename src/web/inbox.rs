@@ -76,8 +76,13 @@ async fn context(
     let hub = &web.hub;
     // Read first: whatever happens after this number, the page hears of.
     let after = hub.store.last_event().await?;
-    let waiting =
-        crate::hub::inbox::waiting_for(hub, &viewer.caller.name, filter.workflow()).await?;
+    let waiting = crate::hub::inbox::waiting_for(
+        hub,
+        &viewer.caller.name,
+        &viewer.caller.idp_groups,
+        filter.workflow(),
+    )
+    .await?;
     let status = filter.status()?;
     // Recent runs from pages of the store's index (never a scan), at most
     // `SCAN` rows read to fill the list.
@@ -99,6 +104,7 @@ async fn context(
                         if crate::hub::inbox::may_read(
                             hub,
                             &viewer.caller.name,
+                            &viewer.caller.idp_groups,
                             viewer.caller.role,
                             &full,
                         ) => {}
@@ -153,7 +159,8 @@ fn scoped(viewer: &Viewer) -> Option<Response> {
         crate::model::login::LoginScope::Gate { session, .. } => {
             Some(Redirect::to(&format!("/sessions/{session}")).into_response())
         }
-        crate::model::login::LoginScope::Token { .. } => None,
+        crate::model::login::LoginScope::Token { .. }
+        | crate::model::login::LoginScope::Oidc { .. } => None,
     }
 }
 
@@ -241,6 +248,7 @@ pub async fn bulk_approve(
             continue;
         };
         let answer = DoorAnswer::new(session, &viewer.caller.name, Door::Web, Decision::Approve)
+            .idp_groups(viewer.caller.idp_groups.iter().cloned())
             .at(Some(gate));
         let (ok, message) = match web.hub.take(answer).await {
             Ok(Ok(Accepted::Counted(_))) => (true, "approval counted; more are needed".into()),

@@ -6,6 +6,7 @@
 //! | route | who | what |
 //! |---|---|---|
 //! | `GET /login`, `POST /login`, `POST /logout` | — | sign in with an API token ([`auth`]) |
+//! | `GET /auth/oidc/login`, `GET /auth/oidc/callback` | — | sign in through the identity provider, when set ([`oidc`]) |
 //! | `GET /` | signed in | what waits for you, and recent runs ([`inbox`]) |
 //! | `GET /inbox/list` | signed in | the inbox's list alone (live refresh) |
 //! | `GET /inbox/events` | signed in | "something changed" pings (SSE) |
@@ -28,6 +29,7 @@ pub mod auth;
 pub mod delegate;
 pub mod inbox;
 pub mod links;
+pub mod oidc;
 pub mod passkeys;
 pub mod render;
 pub mod session;
@@ -53,6 +55,9 @@ pub struct Config {
     pub templates: Option<PathBuf>,
     /// How long a sign-in lasts.
     pub login_hours: u32,
+    /// Sign-in through the identity provider, when `STRANDS_OIDC_ISSUER`
+    /// is set.
+    pub oidc: Option<oidc::Settings>,
 }
 
 /// What every handler of the web inbox shares. Cheap to clone.
@@ -66,6 +71,8 @@ pub struct Inner {
     /// The WebAuthn relying party for passkeys, or why passkeys are off
     /// (`STRANDS_PUBLIC_URL` must name a domain).
     pub webauthn: std::result::Result<webauthn_rs::Webauthn, String>,
+    /// The identity provider, discovered at start ([`oidc`]).
+    pub oidc: Option<Arc<oidc::Provider>>,
 }
 
 impl std::ops::Deref for Web {
@@ -76,9 +83,9 @@ impl std::ops::Deref for Web {
 }
 
 impl Web {
-    /// The inbox on `hub`; a template that does not compile is an error
-    /// naming it.
-    pub fn new(hub: Hub, config: Config) -> crate::Result<Web> {
+    /// The inbox on `hub`, signing in through `oidc` too when given; a
+    /// template that does not compile is an error naming it.
+    pub fn new(hub: Hub, config: Config, oidc: Option<oidc::Provider>) -> crate::Result<Web> {
         let pages = render::Pages::load(config.templates.as_deref())?;
         let webauthn = passkeys::relying_party(&config.public_url);
         if let Err(why) = &webauthn {
@@ -89,7 +96,14 @@ impl Web {
             config,
             pages,
             webauthn,
+            oidc: oidc.map(Arc::new),
         })))
+    }
+
+    /// What the login page's identity provider link says, when sign-in
+    /// through one is on.
+    pub fn oidc_name(&self) -> Option<String> {
+        self.oidc.as_ref().map(|p| p.name())
     }
 
     /// Whether cookies must be `Secure`: served over HTTPS, or behind a
@@ -228,6 +242,8 @@ pub fn router(web: Web) -> Router {
         .route("/inbox/undelegate", post(delegate::unset))
         .route("/login", get(auth::login_page).post(auth::login))
         .route("/logout", post(auth::logout))
+        .route("/auth/oidc/login", get(oidc::login))
+        .route("/auth/oidc/callback", get(oidc::callback))
         .route("/sessions/{id}", get(session::page))
         .route("/sessions/{id}/answer", post(session::answer))
         .route("/sessions/{id}/step-up", post(passkeys::step_up))

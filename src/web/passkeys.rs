@@ -405,6 +405,7 @@ pub async fn step_up(
             || !crate::hub::inbox::may_read(
                 &web.hub,
                 &viewer.caller.name,
+                &viewer.caller.idp_groups,
                 viewer.caller.role,
                 &session,
             )
@@ -421,20 +422,19 @@ pub async fn step_up(
             ));
         }
         let decision = Decision::Approve;
-        // Who may answer is the intake's rule, asked before the passkey.
-        let groups = Default::default();
-        if let Err(r) = web
-            .hub
-            .may_answer(
-                &session,
-                &gate.handle(),
-                &decision,
-                &viewer.caller.name,
-                &groups,
-            )
-            .await
-        {
-            return Err(refuse(StatusCode::FORBIDDEN, refusal_text(&r)));
+        // Who may answer, as the page shows it, before asking for the
+        // passkey (the intake judges the answer itself again).
+        if !crate::hub::inbox::may_answer(
+            &web.hub,
+            &viewer.caller.name,
+            &viewer.caller.idp_groups,
+            &session,
+            gate,
+        ) {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "you may not answer this gate (see its approvers on the page)",
+            ));
         }
         let me = person(&web, &viewer).await?;
         let keys: Vec<_> = me
@@ -586,6 +586,7 @@ pub async fn step_up_finish(
         let answer = DoorAnswer::new(&session, &viewer.caller.name, Door::Web, Decision::Approve)
             .at(Some(&gate))
             .call(call.as_deref())
+            .idp_groups(viewer.caller.idp_groups.iter().cloned())
             .proven(proof);
         let taken = web.hub.take(answer).await.map_err(|e| {
             let p = crate::hub::problem::Problem::from(e);

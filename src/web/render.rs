@@ -108,10 +108,22 @@ impl Pages {
         }
     }
 
-    pub fn login(&self, next: &str, error: Option<&str>) -> String {
+    /// The login page; `oidc`: the identity provider's name, for its
+    /// sign-in link.
+    pub fn login(&self, next: &str, error: Option<&str>, oidc: Option<&str>) -> String {
+        let oidc_href = format!(
+            "/auth/oidc/login?next={}",
+            url::form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()
+        );
         self.render(
             "login.html",
-            serde_json::json!({ "next": next, "error": error, "title": "Sign in" }),
+            serde_json::json!({
+                "next": next,
+                "error": error,
+                "title": "Sign in",
+                "oidc": oidc,
+                "oidc_href": oidc_href,
+            }),
         )
     }
 }
@@ -147,7 +159,7 @@ mod tests {
     #[test]
     fn built_in_templates_compile_and_escape() {
         let pages = Pages::load(None).expect("built-in templates compile");
-        let page = pages.login("/sessions/x?a=<b>", Some("<script>alert(1)</script>"));
+        let page = pages.login("/sessions/x?a=<b>", Some("<script>alert(1)</script>"), None);
         assert!(
             page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
             "{page}"
@@ -163,7 +175,7 @@ mod tests {
         std::fs::write(dir.path().join("login.html"), "custom {{ next }}").expect("write");
         let pages = Pages::load(Some(dir.path())).expect("loads");
         // Overrides are HTML templates too: escaped like the built-in ones.
-        assert_eq!(pages.login("<b>", None), "custom &lt;b&gt;");
+        assert_eq!(pages.login("<b>", None, None), "custom &lt;b&gt;");
         std::fs::write(dir.path().join("inbox.html"), "{% if %}").expect("write");
         let err = Pages::load(Some(dir.path())).err().expect("refused");
         assert!(err.to_string().contains("inbox.html:1"), "{err}");

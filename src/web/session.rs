@@ -291,7 +291,13 @@ async fn render_page(
                     now,
                 ),
                 can_answer: in_scope
-                    && crate::hub::inbox::may_answer(hub, &viewer.caller.name, s, g),
+                    && crate::hub::inbox::may_answer(
+                        hub,
+                        &viewer.caller.name,
+                        &viewer.caller.idp_groups,
+                        s,
+                        g,
+                    ),
                 gate,
                 calls,
                 fields: g
@@ -331,7 +337,13 @@ async fn readable(web: &Web, viewer: &Viewer, id: &str) -> std::result::Result<S
             "this sign-in (a one-tap link) opens one run only",
         ));
     }
-    if !crate::hub::inbox::may_read(&web.hub, &viewer.caller.name, viewer.caller.role, &s) {
+    if !crate::hub::inbox::may_read(
+        &web.hub,
+        &viewer.caller.name,
+        &viewer.caller.idp_groups,
+        viewer.caller.role,
+        &s,
+    ) {
         return Err(WebError::forbidden(format!(
             "`{}` may not read session {}: approvers read the runs they may answer, started or answered",
             viewer.caller.name, s.id
@@ -432,6 +444,7 @@ pub async fn answer(
         Err(e) => return respond(&web, &viewer, &s, false, e.message).await,
     };
     let answer = DoorAnswer::new(&s.id, &viewer.caller.name, Door::Web, decision)
+        .idp_groups(viewer.caller.idp_groups.iter().cloned())
         .at(gate.as_deref())
         .call(req.call.as_deref());
     let (ok, message) = match web.hub.take(answer).await? {

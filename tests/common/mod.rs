@@ -941,6 +941,7 @@ pub mod fake_slack;
 pub mod fake_smtp;
 pub mod fake_teams;
 pub mod figures;
+pub mod oidc_provider;
 pub mod otlp;
 pub mod playground;
 pub mod service;

@@ -50,6 +50,7 @@ mod forms;
 mod layering;
 mod mcp_elicitation;
 mod mcp_server;
+mod oidc;
 mod passkeys;
 mod people;
 mod policies;

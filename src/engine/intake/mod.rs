@@ -34,6 +34,9 @@ pub struct Asker<'a> {
     pub shared: bool,
     /// Whether `who` belongs to a group id (`S…`) listed as approver.
     pub member_of: &'a (dyn Fn(&str) -> bool + Sync),
+    /// The groups the identity provider puts `who` in (a web sign-in's
+    /// groups claim; empty elsewhere): `group:NAME` approvers count them.
+    pub idp_groups: &'a [String],
     /// When they answer (the engine's clock): which delegations are in
     /// force.
     pub now: chrono::DateTime<chrono::Utc>,
@@ -191,7 +194,7 @@ impl Engine<'_> {
         let Some(open) = session.gates.get(&handle) else {
             return Ok(Err(Refusal::Stale { open: None }));
         };
-        let mut as_delegate = None;
+        let mut allowed = gate::Allowed::default();
         if answer.via != "timeout" {
             if let Some(at) = open.timeout_at.filter(|_| open.timed_out(self.clock.now())) {
                 return Ok(Err(Refusal::TimedOut {
@@ -200,7 +203,7 @@ impl Engine<'_> {
                 }));
             }
             match authorize(open, session, &answer.decision, asker, people) {
-                Ok(whom) => as_delegate = whom,
+                Ok(a) => allowed = a,
                 Err(refusal) => return Ok(Err(refusal)),
             }
             // `step_up: passkey`: an approval carries a passkey's proof.
@@ -214,14 +217,24 @@ impl Engine<'_> {
             Ok(d) => d,
             Err(errors) => return Ok(Err(Refusal::BadValues(errors))),
         };
-        // Recorded as given, with whom a delegate answered for.
+        // Recorded as given, with whom a delegate answered for, or the
+        // identity provider's group that listed them.
         let delegated;
-        let answer = match (as_delegate, settled) {
-            (None, None) => answer,
-            (whom, decision) => {
+        let answer = match (allowed, settled) {
+            (
+                gate::Allowed {
+                    on_behalf_of: None,
+                    idp_group: None,
+                },
+                None,
+            ) => answer,
+            (allowed, decision) => {
                 let mut a = answer.clone();
-                if let Some(whom) = whom {
+                if let Some(whom) = allowed.on_behalf_of {
                     a.on_behalf_of = Some(whom);
+                }
+                if let Some(g) = allowed.idp_group {
+                    a.idp_group = Some(g);
                 }
                 if let Some(d) = decision {
                     a.decision = d;
@@ -468,8 +481,8 @@ pub async fn record_timeout(
 /// installation's default approvers when the spec names nobody), groups,
 /// admins, self-approval ([`gate::authorize`]), judged on the people of
 /// `people` (a caller it does not know: on their channel identity). The
-/// error is what the person is told; `Ok(Some(alice))`: allowed as
-/// alice's delegate.
+/// error is what the person is told; [`gate::Allowed`] says whether they
+/// answer as a delegate or through a group of the identity provider.
 #[allow(clippy::result_large_err)] // see `Session::accept`
 pub fn authorize(
     gate: &crate::model::OpenGate,
@@ -477,7 +490,7 @@ pub fn authorize(
     decision: &crate::model::Decision,
     asker: &Asker<'_>,
     people: &Directory,
-) -> std::result::Result<Option<String>, Refusal> {
+) -> std::result::Result<gate::Allowed, Refusal> {
     let with_default;
     let gate = if gate.approvers.is_empty() && !asker.default_approvers.is_empty() {
         let mut g = gate.clone();
@@ -496,6 +509,7 @@ pub fn authorize(
             in_bot: asker.shared,
             admins: asker.admins,
             member_of: asker.member_of,
+            idp_groups: asker.idp_groups,
             people,
             now: asker.now,
         },

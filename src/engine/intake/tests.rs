@@ -48,6 +48,7 @@ async fn submit(
         default_approvers: &[],
         shared,
         member_of: &|g| g == "S0TEAM" && who == "teammate",
+        idp_groups: &[],
         now: w.clock.now(),
     };
     w.engine()
@@ -454,6 +455,7 @@ async fn with_people(w: &World) {
         email: Some(format!("{name}@corp.example")),
         tokens: vec![format!("{name}-api")],
         unix: unix.map(str::to_string),
+        oidc: None,
         groups: groups.iter().map(|g| g.to_string()).collect(),
         delegations: Vec::new(),
         passkeys: Vec::new(),

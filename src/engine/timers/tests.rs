@@ -141,6 +141,7 @@ fn click(by: &str) -> Answer {
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     }
 }
 
@@ -204,6 +205,7 @@ async fn a_click_before_the_timeout_wins_and_the_timer_only_deletes_itself() {
         default_approvers: &[],
         shared: false,
         member_of: &|_| false,
+        idp_groups: &[],
         now: w.clock.now(),
     };
     let took = w

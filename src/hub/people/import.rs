@@ -38,8 +38,8 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Row>> {
     }
 }
 
-const COLUMNS: [&str; 7] = [
-    "name", "slack", "teams", "email", "tokens", "unix", "groups",
+const COLUMNS: [&str; 8] = [
+    "name", "slack", "teams", "email", "tokens", "unix", "oidc", "groups",
 ];
 
 fn parse_csv(source: &str, text: &str) -> Result<Vec<Row>> {
@@ -89,6 +89,7 @@ fn parse_csv(source: &str, text: &str) -> Result<Vec<Row>> {
                 "teams" => p.teams = one(),
                 "email" => p.email = one(),
                 "unix" => p.unix = one(),
+                "oidc" => p.oidc = one(),
                 "tokens" => p.tokens = many(),
                 _ => p.groups = many(),
             }

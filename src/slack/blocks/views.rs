@@ -502,6 +502,7 @@ mod tests {
             person: None,
             on_behalf_of: None,
             step_up: None,
+            idp_group: None,
         };
         let v = DecidedView::from_answer(sample_approval(GateKind::ManualGate), &answer);
         assert_eq!(
@@ -540,6 +541,7 @@ mod tests {
                     person: None,
                     on_behalf_of: None,
                     step_up: None,
+                    idp_group: None,
                 },
                 waited_ms: 10,
             },

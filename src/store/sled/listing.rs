@@ -319,6 +319,7 @@ mod tests {
             person: None,
             on_behalf_of: None,
             step_up: None,
+            idp_group: None,
         };
         store
             .record_answer("d", None, &a)

@@ -103,6 +103,7 @@ mod tests {
             person: None,
             on_behalf_of: None,
             step_up: None,
+            idp_group: None,
         };
         let s = store
             .record_answer("b", None, &a)

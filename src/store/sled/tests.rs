@@ -19,6 +19,7 @@ pub(crate) fn approve(by: &str) -> Answer {
         person: None,
         on_behalf_of: None,
         step_up: None,
+        idp_group: None,
     }
 }
 
