@@ -188,8 +188,20 @@ pub fn check_post(
 
 /// A `Set-Cookie` value for `value` lasting until `login` expires.
 pub fn set_cookie(value: &str, max_age: TimeDelta, secure: bool) -> HeaderValue {
-    let c = cookie::Cookie::build((COOKIE, value.to_string()))
-        .path("/")
+    cookie_header(COOKIE, value, "/", max_age, secure)
+}
+
+/// A `Set-Cookie` value as every cookie of the inbox is set: `HttpOnly`,
+/// `SameSite=Lax`, `Secure` when `secure`, under `path`, for `max_age`.
+pub fn cookie_header(
+    name: &'static str,
+    value: &str,
+    path: &'static str,
+    max_age: TimeDelta,
+    secure: bool,
+) -> HeaderValue {
+    let c = cookie::Cookie::build((name, value.to_string()))
+        .path(path)
         .http_only(true)
         .same_site(cookie::SameSite::Lax)
         .secure(secure)

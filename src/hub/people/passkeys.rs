@@ -8,16 +8,18 @@
 use crate::error::{Error, Result};
 use crate::hub::tokens::access;
 use crate::model::person::passkey::PasskeyRecord;
-use crate::model::person::{Directory, PersonError};
+use crate::model::person::{Directory, Person, PersonError};
 use crate::store::Store;
 
-/// Adds `record` to `person`'s passkeys.
-pub async fn add(store: &Store, person: &str, record: PasskeyRecord, via: &str) -> Result<()> {
-    let owned = person.to_string();
-    let detail = format!(
-        "registered passkey {} ({}) for `{person}`",
-        record.id, record.label
-    );
+/// Changes person `name` with `f`, as one change of the directory with
+/// its `audit` entry; `f`'s error refuses the change.
+async fn change(
+    store: &Store,
+    name: &str,
+    audit: crate::audit::AuditEvent,
+    f: impl Fn(&mut Person) -> Result<()> + Send + Sync + 'static,
+) -> Result<()> {
+    let owned = name.to_string();
     store
         .update_people(
             &move |now| {
@@ -26,19 +28,37 @@ pub async fn add(store: &Store, person: &str, record: PasskeyRecord, via: &str) 
                     .get(&owned)
                     .cloned()
                     .ok_or_else(|| PersonError::Unknown(owned.clone()))?;
-                if p.passkey(&record.id).is_some() {
-                    return Err(Error::Usage(format!(
-                        "passkey {} is already registered",
-                        record.id
-                    )));
-                }
-                p.passkeys.push(record.clone());
+                f(&mut p)?;
                 Ok(d.with(p, true)?.into_people())
             },
-            &access(person, via, detail, store.now()),
+            &audit,
         )
         .await?;
     Ok(())
+}
+
+/// Adds `record` to `person`'s passkeys.
+pub async fn add(store: &Store, person: &str, record: PasskeyRecord, via: &str) -> Result<()> {
+    let detail = format!(
+        "registered passkey {} ({}) for `{person}`",
+        record.id, record.label
+    );
+    change(
+        store,
+        person,
+        access(person, via, detail, store.now()),
+        move |p| {
+            if p.passkey(&record.id).is_some() {
+                return Err(Error::Usage(format!(
+                    "passkey {} is already registered",
+                    record.id
+                )));
+            }
+            p.passkeys.push(record.clone());
+            Ok(())
+        },
+    )
+    .await
 }
 
 /// Keeps passkey `id`'s credential after a use (its signature counter).
@@ -50,40 +70,30 @@ pub async fn used(
     via: &str,
 ) -> Result<()> {
     let (owned, key) = (person.to_string(), id.to_string());
-    store
-        .update_people(
-            &move |now| {
-                let d = Directory::new(now)?;
-                let mut p = d
-                    .get(&owned)
-                    .cloned()
-                    .ok_or_else(|| PersonError::Unknown(owned.clone()))?;
-                let Some(k) = p.passkeys.iter_mut().find(|k| k.id == key && k.current()) else {
-                    return Err(Error::Usage(format!(
-                        "passkey {key} is not one of `{owned}`'s current passkeys"
-                    )));
-                };
-                // Inside the directory's one change: of two uses of one
-                // assertion (or a cloned authenticator), one finds the
-                // counter already moved.
-                let (was, now) = (counter(&k.credential), counter(&credential));
-                if (was > 0 || now > 0) && now <= was {
-                    return Err(Error::Usage(format!(
-                        "passkey {key}'s signature counter did not grow ({now} after {was}): a replayed assertion or a cloned authenticator"
-                    )));
-                }
-                k.credential = credential.clone();
-                Ok(d.with(p, true)?.into_people())
-            },
-            &access(
-                person,
-                via,
-                format!("passkey {id} of `{person}` signed an approval"),
-                store.now(),
-            ),
-        )
-        .await?;
-    Ok(())
+    let audit = access(
+        person,
+        via,
+        format!("passkey {id} of `{person}` signed an approval"),
+        store.now(),
+    );
+    change(store, person, audit, move |p| {
+        let Some(k) = p.passkeys.iter_mut().find(|k| k.id == key && k.current()) else {
+            return Err(Error::Usage(format!(
+                "passkey {key} is not one of `{owned}`'s current passkeys"
+            )));
+        };
+        // Inside the directory's one change: of two uses of one assertion
+        // (or a cloned authenticator), one finds the counter already moved.
+        let (was, now) = (counter(&k.credential), counter(&credential));
+        if (was > 0 || now > 0) && now <= was {
+            return Err(Error::Usage(format!(
+                "passkey {key}'s signature counter did not grow ({now} after {was}): a replayed assertion or a cloned authenticator"
+            )));
+        }
+        k.credential = credential.clone();
+        Ok(())
+    })
+    .await
 }
 
 /// The signature counter a stored credential holds.
@@ -99,28 +109,19 @@ fn counter(credential: &serde_json::Value) -> u64 {
 pub async fn remove(store: &Store, person: &str, id: &str, by: &str, via: &str) -> Result<()> {
     let (owned, key) = (person.to_string(), id.to_string());
     let at = store.now();
-    store
-        .update_people(
-            &move |now| {
-                let d = Directory::new(now)?;
-                let mut p = d
-                    .get(&owned)
-                    .cloned()
-                    .ok_or_else(|| PersonError::Unknown(owned.clone()))?;
-                match p.passkeys.iter_mut().find(|k| k.id == key && k.current()) {
-                    Some(k) => k.removed_at = Some(at),
-                    None => {
-                        return Err(Error::Usage(format!(
-                            "`{owned}` has no current passkey {key} (see `strands people passkeys {owned}`)"
-                        )))
-                    }
-                }
-                Ok(d.with(p, true)?.into_people())
-            },
-            &access(by, via, format!("removed passkey {id} of `{person}`"), at),
-        )
-        .await?;
-    Ok(())
+    let audit = access(by, via, format!("removed passkey {id} of `{person}`"), at);
+    change(store, person, audit, move |p| {
+        match p.passkeys.iter_mut().find(|k| k.id == key && k.current()) {
+            Some(k) => {
+                k.removed_at = Some(at);
+                Ok(())
+            }
+            None => Err(Error::Usage(format!(
+                "`{owned}` has no current passkey {key} (see `strands people passkeys {owned}`)"
+            ))),
+        }
+    })
+    .await
 }
 
 /// The public key `directory` has registered for `(person, credential)`,

@@ -272,14 +272,7 @@ async fn open(web: &Web, value: &str) -> Result<Option<Pending>> {
 }
 
 fn pending_cookie(value: &str, max_age: TimeDelta, secure: bool) -> HeaderValue {
-    let c = cookie::Cookie::build((PENDING_COOKIE, value.to_string()))
-        .path("/auth/oidc")
-        .http_only(true)
-        .same_site(cookie::SameSite::Lax)
-        .secure(secure)
-        .max_age(cookie::time::Duration::seconds(max_age.num_seconds()))
-        .build();
-    HeaderValue::from_str(&c.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
+    super::auth::cookie_header(PENDING_COOKIE, value, "/auth/oidc", max_age, secure)
 }
 
 fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
