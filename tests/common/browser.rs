@@ -183,6 +183,16 @@ impl Browser {
             .unwrap_or_else(|e| panic!("click `{css}`: {e}"));
     }
 
+    /// Adds a virtual authenticator to the browser (WebDriver's WebAuthn
+    /// extension: ctap2, internal, resident keys, user verification on):
+    /// passkeys registered and asserted with it, no device needed.
+    pub async fn add_virtual_authenticator(&self) {
+        self.client
+            .issue_cmd(AddAuthenticator)
+            .await
+            .expect("a virtual authenticator (WebDriver WebAuthn)");
+    }
+
     /// A script's result (for layout checks).
     pub async fn eval(&self, script: &str) -> serde_json::Value {
         self.client
@@ -216,5 +226,32 @@ impl Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// WebDriver's `Add Virtual Authenticator` (W3C WebAuthn §11.3).
+#[derive(Debug)]
+struct AddAuthenticator;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for AddAuthenticator {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/webauthn/authenticator",
+            session_id.unwrap_or_default()
+        ))
+    }
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        let body = serde_json::json!({
+            "protocol": "ctap2",
+            "transport": "internal",
+            "hasResidentKey": true,
+            "hasUserVerification": true,
+            "isUserVerified": true,
+        });
+        (axum::http::Method::POST, Some(body.to_string()))
     }
 }

@@ -58,9 +58,19 @@ impl World {
     }
 
     fn start_with(adjust: impl FnOnce(ServeConfig) -> ServeConfig) -> World {
+        World::start_on("127.0.0.1", adjust)
+    }
+
+    /// The service at `http://HOST:PORT` (`localhost` for passkeys: WebAuthn
+    /// takes no IP address).
+    fn start_on(host: &str, adjust: impl FnOnce(ServeConfig) -> ServeConfig) -> World {
         let llm = FakeLlm::start();
         let sandbox = Sandbox::new();
-        let dir = write_workflows(&sandbox, &llm, &[("payout", PAYOUT)]);
+        let stepped = PAYOUT.replace("name: payout", "name: stepped").replace(
+            "approvers: [group:finance]",
+            "approvers: [group:finance]\n        step_up: passkey",
+        );
+        let dir = write_workflows(&sandbox, &llm, &[("payout", PAYOUT), ("stepped", &stepped)]);
         let ci = crate::common::api::make_token(&sandbox, "ci-bot", "operator");
         let root = crate::common::api::make_token(&sandbox, "root", "admin");
         // alice is in the directory by her email, in no group: finance
@@ -74,10 +84,11 @@ impl World {
         sandbox
             .strands(&["people", "add", "carol-ops", "--oidc", "carol@corp.example"])
             .expect_code(0);
-        let url = format!("http://127.0.0.1:{}", free_port());
+        let port = free_port();
+        let url = format!("http://{host}:{port}");
         let provider = Provider::start(&url);
         let cfg = ServeConfig::api(&sandbox, &dir)
-            .with("STRANDS_BIND", Some(url.trim_start_matches("http://")))
+            .with("STRANDS_BIND", Some(&format!("127.0.0.1:{port}")))
             .with("STRANDS_PUBLIC_URL", Some(&url))
             .with("STRANDS_OIDC_ISSUER", Some(&provider.issuer))
             .with("STRANDS_OIDC_CLIENT_ID", Some(CLIENT_ID))
@@ -94,12 +105,16 @@ impl World {
     }
 
     fn start_run(&self) -> String {
+        self.start_workflow("payout")
+    }
+
+    fn start_workflow(&self, workflow: &str) -> String {
         let r = crate::common::api::call(
             &self.svc,
             "POST",
             "/api/v1/runs",
             Some(&self.ci),
-            Some(&json!({"workflow": "payout"})),
+            Some(&json!({"workflow": workflow})),
         );
         assert_eq!(r.status, 201, "{}\n{}", r.body, self.svc.log());
         r.json()["session_id"].as_str().expect("an id").to_string()
@@ -358,6 +373,58 @@ async fn in_a_browser_sign_in_through_the_provider_and_answer_as_a_member_of_its
             .is_some_and(|d| d.contains("identity provider")),
         "{answer}"
     );
+}
+
+/// Signed in through the provider, alice registers a passkey and approves
+/// a `step_up: passkey` gate she may answer only as a member of the
+/// provider's finance group: the audit entry carries both the group and
+/// her passkey's signature, and `audit verify` checks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_in_through_the_provider_a_passkey_approves_a_stepped_up_gate() {
+    if !oidc_provider::available("oidc passkey") || !browser::available("oidc passkey") {
+        return;
+    }
+    let mut w = World::start_on("localhost", |c| c);
+    let id = w.start_workflow("stepped");
+    w.wait_status(&id, "paused");
+    let base = w.svc.url.replace("127.0.0.1", "localhost");
+
+    let b = Browser::start(1200, 900).await;
+    b.add_virtual_authenticator().await;
+    b.goto(&format!("{base}/")).await;
+    b.click("#sign-in-oidc").await;
+    b.find("input[name=login]").await;
+    b.fill("input[name=login]", "alice@corp.example").await;
+    b.fill("input[name=password]", "any").await;
+    b.click("button[type=submit]").await;
+    b.wait_for_text("Continue", None).await;
+    b.click("button[type=submit]").await;
+    b.find("#inbox").await;
+    b.goto(&format!("{base}/passkeys")).await;
+    b.fill("#passkey-label", "alice laptop").await;
+    b.click("#add-passkey").await;
+    b.wait_for_text("alice laptop", Some(Duration::from_secs(2)))
+        .await;
+
+    b.goto(&format!("{base}/sessions/{id}")).await;
+    b.wait_for_text("Approving this gate takes your passkey", None)
+        .await;
+    b.click("#approve").await;
+    let done = w.wait_status(&id, "completed");
+    assert_eq!(done["gates"][0]["by"], "alice", "{done}");
+    b.close().await;
+
+    let audit = w.audit(&id);
+    let answer = audit
+        .iter()
+        .find(|e| e["event"]["kind"] == "answer")
+        .unwrap_or_else(|| panic!("an answer entry: {audit:?}"));
+    assert_eq!(answer["event"]["idp_group"], "finance", "{answer}");
+    assert_eq!(answer["event"]["step_up"]["person"], "alice", "{answer}");
+    w.svc.stop();
+    w.sandbox
+        .strands(&["audit", "verify", "--json"])
+        .expect_code(0);
 }
 
 #[test]

@@ -15,33 +15,6 @@ use crate::common::browser::{available, Browser};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-/// WebDriver's `Add Virtual Authenticator` (W3C WebAuthn §11.3).
-#[derive(Debug)]
-struct AddAuthenticator;
-
-impl fantoccini::wd::WebDriverCompatibleCommand for AddAuthenticator {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base_url.join(&format!(
-            "session/{}/webauthn/authenticator",
-            session_id.unwrap_or_default()
-        ))
-    }
-    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
-        let body = json!({
-            "protocol": "ctap2",
-            "transport": "internal",
-            "hasResidentKey": true,
-            "hasUserVerification": true,
-            "isUserVerified": true,
-        });
-        (axum::http::Method::POST, Some(body.to_string()))
-    }
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -180,10 +153,7 @@ async fn a_passkey_approves_a_stepped_up_request_and_the_audit_proves_it() {
     // here); a request without step-up is unaffected (the API suite).
 
     let b = Browser::start(1200, 900).await;
-    b.client
-        .issue_cmd(AddAuthenticator)
-        .await
-        .expect("a virtual authenticator (WebDriver WebAuthn)");
+    b.add_virtual_authenticator().await;
     sign_in(&b, &base, &w.alice).await;
     register(&b, &base, "alice laptop").await;
 
