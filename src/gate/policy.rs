@@ -263,7 +263,7 @@ pub fn apply(gate: &mut OpenGate, choice: &Choice<'_>) {
     if let Some(r) = rule.require_reason {
         gate.require_reason = r;
     }
-    gate.step_up = crate::model::step_up::either(gate.step_up, rule.step_up);
+    gate.step_up = gate.step_up.or(rule.step_up);
     if let Some(t) = &rule.timeout {
         let at = crate::gate::calendar::deadline(
             gate.opened_at,

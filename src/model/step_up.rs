@@ -48,11 +48,6 @@ impl StepUp {
     }
 }
 
-/// The strictest of two step-ups (a rule's adds to its gate's).
-pub fn either(a: Option<StepUp>, b: Option<StepUp>) -> Option<StepUp> {
-    a.or(b)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,7 +56,6 @@ mod tests {
     fn step_up_reads_passkey_only() {
         assert_eq!(StepUp::parse(" Passkey "), Some(StepUp::Passkey));
         assert_eq!(StepUp::parse("totp"), None);
-        assert_eq!(either(None, Some(StepUp::Passkey)), Some(StepUp::Passkey));
         assert_eq!(StepUp::Passkey.name(), "passkey");
     }
 }

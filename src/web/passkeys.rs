@@ -148,17 +148,11 @@ async fn keep(web: &Web, viewer: &Viewer, ceremony: Option<&Ceremony>) -> Result
         .map_err(|e| refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
 }
 
-/// Takes the ceremony this sign-in started: it is gone from the store
-/// before its answer is checked, so no answer is checked twice.
+/// Takes the ceremony this sign-in started (as the request's sign-in was
+/// just read): it is gone from the store before its answer is checked, so
+/// no answer is checked twice.
 async fn take(web: &Web, viewer: &Viewer) -> Result<Ceremony, Response> {
-    let stored = web
-        .hub
-        .store
-        .login(&viewer.login.id)
-        .await
-        .map_err(|e| refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
-        .and_then(|l| l.ceremony);
-    let Some(value) = stored else {
+    let Some(value) = viewer.login.ceremony.clone() else {
         return Err(refuse(
             StatusCode::CONFLICT,
             "no passkey request is waiting for this sign-in (used already, or never started); start again",
