@@ -66,6 +66,8 @@ pub struct Settings {
     pub store: StoreSettings,
     /// How long a lease on driving a run lasts unrenewed (shared stores).
     pub lease: Duration,
+    /// How many runs `serve` drives at once (`STRANDS_DRIVES`).
+    pub drives: usize,
     /// How fast start-up asks again where a room never asked.
     pub repost: Pace,
 }
@@ -86,6 +88,7 @@ impl Default for Settings {
             providers: Default::default(),
             store: StoreSettings::default(),
             lease: Duration::from_secs(30),
+            drives: 16,
             repost: Pace::default(),
         }
     }
@@ -135,6 +138,7 @@ impl Settings {
             ),
             store: StoreSettings::default(),
             lease: sections::lease_from_lookup(&get),
+            drives: sections::drives_from_lookup(&get),
             repost: Pace::from_lookup(&get),
         }
     }

@@ -28,7 +28,9 @@ pub struct RunRequest {
 pub struct RunStarted {
     pub session_id: String,
     pub workflow: String,
-    /// `running`: it continues in the background.
+    /// `running`: it is driven in the background now; `queued`: it waits
+    /// for one of the runs driven at once (`STRANDS_DRIVES`) to stop, oldest
+    /// first, and is driven then.
     pub status: String,
     /// `/api/v1/sessions/{id}`.
     pub session_url: String,
@@ -65,12 +67,17 @@ pub(super) async fn start_as(
     caller.require(Role::Operator)?;
     let vars = vars_of(vars)?;
     let session = hub.start(workflow, &vars, &caller.name, None).await??;
+    let status = if hub.queued(&session).await {
+        "queued"
+    } else {
+        "running"
+    };
     Ok(RunStarted {
         session_url: format!("/api/v1/sessions/{}", session.id),
         events_url: format!("/api/v1/sessions/{}/events", session.id),
         session_id: session.id,
         workflow: session.workflow,
-        status: "running".into(),
+        status: status.into(),
     })
 }
 

@@ -150,7 +150,9 @@ pub async fn show(
 ) -> Result<Json<SessionView>, ApiError> {
     let s = readable(&hub, &caller, &id).await?;
     let notes = hub.store.notifications(&s.id).await?;
-    Ok(Json(SessionView::of(&s, true, notes.last())))
+    let mut view = SessionView::of(&s, true, notes.last());
+    view.queued = hub.queued(&s).await;
+    Ok(Json(view))
 }
 
 /// What became of an answer.

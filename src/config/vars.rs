@@ -292,6 +292,13 @@ pub const VARS: &[Var] = &[
         Some("30"),
         "how long a run's lease lasts unrenewed",
     ),
+    var(
+        "STRANDS_DRIVES",
+        Lease,
+        Integer,
+        Some("8 per core"),
+        "runs `serve` drives at once (started, answered, left running at start-up, taken over); the rest wait their turn, oldest first, taking no memory",
+    ),
     // engine
     var(
         "STRANDS_ADMINS",

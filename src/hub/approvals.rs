@@ -769,7 +769,7 @@ impl Hub {
             },
             Err(e) => return Err(e),
         };
-        self.drive(session.id.clone());
+        self.drive_new(session.id.clone());
         Ok(Ok(Created::New(session)))
     }
 

@@ -39,6 +39,9 @@ pub struct Metrics {
     mail_failed: Gauge,
     /// Syncs to stable storage the store made, read at scrape time.
     store_syncs: Arc<StoreSyncs>,
+    /// Runs by `state` (`driving`, `queued`), set at scrape time.
+    runs: Family<Labels, Gauge>,
+    drive_slots: Gauge,
 }
 
 impl Default for Metrics {
@@ -65,6 +68,18 @@ impl Metrics {
         let teams_refusals = Family::<Labels, Counter>::default();
         let mail = Family::<Labels, Counter>::default();
         let mail_failed = Gauge::default();
+        let runs = Family::<Labels, Gauge>::default();
+        let drive_slots = Gauge::default();
+        registry.register(
+            "runs",
+            "Running sessions by state: driving (this process drives them now), queued (waiting for a slot; on a shared store, those this process queued)",
+            runs.clone(),
+        );
+        registry.register(
+            "drive_slots",
+            "How many runs this process drives at once (STRANDS_DRIVES)",
+            drive_slots.clone(),
+        );
         let webhooks = Arc::new(WebhookCounters::default());
         let webhooks_failed = Gauge::default();
         registry.register_collector(Box::new(Arc::clone(&webhooks)));
@@ -158,6 +173,8 @@ impl Metrics {
             teams_activities,
             teams_refusals,
             store_syncs,
+            runs,
+            drive_slots,
         }
     }
 
@@ -255,6 +272,17 @@ impl Metrics {
     }
 
     /// The exposition text, with session counts taken now.
+    /// The drives now: how many runs are `driving` and `queued`, of
+    /// `slots`.
+    pub fn set_drives(&self, driving: i64, queued: i64, slots: i64) {
+        for (state, n) in [("driving", driving), ("queued", queued)] {
+            self.runs
+                .get_or_create(&vec![("state".into(), state.into())])
+                .set(n);
+        }
+        self.drive_slots.set(slots);
+    }
+
     pub fn render(&self, sessions_by_status: &[(&str, i64)]) -> String {
         for (status, n) in sessions_by_status {
             self.sessions

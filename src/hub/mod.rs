@@ -30,6 +30,7 @@ pub mod approvals;
 pub mod caller;
 pub mod calls;
 pub mod door;
+pub mod drives;
 pub mod durations;
 pub mod fields;
 pub mod follow;
@@ -47,9 +48,8 @@ pub mod tokens;
 pub mod view;
 pub mod workflows;
 
-use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::channel::hall::{Hall, Room};
@@ -91,8 +91,9 @@ pub struct Inner {
     /// trailing slash.
     pub public_url: String,
     hall: OnceLock<Hall>,
-    /// Sessions a background task is driving right now.
-    driving: Mutex<HashSet<String>>,
+    /// The bounded slots runs are driven in, and the queues waiting for
+    /// them ([`drives`]).
+    pub drives: drives::Drives,
     /// Background drives, so shutdown can wait for them.
     tasks: tokio_util::task::TaskTracker,
     /// Cancelled when the service begins to shut down: event streams
@@ -129,6 +130,7 @@ impl Hub {
     /// given the process's ([`Hub::with_clock`]).
     pub fn new(mut store: Store, settings: Arc<Settings>, workflows: Option<PathBuf>) -> Hub {
         let limits = settings.limits.clone();
+        let slots = settings.drives;
         let lease = settings.lease;
         let clock: SharedClock = Arc::new(TokioClock::default());
         store.set_clock(Arc::clone(&clock));
@@ -143,7 +145,7 @@ impl Hub {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             public_url: format!("http://{DEFAULT_BIND}"),
             hall: OnceLock::new(),
-            driving: Mutex::new(HashSet::new()),
+            drives: drives::Drives::new(slots),
             tasks: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
             replica: crate::store::lease::owner("serve"),
@@ -311,90 +313,196 @@ impl Hub {
             overwrite_artifacts: true,
         };
         let session = self.engine().create(&spec, start).await?;
-        self.drive(session.id.clone());
+        self.drive_new(session.id.clone());
         Ok(Ok(session))
     }
 
-    /// Drives `id` in the background until its next stop. At most one task
-    /// drives a session; a task finishing re-checks the store so that an
+    /// Drives `id` in the background until its next stop, ahead of runs
+    /// merely started (a person or a timer waits on it): at once when a
+    /// slot is free, else when one frees ([`drives`]). At most one task
+    /// drives a session; a drive ending re-checks the store so that an
     /// answer recorded while it was busy is never left waiting. On a shared
     /// store the task first takes the session's lease (another replica
     /// holding it drives instead) and renews it while it works.
     pub fn drive(&self, id: String) {
-        self.drive_holding(id, None);
+        self.offer(drives::Item {
+            id,
+            turn: drives::Turn::Urgent,
+            permit: None,
+        });
     }
 
-    /// [`Hub::drive`], holding `permit` (a place in a bounded queue) until
-    /// the drive ends; dropped at once when another task drives `id`.
+    /// [`Hub::drive`] for a run just started here: it waits behind the
+    /// answered ones, oldest first.
+    pub fn drive_new(&self, id: String) {
+        self.offer(drives::Item {
+            id,
+            turn: drives::Turn::Fresh,
+            permit: None,
+        });
+    }
+
+    /// [`Hub::drive`], holding `permit` (a place in another bounded queue)
+    /// until the drive ends; dropped at once when another task drives `id`.
     fn drive_holding(&self, id: String, permit: Option<tokio::sync::OwnedSemaphorePermit>) {
-        {
-            let mut driving = self.driving.lock().unwrap_or_else(|p| p.into_inner());
-            if !driving.insert(id.clone()) {
-                return;
-            }
+        self.offer(drives::Item {
+            id,
+            turn: drives::Turn::Urgent,
+            permit,
+        });
+    }
+
+    fn offer(&self, item: drives::Item) {
+        if let (drives::Offered::Drive, Some(item)) = self.drives.offer(item) {
+            self.spawn_drives(item);
         }
+    }
+
+    /// One slot's task: drives `first`, then whatever the slot is handed
+    /// next, until nothing waits.
+    fn spawn_drives(&self, first: drives::Item) {
         let hub = self.clone();
         self.tasks.spawn(async move {
-            let _permit = permit;
-            let drives = async {
-                loop {
-                    let mut hall = hub.hall();
-                    if let Err(e) = hub.engine().resume(&id, &mut hall).await {
-                        // Left as it is in the store; a restart picks it up.
-                        tracing::error!(session = %id, "driving the session failed: {e}");
-                        return false;
+            let mut item = first;
+            loop {
+                let (id, turn) = (item.id.clone(), item.turn);
+                // Its own task, so that a drive that panics still frees
+                // its slot.
+                let one = tokio::spawn({
+                    let hub = hub.clone();
+                    let id = id.clone();
+                    async move { hub.drive_once(&id, turn).await }
+                });
+                let look_again = match one.await {
+                    Ok(again) => again,
+                    Err(e) => {
+                        tracing::error!(session = %id, "the drive of the session stopped: {e}");
+                        false
                     }
-                    if !hub.needs_driving(&id).await {
-                        return true;
-                    }
-                }
-            };
-            let leased =
-                crate::store::lease::driving(&hub.store, &id, &hub.replica, hub.lease, drives)
-                    .await;
-            hub.driving
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
-            match leased {
+                };
+                drop(item.permit.take());
+                let next = hub.drives.finished(&id);
                 // An answer recorded between the last look and letting go
-                // found this task still driving and left it to us: look
-                // once more (a later one starts its own drive).
-                Ok(Some(true)) => {
-                    if hub.needs_driving(&id).await {
-                        hub.drive(id);
-                    }
+                // found this drive still going and left it to us: look once
+                // more (a later one starts its own drive).
+                if look_again && hub.needs_driving(&id).await {
+                    hub.drive(id);
                 }
-                Ok(Some(false)) => {}
-                // Another replica drives it (and re-checks when it stops).
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::error!(session = %id, "cannot take the lease on the session: {e}");
+                match next {
+                    Some(n) => item = n,
+                    None => break,
                 }
             }
         });
     }
 
-    /// On a shared store: every third of a lease, drives the running
-    /// sessions whose lease lapsed (their replica died mid-run); the drive
-    /// continues from the last checkpoint.
-    pub fn start_takeover(&self) {
-        let hub = self.clone();
-        tokio::spawn(async move {
+    /// Drives `id` under its lease until it needs nothing more; whether to
+    /// look at it once more after letting go of its slot.
+    async fn drive_once(&self, id: &str, turn: drives::Turn) -> bool {
+        // Read from the backlog a moment ago: it may have moved on since.
+        if turn == drives::Turn::Backlog && !self.needs_driving(id).await {
+            return false;
+        }
+        let drives = async {
             loop {
-                tokio::time::sleep(hub.lease / 3).await;
-                let ids = match hub.store.unleased_running().await {
-                    Ok(ids) => ids,
+                let mut hall = self.hall();
+                // On the heap: the engine's future is large.
+                if let Err(e) = Box::pin(self.engine().resume(id, &mut hall)).await {
+                    // Left as it is in the store; a restart picks it up.
+                    tracing::error!(session = %id, "driving the session failed: {e}");
+                    return false;
+                }
+                if !self.needs_driving(id).await {
+                    return true;
+                }
+            }
+        };
+        match crate::store::lease::driving(&self.store, id, &self.replica, self.lease, drives).await
+        {
+            Ok(Some(again)) => again,
+            // Another replica drives it (and re-checks when it stops).
+            Ok(None) => false,
+            Err(e) => {
+                tracing::error!(session = %id, "cannot take the lease on the session: {e}");
+                false
+            }
+        }
+    }
+
+    /// Whether `s` waits for a slot to be driven in: running, and neither
+    /// this process nor (on a shared store) another holds it.
+    pub async fn queued(&self, s: &Session) -> bool {
+        s.status == Status::Running
+            && s.failure.is_none()
+            && !self.drives.is_driving(&s.id)
+            && matches!(self.store.lease_holder(&s.id).await, Ok(None))
+    }
+
+    /// Reads the store's backlog — running sessions no process drives,
+    /// oldest first — a page the size of the free slots at a time, while
+    /// the service runs ([`drives`]): at start-up what the last process
+    /// left running; on a shared store also runs started faster than other
+    /// replicas drive them, and those whose replica died (their leases
+    /// lapsed), looked for every third of a lease.
+    pub fn start_backlog(&self) {
+        let hub = self.clone();
+        let shared = self.store.is_shared();
+        let pause = self.lease / 3;
+        tokio::spawn(async move {
+            let mut cursor: drives::Cursor = None;
+            let mut taken = 0usize;
+            loop {
+                let room = hub.drives.room_for_backlog();
+                if room == 0 {
+                    tokio::select! {
+                        _ = hub.drives.room_changed() => {}
+                        _ = tokio::time::sleep(pause) => {}
+                        _ = hub.stopping.cancelled() => return,
+                    }
+                    continue;
+                }
+                let page = match hub.store.unleased_running(cursor.clone(), room).await {
+                    Ok(page) => page,
                     Err(e) => {
-                        tracing::warn!("cannot look for runs to take over: {e}");
+                        tracing::warn!("cannot read the runs waiting to be driven: {e}");
+                        tokio::select! {
+                            _ = tokio::time::sleep(pause) => {}
+                            _ = hub.stopping.cancelled() => return,
+                        }
                         continue;
                     }
                 };
-                for id in ids {
-                    if hub.needs_driving(&id).await {
-                        tracing::info!(session = %id, "taking over a run whose lease lapsed");
-                        hub.drive(id);
+                if page.is_empty() {
+                    if taken > 0 {
+                        tracing::info!(
+                            runs = taken,
+                            "drove the runs that were waiting in the store"
+                        );
+                        taken = 0;
                     }
+                    if !shared {
+                        // One process per store: nothing joins the backlog
+                        // but through this process, which drives it.
+                        return;
+                    }
+                    cursor = None;
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => {}
+                        _ = hub.stopping.cancelled() => return,
+                    }
+                    continue;
+                }
+                for (at, id) in page {
+                    cursor = Some((at, id.clone()));
+                    if !hub.drives.is_driving(&id) {
+                        tracing::info!(session = %id, "driving a run that was waiting in the store");
+                        taken += 1;
+                    }
+                    hub.offer(drives::Item {
+                        id,
+                        turn: drives::Turn::Backlog,
+                        permit: None,
+                    });
                 }
             }
         });
@@ -403,14 +511,7 @@ impl Hub {
     /// At shutdown: hands back the leases of runs still being driven, so
     /// another replica takes them over at its next look.
     pub async fn hand_back(&self) {
-        let ids: Vec<String> = self
-            .driving
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect();
-        for id in ids {
+        for id in self.drives.driving_ids() {
             if let Err(e) = self.store.release_lease(&id, &self.replica).await {
                 tracing::warn!(session = %id, "cannot hand the lease back: {e}");
             }
@@ -450,10 +551,7 @@ impl Hub {
     /// (and runs interrupted mid-step), and starts asking again, in the
     /// background, where a room never asked ([`Hub::start_reposting`]).
     pub async fn recover(&self) -> Result<()> {
-        for s in self.store.sessions_with_status(Status::Running).await? {
-            tracing::info!(session = %s.id, "resuming a session left running");
-            self.drive(s.id);
-        }
+        self.start_backlog();
         self.start_reposting(self.settings.repost);
         Ok(())
     }

@@ -22,6 +22,10 @@ pub struct SessionView {
     pub status: Status,
     /// What `strands run`/`resume` exits with for this status.
     pub exit_code: u8,
+    /// Running, and waiting for a slot: `serve` drives a bounded number of
+    /// runs at once (`STRANDS_DRIVES`), the rest oldest first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub queued: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub started_by: String,
@@ -314,6 +318,7 @@ impl SessionView {
             pattern: s.pattern.clone(),
             status: s.status,
             exit_code: exit_code(s),
+            queued: false,
             created_at: s.created_at,
             updated_at: s.updated_at,
             started_by: s.started_by.clone(),

@@ -159,9 +159,6 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
     if let (Err(e), false) = (&left, shared) {
         tracing::warn!("the CLI will not find this server by itself: {e}");
     }
-    if shared {
-        hub.start_takeover();
-    }
     tracing::info!(%addr, rooms = %room_names, "strands serve listening");
     for (name, calendar) in &config.settings.service.calendars {
         tracing::info!(calendar = %name, "business hours: {calendar}");
@@ -237,11 +234,29 @@ async fn metrics_route(State(hub): State<Hub>) -> Response {
         .set_store_syncs(hub.store.syncs().await.ok().flatten());
     // Counters the store keeps in the same transactions as the sessions:
     // five reads, whatever the store holds.
+    let mut running = 0;
     if let Ok(by_status) = hub.store.status_counts().await {
         for (status, n) in by_status {
-            counts.push((status.as_str(), i64::try_from(n).unwrap_or(i64::MAX)));
+            let n = i64::try_from(n).unwrap_or(i64::MAX);
+            if status == crate::model::Status::Running {
+                running = n;
+            }
+            counts.push((status.as_str(), n));
         }
     }
+    let driving = i64::try_from(hub.drives.driving()).unwrap_or(i64::MAX);
+    // One process per store: every running session it does not drive
+    // waits for a slot (in its queues or still in the store's backlog).
+    let queued = if hub.store.is_shared() {
+        i64::try_from(hub.drives.queued()).unwrap_or(i64::MAX)
+    } else {
+        (running - driving).max(0)
+    };
+    hub.metrics.set_drives(
+        driving,
+        queued,
+        i64::try_from(hub.drives.size()).unwrap_or(i64::MAX),
+    );
     (
         [(
             "content-type",

@@ -518,10 +518,29 @@ pub trait Backend: Send + Sync {
     fn lease_holder(&self, _session: &str) -> impl Future<Output = Result<Option<String>>> + Send {
         async { Ok(None) }
     }
-    /// Running sessions no replica holds a live lease on (none with one
-    /// process per store: start-up recovery finds those).
-    fn unleased_running(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
-        async { Ok(Vec::new()) }
+    /// Up to `limit` running sessions no process holds a live lease on,
+    /// oldest first (by creation, then id), strictly after `after`: the
+    /// backlog `serve` drives as it has room — runs left running at
+    /// start-up, started faster than they are driven, or whose replica
+    /// died. With one process per store, every running session. Backends
+    /// keep an index; this default lists every running session.
+    fn unleased_running(
+        &self,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(DateTime<Utc>, String)>>> + Send {
+        async move {
+            let mut all: Vec<(DateTime<Utc>, String)> = self
+                .list(Some(Status::Running))
+                .await?
+                .into_iter()
+                .map(|s| (s.created_at, s.id))
+                .filter(|k| after.as_ref().is_none_or(|a| k > a))
+                .collect();
+            all.sort();
+            all.truncate(limit);
+            Ok(all)
+        }
     }
 }
 
@@ -662,7 +681,7 @@ forward! {
     fn take_lease(&self, session: &str, owner: &str, ttl: std::time::Duration) -> Result<bool>;
     fn release_lease(&self, session: &str, owner: &str) -> Result<()>;
     fn lease_holder(&self, session: &str) -> Result<Option<String>>;
-    fn unleased_running(&self) -> Result<Vec<String>>;
+    fn unleased_running(&self, after: Option<(DateTime<Utc>, String)>, limit: usize) -> Result<Vec<(DateTime<Utc>, String)>>;
 }
 
 impl Store {

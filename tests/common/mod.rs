@@ -305,6 +305,29 @@ fn message_of_role(body: &Value, role: &str) -> String {
 struct Shared {
     behaviour: Behaviour,
     log: Mutex<Vec<Exchange>>,
+    /// Requests being answered now, and the most there ever were.
+    in_flight: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a request in flight for as long as it lives.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared) -> InFlight<'a> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = shared.in_flight.fetch_add(1, SeqCst) + 1;
+        shared.peak.fetch_max(now, SeqCst);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A running fake server; it lives until the test process exits.
@@ -329,6 +352,8 @@ impl FakeLlm {
         let shared = Arc::new(Shared {
             behaviour,
             log: Mutex::new(Vec::new()),
+            in_flight: Default::default(),
+            peak: Default::default(),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -348,6 +373,11 @@ impl FakeLlm {
 
     pub fn count(&self) -> usize {
         self.shared.log.lock().expect("fake log").len()
+    }
+
+    /// The most requests the fake was answering at one time.
+    pub fn peak_in_flight(&self) -> usize {
+        self.shared.peak.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Request number `n` (1-based).
@@ -399,6 +429,7 @@ impl FakeLlm {
 }
 
 async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let _counted = InFlight::enter(&shared);
     let at = Instant::now();
     let body: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));

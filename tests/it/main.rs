@@ -45,6 +45,7 @@ mod compat;
 mod crash_loop;
 mod delegation;
 mod docs;
+mod drives;
 mod email;
 mod forms;
 mod layering;

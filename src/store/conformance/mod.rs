@@ -651,14 +651,67 @@ async fn leases_go_to_one_replica_at_a_time(store: Arc<Store>) {
         let mut r = paused_session("s");
         r.status = Status::Running;
         store.create(&mut r).await.expect("create");
-        assert!(store.unleased_running().await.expect("list").is_empty());
+        assert!(store
+            .unleased_running(None, 10)
+            .await
+            .expect("list")
+            .is_empty());
         tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-        assert_eq!(store.unleased_running().await.expect("list"), ["s"]);
+        let ids = |page: Vec<(chrono::DateTime<chrono::Utc>, String)>| {
+            page.into_iter().map(|(_, id)| id).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(store.unleased_running(None, 10).await.expect("list")),
+            ["s"]
+        );
         assert!(store.take_lease("s", "b", ttl).await.expect("lapsed"));
         store.release_lease("s", "a").await.expect("not a's");
         assert!(!store.take_lease("s", "a", ttl).await.expect("b's"));
         store.release_lease("s", "b").await.expect("release");
         assert!(store.take_lease("s", "a", ttl).await.expect("free"));
+    }
+}
+
+async fn the_backlog_reads_running_runs_oldest_first_a_page_at_a_time(store: Arc<Store>) {
+    let t0 = store.now();
+    // Created out of order; two share a time (then by id).
+    for (secs, id) in [(3, "rc"), (1, "rb"), (1, "ra"), (0, "r0"), (2, "p1")] {
+        let mut s = paused_session(id);
+        s.created_at = t0 + TimeDelta::seconds(secs);
+        if id.starts_with('r') {
+            s.status = Status::Running;
+        }
+        store.create(&mut s).await.expect("create");
+    }
+    let ids = |page: &[(chrono::DateTime<chrono::Utc>, String)]| {
+        page.iter().map(|(_, id)| id.clone()).collect::<Vec<_>>()
+    };
+    let first = store.unleased_running(None, 2).await.expect("page");
+    assert_eq!(ids(&first), ["r0", "ra"]);
+    let rest = store
+        .unleased_running(first.last().cloned(), 10)
+        .await
+        .expect("page");
+    assert_eq!(ids(&rest), ["rb", "rc"]);
+    assert!(store
+        .unleased_running(rest.last().cloned(), 10)
+        .await
+        .expect("page")
+        .is_empty());
+    // Paused: no longer part of the backlog.
+    let mut s = store.load("ra").await.expect("load").expect("there");
+    s.status = Status::Paused;
+    store.checkpoint(&mut s).await.expect("pause");
+    let all = store.unleased_running(None, 10).await.expect("page");
+    assert_eq!(ids(&all), ["r0", "rb", "rc"]);
+    if store.is_shared() {
+        // Leased by a replica: not in anyone's backlog.
+        assert!(store
+            .take_lease("rb", "a", std::time::Duration::from_secs(30))
+            .await
+            .expect("take"));
+        let all = store.unleased_running(None, 10).await.expect("page");
+        assert_eq!(ids(&all), ["r0", "rc"]);
     }
 }
 
@@ -911,6 +964,7 @@ conformance! {
     given_up_deliveries_are_queued_again_once,
     a_mail_is_queued_once_and_sent_once,
     leases_go_to_one_replica_at_a_time,
+    the_backlog_reads_running_runs_oldest_first_a_page_at_a_time,
     pages_list_newest_first_and_counts_follow,
     the_workflow_and_approver_indexes_follow_every_change,
     large_outputs_are_kept_apart_and_read_back_whole,

@@ -280,8 +280,12 @@ impl crate::store::Backend for PgStore {
     async fn lease_holder(&self, session: &str) -> Result<Option<String>> {
         PgStore::lease_holder(self, session).await
     }
-    async fn unleased_running(&self) -> Result<Vec<String>> {
-        PgStore::unleased_running(self).await
+    async fn unleased_running(
+        &self,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<(DateTime<Utc>, String)>> {
+        PgStore::unleased_running(self, after, limit).await
     }
     async fn workflow_page(
         &self,

@@ -6,6 +6,8 @@
 use super::prepared::Prepared;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::PgStore;
 use crate::error::Result;
 
@@ -56,17 +58,30 @@ impl PgStore {
 
     /// Running sessions nobody holds a live lease on (a replica died
     /// driving them, or none ever took them).
-    pub async fn unleased_running(&self) -> Result<Vec<String>> {
+    pub async fn unleased_running(
+        &self,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<(DateTime<Utc>, String)>> {
         let client = self.client().await?;
+        let (at, id) = match after {
+            Some((at, id)) => (Some(at), Some(id)),
+            None => (None, None),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
             .query_c(
-                "SELECT s.id FROM sessions s LEFT JOIN leases l ON l.session = s.id
-                 WHERE s.status = 'running' AND (l.session IS NULL OR l.until < $1)
-                 ORDER BY s.updated_at",
-                &[&self.clock.now()],
+                "SELECT s.created_at, s.id FROM sessions s
+                 WHERE s.status = 'running'
+                   AND ($2::timestamptz IS NULL OR (s.created_at, s.id) > ($2, $3))
+                   AND NOT EXISTS (SELECT 1 FROM leases l
+                                   WHERE l.session = s.id AND l.until >= $1)
+                 ORDER BY s.created_at, s.id
+                 LIMIT $4",
+                &[&self.clock.now(), &at, &id, &limit],
             )
             .await
             .map_err(|e| self.err("leases", e))?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 }

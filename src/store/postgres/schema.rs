@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 8;
+pub const VERSION: i32 = 9;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -253,6 +253,11 @@ BEGIN
     RETURN e_last;
 END
 $fn$;
+"#,
+    // 9: running sessions oldest first (`unleased_running`: the backlog a
+    // replica drives as it has room reads a page of it, never the table).
+    r#"
+CREATE INDEX sessions_running_oldest ON sessions (created_at, id) WHERE status = 'running';
 "#,
 ];
 

@@ -354,6 +354,13 @@ impl crate::store::Backend for SledStore {
     ) -> Result<Vec<crate::model::person::Person>> {
         off_worker(|| SledStore::update_people(self, change, audit)).await
     }
+    async fn unleased_running(
+        &self,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<(DateTime<Utc>, String)>> {
+        off_worker(|| SledStore::running_oldest_first(self, after, limit)).await
+    }
     async fn list_page(
         &self,
         status: Option<Status>,

@@ -246,6 +246,41 @@ impl SledStore {
         Ok(out)
     }
 
+    /// Up to `limit` running sessions, oldest first (by creation, then id),
+    /// strictly after `after`: the status order read backwards, `limit`
+    /// keys whatever the store holds. One process opens a sled store, so
+    /// none is leased by another (`unleased_running`).
+    pub fn running_oldest_first(
+        &self,
+        after: Option<(DateTime<Utc>, String)>,
+        limit: usize,
+    ) -> Result<Vec<(DateTime<Utc>, String)>> {
+        let ix = self.order()?;
+        let prefix = [status_byte(Status::Running)];
+        let end = match &after {
+            // Strictly before the cursor's key in newest-first order.
+            Some((at, id)) => newest_first_key(&prefix, *at, id),
+            None => vec![prefix[0] + 1],
+        };
+        let mut out = Vec::new();
+        for kv in ix.range(prefix.to_vec()..end).rev() {
+            let (k, _) = kv?;
+            if out.len() >= limit {
+                break;
+            }
+            let (Some(nanos), Some(id)) = (k.get(1..9), k.get(9..)) else {
+                continue;
+            };
+            let Ok(nanos) = <[u8; 8]>::try_from(nanos) else {
+                continue;
+            };
+            let nanos = u64::MAX - u64::from_be_bytes(nanos);
+            let at = DateTime::from_timestamp_nanos(i64::try_from(nanos).unwrap_or(i64::MAX));
+            out.push((at, String::from_utf8_lossy(id).into_owned()));
+        }
+        Ok(out)
+    }
+
     /// How many sessions have each status (kept, not counted).
     pub fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
         let ix = self.order()?;
