@@ -202,6 +202,7 @@ pub(super) async fn take(hub: &Hub, answer: DoorAnswer) -> Result<Json<AnswerOut
         Accepted::Recorded(_) => "recorded",
         Accepted::Counted(_) => "counted",
         Accepted::Queued(_) => "queued",
+        Accepted::Repeated(_) => "repeated",
     };
     Ok(Json(AnswerOutcome {
         status: status.into(),

@@ -135,6 +135,11 @@ async fn here(
             .call(request.call.as_deref())
             .vars(request.vars);
         match hub.record(answer).await? {
+            // The same answer again, the run finished since: said as it ended.
+            Ok(crate::engine::Accepted::Repeated(s)) if s.status.is_terminal() => {
+                let notes = hub.store.notifications(&s.id).await?;
+                return report(words, &s, args.json, notes.last());
+            }
             Ok(_) => {}
             Err(refusal @ Refusal::TimedOut { .. }) => {
                 // The fallback wins; driving applies it.

@@ -589,7 +589,9 @@ impl<'a> Engine<'a> {
             .submit(&session.id, Some(&handle), answer, &asker)
             .await?
         {
-            Ok(Accepted::Recorded(updated)) | Ok(Accepted::Counted(updated)) => {
+            Ok(Accepted::Recorded(updated))
+            | Ok(Accepted::Counted(updated))
+            | Ok(Accepted::Repeated(updated)) => {
                 *session = updated;
                 Ok(true)
             }

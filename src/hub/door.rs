@@ -150,7 +150,10 @@ impl Hub {
     #[allow(clippy::result_large_err)] // see `Session::accept`
     pub async fn take(&self, a: DoorAnswer) -> Result<std::result::Result<Accepted, Refusal>> {
         let outcome = self.record(a).await?;
-        if let Ok(accepted @ (Accepted::Recorded(_) | Accepted::Queued(_))) = &outcome {
+        if let Ok(
+            accepted @ (Accepted::Recorded(_) | Accepted::Queued(_) | Accepted::Repeated(_)),
+        ) = &outcome
+        {
             self.drive(accepted.session().id.clone());
         }
         Ok(outcome)

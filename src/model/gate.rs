@@ -202,6 +202,22 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// Whether this answer gives again what `earlier` gave: the same person
+    /// (the directory's, else the same channel identity), the same call, the
+    /// same decision. A retry — a command run again after its process was
+    /// killed, a request sent twice — so nothing new is recorded and the
+    /// run goes on; any other answer to a decided gate is refused.
+    pub fn repeats(&self, earlier: &Answer) -> bool {
+        let same_person = match (&self.person, &earlier.person) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.by == earlier.by,
+        };
+        same_person
+            && earlier.via != "timeout"
+            && self.call == earlier.call
+            && self.decision == earlier.decision
+    }
+
     /// " for alice" when the answer was given as a delegate, else "":
     /// what every channel appends to "Approved by bob".
     pub fn for_whom(&self) -> String {

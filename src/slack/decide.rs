@@ -149,7 +149,7 @@ async fn decide_on(
                 }
             });
         }
-        Accepted::Recorded(shown) | Accepted::Queued(shown) => {
+        Accepted::Recorded(shown) | Accepted::Queued(shown) | Accepted::Repeated(shown) => {
             // Queued: another branch is running; the engine records it
             // as soon as the run stops moving. Recorded: shown as the
             // intake recorded it (a delegate's answer says for whom).

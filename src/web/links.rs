@@ -173,7 +173,12 @@ async fn decide(web: &Web, grant: &links::Grant, req: AnswerRequest) -> Result<R
     let answer = DoorAnswer::new(&grant.session, &grant.person, Door::Email, req.decision()?)
         .at(Some(&grant.gate));
     match web.hub.take(answer).await? {
-        Ok(Accepted::Counted(_) | Accepted::Queued(_) | Accepted::Recorded(_)) => {
+        Ok(
+            Accepted::Counted(_)
+            | Accepted::Queued(_)
+            | Accepted::Recorded(_)
+            | Accepted::Repeated(_),
+        ) => {
             tracing::info!(who = %grant.person, session = %grant.session, gate = %grant.gate, "answered by a one-tap link");
             Ok(Redirect::to(&format!("/sessions/{}", grant.session)).into_response())
         }

@@ -590,7 +590,7 @@ pub async fn step_up_finish(
             Ok(Accepted::Counted(_)) => {
                 "Confirmed with your passkey; the gate waits for more approvals.".to_string()
             }
-            Ok(Accepted::Queued(_)) | Ok(Accepted::Recorded(_)) => {
+            Ok(Accepted::Queued(_) | Accepted::Recorded(_) | Accepted::Repeated(_)) => {
                 "Approved, confirmed with your passkey.".to_string()
             }
             Err(refusal) => {

@@ -457,6 +457,13 @@ pub async fn answer(
             "Your answer is recorded; the run takes it as soon as its current step ends.".into(),
         ),
         Ok(Accepted::Recorded(_)) => (true, format!("Recorded: {} decided by you.", req.decision)),
+        Ok(Accepted::Repeated(_)) => (
+            true,
+            format!(
+                "You decided this already ({}); nothing new was recorded.",
+                req.decision
+            ),
+        ),
         Err(refusal) => {
             let status = crate::hub::problem::Problem::from(refusal.clone()).status;
             let s = web.hub.store.get(&s.id).await?;

@@ -53,13 +53,20 @@ pub enum Accepted {
     /// For a gate of a run busy with another branch: it waits, and is
     /// recorded (first one wins) as soon as the run stops moving.
     Queued(Session),
+    /// The same person gave this same answer to this gate already
+    /// ([`Answer::repeats`]): nothing new is recorded; the run goes on from
+    /// the first (drive the session).
+    Repeated(Session),
 }
 
 impl Accepted {
     /// The session as the answer left it.
     pub fn session(&self) -> &Session {
         match self {
-            Accepted::Recorded(s) | Accepted::Counted(s) | Accepted::Queued(s) => s,
+            Accepted::Recorded(s)
+            | Accepted::Counted(s)
+            | Accepted::Queued(s)
+            | Accepted::Repeated(s) => s,
         }
     }
 }
@@ -111,17 +118,20 @@ fn pick_gate(
             let open: Vec<String> = session.open_gates().map(|g| g.handle()).collect();
             match open.as_slice() {
                 [only] => Ok(only.clone()),
-                // A finished run: the answer that decided its last gate.
-                [] if session.status.is_terminal() => Err(session
-                    .history
-                    .iter()
-                    .rev()
-                    .find_map(|e| match &e.what {
-                        GateEventKind::Answered { answer: a, .. } => Some(a.clone()),
-                        _ => None,
-                    })
-                    .map(Refusal::AlreadyAnswered)
-                    .unwrap_or(Refusal::NotOpen(session.status))),
+                // A finished run, or one going on after an answer: the
+                // answer that decided its last gate.
+                [] if session.status.is_terminal() || session.status == Status::Running => {
+                    Err(session
+                        .history
+                        .iter()
+                        .rev()
+                        .find_map(|e| match &e.what {
+                            GateEventKind::Answered { answer: a, .. } => Some(a.clone()),
+                            _ => None,
+                        })
+                        .map(Refusal::AlreadyAnswered)
+                        .unwrap_or(Refusal::NotOpen(session.status)))
+                }
                 [] => Err(Refusal::NotOpen(session.status)),
                 many => Err(Refusal::BadAnswer(format!(
                     "session {} has {} gates open; pick one with --gate: {}",
@@ -132,6 +142,16 @@ fn pick_gate(
             }
         }
     }
+}
+
+/// The answer that already decided the gate `answer` is for, when
+/// `answer` repeats it ([`Answer::repeats`]): recorded and not yet carried
+/// out (a process killed mid-resume), or carried out since.
+fn repeated(session: &Session, want: Option<&str>, answer: &Answer) -> Option<Answer> {
+    let Err(Refusal::AlreadyAnswered(earlier)) = pick_gate(session, want, answer) else {
+        return None;
+    };
+    answer.repeats(&earlier).then_some(earlier)
 }
 
 impl Engine<'_> {
@@ -160,6 +180,9 @@ impl Engine<'_> {
         let people = self.store.directory().instrument(span.clone()).await?;
         let mut answer = answer;
         answer.person = people.person_of(&answer.by).map(|p| p.name.clone());
+        if repeated(&session, gate, &answer).is_some() {
+            return Ok(Ok(Accepted::Repeated(session)));
+        }
         let outcome = self
             .take(&session, gate, &answer, asker, &people)
             .instrument(span.clone())
