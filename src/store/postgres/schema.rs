@@ -257,7 +257,7 @@ $fn$;
     // 9: running sessions oldest first (`unleased_running`: the backlog a
     // replica drives as it has room reads a page of it, never the table).
     r#"
-CREATE INDEX sessions_running_oldest ON sessions (created_at, id) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS sessions_running_oldest ON sessions (created_at, id) WHERE status = 'running';
 "#,
 ];
 

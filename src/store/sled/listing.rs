@@ -257,28 +257,50 @@ impl SledStore {
     ) -> Result<Vec<(DateTime<Utc>, String)>> {
         let ix = self.order()?;
         let prefix = [status_byte(Status::Running)];
+        let decode = |k: &[u8]| -> Option<(u64, String)> {
+            let nanos = <[u8; 8]>::try_from(k.get(1..9)?).ok()?;
+            let id = String::from_utf8_lossy(k.get(9..)?).into_owned();
+            Some((u64::MAX - u64::from_be_bytes(nanos), id))
+        };
+        let at = |nanos: u64| DateTime::from_timestamp_nanos(i64::try_from(nanos).unwrap_or(i64::MAX));
+        // The order is newest first, ties by id: read backwards, each run of
+        // equal times put back in id order.
+        let mut out: Vec<(u64, String)> = Vec::new();
+        let mut group: Vec<(u64, String)> = Vec::new();
+        let flush = |group: &mut Vec<(u64, String)>, out: &mut Vec<(u64, String)>| {
+            group.sort();
+            out.append(group);
+        };
         let end = match &after {
-            // Strictly before the cursor's key in newest-first order.
-            Some((at, id)) => newest_first_key(&prefix, *at, id),
+            Some((t, id)) => {
+                // Those created at the cursor's time with a greater id come
+                // first; then everything older (smaller keys backwards).
+                let same = newest_first_key(&prefix, *t, "");
+                for kv in ix.scan_prefix(&same) {
+                    let (k, _) = kv?;
+                    if let Some(e) = decode(&k).filter(|(_, i)| i > id) {
+                        group.push(e);
+                    }
+                }
+                flush(&mut group, &mut out);
+                same
+            }
             None => vec![prefix[0] + 1],
         };
-        let mut out = Vec::new();
         for kv in ix.range(prefix.to_vec()..end).rev() {
             let (k, _) = kv?;
-            if out.len() >= limit {
-                break;
+            let Some(e) = decode(&k) else { continue };
+            if group.first().is_some_and(|(n, _)| *n != e.0) {
+                flush(&mut group, &mut out);
+                if out.len() >= limit {
+                    break;
+                }
             }
-            let (Some(nanos), Some(id)) = (k.get(1..9), k.get(9..)) else {
-                continue;
-            };
-            let Ok(nanos) = <[u8; 8]>::try_from(nanos) else {
-                continue;
-            };
-            let nanos = u64::MAX - u64::from_be_bytes(nanos);
-            let at = DateTime::from_timestamp_nanos(i64::try_from(nanos).unwrap_or(i64::MAX));
-            out.push((at, String::from_utf8_lossy(id).into_owned()));
+            group.push(e);
         }
-        Ok(out)
+        flush(&mut group, &mut out);
+        out.truncate(limit);
+        Ok(out.into_iter().map(|(n, id)| (at(n), id)).collect())
     }
 
     /// How many sessions have each status (kept, not counted).
