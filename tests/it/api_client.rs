@@ -76,7 +76,12 @@ fn the_cli_goes_through_the_server_with_the_offline_output_and_exit_codes() {
             .is_some_and(|o| o.contains("REPLY 2")),
         "{done}"
     );
-    let again = remote(&w, "x", &w.alice, &["resume", &id, "--approve"]);
+    // The same answer again is a retry: nothing new, the run as it ended.
+    let same = remote(&w, "x", &w.alice, &["resume", &id, "--approve", "--json"]);
+    same.expect_code(0);
+    assert_eq!(same.json()["status"], "completed", "{}", same.stdout);
+    // Another answer is refused, naming who decided.
+    let again = remote(&w, "x", &w.alice, &["resume", &id, "--reject"]);
     again.expect_code(17);
     assert!(
         again.stderr.contains("already approved by alice"),

@@ -68,9 +68,13 @@ fn every_request_answer_refusal_and_outcome_is_chained_and_verifiable() {
     sandbox
         .strands(&["resume", &id, "--approve"])
         .expect_code(0);
-    // A late answer is refused, changes nothing, and is audited.
+    // The same answer again is a retry: nothing is recorded.
     sandbox
         .strands(&["resume", &id, "--approve"])
+        .expect_code(0);
+    // A late other answer is refused, changes nothing, and is audited.
+    sandbox
+        .strands(&["resume", &id, "--reject"])
         .expect_code(17);
 
     let entries = export(&sandbox, &[]);

@@ -318,7 +318,7 @@ fn hitl_gate_takes_a_free_text_answer_in_the_strands_cli_form() {
 }
 
 #[test]
-fn resuming_a_finished_or_unknown_session_is_exit_17_and_changes_nothing() {
+fn resuming_a_finished_or_unknown_session_changes_nothing_and_only_a_retry_exits_0() {
     let fake = FakeLlm::start();
     let sandbox = Sandbox::new();
     let id = paused_review(&sandbox, &fake);
@@ -329,8 +329,12 @@ fn resuming_a_finished_or_unknown_session_is_exit_17_and_changes_nothing() {
     assert_eq!(before["status"], "completed");
     let calls = fake.count();
 
+    // The same answer again is a retry: the run as it ended, exit 0.
+    let same = sandbox.strands(&["resume", &id, "--approve", "--json"]);
+    same.expect_code(0);
+    assert_eq!(same.json()["status"], "completed", "{}", same.stdout);
     for args in [
-        vec!["resume", id.as_str(), "--approve"],
+        vec!["resume", id.as_str(), "--reject"],
         vec!["resume", id.as_str()],
         vec![
             "run",

@@ -262,7 +262,8 @@ impl SledStore {
             let id = String::from_utf8_lossy(k.get(9..)?).into_owned();
             Some((u64::MAX - u64::from_be_bytes(nanos), id))
         };
-        let at = |nanos: u64| DateTime::from_timestamp_nanos(i64::try_from(nanos).unwrap_or(i64::MAX));
+        let at =
+            |nanos: u64| DateTime::from_timestamp_nanos(i64::try_from(nanos).unwrap_or(i64::MAX));
         // The order is newest first, ties by id: read backwards, each run of
         // equal times put back in id order.
         let mut out: Vec<(u64, String)> = Vec::new();
