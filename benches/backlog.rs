@@ -167,13 +167,12 @@ fn measure(store: &Path, n: usize) -> Figures {
         std::thread::sleep(Duration::from_millis(2));
     }
     let healthz = started.elapsed();
-    let (mut most_driving, mut slots) = (0, 0);
-    let all_paused = loop {
+    let mut most_driving = 0;
+    let (all_paused, slots) = loop {
         let m = get(&addr, "/metrics").unwrap_or_default();
         most_driving = most_driving.max(metric(&m, "strands_runs{state=\"driving\"}"));
-        slots = metric(&m, "strands_drive_slots");
         if metric(&m, "strands_sessions{status=\"paused\"}") >= n as i64 {
-            break started.elapsed();
+            break (started.elapsed(), metric(&m, "strands_drive_slots"));
         }
         assert!(
             started.elapsed() < Duration::from_secs(7200),
