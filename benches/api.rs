@@ -20,8 +20,9 @@
 //!   runs are started and answered on the first, the subscribers read the
 //!   second, so each event crosses replicas (`LISTEN`/`NOTIFY`).
 //!
-//! The bench process (fake model, clients, 1000 readers) shares the
-//! machine's cores with the server; the figures are an upper bound.
+//! The readers are a second process (this bench again, `BENCH_ROLE=readers`);
+//! both share the machine's cores with the server, so the figures are an
+//! upper bound.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -74,6 +75,10 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn main() {
+    if std::env::var("BENCH_ROLE").is_ok_and(|r| r == "readers") {
+        readers();
+        return;
+    }
     let runs = env_usize("BENCH_RUNS", 200);
     let subscribers = env_usize("BENCH_SUBSCRIBERS", 1000);
     let events = env_usize("BENCH_EVENTS", 20).max(1);
@@ -168,15 +173,104 @@ fn main() {
     summary("answer -> HTTP 200", http_ms);
     summary("answer -> next model request", to_model);
 
-    // SSE fan-out.
+    // SSE fan-out: the subscribers are another process (this bench run
+    // again as `BENCH_ROLE=readers`), so the figures are not the readers'
+    // own scheduling inside the process that measures.
     let pid = readers.pid();
     let rss_before = rss_kib(pid);
+    let host = readers.url.trim_start_matches("http://").to_string();
+    let mut child = std::process::Command::new(std::env::current_exe().expect("this bench"))
+        .env("BENCH_ROLE", "readers")
+        .env("BENCH_READERS_HOST", &host)
+        .env("BENCH_READERS_TOKEN", &ops)
+        .env("BENCH_SUBSCRIBERS", subscribers.to_string())
+        .env("BENCH_EVENTS", events.to_string())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the readers");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+        child.stdout.take().expect("the readers' output"),
+    ));
+    match lines.next() {
+        Some(Ok(l)) if l == "ready" => {}
+        other => panic!("the readers did not connect: {other:?}"),
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let rss_with = rss_kib(pid);
+    for e in 0..events {
+        let r = call(
+            &svc,
+            "POST",
+            "/api/v1/runs",
+            Some(&ops),
+            Some(&json!({ "workflow": "bench", "vars": { "id": format!("fanout-{e}") } })),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (mut deliveries, mut complete) = (Vec::new(), 0usize);
+    for line in lines.map_while(Result::ok) {
+        let mut parts = line.split_whitespace();
+        match (parts.next(), parts.next()) {
+            (Some("complete"), Some(n)) => complete = n.parse().unwrap_or(0),
+            (Some(seq), Some(ms)) => {
+                if let (Ok(seq), Ok(ms)) = (seq.parse::<u64>(), ms.parse::<f64>()) {
+                    deliveries.push((seq, ms));
+                }
+            }
+            _ => {}
+        }
+    }
+    let _ = child.wait();
+    // Per event: its first arrival (the write, the bus, one stream) and
+    // how long its last arrival came after that (the fan-out itself).
+    let mut by_event: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for &(seq, ms) in &deliveries {
+        let e = by_event.entry(seq).or_insert((ms, ms));
+        e.0 = e.0.min(ms);
+        e.1 = e.1.max(ms);
+    }
+    let latencies: Vec<f64> = deliveries.iter().map(|(_, ms)| *ms).collect();
+    println!(
+        "server RSS: {} KiB idle after the answers, {} KiB with {subscribers} subscribers ({:.1} KiB each)",
+        rss_before,
+        rss_with,
+        (rss_with.saturating_sub(rss_before)) as f64 / subscribers.max(1) as f64
+    );
+    println!(
+        "fan-out: {complete} of {subscribers} subscribers got all {events} events ({} deliveries)",
+        latencies.len()
+    );
+    summary("event written -> arrived at a subscriber", latencies);
+    summary(
+        "event written -> its first arrival",
+        by_event.values().map(|(first, _)| *first).collect(),
+    );
+    summary(
+        "an event's first arrival -> its last",
+        by_event
+            .values()
+            .map(|(first, last)| last - first)
+            .collect(),
+    );
+}
+
+/// `BENCH_ROLE=readers`: `BENCH_SUBSCRIBERS` streams of `GET /api/v1/events`
+/// on `BENCH_READERS_HOST`; says `ready` once all are connected, then for
+/// each of `BENCH_EVENTS` `step.done` events each stream gets, a line
+/// `SEQ MS` (from the event's `at` to its arrival), and last `complete N`
+/// (the streams that got them all).
+fn readers() {
+    use std::io::Write as _;
+    let subscribers = env_usize("BENCH_SUBSCRIBERS", 1000);
+    let events = env_usize("BENCH_EVENTS", 20).max(1);
+    let host = std::env::var("BENCH_READERS_HOST").expect("BENCH_READERS_HOST");
+    let ops = std::env::var("BENCH_READERS_TOKEN").expect("BENCH_READERS_TOKEN");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime");
-    let host = readers.url.trim_start_matches("http://").to_string();
     let ready = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = Vec::with_capacity(subscribers);
     for _ in 0..subscribers {
@@ -251,58 +345,20 @@ fn main() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(500));
-    let rss_with = rss_kib(pid);
-    for e in 0..events {
-        let r = call(
-            &svc,
-            "POST",
-            "/api/v1/runs",
-            Some(&ops),
-            Some(&json!({ "workflow": "bench", "vars": { "id": format!("fanout-{e}") } })),
-        );
-        assert_eq!(r.status, 201, "{}", r.body);
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let (deliveries, complete): (Vec<(u64, f64)>, usize) = rt.block_on(async {
-        let (mut out, mut complete) = (Vec::new(), 0);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+    let complete = rt.block_on(async {
+        let mut complete = 0;
         for t in tasks {
-            if let Ok(Ok(got)) = tokio::time::timeout(Duration::from_secs(30), t).await {
+            if let Ok(Ok(got)) = tokio::time::timeout(Duration::from_secs(60), t).await {
                 complete += usize::from(got.len() == events);
-                out.extend(got);
+                for (seq, ms) in got {
+                    let _ = writeln!(out, "{seq} {ms:.3}");
+                }
             }
         }
-        (out, complete)
+        complete
     });
-    // Per event: its first arrival (the write, the bus, one stream) and
-    // how long its last arrival came after that (the fan-out itself).
-    let mut by_event: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
-    for &(seq, ms) in &deliveries {
-        let e = by_event.entry(seq).or_insert((ms, ms));
-        e.0 = e.0.min(ms);
-        e.1 = e.1.max(ms);
-    }
-    let latencies: Vec<f64> = deliveries.iter().map(|(_, ms)| *ms).collect();
-    println!(
-        "server RSS: {} KiB idle after the answers, {} KiB with {subscribers} subscribers ({:.1} KiB each)",
-        rss_before,
-        rss_with,
-        (rss_with.saturating_sub(rss_before)) as f64 / subscribers.max(1) as f64
-    );
-    println!(
-        "fan-out: {complete} of {subscribers} subscribers got all {events} events ({} deliveries)",
-        latencies.len()
-    );
-    summary("event written -> arrived at a subscriber", latencies);
-    summary(
-        "event written -> its first arrival",
-        by_event.values().map(|(first, _)| *first).collect(),
-    );
-    summary(
-        "an event's first arrival -> its last",
-        by_event
-            .values()
-            .map(|(first, last)| last - first)
-            .collect(),
-    );
+    let _ = writeln!(out, "complete {complete}");
 }

@@ -14,9 +14,10 @@
 
 use std::convert::Infallible;
 
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
 use futures_util::stream::{Stream, StreamExt};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -46,12 +47,31 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     }
 }
 
-/// An event as SSE; its JSON made once for every stream (`Published`).
-fn to_sse(e: &Published) -> SseEvent {
-    SseEvent::default()
-        .id(e.seq.to_string())
-        .event(e.what.name())
-        .data(e.json())
+/// A comment line sent when nothing else was for this long, so proxies
+/// and clients keep an idle stream open.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// `events` as a `text/event-stream` response: each event's frame made once
+/// for every stream ([`Published::sse_frame`]), a keep-alive comment when
+/// idle; it ends when `events` does.
+fn sse(events: impl Stream<Item = std::sync::Arc<Published>> + Send + 'static) -> Response {
+    let frames = Box::pin(events.map(|e| e.sse_frame()));
+    let body = futures_util::stream::unfold(frames, |mut frames| async move {
+        let next = match tokio::time::timeout(KEEP_ALIVE, frames.next()).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return None,
+            Err(_) => Bytes::from_static(b": keep-alive\n\n"),
+        };
+        Some((Ok::<_, Infallible>(next), frames))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
 }
 
 /// One run's events: replayed from its start (or after `Last-Event-ID`),
@@ -73,11 +93,10 @@ pub async fn session_events(
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<FollowQuery>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let s = super::sessions::readable(&hub, &caller, &id).await?;
     let after = last_event_id(&headers)?.or(q.after).unwrap_or(0);
-    let events = follow_session(hub, s.id, after).map(|e| Ok::<_, Infallible>(to_sse(&e)));
-    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+    Ok(sse(follow_session(hub, s.id, after)))
 }
 
 /// Every run's events from now (or after `Last-Event-ID`), followed until
@@ -96,12 +115,11 @@ pub async fn all_events(
     caller: Caller,
     ApiQuery(q): ApiQuery<FollowQuery>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     caller.require(Role::Operator)?;
     let after = match last_event_id(&headers)?.or(q.after) {
         Some(n) => n,
         None => hub.store.last_event().await?,
     };
-    let events = follow_all(hub, after).map(|e| Ok::<_, Infallible>(to_sse(&e)));
-    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+    Ok(sse(follow_all(hub, after)))
 }

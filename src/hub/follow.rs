@@ -14,8 +14,9 @@
 //! writes already synced).
 //!
 //! What the bus hands out is shared, not copied: one [`Published`] per
-//! event, with its JSON text made once, on first use, for every follower
-//! that sends it on (the SSE streams), however many they are.
+//! event, with its JSON text and its SSE frame made once, on first use,
+//! for every follower that sends it on (the SSE streams), however many
+//! they are.
 //!
 //! A follower replays from the store what it asks for (`after`) up to the
 //! bus's head, then takes the broadcast; one that falls too far behind the
@@ -50,6 +51,7 @@ const CAPACITY: usize = if cfg!(test) { 8 } else { 4096 };
 pub struct Published {
     event: Event,
     json: OnceLock<String>,
+    sse: OnceLock<axum::body::Bytes>,
 }
 
 impl Published {
@@ -57,6 +59,7 @@ impl Published {
         Arc::new(Published {
             event,
             json: OnceLock::new(),
+            sse: OnceLock::new(),
         })
     }
 
@@ -64,6 +67,24 @@ impl Published {
     pub fn json(&self) -> &str {
         self.json
             .get_or_init(|| serde_json::to_string(&self.event).unwrap_or_else(|_| "{}".into()))
+    }
+
+    /// The event as one Server-Sent Events frame — `id` its number,
+    /// `event` its type, `data` its JSON (one line: compact JSON escapes
+    /// newlines) — made once; every stream sends the same bytes (a clone
+    /// is a reference count), however many streams there are.
+    pub fn sse_frame(&self) -> axum::body::Bytes {
+        self.sse
+            .get_or_init(|| {
+                format!(
+                    "id: {}\nevent: {}\ndata: {}\n\n",
+                    self.event.seq,
+                    self.event.what.name(),
+                    self.json()
+                )
+                .into()
+            })
+            .clone()
     }
 }
 
