@@ -94,7 +94,7 @@ fn build(dir: &Path, n: usize) -> PathBuf {
         let store = strands::store::Store::Sled(SledStore::open(&path).expect("open the store"));
         let spec = strands::spec::load(&example, &Default::default()).expect("the example");
         let start = strands::engine::Start {
-            variables: Default::default(),
+            variables: spec.resolve_variables(&[]).expect("the example's inputs"),
             started_by: "bench".into(),
             out_dir: dir.join("art"),
             origin: None,
@@ -174,6 +174,8 @@ fn measure(store: &Path, n: usize) -> Figures {
         if metric(&m, "strands_sessions{status=\"paused\"}") >= n as i64 {
             break (started.elapsed(), metric(&m, "strands_drive_slots"));
         }
+        let failed = metric(&m, "strands_sessions{status=\"failed\"}");
+        assert!(failed == 0, "{failed} runs failed");
         assert!(
             started.elapsed() < Duration::from_secs(7200),
             "not all paused"
