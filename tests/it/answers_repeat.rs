@@ -10,31 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{history, session_id, Behaviour, FakeLlm, Sandbox};
 
-/// researcher → manual_gate `review` → writer.
-const GATED: &str = r#"
-version: 0
-name: gated
-runtime:
-  provider: openai
-  model_id: fake-model
-  host: $HOST
-agents:
-  researcher:
-    prompt: You are the RESEARCHER.
-  writer:
-    prompt: You are the WRITER.
-pattern:
-  type: chain
-  config:
-    steps:
-      - agent: researcher
-        input: Research.
-      - type: manual_gate
-        id: review
-        prompt: Go on?
-      - agent: writer
-        input: "Write from: {{ steps[0].response }}"
-"#;
+use super::cli_cancel::GATED;
 
 #[test]
 fn the_same_answer_again_after_a_kill_continues_the_run_once() {

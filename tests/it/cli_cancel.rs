@@ -44,7 +44,7 @@ pattern:
 "#;
 
 /// researcher → manual_gate `review` → writer.
-const GATED: &str = r#"
+pub(crate) const GATED: &str = r#"
 version: 0
 name: gated
 runtime:
