@@ -114,12 +114,12 @@ pub fn lease_from_lookup(get: &impl Fn(&str) -> Option<String>) -> Duration {
     Duration::from_secs(secs)
 }
 
-/// How many runs `serve` drives at once: `STRANDS_DRIVES`, else 8 per
+/// How many runs `serve` drives at once: `STRANDS_DRIVES`, else 32 per
 /// core (a drive mostly waits on a model or a tool); a value that is not a
 /// positive number keeps the default, with a warning.
 pub fn drives_from_lookup(get: &impl Fn(&str) -> Option<String>) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let default = 8 * cores;
+    let default = 32 * cores;
     match get("STRANDS_DRIVES") {
         None => default,
         Some(raw) => match raw.trim().parse::<usize>() {

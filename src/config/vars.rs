@@ -296,7 +296,7 @@ pub const VARS: &[Var] = &[
         "STRANDS_DRIVES",
         Lease,
         Integer,
-        Some("8 per core"),
+        Some("32 per core"),
         "runs `serve` drives at once (started, answered, left running at start-up, taken over); the rest wait their turn, oldest first, taking no memory",
     ),
     // engine
