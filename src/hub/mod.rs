@@ -325,11 +325,7 @@ impl Hub {
     /// store the task first takes the session's lease (another replica
     /// holding it drives instead) and renews it while it works.
     pub fn drive(&self, id: String) {
-        self.offer(drives::Item {
-            id,
-            turn: drives::Turn::Urgent,
-            permit: None,
-        });
+        self.drive_holding(id, None);
     }
 
     /// [`Hub::drive`] for a run just started here: it waits behind the
