@@ -57,7 +57,7 @@ fn watch_until_paused(svc: &Service, paused: i64, deadline: Instant, seen: &mut 
 fn two_slots_drive_a_backlog_of_500_two_at_a_time_through_a_kill() {
     // Each model call takes a while, so drives overlap when allowed to.
     let llm = FakeLlm::start_with(Behaviour {
-        latency: Some(Arc::new(|_| Duration::from_millis(30))),
+        latency: Some(Arc::new(|_| Duration::from_millis(100))),
         ..Behaviour::default()
     });
     let sandbox = Sandbox::new();
