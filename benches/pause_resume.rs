@@ -860,7 +860,7 @@ fn main() {
             Some(SAVE_BUDGET),
         ),
         row(
-            "pause: model request at server -> step+gate saved (2 flushes)",
+            "pause: model request at server -> step+gate saved (1 flush)",
             reply_to_paused,
             Some(SAVE_BUDGET),
         ),
@@ -870,7 +870,7 @@ fn main() {
             None,
         ),
         row(
-            "resume: load + answer -> next model request arrives",
+            "resume: load + answer -> next model request (2 flushes)",
             resume_to_request,
             Some(RESUME_BUDGET),
         ),

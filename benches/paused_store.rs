@@ -6,7 +6,16 @@
 //!   `1000000` works too (about 6 GB of disk and minutes to build).
 //! - `BENCH_STORE=postgres`: the stores are PostgreSQL databases on a
 //!   server started from Debian's `postgresql` in a temporary directory
-//!   (clones written by 16 tasks; size is `pg_database_size`).
+//!   (clones bulk-loaded with binary `COPY`, see `support/pg_copy.rs`;
+//!   size is `pg_database_size`); `10000000` is the issue-42 figure
+//!   (tens of GB of disk, most of an hour to load).
+//! - `BENCH_SPEC=PATH`: the workflow of the paused run that is cloned
+//!   (default `examples/research-review.yaml`, paused after its first
+//!   step: ~4.4 KB a session in PostgreSQL); `benches/support/gate-first.yaml`
+//!   pauses before any step (what the ten-million figure uses, to fit a disk).
+//! - `BENCH_CLICKS` (default 300) / `BENCH_CLICK_RATE` (default 100): paused
+//!   runs spread over the store approved through the API on the running
+//!   server, open loop at that rate; send → 200 p50 · p99.
 //! - `BENCH_KEEP=DIR`: keep each store in `DIR/N` and reuse it next time
 //!   (its "first start" is then not the first after the bulk load).
 //!
@@ -31,6 +40,9 @@ use std::time::{Duration, Instant};
 
 use strands::store::sled::SledStore;
 
+#[path = "support/pg_copy.rs"]
+mod pg_copy;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_strands")
 }
@@ -48,8 +60,29 @@ fn strands(store: &Path) -> Command {
     ] {
         c.env_remove(k);
     }
-    c.env("NO_COLOR", "1").arg("--store").arg(store);
+    // The answers come from one token, faster than its default limit.
+    c.env("NO_COLOR", "1")
+        .env("STRANDS_API_RATE_PER_SEC", "10000")
+        .env("STRANDS_API_BURST", "10000")
+        .arg("--store")
+        .arg(store);
     c
+}
+
+/// Answers sent to the running server (`BENCH_CLICKS`, default 300), at
+/// `BENCH_CLICK_RATE` a second (default 100).
+fn click_count() -> usize {
+    std::env::var("BENCH_CLICKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+fn click_rate() -> f64 {
+    std::env::var("BENCH_CLICK_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100.0)
 }
 
 fn sizes() -> Vec<usize> {
@@ -116,6 +149,77 @@ fn get(addr: &str, path: &str, token: Option<&str>) -> bool {
     buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200")
 }
 
+/// `POST path` with a JSON `body` over a fresh connection; the answer
+/// (`Err`: it was not a 200).
+fn post(addr: &str, path: &str, token: &str, body: &str) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let head = format!(
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    if buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200") {
+        Ok(buf)
+    } else {
+        Err(buf)
+    }
+}
+
+/// Approves each of `ids` through `POST /api/v1/sessions/{id}/answers` at
+/// `rate` a second, open loop (answer i is sent at t0 + i / rate by one of
+/// 16 client threads, so a slow answer never delays a later one); each
+/// answer's send → complete 200, sorted.
+fn clicks(addr: &str, token: &str, ids: &[String], rate: f64) -> Vec<Duration> {
+    const CLIENTS: usize = 16;
+    let t0 = Instant::now() + Duration::from_millis(50);
+    let shots = std::thread::scope(|scope| {
+        let workers = (0..CLIENTS)
+            .map(|w| {
+                scope.spawn(move || {
+                    let mut took = Vec::new();
+                    for (i, id) in ids.iter().enumerate().skip(w).step_by(CLIENTS) {
+                        let at = t0 + Duration::from_secs_f64(i as f64 / rate);
+                        if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                            std::thread::sleep(wait);
+                        }
+                        let sent = Instant::now();
+                        let answered = post(
+                            addr,
+                            &format!("/api/v1/sessions/{id}/answers"),
+                            token,
+                            r#"{"decision":"approve"}"#,
+                        );
+                        if let Err(e) = answered {
+                            panic!("approving {id} failed: {e}");
+                        }
+                        took.push(sent.elapsed());
+                    }
+                    took
+                })
+            })
+            .collect::<Vec<_>>();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a client thread"))
+            .collect::<Vec<_>>()
+    });
+    let mut shots = shots;
+    shots.sort();
+    shots
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
 fn healthz(addr: &str) -> bool {
     get(addr, "/healthz", None)
 }
@@ -123,7 +227,11 @@ fn healthz(addr: &str) -> bool {
 /// Makes one real paused run of the example on `store` (a directory or a
 /// PostgreSQL URL); its session id.
 fn paused_run(store: &Path, art: &Path) -> String {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/research-review.yaml");
+    let example = std::env::var_os("BENCH_SPEC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/research-review.yaml")
+        });
     let out = strands(store)
         .arg("run")
         .arg(&example)
@@ -142,53 +250,35 @@ fn paused_run(store: &Path, art: &Path) -> String {
     v["session_id"].as_str().expect("an id").to_string()
 }
 
-/// Fills a fresh PostgreSQL database with `n` paused sessions: clones
-/// written through the library by 16 tasks at once (each its own
-/// transaction, asynchronous commit while building); its URL.
+/// Fills a fresh PostgreSQL database with `n` paused sessions; its URL.
+/// One real paused run, and `n - 1` copies of its rows through binary
+/// `COPY` ([`pg_copy`]).
 fn build_pg(rt: &tokio::runtime::Runtime, dir: &Path, n: usize) -> PathBuf {
     let url = rt
         .block_on(strands::store::postgres::testdb::database("paused_store"))
         .expect("BENCH_STORE=postgres needs Debian's postgresql installed");
     let url = PathBuf::from(url);
     let id = paused_run(&url, &dir.join("art"));
-    let fast = PathBuf::from(format!(
-        "{}?options=-c%20synchronous_commit%3Doff",
-        url.display()
-    ));
     let t = Instant::now();
     rt.block_on(async {
-        let store = std::sync::Arc::new(
-            strands::store::Store::connect(&fast)
-                .await
-                .expect("connect to the bench database"),
-        );
+        let store = strands::store::Store::connect(&url)
+            .await
+            .expect("connect to the bench database");
         let template = store.get(&id).await.expect("the paused session");
-        const TASKS: usize = 16;
-        let mut tasks = Vec::new();
-        for w in 0..TASKS {
-            let store = std::sync::Arc::clone(&store);
-            let template = template.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut k = 1 + w;
-                while k < n {
-                    let mut c = template.clone();
-                    c.id = uuid::Uuid::new_v4().to_string();
-                    c.rev = 0;
-                    c.created_at += chrono::TimeDelta::milliseconds(k as i64);
-                    store.create(&mut c).await.expect("create a clone");
-                    if k > TASKS && k % 100_000 < TASKS {
-                        eprintln!(
-                            "  … {k} of {n} written ({:.0} s)",
-                            t.elapsed().as_secs_f64()
-                        );
-                    }
-                    k += TASKS;
-                }
-            }));
-        }
-        for task in tasks {
-            task.await.expect("a writer task");
-        }
+        let (client, conn) =
+            tokio_postgres::connect(&url.display().to_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect to the bench database");
+        tokio::spawn(conn);
+        pg_copy::clone_session(
+            &client,
+            &template.id,
+            template.created_at,
+            "paused",
+            n.saturating_sub(1),
+        )
+        .await
+        .expect("bulk-load the clones");
     });
     eprintln!(
         "  built {n} paused sessions in PostgreSQL in {:.1} s",
@@ -208,6 +298,9 @@ fn build(dir: &Path, n: usize) -> PathBuf {
     // flush (one fsync) comes once per chunk instead of once per clone —
     // that is what makes a million buildable in minutes.
     const CHUNK: usize = 20_000;
+    // Ids to answer later, spread over the whole store.
+    let stride = (n / click_count().max(1)).max(1);
+    let mut sample = Vec::new();
     let mut i = 1;
     while i < n {
         let end = (i + CHUNK).min(n);
@@ -215,6 +308,9 @@ fn build(dir: &Path, n: usize) -> PathBuf {
             let mut c = template.clone();
             c.id = uuid::Uuid::new_v4().to_string();
             c.created_at += chrono::TimeDelta::milliseconds(k as i64);
+            if k % stride == 0 {
+                sample.push(c.id.clone());
+            }
             c
         });
         s.create_many(clones).expect("create clones");
@@ -230,6 +326,7 @@ fn build(dir: &Path, n: usize) -> PathBuf {
         "  built {n} paused sessions in {:.1} s",
         t.elapsed().as_secs_f64()
     );
+    std::fs::write(dir.join("ids"), sample.join("\n")).expect("keep the sampled ids");
     store
 }
 
@@ -242,6 +339,8 @@ struct Figures {
     cli_via_server: Duration,
     cli_list: Duration,
     bytes: u64,
+    /// Answer send → 200, sorted (empty: no ids to click).
+    clicks: Vec<Duration>,
 }
 
 /// A running `strands serve` on `store`: the child, its address and the
@@ -292,7 +391,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn measure(store: &Path) -> Figures {
+fn measure(store: &Path, ids: &[String]) -> Figures {
     let out = strands(store)
         .args(["tokens", "create", &format!("bench-{}", std::process::id())])
         .args(["--role", "admin", "--json"])
@@ -327,6 +426,7 @@ fn measure(store: &Path) -> Figures {
         assert!(get(&addr, path, Some(&token)), "GET {path} failed");
         api.push(t.elapsed());
     }
+    let clicked = clicks(&addr, &token, ids, click_rate());
     // The CLI while the server holds the store: it goes through it.
     let mut via = Vec::new();
     for _ in 0..5 {
@@ -367,7 +467,33 @@ fn measure(store: &Path) -> Figures {
         cli_via_server: median(via),
         cli_list: median(cli),
         bytes: if store.is_dir() { dir_bytes(store) } else { 0 },
+        clicks: clicked,
     }
+}
+
+/// `BENCH_CLICKS` paused session ids spread over the whole table (pages
+/// picked at random by `TABLESAMPLE`).
+fn pg_sample(rt: &tokio::runtime::Runtime, url: &Path, n: usize) -> Vec<String> {
+    let want = click_count();
+    let percent = (want as f64 * 400.0 / n.max(1) as f64).min(100.0);
+    rt.block_on(async {
+        let (client, conn) =
+            tokio_postgres::connect(&url.display().to_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect to the bench database");
+        tokio::spawn(conn);
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT id FROM sessions TABLESAMPLE SYSTEM ({percent}) \
+                     WHERE status = 'paused' LIMIT {want}"
+                ),
+                &[],
+            )
+            .await
+            .expect("sample session ids");
+        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+    })
 }
 
 /// The database's size on disk (tables and indexes).
@@ -389,17 +515,24 @@ fn pg_bytes(rt: &tokio::runtime::Runtime, url: &Path) -> u64 {
 fn main() {
     println!("paused_store: serve start-up, memory and listing as paused runs pile up");
     println!(
-        "{:>9} | {:>22} | {:>16} | {:>14} | {:>24} | {:>10}",
+        "{:>9} | {:>22} | {:>16} | {:>14} | {:>24} | {:>10} | {:>22}",
         "paused",
         "start → /healthz",
         "serve RSS",
         "API page of 50",
         "sessions list --limit 50",
-        "store"
+        "store",
+        "answer → 200"
     );
     println!(
-        "{:>9} | {:>22} | {:>16} | {:>14} | {:>24} | {:>10}",
-        "", "first · restart", "first · restart", "(server up)", "via server · alone", ""
+        "{:>9} | {:>22} | {:>16} | {:>14} | {:>24} | {:>10} | {:>22}",
+        "",
+        "first · restart",
+        "first · restart",
+        "(server up)",
+        "via server · alone",
+        "",
+        format!("p50 · p99 at {}/s", click_rate())
     );
     let keep = std::env::var_os("BENCH_KEEP").map(PathBuf::from);
     let pg = std::env::var("BENCH_STORE").is_ok_and(|v| v == "postgres");
@@ -409,7 +542,8 @@ fn main() {
         if pg {
             let dir = tempfile::tempdir().expect("a temporary directory");
             let url = build_pg(&rt, dir.path(), n);
-            let mut f = measure(&url);
+            let ids = pg_sample(&rt, &url, n);
+            let mut f = measure(&url, &ids);
             f.bytes = pg_bytes(&rt, &url);
             print_row(n, &f);
             continue;
@@ -435,14 +569,20 @@ fn main() {
             std::fs::write(dir.join("built"), b"").expect("mark the store built");
             s
         };
-        let f = measure(&store);
+        let ids = std::fs::read_to_string(dir.join("ids")).unwrap_or_default();
+        let ids = ids
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>();
+        let f = measure(&store, &ids);
         print_row(n, &f);
     }
 }
 
 fn print_row(n: usize, f: &Figures) {
     println!(
-        "{:>9} | {:>8.2} s · {:>8.2} s | {:>5} · {:>5} MB | {:>11.1} ms | {:>7.1} ms · {:>8.1} ms | {:>10}",
+        "{:>9} | {:>8.2} s · {:>8.2} s | {:>5} · {:>5} MB | {:>11.1} ms | {:>7.1} ms · {:>8.1} ms | {:>10} | {:>6.1} · {:>6.1} ms ({})",
         n,
         f.first_start.as_secs_f64(),
         f.restart.as_secs_f64(),
@@ -451,6 +591,9 @@ fn print_row(n: usize, f: &Figures) {
         f.api_list.as_secs_f64() * 1000.0,
         f.cli_via_server.as_secs_f64() * 1000.0,
         f.cli_list.as_secs_f64() * 1000.0,
-        mb(f.bytes)
+        mb(f.bytes),
+        quantile(&f.clicks, 0.5).as_secs_f64() * 1000.0,
+        quantile(&f.clicks, 0.99).as_secs_f64() * 1000.0,
+        f.clicks.len()
     );
 }

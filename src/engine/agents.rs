@@ -243,7 +243,14 @@ impl Engine<'_> {
                 tokens: resp.usage.total(),
                 millis,
             });
-            self.save(session).await?;
+            // While other requests are out, the next durable write may be
+            // a long way off: a crash meanwhile must not run this step again.
+            let durability = if running.is_empty() {
+                step_done(spec)
+            } else {
+                crate::store::Durability::Now
+            };
+            self.save_with(session, durability).await?;
             notes::note_step(
                 spec,
                 session,
@@ -409,7 +416,7 @@ impl Engine<'_> {
                     tokens: session.usage.get(&agent.id).map(|u| u.total()).unwrap_or(0),
                     millis: started.elapsed().as_millis() as u64,
                 });
-                self.save(session).await?;
+                self.save_with(session, step_done(spec)).await?;
                 let input = match first.messages.first() {
                     Some(Message::User { content }) => content.as_str(),
                     _ => "",
@@ -768,4 +775,20 @@ pub(super) fn provider_config(
         },
         model,
     ))
+}
+
+/// How a finished step's checkpoint is synced when no other model request
+/// is out. The model's answer is not yet acted on when it is recorded:
+/// what comes next, at once — the next request marked in flight, a gate
+/// asked, the run's end, a tool call — is a durable write made before
+/// anything outside acts, and it carries this one (a crash in between
+/// loses the answer; the request, still marked in flight, is sent again
+/// and audited as such). A notes file is written at once, though, so with
+/// one the step is synced first.
+fn step_done(spec: &Spec) -> crate::store::Durability {
+    if spec.context.notes.is_some() {
+        crate::store::Durability::Now
+    } else {
+        crate::store::Durability::WithNext
+    }
 }

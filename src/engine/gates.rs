@@ -294,6 +294,10 @@ impl Engine<'_> {
             }
             return Err(e);
         }
+        self.unsynced.store(
+            durability == crate::store::Durability::WithNext,
+            std::sync::atomic::Ordering::SeqCst,
+        );
         if let (true, Some(w)) = (armed, &self.wake) {
             w.notify_one();
         }

@@ -84,6 +84,11 @@ pub struct Engine<'a> {
     /// lease ([`crate::store::lease`]). `None`: the caller holds it (the
     /// service's drives) or nothing else drives (sled).
     lease: Option<(String, Duration)>,
+    /// The last checkpoint was written to ride with the next durable one
+    /// ([`crate::store::Durability::WithNext`]) and none has synced it yet:
+    /// nothing outside the store may act on it (an artifact file) before
+    /// one does.
+    unsynced: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Engine<'a> {
@@ -99,6 +104,7 @@ impl<'a> Engine<'a> {
             clock: Arc::new(crate::clock::TokioClock::default()),
             wake: None,
             templates: Templates::new(),
+            unsynced: Default::default(),
             providers: BTreeMap::new(),
             model: None,
             overwrite_artifacts: false,
@@ -509,6 +515,14 @@ impl<'a> Engine<'a> {
                     self.open_triggered(spec, session, t, position, output)
                         .await?;
                     return Ok(true);
+                }
+                // The files are written once the steps they are made of are
+                // durable: a crash after writing them must not run a step again
+                // (and then find its own file in the way).
+                if self.unsynced.load(std::sync::atomic::Ordering::SeqCst)
+                    && !spec.artifacts.is_empty()
+                {
+                    self.save(session).await?;
                 }
                 let ctx = context::for_artifacts(spec, session, self.clock.now());
                 let out_dir = PathBuf::from(&session.out_dir);
