@@ -265,11 +265,7 @@ fn build_pg(rt: &tokio::runtime::Runtime, dir: &Path, n: usize) -> PathBuf {
             .await
             .expect("connect to the bench database");
         let template = store.get(&id).await.expect("the paused session");
-        let (client, conn) =
-            tokio_postgres::connect(&url.display().to_string(), tokio_postgres::NoTls)
-                .await
-                .expect("connect to the bench database");
-        tokio::spawn(conn);
+        let client = pg_client(&url).await;
         pg_copy::clone_session(
             &client,
             &template.id,
@@ -471,17 +467,22 @@ fn measure(store: &Path, ids: &[String]) -> Figures {
     }
 }
 
+/// A connection to the bench database at `url`.
+async fn pg_client(url: &Path) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&url.display().to_string(), tokio_postgres::NoTls)
+        .await
+        .expect("connect to the bench database");
+    tokio::spawn(conn);
+    client
+}
+
 /// `BENCH_CLICKS` paused session ids spread over the whole table (pages
 /// picked at random by `TABLESAMPLE`).
 fn pg_sample(rt: &tokio::runtime::Runtime, url: &Path, n: usize) -> Vec<String> {
     let want = click_count();
     let percent = (want as f64 * 400.0 / n.max(1) as f64).min(100.0);
     rt.block_on(async {
-        let (client, conn) =
-            tokio_postgres::connect(&url.display().to_string(), tokio_postgres::NoTls)
-                .await
-                .expect("connect to the bench database");
-        tokio::spawn(conn);
+        let client = pg_client(url).await;
         let rows = client
             .query(
                 &format!(
@@ -499,11 +500,7 @@ fn pg_sample(rt: &tokio::runtime::Runtime, url: &Path, n: usize) -> Vec<String> 
 /// The database's size on disk (tables and indexes).
 fn pg_bytes(rt: &tokio::runtime::Runtime, url: &Path) -> u64 {
     rt.block_on(async {
-        let (client, conn) =
-            tokio_postgres::connect(&url.display().to_string(), tokio_postgres::NoTls)
-                .await
-                .expect("connect to the bench database");
-        tokio::spawn(conn);
+        let client = pg_client(url).await;
         let row = client
             .query_one("SELECT pg_database_size(current_database())", &[])
             .await
