@@ -231,11 +231,54 @@ pub async fn bulk_approve(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, WebError> {
+    bulk(web, viewer, headers, body, Bulk::Approve).await
+}
+
+/// Rejects each selected gate with the one `reason` given for all, as
+/// [`bulk_approve`] approves: one answer per gate through the intake, each
+/// judged and audited on its own.
+pub async fn bulk_reject(
+    State(web): State<Web>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, WebError> {
+    bulk(web, viewer, headers, body, Bulk::Reject).await
+}
+
+/// What a bulk post decides for every gate it picks.
+#[derive(Clone, Copy)]
+enum Bulk {
+    Approve,
+    Reject,
+}
+
+async fn bulk(
+    web: Web,
+    viewer: Viewer,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+    what: Bulk,
+) -> Result<Response, WebError> {
     let form = Form::parse(&body);
     check_post(&web, &viewer, &headers, &form)?;
     if let Some(r) = scoped(&viewer) {
         return Ok(r);
     }
+    let (decision, verb, done) = match what {
+        Bulk::Approve => (Decision::Approve, "approve", "approved"),
+        Bulk::Reject => (
+            Decision::Reject {
+                reason: form
+                    .get("reason")
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(String::from),
+            },
+            "reject",
+            "rejected",
+        ),
+    };
     let mut results = Vec::new();
     for pick in form.all("pick") {
         let Some((session, gate)) = pick.split_once(' ') else {
@@ -247,12 +290,12 @@ pub async fn bulk_approve(
             });
             continue;
         };
-        let answer = DoorAnswer::new(session, &viewer.caller.name, Door::Web, Decision::Approve)
+        let answer = DoorAnswer::new(session, &viewer.caller.name, Door::Web, decision.clone())
             .idp_groups(viewer.caller.idp_groups.iter().cloned())
             .at(Some(gate));
         let (ok, message) = match web.hub.take(answer).await {
-            Ok(Ok(Accepted::Counted(_))) => (true, "approval counted; more are needed".into()),
-            Ok(Ok(_)) => (true, "approved".into()),
+            Ok(Ok(Accepted::Counted(_))) => (true, format!("{verb} counted; more are needed")),
+            Ok(Ok(_)) => (true, done.to_string()),
             Ok(Err(refusal)) => (false, super::session::refusal_text(&refusal)),
             Err(e) => (false, e.to_string()),
         };
@@ -264,9 +307,9 @@ pub async fn bulk_approve(
         });
     }
     if results.is_empty() {
-        return Err(WebError::bad_request(
-            "no gate was selected; tick the gates to approve",
-        ));
+        return Err(WebError::bad_request(format!(
+            "no gate was selected; tick the gates to {verb}"
+        )));
     }
     let ctx = context(&web, &viewer, &Filter::default(), results).await?;
     Ok(html(web.pages.render("inbox.html", ctx)))

@@ -11,6 +11,7 @@
 //! | `GET /inbox/list` | signed in | the inbox's list alone (live refresh) |
 //! | `GET /inbox/events` | signed in | "something changed" pings (SSE) |
 //! | `POST /inbox/approve` | signed in | bulk approve of routine gates |
+//! | `POST /inbox/reject` | signed in | bulk reject of routine gates, one reason for all |
 //! | `POST /inbox/delegate`, `POST /inbox/undelegate` | a person of the directory | who answers for them while away ([`delegate`]) |
 //! | `GET /sessions/{id}` | may read it | the run's timeline and the gate's actions ([`session`]) |
 //! | `POST /sessions/{id}/answer` | may answer | one answer, through the hub's intake |
@@ -238,6 +239,7 @@ pub fn router(web: Web) -> Router {
         .route("/inbox/list", get(inbox::list))
         .route("/inbox/events", get(inbox::events))
         .route("/inbox/approve", post(inbox::bulk_approve))
+        .route("/inbox/reject", post(inbox::bulk_reject))
         .route("/inbox/delegate", post(delegate::set))
         .route("/inbox/undelegate", post(delegate::unset))
         .route("/login", get(auth::login_page).post(auth::login))

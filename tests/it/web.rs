@@ -485,6 +485,89 @@ fn bulk_approve_answers_each_gate_on_its_own() {
 }
 
 #[test]
+fn bulk_reject_rejects_each_gate_with_the_one_reason() {
+    let w = World::start();
+    let ids = ["one", "two", "three"].map(|n| w.start_run(n));
+    for id in &ids {
+        w.wait_paused(id);
+    }
+    let alice = Visitor::sign_in(&w.svc, &w.alice);
+    let csrf = alice.csrf();
+    // The inbox offers it next to the approve button.
+    let page = alice.get("/");
+    assert!(
+        page.body.contains(r#"formaction="/inbox/reject""#),
+        "{}",
+        page.body
+    );
+    // The third is approved elsewhere first: its pick is refused, the
+    // other two are rejected.
+    let r = w.answer(&ids[2], &w.alice, json!({ "decision": "approve" }));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let picks = ids.clone().map(|id| format!("{id} review#1"));
+    let r = alice.post(
+        "/inbox/reject",
+        &[
+            ("csrf", csrf.as_str()),
+            ("pick", &picks[0]),
+            ("pick", &picks[1]),
+            ("pick", &picks[2]),
+            ("reason", "  budget frozen this quarter "),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    for id in &ids[..2] {
+        assert!(
+            r.body.contains(&format!("{id}</a> review#1: rejected")),
+            "{}",
+            r.body
+        );
+        wait_status(&w, id, "rejected");
+    }
+    assert!(
+        !r.body
+            .contains(&format!("{}</a> review#1: rejected", ids[2])),
+        "{}",
+        r.body
+    );
+    wait_status(&w, &ids[2], "completed");
+    // One audit entry per rejection, each with the reason, trimmed.
+    for id in &ids[..2] {
+        let audit = call(
+            &w.svc,
+            "GET",
+            &format!("/api/v1/audit?session={id}"),
+            Some(&w.root),
+            None,
+        );
+        let rejections = audit
+            .body
+            .lines()
+            .filter(|l| {
+                l.contains("\"kind\":\"answer\"")
+                    && l.contains("\"via\":\"web\"")
+                    && l.contains("\"reason\":\"budget frozen this quarter\"")
+            })
+            .count();
+        assert_eq!(rejections, 1, "{}", audit.body);
+    }
+    // A refused post (no CSRF token) rejects nothing; nothing selected is
+    // a clear refusal.
+    let other = w.start_run("four");
+    w.wait_paused(&other);
+    let pick = format!("{other} review#1");
+    let r = alice.post("/inbox/reject", &[("pick", pick.as_str())]);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(w.session(&other)["status"], "paused");
+    let r = alice.post(
+        "/inbox/reject",
+        &[("csrf", csrf.as_str()), ("reason", "no")],
+    );
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("tick the gates to reject"), "{}", r.body);
+}
+
+#[test]
 fn a_one_tap_link_decides_nothing_when_opened_and_signs_in_once_for_its_gate() {
     let w = World::start();
     let id = w.start_run("linked");
