@@ -8,6 +8,7 @@
 
 pub mod export;
 pub mod redact;
+pub mod report;
 pub mod step_up;
 
 use chrono::{DateTime, Utc};

@@ -45,6 +45,7 @@ mod people;
 mod policy;
 mod remote;
 mod render;
+mod report;
 mod resume;
 mod run;
 mod sessions;
@@ -167,6 +168,8 @@ pub enum Command {
     /// Check and export the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Time to decision and outcomes per workflow, gate, approver, rule or door, from the audit (offline, or through the server).
+    Report(report::ReportArgs),
     /// Webhook deliveries strands gave up on, and sending them again (offline, or through the server).
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
@@ -556,6 +559,7 @@ fn wants_json(c: &Command) -> bool {
         | Command::Tokens(TokensCommand::List { json }) => *json,
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
+        Command::Report(a) => a.json,
         Command::Webhooks(cmd) => cmd.json(),
         Command::Links(cmd) => cmd.json(),
         Command::Notifications(cmd) => cmd.json(),
@@ -740,6 +744,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Sessions(SessionsCommand::Show { .. })
             | Command::Sessions(SessionsCommand::Cancel { .. })
             | Command::Audit(AuditCommand::Export { .. })
+            | Command::Report(_)
             | Command::Tokens(_)
             | Command::People(_)
             | Command::Notifications(_)
@@ -811,6 +816,7 @@ async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
         Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,
         Command::Sessions(cmd) => sessions(&ctx, cmd).await,
         Command::Audit(cmd) => audit(&ctx, cmd).await,
+        Command::Report(args) => report::report(&ctx, args).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
         Command::Links(cmd) => links::links(&ctx, cmd).await,

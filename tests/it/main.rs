@@ -59,6 +59,7 @@ mod policies;
 mod policies_rooms;
 mod props;
 mod providers;
+mod report;
 mod session_formats;
 mod slack_approvers;
 mod slack_bot;

@@ -1,0 +1,96 @@
+//! `strands report`: decision analytics from the audit, counted exactly
+//! from a store whose decisions the test made — offline on the store, and
+//! through the server as the same figures.
+
+use crate::common::{session_id, FakeLlm, Sandbox};
+
+use super::cli_cancel::GATED;
+
+#[test]
+fn the_report_counts_each_decision_once_offline() {
+    let llm = FakeLlm::start();
+    let sb = Sandbox::new();
+    let spec = sb.spec("gated.yaml", GATED, &llm);
+    let spec = spec.display().to_string();
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let out = sb.strands(&["run", &spec, "--json"]);
+        out.expect_code(19);
+        ids.push(session_id(&out.json()));
+    }
+    sb.strands(&["resume", &ids[0], "--approve"]).expect_code(0);
+    sb.strands(&["resume", &ids[1], "--approve"]).expect_code(0);
+    sb.strands(&["resume", &ids[2], "--reject", "--reason", "no"])
+        .expect_code(21);
+
+    let out = sb.strands(&["report", "--json", "--by", "gate"]);
+    out.expect_code(0);
+    let r = out.json();
+    let rows = r["rows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{r}");
+    assert_eq!(rows[0]["key"], "gated/review", "{r}");
+    assert_eq!(rows[0]["decisions"], 3, "{r}");
+    assert_eq!(rows[0]["approved"], 2, "{r}");
+    assert_eq!(rows[0]["rejected"], 1, "{r}");
+    assert_eq!(rows[0]["timeouts"], 0, "{r}");
+    assert!(rows[0]["p50_ms"].is_u64(), "{r}");
+    assert!(
+        rows[0]["p99_ms"].as_u64() >= rows[0]["p50_ms"].as_u64(),
+        "{r}"
+    );
+    assert_eq!(r["total"]["decisions"], 3, "{r}");
+
+    // By who answered, through which door.
+    let who = sb.strands(&["report", "--json", "--by", "approver"]).json();
+    assert_eq!(who["rows"][0]["key"], "tester", "{who}");
+    let csv = sb.strands(&["report", "--csv", "--by", "door"]);
+    csv.expect_code(0);
+    assert!(
+        csv.stdout.starts_with(
+            "key,decisions,approved,rejected,other,timeouts,p50_ms,p90_ms,p99_ms\ncli,3,2,1,0,0,"
+        ),
+        "{}",
+        csv.stdout
+    );
+    let table = sb.strands(&["report"]);
+    table.expect_code(0);
+    assert!(table.stdout.contains("gated/review"), "{}", table.stdout);
+
+    // A period that ends before them counts none; a bad one is named.
+    let none = sb.strands(&["report", "--json", "--since", "0d"]).json();
+    assert_eq!(none["total"]["decisions"], 0, "{none}");
+    let bad = sb.strands(&["report", "--since", "last week"]);
+    bad.expect_code(2);
+    assert!(bad.stderr.contains("30d, 12h, 90m"), "{}", bad.stderr);
+}
+
+#[test]
+fn through_the_server_the_report_is_the_same() {
+    let w = super::api::World::start();
+    let a = w.start_run("one");
+    let b = w.start_run("two");
+    w.wait_paused(&a);
+    w.wait_paused(&b);
+    let r = w.answer(&a, &w.alice, serde_json::json!({ "decision": "approve" }));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = w.answer(
+        &b,
+        &w.alice,
+        serde_json::json!({ "decision": "reject", "reason": "not now" }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out = w.sandbox.strands_as(
+        "x",
+        &[
+            ("STRANDS_SERVER", w.svc.url.as_str()),
+            ("STRANDS_TOKEN", w.root.as_str()),
+        ],
+        &["report", "--json", "--by", "door"],
+    );
+    out.expect_code(0);
+    let r = out.json();
+    assert_eq!(r["rows"][0]["key"], "api", "{r}");
+    assert_eq!(r["rows"][0]["decisions"], 2, "{r}");
+    assert_eq!(r["rows"][0]["approved"], 1, "{r}");
+    assert_eq!(r["rows"][0]["rejected"], 1, "{r}");
+}
