@@ -86,12 +86,13 @@ impl Row {
             self.timeouts += 1;
             return;
         }
-        match e
+        // `{"action": "approve", …}`; entries of early releases hold the
+        // bare word.
+        let action = e
             .decision
             .as_ref()
-            .and_then(|d| d.get("action"))
-            .and_then(|a| a.as_str())
-        {
+            .and_then(|d| d.get("action").unwrap_or(d).as_str());
+        match action {
             Some("approve") => self.approved += 1,
             Some("reject") => self.rejected += 1,
             _ => self.other += 1,
@@ -288,6 +289,14 @@ mod tests {
             hash: String::new(),
             event: e,
         }
+    }
+
+    #[test]
+    fn early_entries_with_a_bare_decision_word_count_too() {
+        let mut old = answer("wf", "g#1", "bob", "cli", "approve", 5);
+        old.event.decision = Some(serde_json::json!("reject"));
+        let r = report([&old], By::Workflow);
+        assert_eq!((r.total.approved, r.total.rejected), (0, 1));
     }
 
     #[test]
