@@ -197,6 +197,7 @@ impl Hub {
             asker.default_approvers = &[];
         }
         let decision = super::metrics::decision_name(&answer.decision);
+        let via = a.door.via();
         // A server's door answers within a chat platform's deadline; the
         // CLI may take the time an edited call's schema takes to fetch.
         let mut engine = match a.door {
@@ -206,8 +207,17 @@ impl Hub {
         let outcome = engine
             .submit(&id, a.gate.as_deref(), answer, &asker)
             .await?;
-        if outcome.is_ok() {
-            self.metrics.gate_answered(decision);
+        // A repeat records nothing: nothing to count.
+        match &outcome {
+            Ok(crate::engine::Accepted::Repeated(_)) | Err(_) => {}
+            Ok(accepted) => {
+                self.metrics.gate_answered(decision);
+                if let crate::engine::Accepted::Recorded(session) = accepted {
+                    if let Some(ms) = waited_ms(session) {
+                        self.metrics.decided(via, ms);
+                    }
+                }
+            }
         }
         // A stepped-up gate is confirmed on its page: say where.
         let outcome = outcome.map_err(|r| match r {
@@ -322,4 +332,20 @@ impl Hub {
             Err(e) => Ok(Err(Refusal::BadAnswer(e.to_string()))),
         }
     }
+}
+
+/// How long the gate an answer just decided waited for it: the answer
+/// waiting to be carried out, from its gate's opening; else (a tool call's,
+/// decided at once) the last answer of the session's history.
+fn waited_ms(session: &crate::model::Session) -> Option<u64> {
+    if let Some(p) = &session.pending {
+        if let Some(gate) = session.open_gate(&p.gate) {
+            let ms = (p.answer.at - gate.opened_at).num_milliseconds().max(0);
+            return Some(ms as u64);
+        }
+    }
+    session.history.iter().rev().find_map(|e| match &e.what {
+        crate::model::GateEventKind::Answered { waited_ms, .. } => Some(*waited_ms),
+        _ => None,
+    })
 }

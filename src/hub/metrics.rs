@@ -27,6 +27,8 @@ pub struct Metrics {
     gates_opened: Counter,
     gates_answered: Family<Labels, Counter>,
     click_ack: Histogram,
+    /// Time to decision of people's answers, by door.
+    decided: Family<Labels, Histogram>,
     slack_calls: Family<Labels, Counter>,
     slack_errors: Family<Labels, Counter>,
     refused: Family<Labels, Counter>,
@@ -59,6 +61,12 @@ impl Metrics {
         let click_ack = Histogram::new([
             0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0,
         ]);
+        let decided = Family::<Labels, Histogram>::new_with_constructor(|| {
+            // 1 s … 1 week: a click, a coffee, a meeting, a day, a weekend.
+            Histogram::new([
+                1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 259200.0, 604800.0,
+            ])
+        });
         let slack_calls = Family::<Labels, Counter>::default();
         let slack_errors = Family::<Labels, Counter>::default();
         let refused = Family::<Labels, Counter>::default();
@@ -104,6 +112,11 @@ impl Metrics {
             "gates_answered",
             "Gate decisions recorded, by decision",
             gates_answered.clone(),
+        );
+        registry.register(
+            "decision_seconds",
+            "Time from a gate's request to a person's answer that decided it, by door (what `strands report` computes from the audit, since this process started)",
+            decided.clone(),
         );
         registry.register(
             "click_ack_seconds",
@@ -164,6 +177,7 @@ impl Metrics {
             sessions,
             gates_opened,
             gates_answered,
+            decided,
             click_ack,
             slack_calls,
             slack_errors,
@@ -197,6 +211,12 @@ impl Metrics {
         self.gates_answered
             .get_or_create(&vec![("decision".into(), decision.into())])
             .inc();
+    }
+    /// A person's answer decided a gate after `waited_ms`, through `door`.
+    pub fn decided(&self, door: &str, waited_ms: u64) {
+        self.decided
+            .get_or_create(&vec![("door".into(), door.into())])
+            .observe(waited_ms as f64 / 1000.0);
     }
     pub fn click_acked(&self, seconds: f64) {
         self.click_ack.observe(seconds);
@@ -370,7 +390,22 @@ mod tests {
         m.slack_error("chat.postMessage");
         m.click_acked(0.004);
         m.gate_answered("approve");
+        m.decided("web", 90_000);
+        m.decided("web", 2_000);
         let text = m.render(&[("paused", 3)]);
+        assert!(
+            text.contains("strands_decision_seconds_count{door=\"web\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("strands_decision_seconds_bucket{le=\"10.0\",door=\"web\"} 1")
+                || text.contains("strands_decision_seconds_bucket{door=\"web\",le=\"10.0\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("strands_decision_seconds_sum{door=\"web\"} 92.0"),
+            "{text}"
+        );
         assert!(
             text.contains("strands_sessions{status=\"paused\"} 3"),
             "{text}"

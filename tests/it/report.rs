@@ -1,6 +1,7 @@
 //! `strands report`: decision analytics from the audit, counted exactly
 //! from a store whose decisions the test made — offline on the store, and
-//! through the server as the same figures.
+//! through the server as the same figures (and the server's
+//! `strands_decision_seconds` as they happen).
 
 use crate::common::{session_id, FakeLlm, Sandbox};
 
@@ -93,4 +94,10 @@ fn through_the_server_the_report_is_the_same() {
     assert_eq!(r["rows"][0]["decisions"], 2, "{r}");
     assert_eq!(r["rows"][0]["approved"], 1, "{r}");
     assert_eq!(r["rows"][0]["rejected"], 1, "{r}");
+    // The server counts the same decisions as they happen.
+    let metrics = w.svc.get("/metrics").body;
+    assert!(
+        metrics.contains("strands_decision_seconds_count{door=\"api\"} 2"),
+        "{metrics}"
+    );
 }

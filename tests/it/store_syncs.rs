@@ -1,9 +1,9 @@
 //! How often the embedded store syncs to stable storage per answer →
 //! resume → complete cycle, read from the real `strands serve`'s
 //! `strands_store_syncs_total`. Each durable state change is synced once
-//! (the answer, the next model request marked in flight, the step's
-//! result, the outcome); carrying out an answer already on disk rides
-//! with the next one. A change that adds a sync to the cycle fails here.
+//! (the answer, the next model request marked in flight, the outcome);
+//! carrying out an answer already on disk, and a step's result, ride with
+//! the next one. A change that adds a sync to the cycle fails here.
 
 use std::time::Duration;
 
