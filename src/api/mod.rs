@@ -40,6 +40,7 @@ pub mod delegations;
 pub mod error;
 pub mod events;
 pub mod hooks;
+pub mod insights;
 pub mod people;
 pub mod runs;
 pub mod seed;
@@ -140,6 +141,7 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(events::session_events))
         .routes(routes!(events::all_events))
         .routes(routes!(admin::audit))
+        .routes(routes!(insights::show))
         .routes(routes!(admin::create_token, admin::list_tokens))
         .routes(routes!(admin::revoke_token))
         .routes(routes!(admin::teams_conversations))

@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{AuditEntry, AuditKind};
 
 /// What the rows are grouped by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum By {
     Workflow,
@@ -43,7 +43,7 @@ impl By {
 
 /// One group's figures. Times are of people's answers (a timeout is no
 /// one's decision time), nearest-rank quantiles in milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub key: String,
     /// Answers and timeouts.

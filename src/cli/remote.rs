@@ -494,6 +494,23 @@ pub(super) async fn audit_entries(
         .collect()
 }
 
+/// The server's insights (`strands report`): the caller's own for an
+/// approver's token.
+pub(super) async fn insights(
+    remote: &Remote,
+    since: &str,
+    by: &str,
+) -> Result<crate::hub::insights::Insights> {
+    remote
+        .json(
+            remote
+                .request(Method::GET, "/insights")
+                .query(&[("since", since), ("by", by)]),
+            None,
+        )
+        .await
+}
+
 pub(super) async fn create_token(
     remote: &Remote,
     name: &str,

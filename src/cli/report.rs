@@ -1,12 +1,14 @@
-//! `strands report`: decision analytics (`audit::report`) over the audit
-//! entries of a period, read from the store or through the server as
-//! `audit export` reads them.
+//! `strands report`: decision analytics over the audit entries of a
+//! period and the open gates by age (`hub::insights`), computed on the
+//! store, or by the server (`GET /api/v1/insights`) when the CLI talks to
+//! one.
 
 use serde_json::json;
 
 use super::Ctx;
 use crate::audit::report::{self, By};
 use crate::error::{Error, Result};
+use crate::hub::insights::{self, Insights, Scope};
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
@@ -51,22 +53,50 @@ pub(super) async fn report(ctx: &Ctx, args: ReportArgs) -> Result<u8> {
         .ok_or_else(|| Error::Usage(format!("--by `{}`: one of {:?}", args.by, By::NAMES)))?;
     let from = since(&args.since, ctx.now())?;
     let stamp = from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let entries = match &ctx.remote {
-        Some(remote) => super::remote::audit_entries(remote, Some(&stamp), None).await?,
-        None => ctx.open().await?.audit_export(Some(from), None).await?,
+    // Through a server, it computes them (an approver's token gets their
+    // own); on the store, everyone's.
+    let insights: Insights = match &ctx.remote {
+        Some(remote) => super::remote::insights(remote, &stamp, &args.by).await?,
+        None => {
+            let store = ctx.open().await?;
+            let entries = store.audit_export(Some(from), None).await?;
+            let open = insights::everyone_open(&store, ctx.now()).await?;
+            insights::assemble(&entries, from, by, open, Scope::Everyone)
+        }
     };
-    let r = report::report(&entries, by);
     if args.json {
-        outln!(
-            "{}",
-            json!({ "since": stamp, "by": r.by, "rows": r.rows, "total": r.total })
-        )?;
-    } else if args.csv {
-        outln!("{}", report::csv(&r).trim_end())?;
-    } else {
-        outln!("decisions since {stamp}, by {}", args.by)?;
-        outln!("{}", report::table(&r).trim_end())?;
+        outln!("{}", json!(insights))?;
+        return Ok(crate::error::exit::OK);
     }
+    let whose = insights.whose();
+    let r = report::Report {
+        by: insights.by,
+        rows: insights.rows,
+        total: insights.total,
+    };
+    if args.csv {
+        outln!("{}", report::csv(&r).trim_end())?;
+        return Ok(crate::error::exit::OK);
+    }
+    outln!(
+        "decisions since {}, by {}{}",
+        insights.since,
+        args.by,
+        whose
+    )?;
+    outln!("{}", report::table(&r).trim_end())?;
+    let o = &insights.open;
+    let buckets: Vec<String> = o
+        .buckets
+        .iter()
+        .map(|b| format!("{} {}", b.count, b.label))
+        .collect();
+    outln!(
+        "open gates: {} ({}); overdue: {}",
+        o.open,
+        buckets.join(", "),
+        o.overdue
+    )?;
     Ok(crate::error::exit::OK)
 }
 

@@ -52,7 +52,7 @@ impl Engine<'_> {
         {
             session.denied_calls.clear();
         }
-        let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
+        let waited_ms = gate.waited_ms(answer.at);
         session.history.push(GateEvent {
             gate: gate.id.clone(),
             instance: gate.instance,

@@ -251,7 +251,7 @@ impl Engine<'_> {
         for (k, v) in &answer.vars {
             session.variables.insert(k.clone(), v.clone());
         }
-        let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
+        let waited_ms = gate.waited_ms(answer.at);
         session.history.push(GateEvent {
             gate: gate.id.clone(),
             instance: gate.instance,

@@ -25,6 +25,7 @@ pub mod step_up;
 use chrono::{DateTime, Utc};
 use serde_json::Map;
 
+pub mod ages;
 pub mod calendar;
 #[cfg(test)]
 pub mod testkit;

@@ -213,8 +213,8 @@ impl Hub {
             Ok(accepted) => {
                 self.metrics.gate_answered(decision);
                 if let crate::engine::Accepted::Recorded(session) = accepted {
-                    if let Some(ms) = waited_ms(session) {
-                        self.metrics.decided(via, ms);
+                    if let Some((ms, rule)) = waited(session) {
+                        self.metrics.decided(via, &session.workflow, rule, ms);
                     }
                 }
             }
@@ -334,18 +334,32 @@ impl Hub {
     }
 }
 
-/// How long the gate an answer just decided waited for it: the answer
-/// waiting to be carried out, from its gate's opening; else (a tool call's,
-/// decided at once) the last answer of the session's history.
-fn waited_ms(session: &crate::model::Session) -> Option<u64> {
+/// How long the gate an answer just decided waited for it, and the
+/// approval rule that chose its approvers: the answer waiting to be
+/// carried out, from its gate's opening; else (a tool call's, decided at
+/// once) the last answer of the session's history.
+fn waited(session: &crate::model::Session) -> Option<(u64, Option<usize>)> {
     if let Some(p) = &session.pending {
         if let Some(gate) = session.open_gate(&p.gate) {
-            let ms = (p.answer.at - gate.opened_at).num_milliseconds().max(0);
-            return Some(ms as u64);
+            return Some((
+                gate.waited_ms(p.answer.at),
+                gate.rule.as_ref().map(|r| r.index),
+            ));
         }
     }
-    session.history.iter().rev().find_map(|e| match &e.what {
+    let ms = session.history.iter().rev().find_map(|e| match &e.what {
         crate::model::GateEventKind::Answered { waited_ms, .. } => Some(*waited_ms),
         _ => None,
-    })
+    })?;
+    // The answer's audit entry names its rule ("rule 2: …").
+    let rule = session
+        .audit
+        .iter()
+        .rev()
+        .find(|e| e.kind == Some(crate::audit::AuditKind::Answer))
+        .and_then(|e| e.rule.as_deref())
+        .and_then(|r| r.strip_prefix("rule "))
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse().ok());
+    Some((ms, rule))
 }

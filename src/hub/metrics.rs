@@ -18,6 +18,10 @@ use prometheus_client::registry::Registry;
 
 type Labels = Vec<(String, String)>;
 
+/// At most this many workflows get a label of their own on
+/// `strands_decision_seconds`; the rest are `other`.
+pub const WORKFLOWS: usize = 100;
+
 pub struct Metrics {
     registry: Registry,
     /// Webhook deliveries, counted by the deliverer (when webhooks are on).
@@ -27,8 +31,15 @@ pub struct Metrics {
     gates_opened: Counter,
     gates_answered: Family<Labels, Counter>,
     click_ack: Histogram,
-    /// Time to decision of people's answers, by door.
+    /// Time to decision of people's answers, by door, workflow and rule.
     decided: Family<Labels, Histogram>,
+    /// The workflows `decided` has a label for (at most [`WORKFLOWS`]; any
+    /// more count as `other`, so the label set stays bounded).
+    workflows: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Open gates by how long they have waited, and those overdue, set at
+    /// scrape time ([`crate::gate::ages`]).
+    gates_open: Family<Labels, Gauge>,
+    gates_overdue: Gauge,
     slack_calls: Family<Labels, Counter>,
     slack_errors: Family<Labels, Counter>,
     refused: Family<Labels, Counter>,
@@ -67,6 +78,8 @@ impl Metrics {
                 1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 259200.0, 604800.0,
             ])
         });
+        let gates_open = Family::<Labels, Gauge>::default();
+        let gates_overdue = Gauge::default();
         let slack_calls = Family::<Labels, Counter>::default();
         let slack_errors = Family::<Labels, Counter>::default();
         let refused = Family::<Labels, Counter>::default();
@@ -115,8 +128,18 @@ impl Metrics {
         );
         registry.register(
             "decision_seconds",
-            "Time from a gate's request to a person's answer that decided it, by door (what `strands report` computes from the audit, since this process started)",
+            "Time from a gate's request to a person's answer that decided it, by door, workflow and approval rule (what `strands report` computes from the audit, since this process started)",
             decided.clone(),
+        );
+        registry.register(
+            "gates_open",
+            "Open gates by how long they have waited (age: 1h, 1d, 1w, older), at scrape time",
+            gates_open.clone(),
+        );
+        registry.register(
+            "gates_overdue",
+            "Open gates past their deadline or escalated, at scrape time",
+            gates_overdue.clone(),
         );
         registry.register(
             "click_ack_seconds",
@@ -178,6 +201,9 @@ impl Metrics {
             gates_opened,
             gates_answered,
             decided,
+            workflows: Default::default(),
+            gates_open,
+            gates_overdue,
             click_ack,
             slack_calls,
             slack_errors,
@@ -212,11 +238,40 @@ impl Metrics {
             .get_or_create(&vec![("decision".into(), decision.into())])
             .inc();
     }
-    /// A person's answer decided a gate after `waited_ms`, through `door`.
-    pub fn decided(&self, door: &str, waited_ms: u64) {
+    /// A person's answer decided a gate of `workflow` after `waited_ms`,
+    /// through `door`, under approval rule `rule` (1-based; `None`: the
+    /// gate's one fixed list).
+    pub fn decided(&self, door: &str, workflow: &str, rule: Option<usize>, waited_ms: u64) {
+        let workflow = {
+            let mut seen = self
+                .workflows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if seen.contains(workflow) || seen.len() < WORKFLOWS {
+                seen.insert(workflow.to_string());
+                workflow.to_string()
+            } else {
+                "other".to_string()
+            }
+        };
+        let rule = rule.map_or_else(|| "none".to_string(), |n| n.to_string());
         self.decided
-            .get_or_create(&vec![("door".into(), door.into())])
+            .get_or_create(&vec![
+                ("door".into(), door.into()),
+                ("workflow".into(), workflow),
+                ("rule".into(), rule),
+            ])
             .observe(waited_ms as f64 / 1000.0);
+    }
+
+    /// The open gates' ages, as counted at scrape time.
+    pub fn set_open_gates(&self, ages: &crate::gate::ages::Ages) {
+        for b in &ages.buckets {
+            self.gates_open
+                .get_or_create(&vec![("age".into(), b.key.clone())])
+                .set(b.count as i64);
+        }
+        self.gates_overdue.set(ages.overdue as i64);
     }
     pub fn click_acked(&self, seconds: f64) {
         self.click_ack.observe(seconds);
@@ -383,6 +438,57 @@ pub fn decision_name(d: &crate::model::Decision) -> &'static str {
 mod tests {
     use super::*;
 
+    fn text_has(m: &Metrics, line: &str) -> bool {
+        m.render(&[]).contains(line)
+    }
+
+    #[test]
+    fn workflow_labels_are_bounded() {
+        let m = Metrics::new();
+        for i in 0..WORKFLOWS + 5 {
+            m.decided("api", &format!("w{i}"), None, 10);
+        }
+        m.decided("api", "w0", None, 10);
+        let text = m.render(&[]);
+        assert!(text_has(&m, "workflow=\"w0\",rule=\"none\"} 2"), "{text}");
+        assert!(
+            text.contains(
+                "strands_decision_seconds_count{door=\"api\",workflow=\"other\",rule=\"none\"} 5"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn open_gates_by_age_and_overdue() {
+        let m = Metrics::new();
+        let now = crate::clock::test_epoch();
+        let ages = crate::gate::ages::ages(
+            [
+                crate::gate::ages::Waited {
+                    opened_at: now - chrono::TimeDelta::minutes(5),
+                    timeout_at: None,
+                    escalated: false,
+                },
+                crate::gate::ages::Waited {
+                    opened_at: now - chrono::TimeDelta::days(8),
+                    timeout_at: Some(now - chrono::TimeDelta::days(1)),
+                    escalated: false,
+                },
+            ],
+            now,
+        );
+        m.set_open_gates(&ages);
+        let text = m.render(&[]);
+        assert!(text.contains("strands_gates_open{age=\"1h\"} 1"), "{text}");
+        assert!(
+            text.contains("strands_gates_open{age=\"older\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("strands_gates_open{age=\"1d\"} 0"), "{text}");
+        assert!(text.contains("strands_gates_overdue 1"), "{text}");
+    }
+
     #[test]
     fn renders_prometheus_text() {
         let m = Metrics::new();
@@ -390,22 +496,35 @@ mod tests {
         m.slack_error("chat.postMessage");
         m.click_acked(0.004);
         m.gate_answered("approve");
-        m.decided("web", 90_000);
-        m.decided("web", 2_000);
+        m.decided("web", "payout", Some(1), 90_000);
+        m.decided("web", "payout", Some(1), 2_000);
+        m.decided("slack", "deploy", None, 1_000);
+        let labels = "door=\"web\",workflow=\"payout\",rule=\"1\"";
+        assert!(
+            text_has(&m, &format!("strands_decision_seconds_count{{{labels}}} 2")),
+            "{}",
+            m.render(&[])
+        );
+        assert!(
+            text_has(
+                &m,
+                &format!("strands_decision_seconds_bucket{{le=\"10.0\",{labels}}} 1")
+            ) || text_has(
+                &m,
+                &format!("strands_decision_seconds_bucket{{{labels},le=\"10.0\"}} 1")
+            ),
+            "{}",
+            m.render(&[])
+        );
+        assert!(text_has(
+            &m,
+            &format!("strands_decision_seconds_sum{{{labels}}} 92.0")
+        ));
+        assert!(text_has(
+            &m,
+            "strands_decision_seconds_count{door=\"slack\",workflow=\"deploy\",rule=\"none\"} 1"
+        ));
         let text = m.render(&[("paused", 3)]);
-        assert!(
-            text.contains("strands_decision_seconds_count{door=\"web\"} 2"),
-            "{text}"
-        );
-        assert!(
-            text.contains("strands_decision_seconds_bucket{le=\"10.0\",door=\"web\"} 1")
-                || text.contains("strands_decision_seconds_bucket{door=\"web\",le=\"10.0\"} 1"),
-            "{text}"
-        );
-        assert!(
-            text.contains("strands_decision_seconds_sum{door=\"web\"} 92.0"),
-            "{text}"
-        );
         assert!(
             text.contains("strands_sessions{status=\"paused\"} 3"),
             "{text}"

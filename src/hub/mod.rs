@@ -36,6 +36,7 @@ pub mod fields;
 pub mod follow;
 pub mod hosts;
 pub mod inbox;
+pub mod insights;
 pub mod links;
 pub mod metrics;
 pub mod notifier;

@@ -199,7 +199,7 @@ fn accept(
         }
     };
     let handle = gate.handle();
-    let waited_ms = (answer.at - gate.opened_at).num_milliseconds().max(0) as u64;
+    let waited_ms = gate.waited_ms(answer.at);
     if gate.kind != GateKind::ToolCall {
         // A timeout's answer is final; it never counts as one vote.
         let vote = match answer.decision {

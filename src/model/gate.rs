@@ -482,6 +482,13 @@ pub struct Approval {
 }
 
 impl OpenGate {
+    /// How long the gate had waited at `at` (an answer's time), in
+    /// milliseconds: the audit's `response_ms` and the time-to-decision
+    /// metric. Never negative (clocks of several replicas may differ).
+    pub fn waited_ms(&self, at: DateTime<Utc>) -> u64 {
+        (at - self.opened_at).num_milliseconds().max(0) as u64
+    }
+
     /// A manual gate `id`, opened now at step 1, asking "Ship it?", with no
     /// approvers listed: what unit tests start from.
     #[cfg(test)]

@@ -235,14 +235,20 @@ async fn metrics_route(State(hub): State<Hub>) -> Response {
     // Counters the store keeps in the same transactions as the sessions:
     // five reads, whatever the store holds.
     let mut running = 0;
+    let mut paused = 0;
     if let Ok(by_status) = hub.store.status_counts().await {
         for (status, n) in by_status {
-            let n = i64::try_from(n).unwrap_or(i64::MAX);
-            if status == crate::model::Status::Running {
-                running = n;
+            match status {
+                crate::model::Status::Running => running = i64::try_from(n).unwrap_or(i64::MAX),
+                crate::model::Status::Paused => paused = n,
+                _ => {}
             }
-            counts.push((status.as_str(), n));
+            counts.push((status.as_str(), i64::try_from(n).unwrap_or(i64::MAX)));
         }
+    }
+    // The open gates' ages, while few enough runs are paused to read.
+    if let Ok(Some(ages)) = crate::hub::insights::for_metrics(&hub, paused).await {
+        hub.metrics.set_open_gates(&ages);
     }
     let driving = i64::try_from(hub.drives.driving()).unwrap_or(i64::MAX);
     // One process per store: every running session it does not drive

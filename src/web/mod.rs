@@ -18,6 +18,7 @@
 //! | `GET /l/{token}`, `POST /l/{token}` | link holder | one-tap link: shows, then signs in on a press — and answers, for a mail's Approve and Reject links ([`links`]) |
 //! | `GET /passkeys`, `POST /passkeys/…` | a person of the directory | their passkeys ([`passkeys`]) |
 //! | `POST /sessions/{id}/step-up`, `…/step-up/finish` | may answer | approve a `step_up: passkey` gate with a passkey |
+//! | `GET /insights` | signed in | time to decision and open gates by age: your own, or everyone's for operators and admins ([`insights`]) |
 //! | `GET /audit`, `GET /audit/export` | admin | the chain's state, filters, JSONL/CSV ([`audit`]) |
 //! | `GET /assets/{file}` | — | the stylesheet and the script |
 //!
@@ -29,6 +30,7 @@ pub mod audit;
 pub mod auth;
 pub mod delegate;
 pub mod inbox;
+pub mod insights;
 pub mod links;
 pub mod oidc;
 pub mod passkeys;
@@ -258,6 +260,7 @@ pub fn router(web: Web) -> Router {
         .route("/passkeys/register/finish", post(passkeys::register_finish))
         .route("/passkeys/remove", post(passkeys::remove))
         .route("/l/{token}", get(links::landing).post(links::redeem))
+        .route("/insights", get(insights::page))
         .route("/audit", get(audit::page))
         .route("/audit/export", get(audit::export))
         .route("/assets/{file}", get(asset))

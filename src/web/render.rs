@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::hub::durations::duration;
 
 /// The built-in templates, by name.
-const BUILT_IN: [(&str, &str); 9] = [
+const BUILT_IN: [(&str, &str); 10] = [
     ("base.html", include_str!("templates/base.html")),
     ("login.html", include_str!("templates/login.html")),
     ("inbox.html", include_str!("templates/inbox.html")),
@@ -22,6 +22,7 @@ const BUILT_IN: [(&str, &str); 9] = [
     ("session.html", include_str!("templates/session.html")),
     ("link.html", include_str!("templates/link.html")),
     ("audit.html", include_str!("templates/audit.html")),
+    ("insights.html", include_str!("templates/insights.html")),
     ("error.html", include_str!("templates/error.html")),
     ("passkeys.html", include_str!("templates/passkeys.html")),
 ];

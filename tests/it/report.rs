@@ -19,6 +19,13 @@ fn the_report_counts_each_decision_once_offline() {
         out.expect_code(19);
         ids.push(session_id(&out.json()));
     }
+    // Three gates wait, all opened this minute, none overdue.
+    let waiting = sb.strands(&["report", "--json"]).json();
+    assert_eq!(waiting["open"]["open"], 3, "{waiting}");
+    assert_eq!(waiting["open"]["buckets"][0]["key"], "1h", "{waiting}");
+    assert_eq!(waiting["open"]["buckets"][0]["count"], 3, "{waiting}");
+    assert_eq!(waiting["open"]["overdue"], 0, "{waiting}");
+    assert_eq!(waiting["scope"], "everyone", "{waiting}");
     sb.strands(&["resume", &ids[0], "--approve"]).expect_code(0);
     sb.strands(&["resume", &ids[1], "--approve"]).expect_code(0);
     sb.strands(&["resume", &ids[2], "--reject", "--reason", "no"])
@@ -40,6 +47,24 @@ fn the_report_counts_each_decision_once_offline() {
         "{r}"
     );
     assert_eq!(r["total"]["decisions"], 3, "{r}");
+    assert_eq!(r["open"]["open"], 0, "{r}");
+    // The quantiles are the nearest-rank ones of the audit's own
+    // response times, computed here apart.
+    let export = sb.strands(&["audit", "export"]);
+    export.expect_code(0);
+    let mut times: Vec<u64> = export
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"]["kind"] == "answer")
+        .filter_map(|e| e["event"]["response_ms"].as_u64())
+        .collect();
+    times.sort_unstable();
+    assert_eq!(times.len(), 3, "{}", export.stdout);
+    // Nearest rank of 3: p50 is the 2nd, p90 and p99 the 3rd.
+    assert_eq!(r["total"]["p50_ms"], times[1], "{r}");
+    assert_eq!(r["total"]["p90_ms"], times[2], "{r}");
+    assert_eq!(r["total"]["p99_ms"], times[2], "{r}");
 
     // By who answered, through which door.
     let who = sb.strands(&["report", "--json", "--by", "approver"]).json();
@@ -56,6 +81,11 @@ fn the_report_counts_each_decision_once_offline() {
     let table = sb.strands(&["report"]);
     table.expect_code(0);
     assert!(table.stdout.contains("gated/review"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("open gates: 0 (0 under 1 hour, "),
+        "{}",
+        table.stdout
+    );
 
     // A period that ends before them counts none; a bad one is named.
     let none = sb.strands(&["report", "--json", "--since", "0d"]).json();
@@ -72,6 +102,13 @@ fn through_the_server_the_report_is_the_same() {
     let b = w.start_run("two");
     w.wait_paused(&a);
     w.wait_paused(&b);
+    // Both gates wait: the gauges say so at scrape time.
+    let metrics = w.svc.get("/metrics").body;
+    assert!(
+        metrics.contains("strands_gates_open{age=\"1h\"} 2"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("strands_gates_overdue 0"), "{metrics}");
     let r = w.answer(&a, &w.alice, serde_json::json!({ "decision": "approve" }));
     assert_eq!(r.status, 200, "{}", r.body);
     let r = w.answer(
@@ -94,10 +131,40 @@ fn through_the_server_the_report_is_the_same() {
     assert_eq!(r["rows"][0]["decisions"], 2, "{r}");
     assert_eq!(r["rows"][0]["approved"], 1, "{r}");
     assert_eq!(r["rows"][0]["rejected"], 1, "{r}");
-    // The server counts the same decisions as they happen.
+    assert_eq!(r["open"]["open"], 0, "{r}");
+    // The server counts the same decisions as they happen, by door,
+    // workflow and rule.
     let metrics = w.svc.get("/metrics").body;
     assert!(
-        metrics.contains("strands_decision_seconds_count{door=\"api\"} 2"),
+        metrics.contains(
+            "strands_decision_seconds_count{door=\"api\",workflow=\"deploy\",rule=\"none\"} 2"
+        ),
         "{metrics}"
     );
+    assert!(
+        metrics.contains("strands_gates_open{age=\"1h\"} 0"),
+        "{metrics}"
+    );
+
+    // An approver's token gets their own: alice made both decisions,
+    // mallory none.
+    let mine = |token: &str| {
+        let out = w.sandbox.strands_as(
+            "x",
+            &[
+                ("STRANDS_SERVER", w.svc.url.as_str()),
+                ("STRANDS_TOKEN", token),
+            ],
+            &["report", "--json"],
+        );
+        out.expect_code(0);
+        out.json()
+    };
+    let alice = mine(&w.alice);
+    assert_eq!(alice["scope"], "person", "{alice}");
+    assert_eq!(alice["person"], "alice", "{alice}");
+    assert_eq!(alice["total"]["decisions"], 2, "{alice}");
+    let mallory = mine(&w.mallory);
+    assert_eq!(mallory["person"], "mallory", "{mallory}");
+    assert_eq!(mallory["total"]["decisions"], 0, "{mallory}");
 }

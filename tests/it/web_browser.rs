@@ -276,3 +276,108 @@ async fn a_browser_dropped_unclosed_leaves_no_chromium_behind() {
         || format!("still running: {:?}", chromium_of(&profile)),
     );
 }
+
+/// The figures of `strands report --json` (through the server, with
+/// `token`) as the Insights page's table carries them: key → [decisions,
+/// approved, rejected, timeouts, p50, p90, p99].
+fn report_rows(w: &World, token: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let out = w.sandbox.strands_as(
+        "x",
+        &[
+            ("STRANDS_SERVER", w.svc.url.as_str()),
+            ("STRANDS_TOKEN", token),
+        ],
+        &["report", "--json", "--by", "gate"],
+    );
+    out.expect_code(0);
+    let r = out.json();
+    let cell = |v: &serde_json::Value| v.as_u64().map(|n| n.to_string()).unwrap_or_default();
+    let rows = r["rows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .chain(std::iter::once(&r["total"]))
+        .map(|row| {
+            json!([
+                row["key"],
+                cell(&row["decisions"]),
+                cell(&row["approved"]),
+                cell(&row["rejected"]),
+                cell(&row["timeouts"]),
+                cell(&row["p50_ms"]),
+                cell(&row["p90_ms"]),
+                cell(&row["p99_ms"]),
+            ])
+        })
+        .collect();
+    (r, rows)
+}
+
+const PAGE_ROWS: &str = "return [...document.querySelectorAll('#rows tbody tr')].map(t => [t.dataset.key, t.dataset.decisions, t.dataset.approved, t.dataset.rejected, t.dataset.timeouts, t.dataset.p50, t.dataset.p90, t.dataset.p99])";
+
+/// The Insights page on a phone: its numbers are `strands report --json`'s
+/// (everyone's for an admin, their own for an approver), it shows the
+/// gates still waiting, and it reads without sideways scrolling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_insights_page_shows_the_reports_numbers_on_a_phone() {
+    if !available("browser insights") {
+        return;
+    }
+    let w = World::start();
+    let ids: Vec<String> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|s| w.start_run(s))
+        .collect();
+    for id in &ids {
+        w.wait_paused(id);
+    }
+    for (id, who, decision) in [
+        (&ids[0], &w.alice, json!({"decision": "approve"})),
+        (
+            &ids[1],
+            &w.alice,
+            json!({"decision": "reject", "reason": "no"}),
+        ),
+    ] {
+        let r = w.answer(id, who, decision);
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+
+    let b = Browser::start(390, 844).await;
+    sign_in(&b, &w.svc, &w.root).await;
+    b.goto(&format!("{}/insights", w.svc.url)).await;
+    b.find("#rows").await;
+    let (report, expected) = report_rows(&w, &w.root);
+    assert_eq!(report["total"]["decisions"], 2, "{report}");
+    let shown = b.eval(PAGE_ROWS).await;
+    assert_eq!(shown, json!(expected), "page {shown} vs report {report}");
+    let open = b
+        .eval(
+            "const p = document.getElementById('open'); return [p.dataset.open, p.dataset.overdue]",
+        )
+        .await;
+    assert_eq!(open, json!(["2", "0"]), "{open}");
+    assert_eq!(report["open"]["open"], 2, "{report}");
+    let widths = b
+        .eval("return [document.documentElement.scrollWidth, window.innerWidth]")
+        .await;
+    assert!(
+        widths[0].as_u64().unwrap_or(u64::MAX) <= widths[1].as_u64().unwrap_or(0),
+        "the Insights page is wider than the phone: {widths}"
+    );
+    b.click("form[action='/logout'] button").await;
+
+    // Mallory, an approver of nothing here, sees her own: no decisions,
+    // no gate she may answer.
+    sign_in(&b, &w.svc, &w.mallory).await;
+    b.goto(&format!("{}/insights", w.svc.url)).await;
+    let text = b.wait_for_text("mallory's own", None).await;
+    assert!(text.contains("0 open gates"), "{text}");
+    let (mine, expected) = report_rows(&w, &w.mallory);
+    assert_eq!(mine["total"]["decisions"], 0, "{mine}");
+    assert_eq!(mine["open"]["open"], 0, "{mine}");
+    let shown = b.eval(PAGE_ROWS).await;
+    assert_eq!(shown, json!(expected), "page {shown} vs report {mine}");
+    b.close().await;
+}
