@@ -36,6 +36,7 @@
 pub mod admin;
 pub mod approvals;
 pub mod auth;
+pub mod batch;
 pub mod delegations;
 pub mod error;
 pub mod events;
@@ -136,6 +137,7 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(sessions::list))
         .routes(routes!(sessions::show))
         .routes(routes!(sessions::answer))
+        .routes(routes!(batch::answer_many))
         .routes(routes!(sessions::cancel))
         .routes(routes!(sessions::link))
         .routes(routes!(events::session_events))

@@ -30,6 +30,7 @@ macro_rules! outln {
     }};
 }
 
+mod answer;
 mod ask;
 mod asking;
 mod audit;
@@ -103,6 +104,8 @@ pub enum Command {
     Run(RunArgs),
     /// Answer the open gate of a paused session and continue it.
     Resume(ResumeArgs),
+    /// Approve or reject the open gates of several paused sessions at once, each answered and audited on its own.
+    Answer(answer::AnswerArgs),
     /// Ask approvers for a yes, no workflow needed; waits, then exits 0 approved, 1 rejected, 4 timed out.
     Ask(ask::AskArgs),
     /// Check a spec without running it (exit 3 with file:line:column on errors).
@@ -537,6 +540,7 @@ fn wants_json(c: &Command) -> bool {
     match c {
         Command::Run(a) => a.json,
         Command::Resume(a) => a.json,
+        Command::Answer(a) => a.json,
         Command::Ask(a) => a.json,
         Command::Validate { json, .. }
         | Command::Explain { json, .. }
@@ -738,6 +742,7 @@ fn through_server(c: &Command) -> bool {
         c,
         Command::Run(_)
             | Command::Resume(_)
+            | Command::Answer(_)
             | Command::Ask(_)
             | Command::ListSessions(_)
             | Command::Sessions(SessionsCommand::List { .. })
@@ -811,6 +816,7 @@ async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
         Command::ListSessions(args) => sessions(&ctx, SessionsCommand::List(args)).await,
         Command::Run(args) => run(&ctx, args).await,
         Command::Resume(args) => resume::resume(&ctx.answering().await?, args).await,
+        Command::Answer(args) => answer::answer(&ctx.answering().await?, args).await,
         Command::Ask(args) => ask::ask(&ctx, args).await,
         Command::Sessions(SessionsCommand::Notify { id }) => notify(&ctx, &id).await,
         Command::Sessions(SessionsCommand::Sweep { json }) => sweep(&ctx, json).await,

@@ -511,6 +511,24 @@ pub(super) async fn insights(
         .await
 }
 
+/// One decision for several gates (`strands answer`): what became of each.
+pub(super) async fn answer_many(
+    remote: &Remote,
+    decision: &crate::model::Decision,
+    reason: Option<&str>,
+    gates: &[crate::hub::batch::Item],
+) -> Result<Vec<crate::hub::batch::Outcome>> {
+    let word = match decision {
+        crate::model::Decision::Reject { .. } => "reject",
+        _ => "approve",
+    };
+    let body = serde_json::json!({ "decision": word, "reason": reason, "gates": gates });
+    let v: crate::api::batch::BatchOutcome = remote
+        .json(remote.request(Method::POST, "/answers").json(&body), None)
+        .await?;
+    Ok(v.outcomes)
+}
+
 pub(super) async fn create_token(
     remote: &Remote,
     name: &str,

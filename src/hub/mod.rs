@@ -27,6 +27,7 @@
 
 pub mod answers;
 pub mod approvals;
+pub mod batch;
 pub mod caller;
 pub mod calls;
 pub mod door;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::{check_post, Form, Viewer};
 use super::{html, Web, WebError};
-use crate::hub::door::{Accepted, Door, DoorAnswer};
+use crate::hub::door::Door;
 use crate::model::token::Role;
 use crate::model::{Decision, Status, Summary};
 
@@ -265,8 +265,8 @@ async fn bulk(
     if let Some(r) = scoped(&viewer) {
         return Ok(r);
     }
-    let (decision, verb, done) = match what {
-        Bulk::Approve => (Decision::Approve, "approve", "approved"),
+    let (decision, verb) = match what {
+        Bulk::Approve => (Decision::Approve, "approve"),
         Bulk::Reject => (
             Decision::Reject {
                 reason: form
@@ -276,36 +276,41 @@ async fn bulk(
                     .map(String::from),
             },
             "reject",
-            "rejected",
         ),
     };
+    // Each pick is "SESSION HANDLE", as the page offered it.
     let mut results = Vec::new();
+    let mut items = Vec::new();
     for pick in form.all("pick") {
-        let Some((session, gate)) = pick.split_once(' ') else {
-            results.push(Outcome {
+        match pick.split_once(' ') {
+            Some((session, gate)) => items.push(crate::hub::batch::Item {
+                session: session.to_string(),
+                gate: Some(gate.to_string()),
+            }),
+            None => results.push(Outcome {
                 session: String::new(),
                 gate: pick.to_string(),
                 ok: false,
                 message: "not a gate this page offered".into(),
-            });
-            continue;
-        };
-        let answer = DoorAnswer::new(session, &viewer.caller.name, Door::Web, decision.clone())
-            .idp_groups(viewer.caller.idp_groups.iter().cloned())
-            .at(Some(gate));
-        let (ok, message) = match web.hub.take(answer).await {
-            Ok(Ok(Accepted::Counted(_))) => (true, format!("{verb} counted; more are needed")),
-            Ok(Ok(_)) => (true, done.to_string()),
-            Ok(Err(refusal)) => (false, super::session::refusal_text(&refusal)),
-            Err(e) => (false, e.to_string()),
-        };
-        results.push(Outcome {
-            session: session.to_string(),
-            gate: gate.to_string(),
-            ok,
-            message,
-        });
+            }),
+        }
     }
+    let decided = crate::hub::batch::decide(
+        &web.hub,
+        &viewer.caller.name,
+        &viewer.caller.idp_groups,
+        Door::Web,
+        &items,
+        &decision,
+        true,
+    )
+    .await?;
+    results.extend(decided.into_iter().map(|o| Outcome {
+        ok: o.recorded(),
+        gate: o.gate.unwrap_or_default(),
+        session: o.session,
+        message: o.message,
+    }));
     if results.is_empty() {
         return Err(WebError::bad_request(format!(
             "no gate was selected; tick the gates to {verb}"

@@ -10,6 +10,7 @@ mod common;
 
 mod agent_sdks;
 mod agent_sdks_ts;
+mod answer_batch;
 mod answers_repeat;
 mod api;
 mod api_client;

@@ -459,7 +459,7 @@ fn bulk_approve_answers_each_gate_on_its_own() {
         r.body
     );
     assert!(
-        r.body.contains("the session is rejected") || r.body.contains("Already decided"),
+        r.body.contains("review#1: already rejected by alice at "),
         "{}",
         r.body
     );
