@@ -7,17 +7,20 @@
 //!
 //! History is the audit's `request` entries of the period (read as
 //! `strands report` reads them) joined with their gates' answers and
-//! timeouts; what the rules saw (`details`, the action as `tool`) comes from
-//! each request's session in the store, rebuilt as the engine builds it.
-//! Requests a named policy decided are replayed; the rest are counted with
-//! why (no rules, a spec's own rules, a deleted session). It reads the
-//! store and changes nothing: no session, no audit entry is written.
+//! timeouts: the recorded rule, whom it asked and how many approvals it
+//! needed are the entry's own. What the rules saw (`details`, the action as
+//! `tool`) is rebuilt from each request's session variables as the engine
+//! builds it. Requests a named policy decided are replayed; the rest are
+//! counted with why (no rules, a spec's own rules, a deleted session).
+//! Offline it reads the store; through a server (`STRANDS_SERVER`, or the
+//! one holding the store) the audit and the sessions come from its API.
+//! Nothing is written either way.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::Ctx;
 use crate::audit::{AuditEntry, AuditKind};
@@ -25,7 +28,6 @@ use crate::error::{exit, Error, Result};
 use crate::gate::backtest::{self, Asked, Outcome, Recorded};
 use crate::gate::policy::{self, ApprovalRule};
 use crate::hub::approvals;
-use crate::model::Session;
 use crate::store::Store;
 use crate::template::Templates;
 
@@ -49,15 +51,26 @@ const NO_RULES: &str = "no approval rules decided it (its approvers were a fixed
 const SPEC_RULES: &str =
     "a spec's own rules decided it (spec gates and tool calls: `strands policy explain SPEC`)";
 const DELETED: &str = "its session was deleted";
-const NO_NAME: &str = "recorded without its policy's name, and its rules are none of the service file's in force (STRANDS_SERVICE_FILE)";
+const UNREADABLE: &str =
+    "its session cannot be read through the server (deleted, or not this token's to read)";
+const NO_NAME: &str = "recorded without its policy's name, and not one policy of the service file in force (STRANDS_SERVICE_FILE) has its rule";
 
 pub(super) async fn backtest(ctx: &Ctx, a: &BacktestArgs) -> Result<u8> {
     let candidates = candidate(ctx, &a.service_file)?;
     let from = super::report::since(&a.since, ctx.now())?;
     let stamp = super::report::stamp(from);
-    let store = ctx.open().await?;
-    let entries = super::report::audit_since(ctx, Some(&store), from).await?;
-    let (recorded, skipped) = history(ctx, &store, &entries).await?;
+    // Through the server this invocation goes through, else the store.
+    let (recorded, skipped) = match &ctx.remote {
+        Some(remote) => {
+            let entries = super::report::audit_since(ctx, None, from).await?;
+            history(ctx, &Sessions::Server(remote), &entries).await?
+        }
+        None => {
+            let store = ctx.open().await?;
+            let entries = super::report::audit_since(ctx, Some(&store), from).await?;
+            history(ctx, &Sessions::Store(&store), &entries).await?
+        }
+    };
     let b = backtest::backtest(&candidates, &recorded, skipped, &Templates::new());
     let file = a.service_file.display().to_string();
     if a.json {
@@ -107,11 +120,36 @@ struct Request<'a> {
     timed_out: bool,
 }
 
-/// The period's requests, each rebuilt from its session for replay, or
-/// with why it cannot be.
+/// Where the requests' sessions are read: the store, or the server this
+/// invocation goes through (`GET /api/v1/sessions/{id}`).
+enum Sessions<'a> {
+    Store(&'a Store),
+    Server(&'a super::remote::Remote),
+}
+
+impl Sessions<'_> {
+    /// Session `id`'s variables (what its rules saw), or why there are none.
+    async fn variables(&self, id: &str) -> Result<std::result::Result<Map<String, Value>, String>> {
+        match self {
+            Sessions::Store(store) => Ok(store
+                .load(id)
+                .await?
+                .map(|s| s.variables)
+                .ok_or_else(|| DELETED.to_string())),
+            Sessions::Server(remote) => match remote.session(id).await {
+                Ok(view) => Ok(Ok(view.variables.unwrap_or_default())),
+                Err(Error::Session(_)) => Ok(Err(UNREADABLE.to_string())),
+                Err(e) => Err(e),
+            },
+        }
+    }
+}
+
+/// The period's requests, each rebuilt for replay, or with why it cannot
+/// be.
 async fn history(
     ctx: &Ctx,
-    store: &Store,
+    sessions: &Sessions<'_>,
     entries: &[AuditEntry],
 ) -> Result<(Vec<Recorded>, Vec<(String, String)>)> {
     let mut asked: Vec<Request<'_>> = Vec::new();
@@ -122,9 +160,10 @@ async fn history(
             continue;
         };
         let key = (e.session.as_str(), gate);
-        match e.kind {
-            Some(AuditKind::Request) if !at.contains_key(&key) => {
-                at.insert(key, asked.len());
+        if e.kind == Some(AuditKind::Request) {
+            // A gate asks once; a request entry repeated is the same asking.
+            if let std::collections::btree_map::Entry::Vacant(v) = at.entry(key) {
+                v.insert(asked.len());
                 asked.push(Request {
                     entry,
                     approvals: 0,
@@ -132,34 +171,37 @@ async fn history(
                     timed_out: false,
                 });
             }
+            continue;
+        }
+        let Some(r) = at.get(&key).and_then(|&i| asked.get_mut(i)) else {
+            continue;
+        };
+        match e.kind {
             Some(AuditKind::Answer) => {
-                if let Some(r) = at.get(&key).and_then(|&i| asked.get_mut(i)) {
-                    let action = e
-                        .decision
-                        .as_ref()
-                        .and_then(|d| d.get("action").unwrap_or(d).as_str());
-                    match action {
-                        Some("approve" | "edit" | "trust" | "fill") => r.approvals += 1,
-                        Some("reject" | "abort") => r.rejected = true,
-                        _ => {}
-                    }
+                let action = e
+                    .decision
+                    .as_ref()
+                    .and_then(|d| d.get("action").unwrap_or(d).as_str());
+                match action {
+                    Some("approve" | "edit" | "trust" | "fill") => r.approvals += 1,
+                    Some("reject" | "abort") => r.rejected = true,
+                    _ => {}
                 }
             }
-            Some(AuditKind::Timeout) => {
-                if let Some(r) = at.get(&key).and_then(|&i| asked.get_mut(i)) {
-                    r.timed_out = true;
-                }
-            }
+            Some(AuditKind::Timeout) => r.timed_out = true,
             _ => {}
         }
     }
-    let in_force = &ctx.settings.service.policies;
     let max = ctx.settings.limits.max_timeout_secs;
-    let known: Vec<(String, Vec<ApprovalRule>)> = in_force
+    let in_force: Vec<(String, Vec<ApprovalRule>)> = ctx
+        .settings
+        .service
+        .policies
         .iter()
         .filter_map(|(n, p)| p.check(max).ok().map(|r| (n.clone(), r)))
         .collect();
-    let mut sessions: BTreeMap<String, Option<Session>> = BTreeMap::new();
+    let mut read: BTreeMap<String, std::result::Result<Map<String, Value>, String>> =
+        BTreeMap::new();
     let mut recorded = Vec::new();
     let mut skipped = Vec::new();
     for r in &asked {
@@ -168,15 +210,25 @@ async fn history(
             skipped.push((e.session.clone(), NO_RULES.to_string()));
             continue;
         };
-        if !sessions.contains_key(&e.session) {
-            let s = store.load(&e.session).await?;
-            sessions.insert(e.session.clone(), s);
-        }
-        let Some(Some(session)) = sessions.get(&e.session) else {
-            skipped.push((e.session.clone(), DELETED.to_string()));
+        let handle = e.gate.as_deref().unwrap_or_default();
+        let id = handle.split_once('#').map_or(handle, |(id, _)| id);
+        if e.workflow != approvals::WORKFLOW || id != approvals::GATE {
+            skipped.push((e.session.clone(), SPEC_RULES.to_string()));
             continue;
+        }
+        if !read.contains_key(&e.session) {
+            let v = sessions.variables(&e.session).await?;
+            read.insert(e.session.clone(), v);
+        }
+        let variables = match read.get(&e.session) {
+            Some(Ok(v)) => v,
+            Some(Err(why)) => {
+                skipped.push((e.session.clone(), why.clone()));
+                continue;
+            }
+            None => continue,
         };
-        match replayable(ctx, session, r, rule, &known) {
+        match replayable(r, rule, variables, &in_force) {
             Ok(rec) => recorded.push(rec),
             Err(why) => skipped.push((e.session.clone(), why)),
         }
@@ -184,50 +236,45 @@ async fn history(
     Ok((recorded, skipped))
 }
 
-/// `r` rebuilt from `session` as the engine saw it when it chose the rule
-/// `rule` (the audit's "rule N: needs …"), or why it cannot be.
+/// `r`, an approval request whose rule `rule` (the audit's "rule N:
+/// needs …") was chosen on `variables`, ready to be judged again; or why
+/// it cannot be.
 fn replayable(
-    ctx: &Ctx,
-    session: &Session,
     r: &Request<'_>,
     rule: &str,
-    known: &[(String, Vec<ApprovalRule>)],
+    variables: &Map<String, Value>,
+    in_force: &[(String, Vec<ApprovalRule>)],
 ) -> std::result::Result<Recorded, String> {
     let e = &r.entry.event;
-    if session.workflow != approvals::WORKFLOW || session.spec_path != approvals::SPEC_PATH {
-        return Err(SPEC_RULES.to_string());
-    }
-    let spec = crate::spec::parse(
-        &session.spec_snapshot,
-        Path::new(&session.spec_path),
-        &ctx.settings.limits,
-    )
-    .map_err(|err| format!("its recorded request no longer reads ({err})"))?;
-    let handle = e.gate.as_deref().unwrap_or_default();
-    let id = handle.split_once('#').map_or(handle, |(id, _)| id);
-    let Some(gate) = spec.gates().into_iter().find(|g| g.id == id) else {
-        return Err(SPEC_RULES.to_string());
-    };
-    let rules = policy::rules_of(&spec, gate);
-    let name = match session.variables.get(approvals::POLICY_VAR) {
+    let unread = || format!("its recorded rule does not read (`{rule}`)");
+    let (index, summary, failed) = parse_rule(rule).ok_or_else(unread)?;
+    let (needs, approvers) = backtest::read_summary(&summary).ok_or_else(unread)?;
+    // A request that names a policy names no quorum: its rules' base is 1.
+    let base = 1;
+    let name = match variables.get(approvals::POLICY_VAR) {
         Some(Value::String(n)) => n.clone(),
-        _ => known
-            .iter()
-            .find(|(_, r)| r.as_slice() == rules)
-            .map(|(n, _)| n.clone())
-            .ok_or_else(|| NO_NAME.to_string())?,
+        _ => {
+            let same = |rules: &[ApprovalRule]| {
+                index
+                    .checked_sub(1)
+                    .and_then(|i| rules.get(i))
+                    .is_some_and(|rule| {
+                        let choice = policy::Choice {
+                            index: index - 1,
+                            rule,
+                            failed: None,
+                            base,
+                        };
+                        choice.summary() == summary
+                    })
+            };
+            let mut names = in_force.iter().filter(|(_, rules)| same(rules));
+            match (names.next(), names.next()) {
+                (Some((n, _)), None) => n.clone(),
+                _ => return Err(NO_NAME.to_string()),
+            }
+        }
     };
-    let (index, summary, failed) =
-        parse_rule(rule).ok_or_else(|| format!("its recorded rule does not read (`{rule}`)"))?;
-    let Some(chosen) = index.checked_sub(1).and_then(|i| rules.get(i)) else {
-        return Err(format!("its recorded rule {index} is not in its rules"));
-    };
-    let base = gate
-        .approvals_required
-        .or(spec.approval.approvals_required)
-        .unwrap_or(1)
-        .max(1);
-    let needs = chosen.needs(base);
     let outcome = if r.timed_out {
         Outcome::TimedOut
     } else if r.rejected {
@@ -237,17 +284,23 @@ fn replayable(
     } else {
         Outcome::Open
     };
+    // What the request's gate saw: its variables, nothing run yet.
+    let mut root = variables.clone();
+    for k in ["hitl_response", "human_feedback", "last_response"] {
+        root.insert(k.into(), Value::Null);
+    }
+    crate::engine::context::add_rule_vars(&mut root, variables, None);
     Ok(Recorded {
-        session: session.id.clone(),
-        gate: handle.to_string(),
+        session: e.session.clone(),
+        gate: e.gate.clone().unwrap_or_default(),
         at: e.at,
         policy: name,
-        context: crate::engine::context::for_rules(&spec, session, None, None),
+        context: minijinja::Value::from_serialize(root),
         base,
         asked: Asked {
             rule: index,
             summary,
-            approvers: chosen.approvers.clone(),
+            approvers,
             approvals_needed: needs,
             failed,
         },
@@ -274,7 +327,108 @@ fn parse_rule(text: &str) -> Option<(usize, String, Option<String>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_rule;
+    use super::*;
+    use crate::audit::AuditEvent;
+    use serde_json::json;
+
+    fn rule(when: Option<&str>, approvers: &[&str], quorum: Option<u32>) -> ApprovalRule {
+        ApprovalRule {
+            when: when.map(str::to_string),
+            approvers: approvers
+                .iter()
+                .map(|a| crate::model::Approver::parse(a))
+                .collect(),
+            quorum,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_request_is_rebuilt_and_an_older_one_matched_to_the_policy_in_force() {
+        let mut event = AuditEvent::new(
+            AuditKind::Request,
+            "s1",
+            approvals::WORKFLOW,
+            crate::clock::test_epoch(),
+        );
+        event.gate = Some("approval#1".into());
+        event.rule = Some("rule 2: needs 1 of clerk (default rule)".into());
+        let entry = AuditEntry {
+            seq: 1,
+            prev: String::new(),
+            hash: String::new(),
+            event,
+        };
+        let r = Request {
+            entry: &entry,
+            approvals: 1,
+            rejected: false,
+            timed_out: false,
+        };
+        let payments = vec![
+            rule(Some("{{ details.amount > 10000 }}"), &["cfo"], Some(1)),
+            rule(None, &["clerk"], None),
+        ];
+        let mut in_force = vec![
+            ("payments".to_string(), payments.clone()),
+            ("refunds".to_string(), vec![rule(None, &["bob"], None)]),
+        ];
+        let mut variables = Map::new();
+        variables.insert("details".into(), json!({"amount": "20"}));
+        // No `policy` variable (recorded before requests kept it): the one
+        // policy in force whose rule 2 reads the same.
+        let rec = replayable(
+            &r,
+            "rule 2: needs 1 of clerk (default rule)",
+            &variables,
+            &in_force,
+        )
+        .expect("replayable");
+        assert_eq!(rec.policy, "payments");
+        assert_eq!(
+            rec.asked.approvers,
+            vec![crate::model::Approver::parse("clerk")]
+        );
+        assert_eq!((rec.asked.rule, rec.asked.approvals_needed), (2, 1));
+        assert_eq!(rec.outcome, Outcome::Approved);
+        // The context is the engine's: `details.amount` is a number.
+        let t = Templates::new();
+        let c = policy::choose(&payments, &t, &rec.context, 1).expect("a rule");
+        assert_eq!(c.index, 1);
+        variables.insert("details".into(), json!({"amount": "20000"}));
+        let rec = replayable(
+            &r,
+            "rule 2: needs 1 of clerk (default rule)",
+            &variables,
+            &in_force,
+        )
+        .expect("replayable");
+        assert_eq!(
+            policy::choose(&payments, &t, &rec.context, 1).map(|c| c.index),
+            Some(0)
+        );
+
+        // Two policies that read the same: no name can be told.
+        in_force[1].1 = payments.clone();
+        let why = replayable(
+            &r,
+            "rule 2: needs 1 of clerk (default rule)",
+            &variables,
+            &in_force,
+        )
+        .expect_err("ambiguous");
+        assert_eq!(why, NO_NAME);
+        // The name kept with the request decides.
+        variables.insert(approvals::POLICY_VAR.into(), json!("refunds"));
+        let rec = replayable(
+            &r,
+            "rule 2: needs 1 of clerk (default rule)",
+            &variables,
+            &in_force,
+        )
+        .expect("replayable");
+        assert_eq!(rec.policy, "refunds");
+    }
 
     #[test]
     fn the_audits_rule_text_reads_back() {

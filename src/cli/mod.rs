@@ -751,6 +751,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Notifications(_)
             | Command::Mcp
     ) || matches!(c, Command::Teams(t) if t.remote())
+        || matches!(c, Command::Policy(p) if p.remote())
         || matches!(c, Command::Webhooks(_) | Command::Links(_))
 }
 

@@ -40,6 +40,12 @@ impl PolicyCommand {
             PolicyCommand::Backtest(a) => a.json,
         }
     }
+
+    /// Whether it may go through a server: a backtest reads the audit and
+    /// the sessions there as it reads them in the store.
+    pub fn remote(&self) -> bool {
+        matches!(self, PolicyCommand::Backtest(_))
+    }
 }
 
 #[derive(Args, Debug)]

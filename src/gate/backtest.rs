@@ -46,6 +46,24 @@ impl Asked {
     }
 }
 
+/// What [`Choice::summary`] wrote, read back: the approvals needed and
+/// whom it asked ("needs 2 of cfo, group:finance because …"); `None` for
+/// text it did not write.
+pub fn read_summary(summary: &str) -> Option<(u32, Vec<Approver>)> {
+    let rest = summary.strip_prefix("needs ")?;
+    let (n, rest) = rest.split_once(" of ")?;
+    let needs = n.parse().ok()?;
+    let end = [" because ", " (default rule)", " (strictest rule applied"]
+        .iter()
+        .filter_map(|m| rest.find(m))
+        .min()?;
+    let approvers = match &rest[..end] {
+        "anyone" => Vec::new(),
+        who => who.split(", ").map(Approver::parse).collect(),
+    };
+    Some((needs, approvers))
+}
+
 /// How a recorded request was decided (its gate's answers and timeout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -577,6 +595,28 @@ mod tests {
             text.contains("s2 (payments rule 2 → rule 1): approved by 1, the new rule needs 2"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_summary_reads_back_as_it_was_written() {
+        let t = Templates::new();
+        let mut rules = payments(10000, &["cfo", "group:finance"], 2);
+        rules[0].label = Some("a large payment (or more)".into());
+        for details in [json!({"amount": 20000}), json!({"amount": 1}), json!({})] {
+            let ctx = minijinja::Value::from_serialize(json!({ "details": details }));
+            let c = policy::choose(&rules, &t, &ctx, 1).expect("a rule");
+            assert_eq!(
+                read_summary(&c.summary()),
+                Some((c.needs(), c.rule.approvers.clone())),
+                "{}",
+                c.summary()
+            );
+        }
+        assert_eq!(
+            read_summary("needs 1 of anyone (default rule)"),
+            Some((1, Vec::new()))
+        );
+        assert_eq!(read_summary("rule 1: needs 1 of x"), None);
     }
 
     #[test]

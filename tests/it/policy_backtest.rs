@@ -260,6 +260,76 @@ fn on_postgresql_the_backtest_is_the_same() {
 }
 
 #[test]
+fn through_the_server_the_backtest_is_the_same() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write a service file");
+        p.display().to_string()
+    };
+    // alice alone decides today; the candidate adds mallory above 5000.
+    let file = path(
+        "service.yaml",
+        "policies:\n  payments:\n    - when: \"{{ details.amount > 10000 }}\"\n      approvers: [alice]\n    - approvers: [alice]\n",
+    );
+    let candidate = path(
+        "candidate.yaml",
+        "policies:\n  payments:\n    - when: \"{{ details.amount > 5000 }}\"\n      approvers: [alice, mallory]\n      quorum: 2\n    - approvers: [alice]\n",
+    );
+    let w =
+        super::api::World::start_with(|cfg| cfg.with("STRANDS_SERVICE_FILE", Some(file.as_str())));
+    let mut made = Vec::new();
+    for amount in ["20000", "7000", "100"] {
+        let r = crate::common::api::call(
+            &w.svc,
+            "POST",
+            "/api/v1/approvals",
+            Some(&w.ci),
+            Some(&json!({"title": "Pay?", "policy": "payments", "details": {"amount": amount}})),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        let id = r.json()["id"].as_str().expect("an id").to_string();
+        w.wait_paused(&id);
+        let r = w.answer(&id, &w.alice, json!({ "decision": "approve" }));
+        assert_eq!(r.status, 200, "{}", r.body);
+        made.push(id);
+    }
+    // The server holds the sled store: only through it can this read.
+    let out = w.sandbox.strands_as(
+        "x",
+        &[
+            ("STRANDS_SERVER", w.svc.url.as_str()),
+            ("STRANDS_TOKEN", w.root.as_str()),
+        ],
+        &["policy", "backtest", "--service-file", &candidate, "--json"],
+    );
+    out.expect_code(0);
+    let b = out.json();
+    assert_eq!(
+        (b["requests"].clone(), b["replayed"].clone()),
+        (json!(3), json!(3)),
+        "{b:#}"
+    );
+    let r1 = &b["rules"][0];
+    assert_eq!(r1["requests"], 2, "{b:#}");
+    assert_eq!(
+        r1["from"],
+        json!([
+            {"rule": 1, "summary": "needs 1 of alice because amount > 10000", "requests": 1},
+            {"rule": 2, "summary": "needs 1 of alice (default rule)", "requests": 1},
+        ]),
+        "{b:#}"
+    );
+    assert_eq!(r1["asked_instead"], json!(["mallory"]), "{b:#}");
+    assert_eq!(
+        ids(&r1["sessions"]["more"]),
+        [made[0].as_str(), made[1].as_str()],
+        "{b:#}"
+    );
+    assert_eq!(ids(&b["rules"][1]["sessions"]["same"]), [made[2].as_str()]);
+}
+
+#[test]
 fn a_bad_candidate_file_is_named_with_its_line() {
     let sandbox = Sandbox::new();
     let bad = write(
