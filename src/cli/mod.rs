@@ -34,6 +34,7 @@ mod answer;
 mod ask;
 mod asking;
 mod audit;
+mod backtest;
 mod claude_code;
 mod config_cmd;
 mod doctor;
@@ -188,7 +189,7 @@ pub enum Command {
     /// Check, back up and move the store (sled → PostgreSQL).
     #[command(subcommand)]
     Store(StoreCommand),
-    /// Approval rules: which applies to a gate, who may answer, the deadline (a dry run).
+    /// Approval rules: which applies and who may answer (a dry run); a candidate service file replayed on the recorded requests.
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// The MCP server over stdio, for agent hosts that start a command (a bridge to `strands serve`'s /mcp).
@@ -755,6 +756,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Notifications(_)
             | Command::Mcp
     ) || matches!(c, Command::Teams(t) if t.remote())
+        || matches!(c, Command::Policy(p) if p.remote())
         || matches!(c, Command::Webhooks(_) | Command::Links(_))
 }
 

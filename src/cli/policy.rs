@@ -9,6 +9,9 @@
 //! call given with `--tool`/`--args` as `tool`. A condition reading what
 //! only a run has (`steps[0].response`) fails here, and the explanation
 //! says the strictest rule applies — as a run would if it failed there.
+//!
+//! `strands policy backtest` (`super::backtest`) judges the recorded
+//! requests again by a candidate service file's policies.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use clap::{Args, Subcommand};
@@ -26,13 +29,22 @@ use crate::template::Templates;
 pub enum PolicyCommand {
     /// Which approval rule applies to each gate, who may answer, and when the deadline falls.
     Explain(ExplainArgs),
+    /// The recorded requests judged again by a candidate service file's policies: per rule, what would change (reads only).
+    Backtest(super::backtest::BacktestArgs),
 }
 
 impl PolicyCommand {
     pub fn json(&self) -> bool {
         match self {
             PolicyCommand::Explain(a) => a.json,
+            PolicyCommand::Backtest(a) => a.json,
         }
+    }
+
+    /// Whether it may go through a server: a backtest reads the audit and
+    /// the sessions there as it reads them in the store.
+    pub fn remote(&self) -> bool {
+        matches!(self, PolicyCommand::Backtest(_))
     }
 }
 
@@ -97,6 +109,7 @@ pub fn parse_at(s: &str) -> std::result::Result<DateTime<Utc>, String> {
 pub(super) async fn policy(ctx: &Ctx, cmd: PolicyCommand) -> Result<u8> {
     match cmd {
         PolicyCommand::Explain(a) => explain(ctx, &a),
+        PolicyCommand::Backtest(a) => super::backtest::backtest(ctx, &a).await,
     }
 }
 

@@ -26,8 +26,11 @@ pub struct ReportArgs {
 }
 
 /// `since` as a time: `N` + `d`/`h`/`m` back from `now`, else RFC 3339 or
-/// a date.
-fn since(s: &str, now: chrono::DateTime<chrono::Utc>) -> Result<chrono::DateTime<chrono::Utc>> {
+/// a date (`strands report --since`, `strands policy backtest --since`).
+pub(super) fn since(
+    s: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<chrono::DateTime<chrono::Utc>> {
     let s = s.trim();
     let span = s
         .strip_suffix('d')
@@ -48,18 +51,38 @@ fn since(s: &str, now: chrono::DateTime<chrono::Utc>) -> Result<chrono::DateTime
     })
 }
 
+/// `from` as the period's commands print and send it.
+pub(super) fn stamp(from: chrono::DateTime<chrono::Utc>) -> String {
+    from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The audit entries at or after `from`, read as `audit export` reads
+/// them: through the server this invocation goes through, else from
+/// `store` (opened here when none is given).
+pub(super) async fn audit_since(
+    ctx: &Ctx,
+    store: Option<&crate::store::Store>,
+    from: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<crate::audit::AuditEntry>> {
+    match (&ctx.remote, store) {
+        (Some(remote), _) => super::remote::audit_entries(remote, Some(&stamp(from)), None).await,
+        (None, Some(store)) => store.audit_export(Some(from), None).await,
+        (None, None) => ctx.open().await?.audit_export(Some(from), None).await,
+    }
+}
+
 pub(super) async fn report(ctx: &Ctx, args: ReportArgs) -> Result<u8> {
     let by = By::parse(&args.by)
         .ok_or_else(|| Error::Usage(format!("--by `{}`: one of {:?}", args.by, By::NAMES)))?;
     let from = since(&args.since, ctx.now())?;
-    let stamp = from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let stamp = stamp(from);
     // Through a server, it computes them (an approver's token gets their
     // own); on the store, everyone's.
     let insights: Insights = match &ctx.remote {
         Some(remote) => super::remote::insights(remote, &stamp, &args.by).await?,
         None => {
             let store = ctx.open().await?;
-            let entries = store.audit_export(Some(from), None).await?;
+            let entries = audit_since(ctx, Some(&store), from).await?;
             let open = insights::everyone_open(&store, ctx.now()).await?;
             insights::assemble(&entries, from, by, open, Scope::Everyone)
         }

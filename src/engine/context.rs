@@ -59,8 +59,22 @@ pub fn for_rules(
     tool: Option<&crate::model::ToolCall>,
 ) -> minijinja::Value {
     let mut root = root(spec, session, None, at);
-    let mut details = session.variables.clone();
-    if let Some(Value::Object(own)) = session.variables.get("details") {
+    add_rule_vars(&mut root, &session.variables, tool);
+    minijinja::Value::from_serialize(root)
+}
+
+/// Adds to `root` what only rules see, from a run's `variables`:
+/// `details` — the variables, merged with a variable `details` that is a
+/// map (an approval request's) — and `tool`: `tool`, else an approval
+/// request's `action` (`strands policy backtest` rebuilds a recorded
+/// request's context with it).
+pub fn add_rule_vars(
+    root: &mut Map<String, Value>,
+    variables: &Map<String, Value>,
+    tool: Option<&crate::model::ToolCall>,
+) {
+    let mut details = variables.clone();
+    if let Some(Value::Object(own)) = variables.get("details") {
         details.remove("details");
         for (k, v) in own {
             details.insert(k.clone(), v.clone());
@@ -69,19 +83,18 @@ pub fn for_rules(
     // An approval request's `action` ({tool, arguments}, kept as JSON text
     // in the variable `action`) is the call its rules judge, as a spec's
     // tool call is: a policy on `tool.name`/`tool.args` serves both.
-    let action: Option<(String, Value)> = match (tool, session.variables.get("action")) {
+    let action: Option<(String, Value)> = match (tool, variables.get("action")) {
         (None, Some(Value::String(text))) => serde_json::from_str::<Value>(text)
             .ok()
             .and_then(|a| Some((a.get("tool")?.as_str()?.to_string(), a["arguments"].clone()))),
         _ => None,
     };
     crate::gate::policy::add_rule_vars(
-        &mut root,
+        root,
         &details,
         tool.map(|c| (c.name.as_str(), &c.arguments))
             .or(action.as_ref().map(|(n, a)| (n.as_str(), a))),
     );
-    minijinja::Value::from_serialize(root)
 }
 
 /// The context of `outputs.artifacts` when the run completes: [`build`]'s,

@@ -18,6 +18,7 @@
 //! may allow trust (`allow_trust`): `Decision::Trust` approves it, for a
 //! requester that stops asking about that tool.
 
+pub mod backtest;
 pub mod form;
 pub mod policy;
 pub mod step_up;

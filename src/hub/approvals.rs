@@ -46,6 +46,8 @@ use crate::model::{Approver, Decision, GateEventKind, Place, Session, Status};
 pub const WORKFLOW: &str = "approval";
 /// The gate's id in the synthetic spec.
 pub const GATE: &str = "approval";
+/// The variable an approval request that names a policy keeps its name in.
+pub const POLICY_VAR: &str = "policy";
 /// The path an approval request's spec is stored under (it has no file).
 pub const SPEC_PATH: &str = "approval.yaml";
 /// The longest a `?wait=` may hold a request open, in seconds.
@@ -548,7 +550,7 @@ pub fn spec_text(
         Some(FormSchema::Other(v)) => v.to_string(),
         None => String::new(),
     };
-    let head = json!({
+    let mut head = json!({
         "version": 0,
         "name": WORKFLOW,
         "description": "An approval request (strands ask, POST /api/v1/approvals).",
@@ -564,6 +566,11 @@ pub fn spec_text(
         }},
         "agents": {"requester": {"prompt": "Never run: an approval request has no agents."}},
     });
+    // The policy's name, kept with the request (`strands policy backtest`
+    // judges it again by the policy of that name in another file).
+    if let Some(name) = req.policy.as_deref().map(str::trim) {
+        head["inputs"]["values"][POLICY_VAR] = json!(name);
+    }
     let spec = SpecDoc {
         head,
         pattern: PatternDoc {

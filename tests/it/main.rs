@@ -58,6 +58,7 @@ mod passkeys;
 mod people;
 mod policies;
 mod policies_rooms;
+mod policy_backtest;
 mod props;
 mod providers;
 mod report;
