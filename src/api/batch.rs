@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ErrorBody};
 use crate::hub::batch::{self, Item, Outcome};
-use crate::hub::door::Door;
+use crate::hub::door::{Door, DoorAnswer};
 use crate::hub::Hub;
 use crate::model::token::Role;
 use crate::model::Decision;
@@ -81,16 +81,9 @@ pub async fn answer_many(
             req.gates.len()
         )));
     }
-    let outcomes = batch::decide(
-        &hub,
-        &caller.name,
-        &caller.idp_groups,
-        Door::Api,
-        &req.gates,
-        &decision,
-        true,
-    )
-    .await?;
+    let how = DoorAnswer::new("", &caller.name, Door::Api, decision)
+        .idp_groups(caller.idp_groups.iter().cloned());
+    let outcomes = batch::decide(&hub, &how, &req.gates, true).await?;
     let count = |r: batch::Fate| outcomes.iter().filter(|o| o.result == r).count();
     Ok(Json(BatchOutcome {
         recorded: count(batch::Fate::Recorded),

@@ -13,7 +13,7 @@ use clap::Args;
 use super::resume::{Answering, To};
 use crate::error::{exit, Error, Result};
 use crate::hub::batch::{self, Fate, Item, Outcome};
-use crate::hub::door::Door;
+use crate::hub::door::{Door, DoorAnswer};
 use crate::model::Decision;
 
 #[derive(Args, Debug)]
@@ -65,8 +65,8 @@ pub(super) async fn answer(door: &Answering<'_>, args: AnswerArgs) -> Result<u8>
             super::remote::answer_many(remote, &decision, args.reason.as_deref(), &items).await?
         }
         To::Here(hub) => {
-            let mut outcomes =
-                batch::decide(hub, &door.who, &[], Door::Cli, &items, &decision, false).await?;
+            let how = DoorAnswer::new("", &door.who, Door::Cli, decision);
+            let mut outcomes = batch::decide(hub, &how, &items, false).await?;
             // The runs answered go on here, each to its next stop.
             for o in outcomes.iter_mut().filter(|o| o.recorded()) {
                 let mut channel = super::asking::cli_channel(false, false, &door.who, &hub.clock);

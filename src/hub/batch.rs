@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::door::{Accepted, Door, DoorAnswer};
+use super::door::{Accepted, DoorAnswer};
 use super::Hub;
 use crate::error::Result;
 use crate::model::{Decision, GateKind, OpenGate, Session, Status};
@@ -93,18 +93,17 @@ fn target<'a>(s: &'a Session, gate: Option<&str>) -> Option<&'a OpenGate> {
     }
 }
 
-/// Decides every item with `decision` as `who` through `door`, one answer
-/// each, in order. `drive`: the runs answered go on in the background (a
-/// server); the CLI drives them itself.
+/// Decides every item as `how` says — who answers, through which door,
+/// with which groups, what decision (its session and gate are each
+/// item's) — one answer each, in order. `drive`: the runs answered go on
+/// in the background (a server); the CLI drives them itself.
 pub async fn decide(
     hub: &Hub,
-    who: &str,
-    idp_groups: &[String],
-    door: Door,
+    how: &DoorAnswer,
     items: &[Item],
-    decision: &Decision,
     drive: bool,
 ) -> Result<Vec<Outcome>> {
+    let decision = &how.decision;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let mut outcome = Outcome {
@@ -135,9 +134,9 @@ pub async fn decide(
                 }
             }
         }
-        let answer = DoorAnswer::new(&id, who, door, decision.clone())
-            .idp_groups(idp_groups.iter().cloned())
-            .at(outcome.gate.as_deref().or(item.gate.as_deref()));
+        let mut answer = how.clone();
+        answer.session = id.clone();
+        answer.gate = outcome.gate.clone().or_else(|| item.gate.clone());
         match hub.record(answer).await? {
             Ok(accepted) => {
                 outcome.result = Fate::Recorded;

@@ -32,8 +32,14 @@ use crate::model::{Answer, Decision, GateKind, Session, Status};
 pub const APPROVE: &str = "strands_home_approve";
 pub const REJECT: &str = "strands_home_reject";
 pub const MODIFY: &str = "strands_home_modify";
+/// Every routine gate the tab shows at once (`crate::hub::batch`).
+pub const APPROVE_ALL: &str = "strands_home_approve_all";
+pub const REJECT_ALL: &str = "strands_home_reject_all";
 /// Modal submissions opened from the home tab.
 pub const REJECT_MODAL: &str = "strands_home_reject_modal";
+pub const REJECT_ALL_MODAL: &str = "strands_home_reject_all_modal";
+/// Slack's limit on a button's value.
+const MAX_VALUE: usize = 2000;
 pub const MODIFY_MODAL: &str = "strands_home_modify_modal";
 
 /// Slack's limit on a home tab's blocks.
@@ -310,15 +316,28 @@ pub async fn view(
         .collect();
     // Room for the tail: header + section + "more" context.
     let tail = if mine.is_empty() { 1 } else { 3 };
+    // Room for the "all at once" buttons too.
     let mut shown = 0;
+    let mut batch: Vec<String> = Vec::new();
+    let at = blocks.len();
     for (s, h) in &waiting {
         let Some(g) = s.open_gate(h) else { continue };
         let more = gate_blocks(app, s, g, now);
-        if blocks.len() + more.len() + tail + 1 > MAX_BLOCKS {
+        if blocks.len() + more.len() + tail + 2 > MAX_BLOCKS {
             break;
         }
         blocks.extend(more);
         shown += 1;
+        // Gates one answer decides (not tool calls: each call is its own).
+        let routine = g.kind != GateKind::ToolCall
+            && crate::hub::batch::left_out(s, g, &Decision::Approve).is_none();
+        let v = value(&s.id, h, None);
+        if routine && batch.iter().map(|b| b.len() + 1).sum::<usize>() + v.len() <= MAX_VALUE {
+            batch.push(v);
+        }
+    }
+    if batch.len() > 1 {
+        blocks.insert(at, all_at_once(&batch));
     }
     if waiting.is_empty() {
         blocks.push(json!({ "type": "section", "text": mrkdwn("Nothing waits for you.") }));
@@ -476,6 +495,82 @@ async fn decide(
     }
 }
 
+/// "Approve all N" (after a confirmation) and "Reject all N…" (a modal
+/// with one reason) for the routine gates the tab shows: each answered
+/// and audited on its own ([`crate::hub::batch`]).
+fn all_at_once(batch: &[String]) -> Value {
+    let n = batch.len();
+    let v = batch.join(",");
+    let mut approve = button(
+        &format!("Approve all {n}"),
+        APPROVE_ALL,
+        v.clone(),
+        Some("primary"),
+    );
+    approve["confirm"] = json!({
+        "title": { "type": "plain_text", "text": "Approve them all?" },
+        "text": mrkdwn(format!("Each of the {n} gates gets your approval, recorded and audited on its own.")),
+        "confirm": { "type": "plain_text", "text": format!("Approve {n}") },
+        "deny": { "type": "plain_text", "text": "Cancel" },
+    });
+    json!({
+        "type": "actions",
+        "block_id": "strands_home_all",
+        "elements": [approve, button(&format!("Reject all {n}…"), REJECT_ALL, v, Some("danger"))],
+    })
+}
+
+/// The gates an "all at once" button names (`session|handle,…`).
+fn batch_items(v: &str) -> Vec<crate::hub::batch::Item> {
+    v.split(',')
+        .filter_map(parse_value)
+        .map(|(session, gate, _)| crate::hub::batch::Item {
+            session,
+            gate: Some(gate),
+        })
+        .collect()
+}
+
+/// Decides every gate of `items` as `user`, then re-publishes the tab
+/// with what became of them.
+async fn decide_all(
+    app: &App,
+    user: &str,
+    items: &[crate::hub::batch::Item],
+    decision: Decision,
+) -> String {
+    // The Slack user groups count as for one click: those of the gates'
+    // approvers the user is in.
+    let mut groups = std::collections::BTreeSet::new();
+    for item in items {
+        if let (Ok(Some(s)), Some(g)) = (app.hub.store.load(&item.session).await, &item.gate) {
+            groups.extend(super::access::groups_of(app, &s, g, user).await);
+        }
+    }
+    let how = crate::hub::door::DoorAnswer::new("", user, crate::hub::door::Door::Slack, decision)
+        .member_of(groups);
+    match crate::hub::batch::decide(&app.hub, &how, items, true).await {
+        Ok(outcomes) => {
+            let done = outcomes.iter().filter(|o| o.recorded()).count();
+            let mut lines = vec![format!(
+                "✓ {} answered {done} of {}.",
+                who(user),
+                outcomes.len()
+            )];
+            lines.extend(outcomes.iter().filter(|o| !o.recorded()).map(|o| {
+                format!(
+                    "• `{}` {}: {}",
+                    &o.session[..o.session.len().min(8)],
+                    o.gate.as_deref().unwrap_or(""),
+                    esc(&o.message)
+                )
+            }));
+            lines.join("\n")
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
 fn modal(callback: &str, meta: &Meta, title: &str, label: &str, required: bool) -> Value {
     json!({
         "type": "modal",
@@ -497,6 +592,35 @@ fn modal(callback: &str, meta: &Meta, title: &str, label: &str, required: bool) 
 /// A home-tab button: Approve decides at once; Reject and Modify open a
 /// modal (after the same authorization a decision gets).
 pub async fn action(app: &App, user: &str, action_id: &str, value: &str, trigger: &str) -> Reply {
+    if action_id == APPROVE_ALL {
+        let (app2, user2, items) = (app.clone(), user.to_string(), batch_items(value));
+        app.tasks().spawn(async move {
+            let flash = decide_all(&app2, &user2, &items, Decision::Approve).await;
+            publish(&app2, &user2, Some(&flash)).await;
+        });
+        return Reply::Ack;
+    }
+    if action_id == REJECT_ALL {
+        let view = json!({
+            "type": "modal",
+            "callback_id": REJECT_ALL_MODAL,
+            "private_metadata": cut(value, 3000),
+            "title": { "type": "plain_text", "text": "Reject them all" },
+            "submit": { "type": "plain_text", "text": "Reject all" },
+            "close": { "type": "plain_text", "text": "Cancel" },
+            "blocks": [{
+                "type": "input",
+                "block_id": "text",
+                "optional": true,
+                "label": { "type": "plain_text", "text": format!("One reason for all {} (a gate that requires one refuses without)", batch_items(value).len()) },
+                "element": { "type": "plain_text_input", "action_id": "text", "multiline": true, "max_length": 3000 },
+            }],
+        });
+        if let Err(e) = app.api.views_open(trigger, view).await {
+            tracing::warn!("could not open the home modal: {e}");
+        }
+        return Reply::Ack;
+    }
     let Some((session, gate, call)) = parse_value(value) else {
         return Reply::Ack;
     };
@@ -575,10 +699,18 @@ pub async fn submission(
     metadata: &str,
     text: Option<String>,
 ) -> Reply {
+    let text = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    if callback == REJECT_ALL_MODAL {
+        let (app2, user2, items) = (app.clone(), user.to_string(), batch_items(metadata));
+        app.tasks().spawn(async move {
+            let flash = decide_all(&app2, &user2, &items, Decision::Reject { reason: text }).await;
+            publish(&app2, &user2, Some(&flash)).await;
+        });
+        return Reply::Ack;
+    }
     let Ok(meta) = serde_json::from_str::<Meta>(metadata) else {
         return Reply::Ack;
     };
-    let text = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
     let decision = match (callback == MODIFY_MODAL, text) {
         (true, None) => return errors("feedback is needed"),
         (true, feedback) => words::decision("modify", feedback, None, None),

@@ -427,7 +427,10 @@ async fn view_submission(app: &App, ev: SlackInteractionViewSubmissionEvent) -> 
         .as_ref()
         .map(|c| c.0.clone())
         .unwrap_or_default();
-    if matches!(callback.as_str(), home::REJECT_MODAL | home::MODIFY_MODAL) {
+    if matches!(
+        callback.as_str(),
+        home::REJECT_MODAL | home::MODIFY_MODAL | home::REJECT_ALL_MODAL
+    ) {
         let text = ev
             .view
             .state_params

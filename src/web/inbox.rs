@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::{check_post, Form, Viewer};
 use super::{html, Web, WebError};
-use crate::hub::door::Door;
+use crate::hub::door::{Door, DoorAnswer};
 use crate::model::token::Role;
 use crate::model::{Decision, Status, Summary};
 
@@ -295,16 +295,9 @@ async fn bulk(
             }),
         }
     }
-    let decided = crate::hub::batch::decide(
-        &web.hub,
-        &viewer.caller.name,
-        &viewer.caller.idp_groups,
-        Door::Web,
-        &items,
-        &decision,
-        true,
-    )
-    .await?;
+    let how = DoorAnswer::new("", &viewer.caller.name, Door::Web, decision)
+        .idp_groups(viewer.caller.idp_groups.iter().cloned());
+    let decided = crate::hub::batch::decide(&web.hub, &how, &items, true).await?;
     results.extend(decided.into_iter().map(|o| Outcome {
         ok: o.recorded(),
         gate: o.gate.unwrap_or_default(),

@@ -221,7 +221,12 @@ fn a_long_list_stays_within_100_blocks_and_says_how_many_more() {
         .len();
     assert!(blocks <= 100, "{blocks} blocks");
     let text = call.body["view"].to_string();
-    let shown = text.matches("strands_home_approve").count();
+    let shown = text.matches("\"strands_home_approve\"").count();
+    // "Approve all" names every routine gate shown.
+    assert!(
+        text.contains(&format!("\"Approve all {shown}\"")),
+        "{shown} shown: {text}"
+    );
     assert!(
         text.contains(&format!("…and {} more waiting", 30 - shown)),
         "{shown} shown: {text}"
@@ -265,4 +270,100 @@ fn a_member_of_an_approver_group_finds_the_gate_on_their_tab() {
             "{who}: {text}"
         );
     }
+}
+
+/// The tab's "Approve all" and "Reject all…": every routine gate shown,
+/// each answered and audited on its own; one reason for all rejections.
+#[test]
+fn approve_all_and_reject_all_from_the_tab_answer_each_gate_on_its_own() {
+    let llm = FakeLlm::start();
+    let slack = FakeSlack::start();
+    let sandbox = Sandbox::new();
+    let bot = Bot::start(&sandbox, &slack, &llm, &[("deploy", &spec())]);
+    let ids: Vec<String> = ["one", "two", "three"]
+        .iter()
+        .map(|s| {
+            let id = start(&bot, s);
+            slack.wait_for_approval_of("review#1");
+            id
+        })
+        .collect();
+    let status = |id: &str| sandbox.strands(&["sessions", "show", id, "--json"]).json();
+    let wait_status = |id: &str, want: &str| {
+        let until = std::time::Instant::now() + WAIT;
+        loop {
+            let show = status(id);
+            if show["status"] == want {
+                return show;
+            }
+            assert!(std::time::Instant::now() < until, "never {want}: {show}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    for id in &ids {
+        wait_status(id, "paused");
+    }
+    home_opened(&bot, APPROVER, 1);
+    let call = published(&slack, APPROVER, 0, |v| ids.iter().all(|id| v.contains(id)));
+    check_blocks(&call.body["view"]["blocks"], 100).expect("valid Block Kit");
+    let bs = buttons(&call.body["view"]);
+    let all = bs
+        .iter()
+        .find(|b| b["action_id"] == "strands_home_approve_all")
+        .expect("an Approve all button");
+    assert_eq!(all["text"]["text"], "Approve all 3");
+    assert!(all["confirm"].is_object(), "{all}");
+    let value = all["value"].as_str().unwrap_or_default().to_string();
+    for id in &ids {
+        assert!(value.contains(&format!("{id}|review#1")), "{value}");
+    }
+
+    // Reject all… first, for two of them: one modal, one reason.
+    let two = format!("{}|review#1,{}|review#1", ids[0], ids[1]);
+    let trigger = slack.issue_trigger_id();
+    let click = block_actions_payload_raw(APPROVER, "strands_home_reject_all", &two, &trigger);
+    assert_eq!(bot.interaction(&click, Signing::Valid).status, 200);
+    let opened = slack.wait_for("views.open", |c| c.field("trigger_id") == trigger, WAIT);
+    let before = slack.len();
+    let r = bot.submit_modal(&opened, APPROVER, "change freeze");
+    assert_eq!(r.status, 200, "{}", r.body);
+    for id in &ids[..2] {
+        let s = wait_status(id, "rejected");
+        assert_eq!(s["gates"][0]["decision"]["reason"], "change freeze", "{s}");
+    }
+    published(&slack, APPROVER, before, |v| v.contains("answered 2 of 2"));
+
+    // Approve all with the old list: the two decided are refused (each
+    // says so), the third is approved and its run completes.
+    let before = slack.len();
+    let click = block_actions_payload_raw(
+        APPROVER,
+        "strands_home_approve_all",
+        &value,
+        &slack.issue_trigger_id(),
+    );
+    assert_eq!(bot.interaction(&click, Signing::Valid).status, 200);
+    let s = wait_status(&ids[2], "completed");
+    assert_eq!(s["gates"][0]["by"], APPROVER, "{s}");
+    let tab = published(&slack, APPROVER, before, |v| v.contains("answered 1 of 3"));
+    assert!(
+        tab.body["view"].to_string().contains("already rejected"),
+        "{:#}",
+        tab.body["view"]
+    );
+    // Three answers and two refusals, each its own audit entry.
+    let export = sandbox.strands(&["audit", "export"]);
+    let kinds: Vec<Value> = export
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"]["via"] == "slack")
+        .map(|e| e["event"]["kind"].clone())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "answer").count(),
+        3,
+        "{}",
+        export.stdout
+    );
 }
