@@ -47,6 +47,10 @@ pub const RESPOND: &str = "strands_respond";
 pub const EDIT: &str = "strands_edit";
 /// Tool calls: approve, and trust the tool for the rest of the run.
 pub const TRUST: &str = "strands_trust";
+/// Tool calls: approve every call still waiting (value: the gate's
+/// handle), one answer each (`crate::hub::batch`'s rule: a gate needing a
+/// passkey is left out).
+pub const APPROVE_ALL: &str = "strands_approve_all";
 /// "Open in browser": a link to the run's web page; decides nothing.
 pub const OPEN_WEB: &str = "strands_open_web";
 /// Reject with a reason (a gate without `require_reason`, or a tool call):
@@ -130,6 +134,10 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
             .as_ref()
             .and_then(|s| s.open_gate(&handle))
             .is_some_and(|g| g.form.is_some());
+    if action.action_id.0 == APPROVE_ALL {
+        approve_all(app, &channel, &ts, &handle, session.as_ref(), &user).await;
+        return ok();
+    }
     let decision = match action.action_id.0.as_str() {
         // A gate with a form: Approve opens it, to be filled in.
         APPROVE if asks_values => {
@@ -286,6 +294,62 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         }
     }
     ok()
+}
+
+/// "Approve all" on a tool-approval message: one approve per waiting
+/// call, each through the intake and audited on its own; what was refused
+/// or left out is told to the user.
+async fn approve_all(
+    app: &App,
+    channel: &str,
+    ts: &str,
+    handle: &str,
+    session: Option<&Session>,
+    user: &str,
+) {
+    let Some(s) = session else {
+        tell(app, channel, user, "that session no longer exists".into());
+        return;
+    };
+    if let Some(g) = s.open_gate(handle) {
+        if let Some(why) = crate::hub::batch::left_out(s, g, &Decision::Approve) {
+            tell(
+                app,
+                channel,
+                user,
+                format!("Not approved all at once: this gate {why}."),
+            );
+            return;
+        }
+    }
+    let calls: Vec<String> = s
+        .agent_turn
+        .iter()
+        .flat_map(|t| t.waiting())
+        .map(|c| c.call.id.clone())
+        .collect();
+    let mut refused = Vec::new();
+    for call in &calls {
+        let answer = answer(Decision::Approve, user, Some(call), app.hub.clock.now());
+        match decide::decide(app, channel, ts, handle, answer).await {
+            Ok(Ok(())) => {}
+            Ok(Err(r)) => refused.push(format!("`{call}`: {}", words::refusal(&r))),
+            Err(e) => refused.push(format!("`{call}`: {e}")),
+        }
+    }
+    if !refused.is_empty() {
+        tell(
+            app,
+            channel,
+            user,
+            format!(
+                "{} of {} calls approved; not approved: {}",
+                calls.len() - refused.len(),
+                calls.len(),
+                refused.join("; ")
+            ),
+        );
+    }
 }
 
 async fn open_modal(

@@ -240,7 +240,10 @@ async fn decide(
         return refuse("this card is not an approval request I know".into()).await;
     }
     let offered = match call {
-        None => matches!(verb, "approve" | "reject" | "modify" | "respond" | "trust"),
+        None => matches!(
+            verb,
+            "approve" | "reject" | "modify" | "respond" | "trust" | "approve_all"
+        ),
         Some(_) => matches!(verb, "approve" | "reject" | "edit" | "trust"),
     };
     if !offered {
@@ -277,6 +280,12 @@ async fn decide(
         changed: None,
         notice: Some(why),
     };
+    if verb == "approve_all" {
+        if !tool_gate {
+            return refuse("`approve_all` answers the tool calls of one turn".into()).await;
+        }
+        return Ok(approve_all(hub, &session, &handle, &who).await);
+    }
     let args = if verb == "edit" {
         match edited_args(data) {
             Ok(a) => Some(a),
@@ -422,6 +431,60 @@ fn as_recorded<'a>(session: &'a Session, gate_id: &str, answer: &'a Answer) -> &
 /// The tool-call card of gate `handle` as `session` stands. When the run
 /// has moved on to other calls (a late retry), the decided card of
 /// `answer` instead.
+/// "Approve all" on a tool-call card: one approve per waiting call, each
+/// through the intake and audited on its own; a gate needing a passkey is
+/// left out (`hub::batch`), and what was refused is said on the card.
+async fn approve_all(hub: &Hub, session: &Session, handle: &str, who: &str) -> Shown {
+    if let Some(why) = session
+        .open_gate(handle)
+        .and_then(|g| crate::hub::batch::left_out(session, g, &crate::model::Decision::Approve))
+    {
+        let why = format!("not approved all at once: this gate {why}");
+        return Shown {
+            card: tool_card(hub, session, handle, None, None, Some(&why)),
+            changed: None,
+            notice: Some(why),
+        };
+    }
+    let calls: Vec<String> = session
+        .agent_turn
+        .iter()
+        .flat_map(|t| t.waiting())
+        .map(|c| c.call.id.clone())
+        .collect();
+    let mut latest = None;
+    let mut refused = Vec::new();
+    for call in &calls {
+        let door = DoorAnswer::new(
+            &session.id,
+            who,
+            Door::Teams,
+            crate::model::Decision::Approve,
+        )
+        .at(Some(handle))
+        .call(Some(call));
+        match hub.take(door).await {
+            Ok(Ok(accepted)) => latest = Some(accepted.session().clone()),
+            Ok(Err(r)) => refused.push(format!("{call}: {}", refusal_text(&r))),
+            Err(e) => refused.push(format!("{call}: {e}")),
+        }
+    }
+    let shown = latest.as_ref().unwrap_or(session);
+    let notice = (!refused.is_empty()).then(|| {
+        format!(
+            "{} of {} calls approved; not approved: {}",
+            calls.len() - refused.len(),
+            calls.len(),
+            refused.join("; ")
+        )
+    });
+    Shown {
+        card: tool_card(hub, shown, handle, None, None, notice.as_deref()),
+        changed: latest.map(|s| (s.id, handle.to_string())),
+        notice,
+    }
+}
+
 fn tool_card(
     hub: &Hub,
     session: &Session,

@@ -155,8 +155,16 @@ fn a_tool_call_gate_posts_one_message_with_buttons_per_call_and_resumes_when_all
     assert_eq!(calls_with_buttons(&msg.call), [WEB, API]);
     let mut rows: Vec<String> = msg.buttons().iter().map(|b| b.block_id.clone()).collect();
     rows.dedup();
-    assert_eq!(rows, ["call:tools#1:1", "call:tools#1:2"]);
-    for b in msg.buttons() {
+    // One row for the whole turn ("Approve all 2"), then one per call.
+    assert_eq!(
+        rows,
+        ["strands_all_calls", "call:tools#1:1", "call:tools#1:2"]
+    );
+    for b in msg
+        .buttons()
+        .iter()
+        .filter(|b| b.block_id.starts_with("call:"))
+    {
         assert!(
             b.value == format!("tools#1|{WEB}") || b.value == format!("tools#1|{API}"),
             "every button carries handle|call id: {b:?}"
@@ -467,5 +475,45 @@ fn two_calls_decided_at_the_same_moment_leave_the_message_showing_both() {
                 .any(|l| l.starts_with("❌ rejected by <@U05OTHER>")),
         "{lines:#?}"
     );
+    assert_llm_stays_at(&llm, 2, "the run resumes once");
+}
+
+/// "Approve all" on the turn's message: every waiting call approved, one
+/// answer (and one audit entry) each; both calls run once and the run
+/// goes on.
+#[test]
+fn approve_all_approves_each_waiting_call_on_its_own() {
+    let ToolRun {
+        llm,
+        slack,
+        target,
+        sandbox,
+        bot,
+        id,
+        msg,
+    } = ops_paused(false);
+    let all = msg.button("strands_approve_all");
+    assert_eq!(all.value, "tools#1");
+    assert!(msg.text().contains("Approve all 2"), "{}", msg.text());
+    let click = bot.click_button(&msg, &all, APPROVER);
+    click.reply.expect_prompt_ok("approve all", &bot);
+    wait_llm(&llm, &slack, 2);
+    assert_eq!(target.count("POST", "/rollout/web"), 1);
+    assert_eq!(target.count("POST", "/rollout/api"), 1);
+    let export = sandbox.strands(&["audit", "export", "--session", &id]);
+    let answers: Vec<Value> = export
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"]["kind"] == "answer")
+        .collect();
+    assert_eq!(answers.len(), 2, "{}", export.stdout);
+    let mut calls: Vec<&str> = answers
+        .iter()
+        .filter_map(|e| e["event"]["call"].as_str())
+        .collect();
+    calls.sort_unstable();
+    assert_eq!(calls, [API, WEB]);
+    assert!(answers.iter().all(|e| e["event"]["who"] == APPROVER));
     assert_llm_stays_at(&llm, 2, "the run resumes once");
 }

@@ -220,7 +220,10 @@ fn verbs_for(card: &Value, call: &str) -> Vec<String> {
 fn data_of(card: &Value, call: &str, verb: &str) -> Value {
     executes(card)
         .into_iter()
-        .find(|(v, d)| v == verb && d["call"] == call)
+        // A turn-wide action (`approve_all`) names no call: `call` "".
+        .find(|(v, d)| {
+            v == verb && (d["call"] == call || (call.is_empty() && d.get("call").is_none()))
+        })
         .map(|(_, d)| d)
         .unwrap_or_else(|| panic!("no {verb} for {call} in {card:#}"))
 }
@@ -476,4 +479,39 @@ fn teams_approve_runs_a_call_once_and_trust_is_offered_where_allowed() {
     assert_eq!(answers.len(), 2, "{s:#}");
     assert!(answers.iter().all(|a| a["via"] == "teams"), "{s:#}");
     assert_eq!(answers[1]["decision"]["action"], "trust", "{s:#}");
+}
+
+#[test]
+fn teams_approve_all_answers_each_waiting_call_on_its_own() {
+    let w = paused(false);
+    let card = &w.card["attachments"][0]["content"];
+    let all = data_of(card, "", "approve_all");
+    assert_eq!(all["session"], w.id.as_str(), "{card:#}");
+    assert!(card.to_string().contains("Approve all 2"), "{card:#}");
+
+    let ok = click(&w, ANN, &w.card_id, "approve_all", "", json!({}));
+    assert_eq!(ok["type"], CARD, "{ok}");
+    assert_eq!(
+        ok["value"]
+            .to_string()
+            .matches(&format!("Approved by teams:{ANN}"))
+            .count(),
+        2,
+        "{ok}"
+    );
+    assert!(
+        executes(&ok["value"]).iter().all(|(v, _)| v != "approve"),
+        "{ok}"
+    );
+    let s = wait_status(&w, "completed");
+    assert_eq!(w.target.count("POST", "/rollout/web"), 1);
+    assert_eq!(w.target.count("POST", "/rollout/api"), 1);
+    let answers = answered(&s);
+    assert_eq!(answers.len(), 2, "{s:#}");
+    assert!(
+        answers
+            .iter()
+            .all(|a| a["via"] == "teams" && a["decision"]["action"] == "approve"),
+        "{s:#}"
+    );
 }

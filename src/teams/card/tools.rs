@@ -179,7 +179,17 @@ fn draw_card(
             "wrap": true,
         }));
     }
-    card(body, vec![open_in_browser(public_url, &session.id)])
+    let mut actions = Vec::new();
+    if waiting > 1 {
+        // Every waiting call approved, one answer each (`hub::batch`'s rule).
+        actions.push(execute(
+            &format!("Approve all {waiting}"),
+            "approve_all",
+            &json!({ "session": session.id, "gate": handle }),
+        ));
+    }
+    actions.push(open_in_browser(public_url, &session.id));
+    card(body, actions)
 }
 
 /// One call: what it is, its arguments, and its actions or its outcome.
