@@ -205,7 +205,7 @@ fn accept(
         let vote = match answer.decision {
             _ if answer.via == "timeout" => None,
             // A fill and a manual gate's trust approve too.
-            Decision::Approve | Decision::Fill { .. } | Decision::Trust
+            Decision::Approve | Decision::Fill { .. } | Decision::Trust { .. }
                 if gate.approvals_required > 1 =>
             {
                 Some(Vote::Approve)
@@ -332,8 +332,8 @@ fn accept(
             by: by.clone(),
             digest: pc.digest.clone(),
         },
-        Decision::Trust => {
-            trusted = Some(pc.call.name.clone());
+        Decision::Trust { limit } => {
+            trusted = Some((pc.call.name.clone(), limit.clone()));
             CallState::Approved {
                 by: by.clone(),
                 digest: pc.digest.clone(),
@@ -372,19 +372,39 @@ fn accept(
         }
     };
     let mut answer = answer.clone();
-    answer.call = Some(id);
-    if let Some(name) = trusted {
+    answer.call = Some(id.clone());
+    match trusted {
         // Trust approves the tool for the rest of the run, starting with the
         // other calls of this batch.
-        for other in turn.calls.iter_mut() {
-            if other.call.name == name && other.state == CallState::Waiting {
-                other.state = CallState::Approved {
-                    by: format!("trust by {by}"),
-                    digest: other.digest.clone(),
-                };
+        Some((name, None)) => {
+            for other in turn.calls.iter_mut() {
+                if other.call.name == name && other.state == CallState::Waiting {
+                    other.state = CallState::Approved {
+                        by: format!("trust by {by}"),
+                        digest: other.digest.clone(),
+                    };
+                }
+            }
+            session.trusted_tools.insert(name);
+        }
+        // Within limits: the grant (stored by the intake once this is
+        // recorded) approves the other calls of this batch it allows.
+        Some((name, Some(limit))) => {
+            let grant = super::grant::Grant::id_for(&session.id, &handle, &id);
+            for other in turn.calls.iter_mut() {
+                if other.call.name == name
+                    && other.state == CallState::Waiting
+                    && limit.holds(&other.call.arguments)
+                {
+                    other.state = CallState::Approved {
+                        by: format!("grant {grant} by {by}"),
+                        digest: other.digest.clone(),
+                    };
+                    other.grant = Some(grant.clone());
+                }
             }
         }
-        session.trusted_tools.insert(name);
+        None => {}
     }
     let done = turn.waiting().next().is_none();
     audit_answer(session, &gate, &answer, waited_ms);

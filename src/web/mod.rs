@@ -18,6 +18,7 @@
 //! | `GET /l/{token}`, `POST /l/{token}` | link holder | one-tap link: shows, then signs in on a press — and answers, for a mail's Approve and Reject links ([`links`]) |
 //! | `GET /passkeys`, `POST /passkeys/…` | a person of the directory | their passkeys ([`passkeys`]) |
 //! | `POST /sessions/{id}/step-up`, `…/step-up/finish` | may answer | approve a `step_up: passkey` gate with a passkey |
+//! | `GET /grants`, `POST /grants/revoke` | signed in | approvers' grants (trust within limits), revoked with a button ([`grants`]) |
 //! | `GET /audit`, `GET /audit/export` | admin | the chain's state, filters, JSONL/CSV ([`audit`]) |
 //! | `GET /assets/{file}` | — | the stylesheet and the script |
 //!
@@ -28,6 +29,7 @@
 pub mod audit;
 pub mod auth;
 pub mod delegate;
+pub mod grants;
 pub mod inbox;
 pub mod links;
 pub mod oidc;
@@ -257,6 +259,8 @@ pub fn router(web: Web) -> Router {
         .route("/passkeys/register", post(passkeys::register))
         .route("/passkeys/register/finish", post(passkeys::register_finish))
         .route("/passkeys/remove", post(passkeys::remove))
+        .route("/grants", get(grants::page))
+        .route("/grants/revoke", post(grants::revoke))
         .route("/l/{token}", get(links::landing).post(links::redeem))
         .route("/audit", get(audit::page))
         .route("/audit/export", get(audit::export))

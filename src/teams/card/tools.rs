@@ -383,6 +383,7 @@ mod tests {
                 trustable,
             }),
             state: CallState::Waiting,
+            grant: None,
         }
     }
 
