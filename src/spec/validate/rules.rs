@@ -237,9 +237,13 @@ mod tests {
             "            quorum: 2\n",
             "            quorum: 2\n            trust: never\n",
         );
-        let g = gate_of(&text);
+        let (g, warnings) = super::super::testkit::gate_with(&text, &Limits::default());
         assert!(g.rules[0].trust_never);
         assert!(!g.rules[1].trust_never);
+        assert!(
+            warnings.iter().any(|w| w.contains("applies to tool calls")),
+            "on a gate it changes nothing: {warnings:?}"
+        );
         let g = gate_of(&text.replace("trust: never", "trust: allowed"));
         assert!(!g.rules[0].trust_never);
         let d = errors(&text.replace("trust: never", "trust: sometimes"));
