@@ -125,6 +125,15 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     ev.response_ms = Some(waited_ms);
     ev.trace_id = session.trace_id().map(str::to_string);
     ev.step_up = answer.step_up.as_deref().cloned();
+    // Trust within limits: the answer points to the grant it makes (whose
+    // origin — session, gate, call — points back to this entry).
+    if let (Decision::Trust { limit: Some(_) }, Some(call)) = (&answer.decision, &answer.call) {
+        ev.grant = Some(super::grant::Grant::id_for(
+            &session.id,
+            &gate.handle(),
+            call,
+        ));
+    }
     session.audit.push(ev);
 }
 

@@ -185,6 +185,16 @@ fn a_grant_allows_matching_calls_in_later_runs_until_it_is_revoked() {
     assert_eq!(made.len(), 1, "{audit:#?}");
     assert_eq!(made[0]["event"]["grant"], grant.as_str());
     assert_eq!(made[0]["event"]["who"], "tester");
+    // The answer that made it points to it too.
+    let answer = audit
+        .iter()
+        .find(|e| e["event"]["kind"] == "answer" && e["event"]["decision"]["action"] == "trust")
+        .expect("the trust answer");
+    assert_eq!(answer["event"]["grant"], grant.as_str(), "{answer:#}");
+    assert_eq!(
+        answer["event"]["decision"]["limit"]["span"],
+        json!({"for": {"secs": 3600}})
+    );
     let runs: Vec<(&Value, &Value)> = audit
         .iter()
         .filter(|e| e["event"]["kind"] == "tool_run")
