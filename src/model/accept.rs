@@ -382,12 +382,19 @@ fn accept(
     };
     let mut answer = answer.clone();
     answer.call = Some(id.clone());
+    // A call whose request offers no trust (a host the model chose, a
+    // rule with `trust: never`) waits for its own answer.
+    let offers_trust =
+        |c: &super::session::PendingCall| c.request.as_ref().is_none_or(|r| r.trustable);
     match trusted {
         // Trust approves the tool for the rest of the run, starting with the
         // other calls of this batch.
         Some((name, None)) => {
             for other in turn.calls.iter_mut() {
-                if other.call.name == name && other.state == CallState::Waiting {
+                if other.call.name == name
+                    && other.state == CallState::Waiting
+                    && offers_trust(other)
+                {
                     other.state = CallState::Approved {
                         by: format!("trust by {by}"),
                         digest: other.digest.clone(),
@@ -403,6 +410,7 @@ fn accept(
             for other in turn.calls.iter_mut() {
                 if other.call.name == name
                     && other.state == CallState::Waiting
+                    && offers_trust(other)
                     && limit.holds(&other.call.arguments)
                 {
                     other.state = CallState::Approved {

@@ -47,11 +47,19 @@ impl Setup {
     /// Each run: the model writes `notes/a.md`, then `notes/b.md`, then
     /// `secret.txt`, one call a turn.
     fn new(security: &str) -> Setup {
-        let fake = tool_model(vec![
-            vec![write("a", "notes/a.md")],
-            vec![write("b", "notes/b.md")],
-            vec![write("s", "secret.txt")],
-        ]);
+        Setup::with_turns(
+            security,
+            vec![
+                vec![write("a", "notes/a.md")],
+                vec![write("b", "notes/b.md")],
+                vec![write("s", "secret.txt")],
+            ],
+        )
+    }
+
+    /// The model asks for `turns`, one batch a turn.
+    fn with_turns(security: &str, turns: Vec<Vec<Value>>) -> Setup {
+        let fake = tool_model(turns);
         let sandbox = Sandbox::new();
         let ws = sandbox.path().join("ws");
         let yaml = SPEC
@@ -327,6 +335,26 @@ fn a_rule_with_trust_never_refuses_a_grant_and_no_grant_applies_to_it() {
         .strands(&["resume", &id, "--approve"])
         .expect_code(0);
     assert!(s.exists("secret.txt"));
+
+    // In one batch, trust of another call covers neither a call whose
+    // rule says never, plain or within limits.
+    for limits in [&[][..], &["--for", "run"][..]] {
+        let s = Setup::with_turns(
+            security,
+            vec![vec![write("a", "notes/a.md"), write("s", "secret.txt")]],
+        );
+        let id = session_id(&s.run(19));
+        let mut args = vec!["resume", id.as_str(), "--call", "a", "--trust", "--json"];
+        args.extend_from_slice(limits);
+        let out = s.sandbox.strands(&args);
+        out.expect_code(19);
+        assert_eq!(
+            Setup::waiting(&out.json()),
+            ["s"],
+            "{limits:?}: {}",
+            out.stdout
+        );
+    }
 
     // A rule key `validate` does not know is an error at its line.
     let bad =
