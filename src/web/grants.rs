@@ -1,7 +1,8 @@
 //! The web inbox's grants page: approvers' grants (trust within limits,
 //! `model::grant`) with a Revoke button each — what `strands trust list`
 //! and `strands trust revoke` do, for anyone signed in (a revocation only
-//! ever makes calls ask again; it is audited with who did it).
+//! ever makes calls ask again; it is audited with who did it) — not for
+//! a one-tap link's sign-in, which answers its gate only.
 //!
 //! | route | what |
 //! |---|---|
@@ -29,6 +30,11 @@ pub async fn page(
     viewer: Viewer,
     Query(q): Query<GrantsQuery>,
 ) -> Result<Response, WebError> {
+    if viewer.only_gate().is_some() {
+        return Err(WebError::forbidden(
+            "a one-tap sign-in answers its gate only",
+        ));
+    }
     let now = web.hub.clock.now();
     let all = q.all.is_some_and(|a| !a.is_empty() && a != "0");
     let list: Vec<Value> = grants::list(&web.hub.store, all, now)
@@ -42,7 +48,7 @@ pub async fn page(
         json!({
             "title": "Grants",
             "viewer": { "name": viewer.caller.name, "role": viewer.caller.role },
-            "scoped": viewer.only_gate().is_some(),
+            "scoped": false,
             "grants": list,
             "all": all,
             "csrf": viewer.login.csrf,
