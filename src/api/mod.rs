@@ -17,6 +17,7 @@
 //! | `POST /api/v1/sessions/{id}/links` | operator | a one-tap link to a gate's web page |
 //! | `GET /api/v1/sessions/{id}/events` | approver | one run's events (SSE) ([`events`]) |
 //! | `GET /api/v1/events` | operator | every run's events (SSE) |
+//! | `GET /api/v1/grants`, `DELETE /api/v1/grants/{id}` | approver | approvers' grants (trust within limits) ([`grants`]) |
 //! | `GET /api/v1/audit` | admin | the audit trail, JSON lines ([`admin`]) |
 //! | `POST/GET /api/v1/tokens`, `DELETE /api/v1/tokens/{name}` | admin | tokens |
 //! | `GET /api/v1/webhooks/failed` | admin | webhook deliveries given up on ([`admin`]) |
@@ -40,6 +41,7 @@ pub mod batch;
 pub mod delegations;
 pub mod error;
 pub mod events;
+pub mod grants;
 pub mod hooks;
 pub mod insights;
 pub mod people;
@@ -142,6 +144,8 @@ pub fn routes() -> (Router<Hub>, utoipa::openapi::OpenApi) {
         .routes(routes!(sessions::link))
         .routes(routes!(events::session_events))
         .routes(routes!(events::all_events))
+        .routes(routes!(grants::list))
+        .routes(routes!(grants::revoke))
         .routes(routes!(admin::audit))
         .routes(routes!(insights::show))
         .routes(routes!(admin::create_token, admin::list_tokens))

@@ -1,7 +1,8 @@
 //! The audit trail as a file a reviewer opens: JSON lines (each entry
 //! with its place in the chain) or CSV (one column per field;
 //! `on_behalf_of` names the person a delegate answered for; `trace_id`,
-//! the run's OpenTelemetry trace; `step_up`, last, a stepped-up approval's
+//! the run's OpenTelemetry trace; `grant`, the approver's grant that let
+//! a tool call run or that an entry made or revoked; `step_up`, last, a stepped-up approval's
 //! passkey proof as JSON — credential, public key, authenticator data,
 //! client data and signature, all a verifier needs). Shared by
 //! `strands audit export` and the web inbox's audit download.
@@ -9,7 +10,7 @@
 use super::AuditEntry;
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 21] = [
+pub const CSV_COLUMNS: [&str; 22] = [
     "seq",
     "at",
     "session",
@@ -30,6 +31,7 @@ pub const CSV_COLUMNS: [&str; 21] = [
     "prev",
     "hash",
     "trace_id",
+    "grant",
     "step_up",
 ];
 
@@ -69,6 +71,7 @@ pub fn csv(entries: &[AuditEntry]) -> Result<Vec<u8>, String> {
             entry.prev.clone(),
             entry.hash.clone(),
             e.trace_id.clone().unwrap_or_default(),
+            e.grant.clone().unwrap_or_default(),
             e.step_up
                 .as_ref()
                 .and_then(|p| serde_json::to_string(p).ok())

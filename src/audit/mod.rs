@@ -42,6 +42,9 @@ pub enum AuditKind {
     /// An API token was created or revoked (`detail` says which; never
     /// its secret).
     Access,
+    /// An approver's grant (trust within limits) was made or revoked
+    /// (`grant` names it, `detail` says which and its rule).
+    Grant,
 }
 
 /// One event, as the code that saw it describes it.
@@ -97,6 +100,11 @@ pub struct AuditEvent {
     /// otherwise, so other entries hash as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_up: Option<step_up::Proof>,
+    /// The grant (`model::grant`) that let a call run without asking,
+    /// on its `tool_run` entry, or that a `grant` entry made or revoked.
+    /// Absent otherwise, so other entries hash as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
 }
 
 impl AuditEvent {

@@ -114,7 +114,7 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
             };
             let decision = match choice.trim().to_ascii_lowercase().as_str() {
                 "a" | "approve" => Decision::Approve,
-                "t" | "trust" if trustable => Decision::Trust,
+                "t" | "trust" if trustable => Decision::Trust { limit: None },
                 "r" | "reject" => {
                     let Some(reason) = self.line("   Reason (optional): ") else {
                         return Reply::Later;
@@ -244,7 +244,9 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
                         return self.answer(Decision::Fill { values });
                     }
                 },
-                "t" | "trust" if gate.allow_trust => return self.answer(Decision::Trust),
+                "t" | "trust" if gate.allow_trust => {
+                    return self.answer(Decision::Trust { limit: None })
+                }
                 "r" | "reject" => {
                     let Some(reason) = self.line("   Reason (optional): ") else {
                         return Reply::Later;
@@ -337,6 +339,6 @@ mod tests {
         assert!(!shown.contains("[t] Trust"), "{shown}");
         let (reply, shown) = answer(&gate(None, true), "t\n");
         assert!(shown.contains("[t] Trust"), "{shown}");
-        assert!(matches!(reply, Reply::Now(a) if a.decision == Decision::Trust));
+        assert!(matches!(reply, Reply::Now(a) if a.decision == Decision::Trust { limit: None }));
     }
 }

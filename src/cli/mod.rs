@@ -54,6 +54,7 @@ mod sessions;
 mod store_cmd;
 mod teams;
 mod tokens;
+mod trust;
 mod webhooks;
 
 use audit::audit;
@@ -166,6 +167,10 @@ pub enum Command {
     /// Make, list and revoke API tokens (offline, or through the server).
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// Approvers' grants (trust within limits): list and revoke them
+    /// (offline, or through the server).
+    #[command(subcommand)]
+    Trust(TrustCommand),
     /// The people directory: one person, their identity on every channel, their groups (offline, or through the server).
     #[command(subcommand)]
     People(PeopleCommand),
@@ -246,6 +251,19 @@ pub enum TokensCommand {
     },
     /// Revoke the token named NAME.
     Revoke { name: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TrustCommand {
+    /// The live grants (with --all, expired and revoked ones too).
+    List {
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke grant ID: later calls ask again.
+    Revoke { id: String },
 }
 
 #[derive(Args, Debug)]
@@ -336,6 +354,20 @@ pub struct ResumeArgs {
     /// A manual gate with `allow_trust`: approve, and trust the tool.
     #[arg(long)]
     pub trust: bool,
+    /// With --trust on a tool call: allow the same calls for `run` (the
+    /// rest of this run) or a duration (`1h`, `30m`, `2d`) — a grant,
+    /// listed by `strands trust list`, revoked by `strands trust revoke`.
+    #[arg(long = "for", value_name = "run|DURATION", requires = "trust")]
+    pub trust_for: Option<String>,
+    /// With --trust: only calls whose argument matches, `NAME=VALUE`
+    /// (exact) or `NAME^=PREFIX` (text starting with); repeatable, all
+    /// must hold. Without --for: for 1h.
+    #[arg(
+        long = "match",
+        value_name = "NAME=VALUE|NAME^=PREFIX",
+        requires = "trust"
+    )]
+    pub trust_match: Vec<String>,
     /// With --approve, a gate with a form: a field's value, NAME=VALUE
     /// (repeatable; typed by the form: `--value replicas=3 --value notify=true`).
     #[arg(long = "value", value_name = "NAME=VALUE", value_parser = spec::parse_var, requires = "approve")]
@@ -381,6 +413,8 @@ impl ResumeArgs {
             response: None,
             edit_args: None,
             trust: false,
+            trust_for: None,
+            trust_match: Vec::new(),
             values: Vec::new(),
             call: None,
             gate: None,
@@ -563,6 +597,8 @@ fn wants_json(c: &Command) -> bool {
         Command::Tokens(TokensCommand::Create { json, .. })
         | Command::Tokens(TokensCommand::List { json }) => *json,
         Command::Tokens(TokensCommand::Revoke { .. }) => false,
+        Command::Trust(TrustCommand::List { json, .. }) => *json,
+        Command::Trust(TrustCommand::Revoke { .. }) => false,
         Command::Audit(AuditCommand::Export { .. }) => false,
         Command::Report(a) => a.json,
         Command::Webhooks(cmd) => cmd.json(),
@@ -752,6 +788,7 @@ fn through_server(c: &Command) -> bool {
             | Command::Audit(AuditCommand::Export { .. })
             | Command::Report(_)
             | Command::Tokens(_)
+            | Command::Trust(_)
             | Command::People(_)
             | Command::Notifications(_)
             | Command::Mcp
@@ -826,6 +863,7 @@ async fn dispatch(cli: Cli, mut env: crate::config::env::Env) -> Result<u8> {
         Command::Audit(cmd) => audit(&ctx, cmd).await,
         Command::Report(args) => report::report(&ctx, args).await,
         Command::Tokens(cmd) => tokens::tokens(&ctx, cmd).await,
+        Command::Trust(cmd) => trust::trust(&ctx, cmd).await,
         Command::Webhooks(cmd) => webhooks::webhooks(&ctx, cmd).await,
         Command::Links(cmd) => links::links(&ctx, cmd).await,
         Command::Notifications(cmd) => notifications::notifications(&ctx, cmd).await,

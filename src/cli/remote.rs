@@ -399,6 +399,8 @@ pub(super) async fn resume(
             Some(&id),
         )
         .await;
+    let limited =
+        request.decision == "trust" && (request.span.is_some() || !request.matches.is_empty());
     let (id, after) = match outcome {
         Ok(o) => (o.session.session_id, o.before),
         // The fallback wins; the server applies it.
@@ -408,6 +410,21 @@ pub(super) async fn resume(
         }
         Err(e) => return Err(e),
     };
+    if limited {
+        // The grant the answer made, as a rule people read.
+        let v = call(remote, Method::GET, "/grants", None).await?;
+        let made = v["grants"]
+            .as_array()
+            .and_then(|l| l.iter().rfind(|g| g["origin"]["session"] == id.as_str()))
+            .cloned();
+        if let Some(g) = made {
+            eprintln!(
+                "granted {}: {}",
+                g["id"].as_str().unwrap_or_default(),
+                g["rule"].as_str().unwrap_or_default()
+            );
+        }
+    }
     let view = remote.wait_stopped(&id, after).await?;
     report_view(words, &view.brief(), args.json)
 }

@@ -90,6 +90,8 @@ pub(super) fn request(args: &ResumeArgs) -> Result<Option<AnswerRequest>> {
         args: edited,
         vars: text(&args.vars),
         values: (!args.values.is_empty()).then(|| text(&args.values)),
+        span: args.trust_for.clone(),
+        matches: args.trust_match.clone(),
     }))
 }
 
@@ -124,6 +126,7 @@ async fn here(
     tracing::info!(session = %id, "resuming");
     if let Some(request) = request {
         let decision = request.decision().map_err(|p| Error::Usage(p.message))?;
+        let limited = matches!(decision, crate::model::Decision::Trust { limit: Some(_) });
         // strands-cli's `run --resume ID --hitl-response` answers the first
         // open gate; otherwise `--gate`, or the only open gate.
         let first = match (&request.gate, args.first_open) {
@@ -139,6 +142,18 @@ async fn here(
             Ok(crate::engine::Accepted::Repeated(s)) if s.status.is_terminal() => {
                 let notes = hub.store.notifications(&s.id).await?;
                 return report(words, &s, args.json, notes.last());
+            }
+            Ok(_) if limited => {
+                // The grant the answer made, as a rule people read.
+                let made = hub
+                    .store
+                    .grants()
+                    .await?
+                    .into_iter()
+                    .rfind(|g| g.origin.session == id);
+                if let Some(g) = made {
+                    eprintln!("granted {}: {}", g.id, g.rule());
+                }
             }
             Ok(_) => {}
             Err(refusal @ Refusal::TimedOut { .. }) => {

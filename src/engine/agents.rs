@@ -457,7 +457,18 @@ impl Engine<'_> {
                 tool_calls: resp.tool_calls.clone(),
             });
             let snapshot = session.clone();
-            let calls = toolbox.classify(&snapshot, &resp.tool_calls, &self.templates);
+            // Grants are read as stored now: a revocation takes effect at
+            // the next call.
+            let grants = self.store.grants().await?;
+            let never = |call: &crate::model::ToolCall| {
+                self.trust_never(spec, &snapshot, Some(&w.position), call)
+            };
+            let standing = tools::Standing {
+                grants: &grants,
+                now: self.clock.now(),
+                trust_never: &never,
+            };
+            let calls = toolbox.classify(&snapshot, &resp.tool_calls, &self.templates, &standing);
             if let Some(turn) = session.agent_turn.as_mut() {
                 turn.calls = calls;
             }
@@ -538,6 +549,27 @@ impl Engine<'_> {
                     ..choice
                 },
             );
+        }
+    }
+
+    /// Whether the `security.approvers` rule that decides `call` says
+    /// `trust: never`. A condition that fails to evaluate counts as
+    /// forbidding (fail closed), whatever rule would then apply.
+    pub(super) fn trust_never(
+        &self,
+        spec: &Spec,
+        session: &Session,
+        at: Option<&Position>,
+        call: &crate::model::ToolCall,
+    ) -> bool {
+        let rules = &spec.approval.rules;
+        if !rules.iter().any(|r| r.trust_never) {
+            return false;
+        }
+        let ctx = context::for_rules(spec, session, at, Some(call));
+        match gate::policy::choose(rules, &self.templates, &ctx, 1) {
+            Some(choice) => choice.rule.trust_never || choice.failed.is_some(),
+            None => false,
         }
     }
 
@@ -634,6 +666,7 @@ impl Engine<'_> {
                         }
                         let mut ev = AuditEvent::new(AuditKind::ToolRun, &session.id, &session.workflow, self.clock.now());
                         ev.call = Some(pc.call.id.clone());
+                        ev.grant = pc.grant.clone();
                         ev.detail = Some(format!(
                             "{} ran: {}, {} characters of result",
                             pc.call.name,
@@ -691,7 +724,7 @@ fn step_span(position: &Position, agent: &str) -> tracing::Span {
 /// Whether an approved call was approved by the policy (or a trust), not
 /// by a human answering this call.
 fn by_policy(state: &CallState) -> bool {
-    matches!(state, CallState::Approved { by, .. } if by == "policy" || by.starts_with("trust by "))
+    matches!(state, CallState::Approved { by, .. } if by == "policy" || by.starts_with("trust by ") || by.starts_with("grant "))
 }
 
 /// Refusal texts name addresses, not secrets; still, run them through the

@@ -337,6 +337,7 @@ mod tests {
                 digest: String::new(),
                 request: None,
                 state: CallState::Asking { elicitation },
+                grant: None,
             }],
         });
         s.gates.insert(gate.handle(), gate);

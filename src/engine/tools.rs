@@ -13,7 +13,10 @@
 //! 1. `shell`, and tools negated in `allowed_tools` (`!name`): always ask,
 //!    never trusted; so does an `http_request` or `web_fetch` to a host the
 //!    spec does not name (the model chose where to go);
-//! 2. tools the human trusted in this run: run;
+//! 2. tools the human trusted in this run, and calls a live grant allows
+//!    (trust within limits: `model::grant`, same workflow and tool, its
+//!    argument conditions holding, not expired or revoked): run — unless
+//!    the call's approval rule says `trust: never`;
 //!    then `hitl.preset` strict/paranoid (every call) and standard
 //!    (external tools) ask;
 //! 3. `require_approval: true`: ask (when `approval_condition` holds);
@@ -32,11 +35,13 @@
 //! without a human only by `require_approval: false`, `allowed_tools`
 //! (`{id}__{tool}` or `*`) or trust.
 
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::model::grant::Grant;
 use crate::model::{ApprovalRequest, CallState, PendingCall, Session};
 use crate::provider::{ToolCall, ToolSpec};
 use crate::spec::{AgentSpec, McpServerSpec, Spec, ToolPolicy};
@@ -65,6 +70,8 @@ pub struct Toolbox {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     Run,
+    /// Runs because this grant (its id) allows it.
+    Granted(String),
     Ask(ApprovalRequest),
     Refuse(String),
 }
@@ -298,7 +305,13 @@ impl Toolbox {
 
     /// Classifies one call. Unknown tools, bad arguments and policy errors
     /// are refusals the model reads; nothing here runs anything.
-    pub fn verdict(&self, session: &Session, call: &ToolCall, templates: &Templates) -> Verdict {
+    pub fn verdict(
+        &self,
+        session: &Session,
+        call: &ToolCall,
+        templates: &Templates,
+        standing: &Standing<'_>,
+    ) -> Verdict {
         let Some((tool, policy)) = self.tools.get(&call.name) else {
             let names: Vec<&String> = self.tools.keys().collect();
             return Verdict::Refuse(format!(
@@ -358,9 +371,31 @@ impl Toolbox {
                 Err(e) => Verdict::Refuse(format!("not run: the approval request failed ({e})")),
             };
         }
-        if session.trusted_tools.contains(name) {
+        let never = (standing.trust_never)(call);
+        if !never && session.trusted_tools.contains(name) {
             return Verdict::Run;
         }
+        if !never && self.trustable(name) {
+            if let Some(g) = standing.grants.iter().find(|g| {
+                g.allows(
+                    standing.now,
+                    &session.workflow,
+                    &session.id,
+                    name,
+                    &call.arguments,
+                )
+            }) {
+                return Verdict::Granted(g.id.clone());
+            }
+        }
+        // A rule with `trust: never`: the request offers no trust.
+        let ask = |conditional: bool| match ask(conditional) {
+            Verdict::Ask(mut r) if never => {
+                r.trustable = false;
+                Verdict::Ask(r)
+            }
+            v => v,
+        };
         // A preset's demands come before the spec's relaxations.
         if self.ask_all || self.ask_tools.iter().any(|t| t == name) {
             return ask(false);
@@ -428,11 +463,13 @@ impl Toolbox {
         session: &Session,
         calls: &[ToolCall],
         templates: &Templates,
+        standing: &Standing<'_>,
     ) -> Vec<PendingCall> {
         calls
             .iter()
             .map(|call| {
                 let digest = tools::digest(&call.name, &call.arguments);
+                let mut grant = None;
                 let (request, state) = match session.denied_calls.get(&digest) {
                     Some(why) => (
                         None,
@@ -442,7 +479,7 @@ impl Toolbox {
                             )),
                         },
                     ),
-                    None => match self.verdict(session, call, templates) {
+                    None => match self.verdict(session, call, templates, standing) {
                         Verdict::Run => (
                             None,
                             CallState::Approved {
@@ -450,6 +487,17 @@ impl Toolbox {
                                 digest: digest.clone(),
                             },
                         ),
+                        Verdict::Granted(id) => {
+                            let by = format!("grant {id}");
+                            grant = Some(id);
+                            (
+                                None,
+                                CallState::Approved {
+                                    by,
+                                    digest: digest.clone(),
+                                },
+                            )
+                        }
                         Verdict::Ask(r) => (Some(r), CallState::Waiting),
                         Verdict::Refuse(why) => (None, CallState::Done { result: ToolResult::error(why) }),
                     },
@@ -459,10 +507,21 @@ impl Toolbox {
                     digest,
                     request,
                     state,
+                    grant,
                 }
             })
             .collect()
     }
+}
+
+/// What the policy reads besides the spec and the session: the grants
+/// of the workflow (live or not: each is checked at `now`, the engine's
+/// clock), and whether a call's approval rule forbids trust
+/// (`trust: never`), for which neither trust nor a grant lets it run.
+pub struct Standing<'a> {
+    pub grants: &'a [Grant],
+    pub now: DateTime<Utc>,
+    pub trust_never: &'a (dyn Fn(&ToolCall) -> bool + Sync),
 }
 
 /// Before an answer to a tool-call gate is checked: when it edits an MCP

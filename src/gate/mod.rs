@@ -77,7 +77,7 @@ pub fn authorize(
 ) -> std::result::Result<Allowed, Refusal> {
     let approves = matches!(
         decision,
-        Decision::Approve | Decision::Edit { .. } | Decision::Trust | Decision::Fill { .. }
+        Decision::Approve | Decision::Edit { .. } | Decision::Trust { .. } | Decision::Fill { .. }
     ) || matches!(decision, Decision::Respond { text } if text.trim().eq_ignore_ascii_case("approved"));
     let self_ok = gate
         .allow_self_approval
@@ -231,12 +231,18 @@ pub fn interpret(gate: &OpenGate, decision: &Decision) -> Result<Outcome> {
         Decision::Abort { reason } => Outcome::Abort {
             reason: reason.clone(),
         },
-        Decision::Trust if kind == GateKind::ManualGate && gate.allow_trust => {
+        Decision::Trust { limit: Some(_) } if kind == GateKind::ManualGate => {
+            return Err(Error::Usage(format!(
+                "gate `{}`: trust within limits (--for, --match) answers tool calls; a manual gate takes a plain trust",
+                gate.id
+            )))
+        }
+        Decision::Trust { limit: None } if kind == GateKind::ManualGate && gate.allow_trust => {
             Outcome::Continue {
                 response: "trusted".into(),
             }
         }
-        Decision::Trust if kind == GateKind::ManualGate => {
+        Decision::Trust { .. } if kind == GateKind::ManualGate => {
             return Err(Error::Usage(format!(
                 "gate `{}` does not allow trust (allow_trust: true on the gate, or \"trust\": true on an approval request with an action)",
                 gate.id
@@ -250,7 +256,7 @@ pub fn interpret(gate: &OpenGate, decision: &Decision) -> Result<Outcome> {
             }
             approved()?
         }
-        Decision::Edit { .. } | Decision::Trust => {
+        Decision::Edit { .. } | Decision::Trust { .. } => {
             return Err(Error::Usage(
                 "--edit-args and --trust answer tool calls (or a gate with allow_edit / allow_trust); this gate is not one".into(),
             ))
@@ -489,17 +495,17 @@ mod tests {
     #[test]
     fn trust_approves_only_a_manual_gate_that_allows_it() {
         let mut g = gate(GateKind::ManualGate);
-        assert!(interpret(&g, &Decision::Trust).is_err());
+        assert!(interpret(&g, &Decision::Trust { limit: None }).is_err());
         g.allow_trust = true;
         assert_eq!(
-            interpret(&g, &Decision::Trust).unwrap(),
+            interpret(&g, &Decision::Trust { limit: None }).unwrap(),
             Outcome::Continue {
                 response: "trusted".into()
             }
         );
         let mut hitl = gate(GateKind::Hitl);
         hitl.allow_trust = true;
-        assert!(interpret(&hitl, &Decision::Trust).is_err());
+        assert!(interpret(&hitl, &Decision::Trust { limit: None }).is_err());
     }
 
     #[test]
@@ -547,7 +553,7 @@ mod tests {
             values: values(json!({"amount": 1})),
         };
         assert!(authorize(&g, &fill, &id).is_err());
-        assert!(authorize(&g, &Decision::Trust, &id).is_err());
+        assert!(authorize(&g, &Decision::Trust { limit: None }, &id).is_err());
         assert!(authorize(&g, &Decision::Reject { reason: None }, &id).is_ok());
     }
 

@@ -15,7 +15,7 @@ use crate::model::{Answer, Decision, GateKind, OpenGate, Refusal, Session};
 pub fn needed_for(decision: &Decision) -> bool {
     matches!(
         decision,
-        Decision::Approve | Decision::Edit { .. } | Decision::Trust | Decision::Fill { .. }
+        Decision::Approve | Decision::Edit { .. } | Decision::Trust { .. } | Decision::Fill { .. }
     ) || matches!(decision, Decision::Respond { text } if text.trim().eq_ignore_ascii_case("approved"))
 }
 

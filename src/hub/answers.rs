@@ -47,6 +47,17 @@ pub struct AnswerRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub values: Option<Map<String, Value>>,
+    /// `trust` of a tool call, within limits: `run` (the rest of this
+    /// run) or a duration (`1h`, `30m`, `2d`; at most 30 days) for which
+    /// the same calls of this workflow run without asking. With `match`
+    /// alone: 1 h. Without either, trust is for the rest of the run.
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    pub span: Option<String>,
+    /// `trust` within limits: only calls whose top-level arguments match,
+    /// each `NAME=VALUE` (exact; JSON when it reads as JSON) or
+    /// `NAME^=PREFIX` (text starting with); all must hold.
+    #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<String>,
 }
 
 impl AnswerRequest {
@@ -80,6 +91,15 @@ impl AnswerRequest {
                 .with(serde_json::json!({ "field": "values" })));
             }
         }
+        if (self.span.is_some() || !self.matches.is_empty()) && self.decision != "trust" {
+            return Err(Problem::unprocessable(
+                "bad_answer",
+                format!(
+                    "`for` and `match` limit a `trust` answer, not `{}`",
+                    self.decision
+                ),
+            ));
+        }
         Ok(match self.decision.as_str() {
             "approve" => match &self.values {
                 Some(values) => Decision::Fill {
@@ -107,7 +127,19 @@ impl AnswerRequest {
                     ))
                 }
             },
-            "trust" => Decision::Trust,
+            "trust" => Decision::Trust {
+                limit: if self.span.is_none() && self.matches.is_empty() {
+                    None
+                } else {
+                    Some(
+                        crate::model::grant::Limit::parse(self.span.as_deref(), &self.matches)
+                            .map_err(|e| {
+                                Problem::unprocessable("bad_answer", e)
+                                    .with(serde_json::json!({ "field": if self.matches.is_empty() { "for" } else { "match" } }))
+                            })?,
+                    )
+                },
+            },
             other => {
                 return Err(Problem::unprocessable(
                     "bad_answer",

@@ -284,7 +284,7 @@ impl ApprovalView {
             Decision::Fill { values } => Some(values.clone()),
             _ => None,
         });
-        let trusted = approving.is_some_and(|a| matches!(a.decision, Decision::Trust));
+        let trusted = approving.is_some_and(|a| matches!(a.decision, Decision::Trust { .. }));
         let arguments = approving.and_then(|a| match &a.decision {
             Decision::Edit { arguments } => Some(arguments.clone()),
             _ => None,

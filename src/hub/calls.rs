@@ -71,7 +71,7 @@ pub fn outcome(session: &Session, handle: &str, pc: &PendingCall) -> Option<Outc
         let by = a.by.clone();
         return Some(match &a.decision {
             Decision::Edit { .. } => Outcome::Edited { by, at: a.at },
-            Decision::Trust => Outcome::Trusted { by, at: a.at },
+            Decision::Trust { .. } => Outcome::Trusted { by, at: a.at },
             Decision::Reject { reason } => Outcome::Rejected {
                 by,
                 at: Some(a.at),

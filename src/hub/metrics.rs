@@ -427,7 +427,7 @@ pub fn decision_name(d: &crate::model::Decision) -> &'static str {
         Decision::Defer => "defer",
         Decision::Respond { .. } => "respond",
         Decision::Edit { .. } => "edit",
-        Decision::Trust => "trust",
+        Decision::Trust { .. } => "trust",
         Decision::Fill { .. } => "fill",
         Decision::Skip => "skip",
         Decision::Abort { .. } => "abort",

@@ -35,6 +35,7 @@ pub mod drives;
 pub mod durations;
 pub mod fields;
 pub mod follow;
+pub mod grants;
 pub mod hosts;
 pub mod inbox;
 pub mod insights;

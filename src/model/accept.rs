@@ -125,6 +125,15 @@ fn audit_answer(session: &mut Session, gate: &OpenGate, answer: &Answer, waited_
     ev.response_ms = Some(waited_ms);
     ev.trace_id = session.trace_id().map(str::to_string);
     ev.step_up = answer.step_up.as_deref().cloned();
+    // Trust within limits: the answer points to the grant it makes (whose
+    // origin — session, gate, call — points back to this entry).
+    if let (Decision::Trust { limit: Some(_) }, Some(call)) = (&answer.decision, &answer.call) {
+        ev.grant = Some(super::grant::Grant::id_for(
+            &session.id,
+            &gate.handle(),
+            call,
+        ));
+    }
     session.audit.push(ev);
 }
 
@@ -205,7 +214,7 @@ fn accept(
         let vote = match answer.decision {
             _ if answer.via == "timeout" => None,
             // A fill and a manual gate's trust approve too.
-            Decision::Approve | Decision::Fill { .. } | Decision::Trust
+            Decision::Approve | Decision::Fill { .. } | Decision::Trust { .. }
                 if gate.approvals_required > 1 =>
             {
                 Some(Vote::Approve)
@@ -332,8 +341,8 @@ fn accept(
             by: by.clone(),
             digest: pc.digest.clone(),
         },
-        Decision::Trust => {
-            trusted = Some(pc.call.name.clone());
+        Decision::Trust { limit } => {
+            trusted = Some((pc.call.name.clone(), limit.clone()));
             CallState::Approved {
                 by: by.clone(),
                 digest: pc.digest.clone(),
@@ -372,19 +381,47 @@ fn accept(
         }
     };
     let mut answer = answer.clone();
-    answer.call = Some(id);
-    if let Some(name) = trusted {
+    answer.call = Some(id.clone());
+    // A call whose request offers no trust (a host the model chose, a
+    // rule with `trust: never`) waits for its own answer.
+    let offers_trust =
+        |c: &super::session::PendingCall| c.request.as_ref().is_none_or(|r| r.trustable);
+    match trusted {
         // Trust approves the tool for the rest of the run, starting with the
         // other calls of this batch.
-        for other in turn.calls.iter_mut() {
-            if other.call.name == name && other.state == CallState::Waiting {
-                other.state = CallState::Approved {
-                    by: format!("trust by {by}"),
-                    digest: other.digest.clone(),
-                };
+        Some((name, None)) => {
+            for other in turn.calls.iter_mut() {
+                if other.call.name == name
+                    && other.state == CallState::Waiting
+                    && offers_trust(other)
+                {
+                    other.state = CallState::Approved {
+                        by: format!("trust by {by}"),
+                        digest: other.digest.clone(),
+                    };
+                }
+            }
+            session.trusted_tools.insert(name);
+        }
+        // Within limits: the grant (stored by the intake once this is
+        // recorded) approves the other calls of this batch it allows.
+        Some((name, Some(limit))) => {
+            let grant = super::grant::Grant::id_for(&session.id, &handle, &id);
+            for other in turn.calls.iter_mut() {
+                if other.call.name == name
+                    && other.state == CallState::Waiting
+                    && offers_trust(other)
+                    && limit.holds(&other.call.arguments)
+                {
+                    other.state = CallState::Approved {
+                        by: format!("grant {grant} by {by}"),
+                        digest: other.digest.clone(),
+                    };
+                    other.grant = Some(grant.clone());
+                }
             }
         }
-        session.trusted_tools.insert(name);
+        None => {}
     }
     let done = turn.waiting().next().is_none();
     audit_answer(session, &gate, &answer, waited_ms);

@@ -90,10 +90,17 @@ pub enum Decision {
     /// Tool calls: approve with these arguments instead (same tool, checked
     /// against its schema; the approval binds the edited call).
     Edit { arguments: serde_json::Value },
-    /// Tool calls: approve, and approve this tool for the rest of the run.
+    /// Tool calls: approve, and approve this tool for the rest of the run
+    /// — or, with a `limit`, record a grant ([`super::grant`]) allowing the
+    /// same for a time, for this run, or for calls whose arguments match.
     /// A manual gate with `allow_trust`: approve, and the requester stops
-    /// asking about this tool (strands records it; the requester remembers).
-    Trust,
+    /// asking about this tool (strands records it; the requester
+    /// remembers); no limit there. Without a limit it is written
+    /// `{"action":"trust"}`, as before limits existed.
+    Trust {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<super::grant::Limit>,
+    },
     /// A gate with a form: approve with these values, the form's fields
     /// filled in. Recorded as checked, typed and completed with defaults
     /// (`crate::gate::form`).
@@ -113,7 +120,7 @@ impl Decision {
             Decision::Defer => "deferred",
             Decision::Respond { .. } => "responded",
             Decision::Edit { .. } => "approved with edits",
-            Decision::Trust => "trusted",
+            Decision::Trust { .. } => "trusted",
             Decision::Fill { .. } => "approved",
             Decision::Skip => "skipped",
             Decision::Abort { .. } => "aborted",

@@ -15,6 +15,7 @@ pub mod elicitation;
 pub mod event;
 pub mod form;
 pub mod gate;
+pub mod grant;
 pub mod identity;
 pub mod limits;
 pub mod login;

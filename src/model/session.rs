@@ -305,6 +305,10 @@ pub struct PendingCall {
     /// What the human is shown, when the call needs approval.
     pub request: Option<ApprovalRequest>,
     pub state: CallState,
+    /// The grant ([`super::grant::Grant`]) that let this call run without
+    /// asking, by id: its `tool_run` audit entry points to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
 }
 
 /// What an approval request says about a call (seed 001 §2.3).

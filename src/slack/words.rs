@@ -127,7 +127,10 @@ mod tests {
     #[test]
     fn buttons_and_modals_are_read_by_the_api_parser() {
         assert_eq!(decision("approve", None, None, None), Ok(Decision::Approve));
-        assert_eq!(decision("trust", None, None, None), Ok(Decision::Trust));
+        assert_eq!(
+            decision("trust", None, None, None),
+            Ok(Decision::Trust { limit: None })
+        );
         assert_eq!(
             decision("reject", Some(" ".into()), None, None),
             Ok(Decision::Reject { reason: None })

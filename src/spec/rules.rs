@@ -36,6 +36,9 @@ pub struct ApprovalRule {
     /// `step_up: passkey`: approving while this rule applies takes a
     /// passkey assertion (`crate::model::step_up`).
     pub step_up: Option<crate::model::step_up::StepUp>,
+    /// `trust: never`: a tool call this rule decides is never answered
+    /// with trust (nor trust within limits), and no grant lets it run.
+    pub trust_never: bool,
 }
 
 impl ApprovalRule {
@@ -57,6 +60,7 @@ pub const KEYS: &[&str] = &[
     "escalation_timeout",
     "escalation_target",
     "step_up",
+    "trust",
 ];
 
 /// What is wrong with a rule: the key to point at (if any) and why.
@@ -92,7 +96,7 @@ pub fn rule(
             errs.push(RuleError::at(
                 key,
                 format!("a rule does not take `{key}`"),
-                Some("a rule takes when, label, approvers, quorum, require_reason, timeout, escalation_timeout, escalation_target, step_up"),
+                Some("a rule takes when, label, approvers, quorum, require_reason, timeout, escalation_timeout, escalation_target, step_up, trust"),
             ));
         }
     }
@@ -188,6 +192,16 @@ pub fn rule(
             "step_up",
             format!("`step_up` is `passkey`, not {other}"),
             Some("step_up: passkey (approving takes a passkey on the gate's page)"),
+        )),
+    }
+    match map.get("trust") {
+        None => {}
+        Some(Value::String(t)) if t == "never" => r.trust_never = true,
+        Some(Value::String(t)) if t == "allowed" => {}
+        Some(other) => errs.push(RuleError::at(
+            "trust",
+            format!("`trust` is `never` (or `allowed`, the default), not {other}"),
+            Some("trust: never (no trust answer, no grant, for what this rule decides)"),
         )),
     }
     match map.get("require_reason") {

@@ -54,6 +54,8 @@ pub struct Dump {
     pub teams_conversations: Vec<Vec<u8>>,
     /// `Person` JSON (the people directory).
     pub people: Vec<Vec<u8>>,
+    /// `model::grant::Grant` JSON (approvers' grants, revoked ones too).
+    pub grants: Vec<Vec<u8>>,
 }
 
 /// What a migration did.

@@ -266,6 +266,25 @@ pub trait Backend: Send + Sync {
         audit: &crate::audit::AuditEvent,
     ) -> impl Future<Output = Result<Option<TokenRecord>>> + Send;
 
+    /// Stores an approver's grant with its audit entry, atomically;
+    /// `false` (nothing written) when a grant of that id is there.
+    fn put_grant(
+        &self,
+        grant: &crate::model::grant::Grant,
+        audit: &crate::audit::AuditEvent,
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Every grant ever made (revoked and expired too), oldest first.
+    fn grants(&self) -> impl Future<Output = Result<Vec<crate::model::grant::Grant>>> + Send;
+    /// Revokes grant `id` with its audit entry; the grant as stored after
+    /// (one revoked before keeps its first revocation, nothing audited);
+    /// `None` when there is no such grant.
+    fn revoke_grant(
+        &self,
+        id: &str,
+        revocation: &crate::model::grant::Revocation,
+        audit: &crate::audit::AuditEvent,
+    ) -> impl Future<Output = Result<Option<crate::model::grant::Grant>>> + Send;
+
     /// For each webhook endpoint, queues a delivery (due `now`) of each
     /// event after its cursor that webhooks carry, moving the cursor in the
     /// same transaction; an endpoint seen for the first time starts at the
@@ -570,6 +589,8 @@ const WRITES: &[&str] = &[
     "drop_queued",
     "create_token",
     "revoke_token",
+    "put_grant",
+    "revoke_grant",
     "webhook_settle",
     "webhook_requeue",
     "mail_queue",
@@ -653,6 +674,9 @@ forward! {
     fn token(&self, id: &str) -> Result<Option<TokenRecord>>;
     fn tokens(&self) -> Result<Vec<TokenRecord>>;
     fn revoke_token(&self, name: &str, at: DateTime<Utc>, audit: &crate::audit::AuditEvent) -> Result<Option<TokenRecord>>;
+    fn put_grant(&self, grant: &crate::model::grant::Grant, audit: &crate::audit::AuditEvent) -> Result<bool>;
+    fn grants(&self) -> Result<Vec<crate::model::grant::Grant>>;
+    fn revoke_grant(&self, id: &str, revocation: &crate::model::grant::Revocation, audit: &crate::audit::AuditEvent) -> Result<Option<crate::model::grant::Grant>>;
     fn webhook_pull(&self, endpoints: &[String], now: DateTime<Utc>, limit: usize) -> Result<usize>;
     fn webhook_due(&self, now: DateTime<Utc>, lease: std::time::Duration, limit: usize) -> Result<Vec<Delivery>>;
     fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>>;

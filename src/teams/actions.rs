@@ -320,6 +320,7 @@ async fn decide(
         args,
         vars: Map::new(),
         values,
+        ..AnswerRequest::default()
     };
     let decision = match request.decision() {
         Ok(d) => d,

@@ -374,7 +374,7 @@ pub fn decided(session: &Session, gate_id: &str, answer: &Answer, public_url: &s
         },
         "weight": "Bolder",
         "wrap": true,
-        "color": if matches!(answer.decision, Decision::Approve | Decision::Fill { .. } | Decision::Trust) { "Good" } else { "Attention" },
+        "color": if matches!(answer.decision, Decision::Approve | Decision::Fill { .. } | Decision::Trust { .. }) { "Good" } else { "Attention" },
     }));
     let detail = match &answer.decision {
         Decision::Reject { reason: Some(r) } => Some(format!("Reason: {r}")),

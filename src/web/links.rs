@@ -164,6 +164,7 @@ async fn answer_of(
         args: None,
         vars: Default::default(),
         values: None,
+        ..AnswerRequest::default()
     })
 }
 

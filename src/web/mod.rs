@@ -19,6 +19,7 @@
 //! | `GET /passkeys`, `POST /passkeys/…` | a person of the directory | their passkeys ([`passkeys`]) |
 //! | `POST /sessions/{id}/step-up`, `…/step-up/finish` | may answer | approve a `step_up: passkey` gate with a passkey |
 //! | `GET /insights` | signed in | time to decision and open gates by age: your own, or everyone's for operators and admins ([`insights`]) |
+//! | `GET /grants`, `POST /grants/revoke` | signed in | approvers' grants (trust within limits), revoked with a button ([`grants`]) |
 //! | `GET /audit`, `GET /audit/export` | admin | the chain's state, filters, JSONL/CSV ([`audit`]) |
 //! | `GET /assets/{file}` | — | the stylesheet and the script |
 //!
@@ -29,6 +30,7 @@
 pub mod audit;
 pub mod auth;
 pub mod delegate;
+pub mod grants;
 pub mod inbox;
 pub mod insights;
 pub mod links;
@@ -259,6 +261,8 @@ pub fn router(web: Web) -> Router {
         .route("/passkeys/register", post(passkeys::register))
         .route("/passkeys/register/finish", post(passkeys::register_finish))
         .route("/passkeys/remove", post(passkeys::remove))
+        .route("/grants", get(grants::page))
+        .route("/grants/revoke", post(grants::revoke))
         .route("/l/{token}", get(links::landing).post(links::redeem))
         .route("/insights", get(insights::page))
         .route("/audit", get(audit::page))

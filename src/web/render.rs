@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::hub::durations::duration;
 
 /// The built-in templates, by name.
-const BUILT_IN: [(&str, &str); 10] = [
+const BUILT_IN: [(&str, &str); 11] = [
     ("base.html", include_str!("templates/base.html")),
     ("login.html", include_str!("templates/login.html")),
     ("inbox.html", include_str!("templates/inbox.html")),
@@ -25,6 +25,7 @@ const BUILT_IN: [(&str, &str); 10] = [
     ("insights.html", include_str!("templates/insights.html")),
     ("error.html", include_str!("templates/error.html")),
     ("passkeys.html", include_str!("templates/passkeys.html")),
+    ("grants.html", include_str!("templates/grants.html")),
 ];
 
 /// The compiled pages.

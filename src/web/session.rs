@@ -154,6 +154,7 @@ fn timeline(s: &Session, audit: &[crate::audit::AuditEntry], redactor: &Redactor
             Some(AuditKind::EgressBlocked) => "egress",
             Some(AuditKind::Resent) => "resent",
             Some(AuditKind::Outcome) => "outcome",
+            Some(AuditKind::Grant) => "grant",
             Some(AuditKind::Access) | None => continue,
         };
         let gate = e.gate.clone().unwrap_or_default();
@@ -176,7 +177,14 @@ fn timeline(s: &Session, audit: &[crate::audit::AuditEntry], redactor: &Redactor
             "timeout" => format!("gate {gate} timed out"),
             "refusal" => format!("an answer to {gate} was refused"),
             "skip" => format!("gate {gate} skipped"),
-            "tool" => format!("tool call {} ran", e.call.clone().unwrap_or_default()),
+            "tool" => match &e.grant {
+                Some(g) => format!(
+                    "tool call {} ran, allowed by grant {g}",
+                    e.call.clone().unwrap_or_default()
+                ),
+                None => format!("tool call {} ran", e.call.clone().unwrap_or_default()),
+            },
+            "grant" => format!("grant {}", e.grant.clone().unwrap_or_default()),
             "egress" => "a tool's destination was blocked".into(),
             "resent" => "a model request was sent again after a crash".into(),
             _ => "the run ended".into(),
@@ -438,6 +446,7 @@ pub async fn answer(
         args,
         vars: Default::default(),
         values,
+        ..AnswerRequest::default()
     };
     let decision = match req.decision() {
         Ok(d) => d,

@@ -302,6 +302,8 @@ fn the_openapi_document_lists_every_route_the_server_answers() {
         ("get", "/api/v1/webhooks/failed"),
         ("post", "/api/v1/webhooks/{id}/retry"),
         ("post", "/api/v1/webhooks/retry"),
+        ("get", "/api/v1/grants"),
+        ("delete", "/api/v1/grants/{id}"),
         ("get", "/api/v1/openapi.json"),
         ("post", "/api/v1/hooks/claude-code"),
         ("post", "/workflows/run"),

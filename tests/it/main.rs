@@ -40,6 +40,7 @@ mod cli_runtime;
 mod cli_strands_cli;
 mod cli_sweep;
 mod cli_tools;
+mod cli_trust;
 mod cli_validate;
 mod cli_webhooks;
 mod commands_once;

@@ -144,6 +144,25 @@ fn pick_gate(
     }
 }
 
+/// The tool call an answer to a tool-call gate is for: the one it names,
+/// or the only one waiting.
+fn answered_call<'s>(
+    session: &'s Session,
+    answer: &Answer,
+) -> Option<&'s crate::model::PendingCall> {
+    let turn = session.agent_turn.as_ref()?;
+    match &answer.call {
+        Some(id) => turn.calls.iter().find(|c| &c.call.id == id),
+        None => {
+            let mut waiting = turn.waiting();
+            match (waiting.next(), waiting.next()) {
+                (Some(only), None) => Some(only),
+                _ => None,
+            }
+        }
+    }
+}
+
 /// The answer that already decided the gate `answer` is for, when
 /// `answer` repeats it ([`Answer::repeats`]): recorded and not yet carried
 /// out (a process killed mid-resume), or carried out since.
@@ -281,6 +300,19 @@ impl Engine<'_> {
             Err(Error::Usage(why)) => return Ok(Err(Refusal::BadAnswer(why))),
             Err(e) => return Err(e),
         }
+        // `trust: never` on the rule that decides the call: no trust.
+        if let (crate::model::Decision::Trust { .. }, crate::model::GateKind::ToolCall) =
+            (&answer.decision, open.kind)
+        {
+            if let Some(pc) = answered_call(session, answer) {
+                if self.trust_never(&spec, session, Some(&open.position), &pc.call) {
+                    return Ok(Err(Refusal::NotAllowed(format!(
+                        "`{}` cannot be trusted: the approval rule that decides this call says `trust: never` (approve or reject it instead)",
+                        pc.call.name
+                    ))));
+                }
+            }
+        }
         if let Err(e) = Self::check_answer(&spec, session, &handle, answer) {
             return Ok(Err(Refusal::BadAnswer(e.to_string())));
         }
@@ -297,17 +329,56 @@ impl Engine<'_> {
                 },
             );
         }
-        Ok(
-            match self
-                .store
-                .record_answer(&session.id, Some(&handle), answer)
-                .await?
-            {
-                Ok(s) if s.status == Status::Paused => Ok(Accepted::Counted(s)),
-                Ok(s) => Ok(Accepted::Recorded(s)),
-                Err(r) => Err(r),
+        let recorded = self
+            .store
+            .record_answer(&session.id, Some(&handle), answer)
+            .await?;
+        if recorded.is_ok() {
+            self.put_grant(session, &handle, answer).await?;
+        }
+        Ok(match recorded {
+            Ok(s) if s.status == Status::Paused => Ok(Accepted::Counted(s)),
+            Ok(s) => Ok(Accepted::Recorded(s)),
+            Err(r) => Err(r),
+        })
+    }
+
+    /// A recorded trust within limits becomes its grant, stored with its
+    /// audit entry (once: the id comes from the answer). Stored after the
+    /// answer: a crash between the two leaves the call approved and no
+    /// grant — later calls ask again, never the other way round.
+    async fn put_grant(&self, before: &Session, handle: &str, answer: &Answer) -> Result<()> {
+        let crate::model::Decision::Trust { limit: Some(limit) } = &answer.decision else {
+            return Ok(());
+        };
+        let Some(pc) = answered_call(before, answer) else {
+            return Ok(());
+        };
+        let by = answer.person.as_deref().unwrap_or(&answer.by);
+        let grant = crate::model::grant::Grant::new(
+            limit,
+            &pc.call.name,
+            &before.workflow,
+            by,
+            answer.at,
+            crate::model::grant::Origin {
+                session: before.id.clone(),
+                gate: handle.to_string(),
+                call: pc.call.id.clone(),
             },
-        )
+        );
+        let mut ev = AuditEvent::new(AuditKind::Grant, &before.id, &before.workflow, answer.at);
+        ev.gate = Some(handle.to_string());
+        ev.call = Some(pc.call.id.clone());
+        ev.who = Some(answer.by.clone());
+        ev.person = answer.person.clone();
+        ev.via = Some(answer.via.clone());
+        ev.grant = Some(grant.id.clone());
+        ev.detail = Some(
+            crate::audit::redact::Redactor::default().redact(&format!("granted: {}", grant.rule())),
+        );
+        self.store.put_grant(&grant, &ev).await?;
+        Ok(())
     }
 
     /// Checks that an answer fits the open gate, before it is recorded, so a
@@ -404,11 +475,18 @@ impl Engine<'_> {
         let toolbox = tools::Toolbox::for_agent(spec, agent, &[])?;
         match &answer.decision {
             crate::model::Decision::Approve | crate::model::Decision::Reject { .. } => Ok(()),
-            crate::model::Decision::Trust => {
+            crate::model::Decision::Trust { limit } => {
                 if toolbox.trustable(&pc.call.name)
                     && pc.request.as_ref().is_none_or(|r| r.trustable)
                 {
-                    Ok(())
+                    match limit {
+                        Some(l) if !l.holds(&pc.call.arguments) => Err(Error::Usage(format!(
+                            "the match does not hold for this call, so it would allow nothing like it: {} (arguments: {})",
+                            l.rule(&pc.call.name),
+                            crate::model::cut(&pc.call.arguments.to_string(), 300).0
+                        ))),
+                        _ => Ok(()),
+                    }
                 } else {
                     Err(Error::Usage(format!(
                         "`{}` cannot be trusted here (trust needs enable_trust on the agent; shell and `!`-negated tools never)",

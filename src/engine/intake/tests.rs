@@ -207,7 +207,7 @@ async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_aud
                 ),
                 (
                     "bob",
-                    Decision::Trust,
+                    Decision::Trust { limit: None },
                     false,
                     Want::BadAnswer("does not allow trust"),
                 ),
@@ -272,11 +272,11 @@ async fn every_answer_is_authorized_checked_and_recorded_once_or_refused_and_aud
             vec![
                 (
                     "starter",
-                    Decision::Trust,
+                    Decision::Trust { limit: None },
                     true,
                     Want::NotAllowed("you started this run"),
                 ),
-                ("bob", Decision::Trust, false, Want::Recorded),
+                ("bob", Decision::Trust { limit: None }, false, Want::Recorded),
             ],
         ),
     ];
@@ -595,11 +595,11 @@ async fn people_are_judged_across_channels() {
             vec![
                 (
                     "starter",
-                    Decision::Trust,
+                    Decision::Trust { limit: None },
                     true,
                     Want::NotAllowed("you started this run"),
                 ),
-                ("bob", Decision::Trust, false, Want::Recorded),
+                ("bob", Decision::Trust { limit: None }, false, Want::Recorded),
             ],
         ),
     ];

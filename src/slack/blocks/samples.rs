@@ -344,6 +344,7 @@ pub(super) mod fixtures {
                 trustable,
             }),
             state: CallState::Waiting,
+            grant: None,
         }
     }
 

@@ -231,10 +231,10 @@ impl DecidedView {
                 "approve",
                 Some(format!("with edited arguments {arguments}")),
             ),
-            Decision::Trust if approval.kind == "manual_gate" => {
+            Decision::Trust { .. } if approval.kind == "manual_gate" => {
                 ("approve", Some("and trusted the tool".to_string()))
             }
-            Decision::Trust => (
+            Decision::Trust { .. } => (
                 "approve",
                 Some("and trusted the tool for this run".to_string()),
             ),
@@ -744,7 +744,7 @@ mod tests {
             tool_call(3, "other", json!({}), false),
             refused,
         ]);
-        decide_call(&mut s, 1, Decision::Trust, approved());
+        decide_call(&mut s, 1, Decision::Trust { limit: None }, approved());
         if let Some(pc) = s.agent_turn.as_mut().map(|t| &mut t.calls[1]) {
             pc.state = CallState::Approved {
                 by: "trust by U04APPROVER".into(),

@@ -108,6 +108,12 @@ impl Validator {
         }
         let (fallback, timeout_secs, timers) = self.gate_timing(s, label, loc, hitl);
         let (approvers, rules) = self.approvers(s.approvers.as_ref(), label);
+        if rules.iter().any(|r| r.trust_never) {
+            self.warnings.push(format!(
+                "{}: {label}: a rule's `trust: never` applies to tool calls (security.approvers); on a gate's own approvers it changes nothing",
+                self.file
+            ));
+        }
         let named = approvers
             .clone()
             .or_else(|| (!rules.is_empty()).then(|| super::every_approver(&rules)));

@@ -232,6 +232,27 @@ mod tests {
     }
 
     #[test]
+    fn trust_never_is_read_on_a_rule_and_another_value_is_named_at_its_line() {
+        let text = spec(RULES).replace(
+            "            quorum: 2\n",
+            "            quorum: 2\n            trust: never\n",
+        );
+        let (g, warnings) = super::super::testkit::gate_with(&text, &Limits::default());
+        assert!(g.rules[0].trust_never);
+        assert!(!g.rules[1].trust_never);
+        assert!(
+            warnings.iter().any(|w| w.contains("applies to tool calls")),
+            "on a gate it changes nothing: {warnings:?}"
+        );
+        let g = gate_of(&text.replace("trust: never", "trust: allowed"));
+        assert!(!g.rules[0].trust_never);
+        let d = errors(&text.replace("trust: never", "trust: sometimes"));
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(d[0].line, 19, "{d:#?}");
+        assert!(d[0].message.contains("`trust` is `never`"), "{d:#?}");
+    }
+
+    #[test]
     fn rules_without_a_default_are_refused_at_the_last_rule() {
         let text = spec(RULES).replace(
             "          - approvers: [group:support]\n",

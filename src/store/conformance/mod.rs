@@ -406,6 +406,74 @@ async fn a_token_name_is_in_use_once(store: Arc<Store>) {
     );
 }
 
+async fn a_grant_is_made_once_and_revoked_once(store: Arc<Store>) {
+    use crate::model::grant::{Grant, Limit, Origin, Revocation, State};
+    let now = store.now();
+    let ev = || AuditEvent::new(AuditKind::Grant, "s1", "wf", store.now());
+    let origin = |call: &str| Origin {
+        session: "s1".into(),
+        gate: "tools#1".into(),
+        call: call.into(),
+    };
+    let limit = Limit::parse(Some("1h"), &["url^=https://api.example.com/".into()]).unwrap();
+    let a = Grant::new(&limit, "http_request", "wf", "alice", now, origin("c1"));
+    assert!(store.put_grant(&a, &ev()).await.expect("put"));
+    assert!(
+        !store.put_grant(&a, &ev()).await.expect("put"),
+        "the same answer makes one grant"
+    );
+    let run = Limit::parse(Some("run"), &[]).unwrap();
+    let b = Grant::new(&run, "file_write", "wf", "bob", now, origin("c2"));
+    assert!(store.put_grant(&b, &ev()).await.expect("put"));
+    assert_eq!(store.grants().await.expect("list").len(), 2);
+    let by_carol = Revocation {
+        at: now,
+        by: "carol".into(),
+    };
+    let revoked = store
+        .revoke_grant(&a.id, &by_carol, &ev())
+        .await
+        .expect("revoke")
+        .expect("known");
+    assert_eq!(revoked.revoked, Some(by_carol.clone()));
+    assert_eq!(revoked.state(now), State::Revoked);
+    let later = Revocation {
+        at: now,
+        by: "dave".into(),
+    };
+    let again = store
+        .revoke_grant(&a.id, &later, &ev())
+        .await
+        .expect("revoke")
+        .expect("known");
+    assert_eq!(again.revoked, Some(by_carol), "the first revocation stays");
+    assert_eq!(
+        store
+            .revoke_grant("gr_none", &later, &ev())
+            .await
+            .expect("revoke"),
+        None
+    );
+    let listed = store.grants().await.expect("list");
+    assert_eq!(
+        listed
+            .iter()
+            .find(|g| g.id == a.id)
+            .unwrap()
+            .revoked
+            .as_ref()
+            .unwrap()
+            .by,
+        "carol"
+    );
+    assert_eq!(listed.iter().find(|g| g.id == b.id), Some(&b));
+    // Two made, one revoked: three entries, nothing for the repeats.
+    assert_eq!(
+        store.audit_head().await.expect("head").map(|h| h.seq),
+        Some(3)
+    );
+}
+
 async fn sign_ins_and_keys(store: Arc<Store>) {
     use crate::model::login::{LoginScope, NewLogin};
     use crate::model::token::Role;
@@ -959,6 +1027,7 @@ conformance! {
     the_audit_chain_never_forks,
     events_have_one_gap_free_sequence,
     a_token_name_is_in_use_once,
+    a_grant_is_made_once_and_revoked_once,
     sign_ins_and_keys,
     the_webhook_outbox_queues_and_settles_once,
     given_up_deliveries_are_queued_again_once,

@@ -178,6 +178,24 @@ impl crate::store::Backend for PgStore {
     ) -> Result<Option<crate::model::token::TokenRecord>> {
         PgStore::revoke_token(self, name, at, audit).await
     }
+    async fn put_grant(
+        &self,
+        grant: &crate::model::grant::Grant,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<bool> {
+        PgStore::put_grant(self, grant, audit).await
+    }
+    async fn grants(&self) -> Result<Vec<crate::model::grant::Grant>> {
+        PgStore::grants(self).await
+    }
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        revocation: &crate::model::grant::Revocation,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<Option<crate::model::grant::Grant>> {
+        PgStore::revoke_grant(self, id, revocation, audit).await
+    }
     async fn webhook_pull(
         &self,
         endpoints: &[String],

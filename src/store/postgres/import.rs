@@ -12,7 +12,7 @@ use crate::store::Timer;
 
 /// Every table holding data (not the schema's own), cleared by `--force`
 /// (`session_counts` is recounted instead).
-const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins, teams_conversations, people, mail_outbox";
+const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins, teams_conversations, people, mail_outbox, grants";
 
 impl PgStore {
     /// Whether the database is empty, holds this dump already, or other data.
@@ -230,6 +230,15 @@ impl PgStore {
             tx.execute(
                 "INSERT INTO people (name, body) VALUES ($1, $2)",
                 &[&p.name, body],
+            )
+            .await
+            .map_err(e)?;
+        }
+        for body in &dump.grants {
+            let g: crate::model::grant::Grant = decode("grant", body)?;
+            tx.execute(
+                "INSERT INTO grants (id, body) VALUES ($1, $2)",
+                &[&g.id, body],
             )
             .await
             .map_err(e)?;

@@ -28,6 +28,7 @@ mod awaiting;
 mod backend;
 mod chain;
 mod counts;
+mod grants;
 mod import;
 mod leases;
 mod listen;

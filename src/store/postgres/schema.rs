@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 9;
+pub const VERSION: i32 = 10;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -258,6 +258,14 @@ $fn$;
     // replica drives as it has room reads a page of it, never the table).
     r#"
 CREATE INDEX IF NOT EXISTS sessions_running_oldest ON sessions (created_at, id) WHERE status = 'running';
+"#,
+    // 10: approvers' grants (trust within limits, `model::grant`): id →
+    // Grant (JSON), revoked and expired ones kept.
+    r#"
+CREATE TABLE grants (
+    id text PRIMARY KEY,
+    body bytea NOT NULL
+);
 "#,
 ];
 

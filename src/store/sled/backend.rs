@@ -266,6 +266,24 @@ impl crate::store::Backend for SledStore {
     ) -> Result<Option<crate::model::token::TokenRecord>> {
         off_worker(|| SledStore::revoke_token(self, name, at, audit)).await
     }
+    async fn put_grant(
+        &self,
+        grant: &crate::model::grant::Grant,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<bool> {
+        off_worker(|| SledStore::put_grant(self, grant, audit)).await
+    }
+    async fn grants(&self) -> Result<Vec<crate::model::grant::Grant>> {
+        off_worker(|| SledStore::grants(self)).await
+    }
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        revocation: &crate::model::grant::Revocation,
+        audit: &crate::audit::AuditEvent,
+    ) -> Result<Option<crate::model::grant::Grant>> {
+        off_worker(|| SledStore::revoke_grant(self, id, revocation, audit)).await
+    }
     async fn webhook_pull(
         &self,
         endpoints: &[String],

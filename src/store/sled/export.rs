@@ -108,6 +108,9 @@ impl SledStore {
         for p in self.people()? {
             d.people.push(encode("person", &p)?);
         }
+        for kv in self.tree(trees::GRANTS)?.iter() {
+            d.grants.push(kv?.1.to_vec());
+        }
         Ok(d)
     }
 }

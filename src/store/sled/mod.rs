@@ -85,6 +85,9 @@ pub mod trees {
     /// token name → token id, for tokens not revoked (names are unique
     /// among them).
     pub const TOKEN_NAMES: &str = "token_names";
+    /// grant id → `model::grant::Grant` as JSON (revoked and expired
+    /// ones too: the list is the record).
+    pub const GRANTS: &str = "grants";
     /// webhook endpoint URL → the last event seq (u64 big-endian) it was
     /// queued deliveries up to.
     pub const WEBHOOK_CURSORS: &str = "webhook_cursors";
@@ -931,6 +934,7 @@ mod backend;
 pub mod backup;
 mod events;
 mod export;
+mod grants;
 mod listing;
 mod logins;
 mod mail;

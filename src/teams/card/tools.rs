@@ -393,6 +393,7 @@ mod tests {
                 trustable,
             }),
             state: CallState::Waiting,
+            grant: None,
         }
     }
 
