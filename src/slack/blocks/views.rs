@@ -563,8 +563,20 @@ mod tests {
         (v, blocks)
     }
 
+    /// The per-call rows of buttons (not the turn's "Approve all").
     fn actions_blocks(blocks: &[Value]) -> Vec<&Value> {
-        blocks.iter().filter(|b| b["type"] == "actions").collect()
+        blocks
+            .iter()
+            .filter(|b| b["type"] == "actions" && b["block_id"] != "strands_all_calls")
+            .collect()
+    }
+
+    /// The turn's "Approve all N" button, when there is one.
+    fn approve_all(blocks: &[Value]) -> Option<&Value> {
+        blocks
+            .iter()
+            .find(|b| b["block_id"] == "strands_all_calls")
+            .map(|b| &b["elements"][0])
     }
 
     fn contexts(blocks: &[Value]) -> Vec<String> {
@@ -601,6 +613,11 @@ mod tests {
         let (v, blocks) = render_tools(&s);
         assert_eq!((v.total, v.waiting, v.hidden), (3, 2, 0));
         assert_eq!(header_text(&blocks), "Tool approval: deploy / deployer");
+        // One button for the whole turn: every waiting call, one answer each.
+        let all = approve_all(&blocks).expect("an Approve all button");
+        assert_eq!(all["action_id"], "strands_approve_all");
+        assert_eq!(all["value"], "tools#3");
+        assert_eq!(all["text"]["text"], "Approve all 2");
         let rows = actions_blocks(&blocks);
         assert_eq!(rows.len(), 2);
         for (n, row) in rows.iter().enumerate() {

@@ -461,9 +461,18 @@ mod tests {
         let c = card_for(&s, "tools#1", &Redactor::default(), "http://x", None);
         assert_eq!(c["version"], "1.5");
         // The second call's key is hidden, so it is not offered for editing.
+        // First the turn's "Approve all 2", then each call's own.
         assert_eq!(
             verbs(&c),
-            ["approve", "reject", "edit", "trust", "approve", "reject"]
+            [
+                "approve_all",
+                "approve",
+                "reject",
+                "edit",
+                "trust",
+                "approve",
+                "reject"
+            ]
         );
         let text = c.to_string();
         assert!(
