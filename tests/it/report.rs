@@ -9,8 +9,27 @@ use super::cli_cancel::GATED;
 
 #[test]
 fn the_report_counts_each_decision_once_offline() {
+    counts_each_decision_once(&Sandbox::new());
+}
+
+#[test]
+fn on_postgresql_the_report_is_the_same() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let Some(url) = rt.block_on(strands::store::postgres::testdb::database("report")) else {
+        return;
+    };
+    let mut sandbox = Sandbox::new();
+    sandbox.store = std::path::PathBuf::from(url);
+    counts_each_decision_once(&sandbox);
+}
+
+/// Three runs paused, then two approved and one rejected through the CLI
+/// on `sb`'s store: the report's exact counts, quantiles and open gates.
+fn counts_each_decision_once(sb: &Sandbox) {
     let llm = FakeLlm::start();
-    let sb = Sandbox::new();
     let spec = sb.spec("gated.yaml", GATED, &llm);
     let spec = spec.display().to_string();
     let mut ids = Vec::new();
