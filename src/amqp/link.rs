@@ -31,7 +31,7 @@ use crate::hub::Hub;
 /// The first reconnection's wait (doubling, with jitter).
 const BASE_DELAY: Duration = Duration::from_millis(500);
 /// No wait between reconnections is longer.
-const MAX_DELAY: Duration = Duration::from_secs(30);
+const MAX_DELAY: Duration = Duration::from_secs(10);
 /// The longest a publish waits for the broker's confirm.
 pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -25,6 +25,10 @@ use crate::hub::approvals::{is_approval, ApprovalView};
 use crate::model::webhook::Delivery;
 use crate::model::Session;
 
+/// The longest wait between two attempts at an event while the broker is
+/// away: what waited goes out within seconds of its return.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
 /// The exchange, as the deliverer sees it.
 pub struct Publisher {
     pub link: Arc<Link>,
@@ -37,6 +41,10 @@ impl crate::webhook::Exchange for Publisher {
 
     fn give_up(&self) -> Duration {
         self.link.config.give_up
+    }
+
+    fn max_backoff(&self) -> Duration {
+        MAX_BACKOFF
     }
 
     fn publish<'a>(

@@ -61,6 +61,9 @@ pub trait Exchange: Send + Sync + 'static {
     fn endpoint(&self) -> String;
     /// How long an event is retried before it is given up.
     fn give_up(&self) -> Duration;
+    /// The longest wait between two attempts (a broker coming back should
+    /// get what waited at once, not minutes later).
+    fn max_backoff(&self) -> Duration;
     /// Publishes `d` with its payload `body`; `ended`: the session, when
     /// the event ended its run. `Ok` once the broker confirmed it.
     fn publish<'a>(
@@ -359,6 +362,10 @@ impl Deliverer {
         let wait = match after {
             Some(asked) => asked.max(self.base_delay),
             None => backoff(self.base_delay, d.attempts),
+        };
+        let wait = match &self.exchange {
+            Some(x) if d.endpoint.starts_with(EXCHANGE_PREFIX) => wait.min(x.max_backoff()),
+            _ => wait,
         };
         let at = chrono::TimeDelta::from_std(wait)
             .ok()
