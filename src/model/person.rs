@@ -415,6 +415,7 @@ mod tests {
             tokens: vec!["alice-ci".into()],
             unix: Some("asmith".into()),
             oidc: Some("00u1alice".into()),
+            amqp: Some("alice-mq".into()),
             groups: vec!["finance".into()],
             delegations: Vec::new(),
             passkeys: Vec::new(),
@@ -433,9 +434,13 @@ mod tests {
             "alice-ci",
             "asmith",
             "00u1alice",
+            "amqp:alice-mq",
         ] {
             assert_eq!(d.canonical(who), "alice", "{who}");
         }
+        // A RabbitMQ user is found as `amqp:<user>` only: a bare name is
+        // not taken for it.
+        assert_eq!(d.canonical("alice-mq"), "alice-mq");
         assert_eq!(d.canonical("U0STRANGER"), "U0STRANGER");
         assert!(d.same("U04ALICE", "alice@corp.example"));
         assert!(!d.same("U04ALICE", "bob"));

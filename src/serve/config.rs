@@ -205,6 +205,7 @@ mod tests {
             ),
             ("STRANDS_SMTP_URL", "smtp://u:p@mail.example:587"),
             ("STRANDS_EMAIL_FROM", "Strands <approvals@corp.example>"),
+            ("STRANDS_AMQP_URL", "amqps://u:p@mq.example/prod"),
             ("STRANDS_OIDC_ISSUER", "https://idp.example"),
             ("STRANDS_OIDC_CLIENT_ID", "strands"),
             ("STRANDS_OIDC_CLIENT_SECRET", "s"),

@@ -314,6 +314,28 @@ fn unknown_users_forged_user_ids_and_malformed_messages_change_nothing() {
         metrics.contains("strands_amqp_messages_total{outcome=\"refused\"} 4"),
         "{metrics}"
     );
+    // The broker's password is never shown.
+    let health = w.svc.get("/healthz").body;
+    assert!(
+        health.contains("strands:********@") && !health.contains("strands-pw"),
+        "{health}"
+    );
+    let url = broker.url("strands", "strands-pw");
+    let shown = w.sandbox.strands_env(
+        &[("STRANDS_AMQP_URL", &url)],
+        &["config", "--section", "amqp"],
+    );
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.contains("strands:********@") && !shown.stdout.contains("strands-pw"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("STRANDS_AMQP_PREFETCH"),
+        "{}",
+        shown.stdout
+    );
 }
 
 #[test]
