@@ -9,11 +9,14 @@
 //! store's outbox ([`crate::webhook::Deliverer`]) and unacknowledged
 //! requests wait in the broker.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
+use lapin::message::Delivery;
 use lapin::options::{
     BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions,
     ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
@@ -25,7 +28,7 @@ use lapin::{
 use secrecy::ExposeSecret;
 use tokio_util::sync::CancellationToken;
 
-use super::Config;
+use super::{short, Config};
 use crate::hub::Hub;
 
 /// The first reconnection's wait (doubling, with jitter).
@@ -42,6 +45,14 @@ pub enum State {
     Connected { since: DateTime<Utc> },
     Down { error: String, since: DateTime<Utc> },
 }
+
+/// What takes each message of the requests' queue (`listen::handle`,
+/// handed in by the module's face).
+pub type Handler =
+    Arc<dyn Fn(Hub, Arc<Link>, Delivery) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The longest connecting, opening a channel or declaring may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The connection, its publishing channel, and what it looks like from outside.
 pub struct Link {
@@ -120,10 +131,16 @@ impl Link {
         if !l.conn.status().connected() {
             return Err("not connected to the broker".into());
         }
-        let c = l.conn.create_channel().await.map_err(|e| e.to_string())?;
-        c.confirm_select(ConfirmSelectOptions::default())
+        let open = async {
+            let c = l.conn.create_channel().await.map_err(|e| e.to_string())?;
+            c.confirm_select(ConfirmSelectOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(c)
+        };
+        let c = tokio::time::timeout(SETUP_TIMEOUT, open)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| "the broker did not open a channel in time".to_string())??;
         l.publish = Some(c.clone());
         Ok(c)
     }
@@ -164,14 +181,16 @@ impl Link {
     }
 
     /// Keeps the link up and consumes the requests' queue until `stop`.
-    pub async fn run(self: Arc<Self>, hub: Hub, stop: CancellationToken) {
+    pub async fn run(self: Arc<Self>, hub: Hub, handler: Handler, stop: CancellationToken) {
         let mut failures: u32 = 0;
         loop {
             if stop.is_cancelled() {
                 break;
             }
             self.set_state(State::Connecting);
-            match self.session(&hub, &stop).await {
+            let session = self.session(&hub, &handler, &stop);
+            let outcome = session.await;
+            match outcome {
                 Ok(()) if stop.is_cancelled() => break,
                 Ok(()) => {
                     failures = 0;
@@ -188,8 +207,10 @@ impl Link {
                 () = tokio::time::sleep(wait) => {}
             }
         }
-        if let Some(l) = self.live.lock().await.take() {
-            let _ = l.conn.close(200, "strands serve stopping".into()).await;
+        let live = self.live.lock().await.take();
+        if let Some(l) = live {
+            let close = l.conn.close(200, "strands serve stopping".into());
+            let _ = tokio::time::timeout(SETUP_TIMEOUT, close).await;
         }
         self.metrics.set_amqp_connected(false);
     }
@@ -204,39 +225,33 @@ impl Link {
 
     /// One connection: up, declared, consuming, until it drops (`Ok`) or
     /// could not be made (`Err`).
-    async fn session(self: &Arc<Self>, hub: &Hub, stop: &CancellationToken) -> Result<(), String> {
-        let props = ConnectionProperties::default();
-        let conn = tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            c = Connection::connect(self.config.url.expose_secret(), props) => {
-                c.map_err(|e| format!("could not connect: {e}"))?
-            }
+    async fn session(
+        self: &Arc<Self>,
+        hub: &Hub,
+        handler: &Handler,
+        stop: &CancellationToken,
+    ) -> Result<(), String> {
+        let setup = async {
+            let props = ConnectionProperties::default();
+            let conn = Connection::connect(self.config.url.expose_secret(), props)
+                .await
+                .map_err(|e| format!("could not connect: {e}"))?;
+            let consumer = self.prepare(&conn).await?;
+            Ok::<_, String>((conn, consumer))
         };
-        let setup = conn.create_channel().await.map_err(|e| e.to_string())?;
-        declare(&setup, &self.config)
-            .await
-            .map_err(|e| format!("could not declare the exchanges and queues: {e}"))?;
-        let consume = conn.create_channel().await.map_err(|e| e.to_string())?;
-        consume
-            .basic_qos(self.config.prefetch, BasicQosOptions::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut consumer = consume
-            .basic_consume(
-                short(&self.config.queue)?,
-                ShortString::from(format!("strands-{}", uuid::Uuid::new_v4())),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(|e| format!("could not consume {}: {e}", self.config.queue))?;
+        let (conn, mut consumer) = tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            r = tokio::time::timeout(SETUP_TIMEOUT, setup) => match r {
+                Ok(r) => r?,
+                Err(_) => return Err(format!("could not connect within {}s", SETUP_TIMEOUT.as_secs())),
+            },
+        };
         *self.live.lock().await = Some(Live {
             conn,
             publish: None,
         });
         // Confirm mode now, so the first publish does not pay for it.
         self.channel().await?;
-        let _ = setup.close(200, "declared".into()).await;
         self.set_state(State::Connected { since: Utc::now() });
         tracing::info!(broker = %self.config.shown(), queue = %self.config.queue, "amqp: connected");
         let mut handling = tokio::task::JoinSet::new();
@@ -247,10 +262,7 @@ impl Link {
                 Some(_) = handling.join_next(), if !handling.is_empty() => {}
                 next = consumer.next() => match next {
                     Some(Ok(delivery)) => {
-                        let (hub, link) = (hub.clone(), Arc::clone(&link));
-                        handling.spawn(async move {
-                            super::listen::handle(&hub, &link, delivery).await;
-                        });
+                        handling.spawn(handler(hub.clone(), Arc::clone(&link), delivery));
                     }
                     Some(Err(e)) => break Err(format!("the connection failed: {e}")),
                     None => break Err("the broker closed the consumer".to_string()),
@@ -259,12 +271,37 @@ impl Link {
         };
         // Messages being handled finish (or are redelivered: unacked).
         while handling.join_next().await.is_some() {}
-        if let Some(l) = self.live.lock().await.take() {
+        let live = self.live.lock().await.take();
+        if let Some(l) = live {
             if l.conn.status().connected() {
-                let _ = l.conn.close(200, "reconnecting".into()).await;
+                let close = l.conn.close(200, "reconnecting".into());
+                let _ = tokio::time::timeout(SETUP_TIMEOUT, close).await;
             }
         }
         ended
+    }
+
+    /// Declares what the room uses and starts consuming the requests' queue.
+    async fn prepare(&self, conn: &Connection) -> Result<lapin::Consumer, String> {
+        let setup = conn.create_channel().await.map_err(|e| e.to_string())?;
+        declare(&setup, &self.config)
+            .await
+            .map_err(|e| format!("could not declare the exchanges and queues: {e}"))?;
+        let _ = setup.close(200, "declared".into()).await;
+        let consume = conn.create_channel().await.map_err(|e| e.to_string())?;
+        consume
+            .basic_qos(self.config.prefetch, BasicQosOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        consume
+            .basic_consume(
+                short(&self.config.queue)?,
+                ShortString::from(format!("strands-{}", uuid::Uuid::new_v4())),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(|e| format!("could not consume {}: {e}", self.config.queue))
     }
 }
 
@@ -315,11 +352,6 @@ async fn declare(c: &Channel, config: &Config) -> lapin::Result<()> {
     )
     .await?;
     Ok(())
-}
-
-/// `s` as an AMQP short string (at most 255 bytes).
-pub(super) fn short(s: &str) -> Result<ShortString, String> {
-    ShortString::try_new(s).map_err(|e| e.to_string())
 }
 
 /// The wait before reconnection number `failures` (0 after a connection

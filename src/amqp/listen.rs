@@ -27,7 +27,8 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::BasicProperties;
 use serde_json::{json, Map, Value};
 
-use super::link::{short, Link};
+use super::link::Link;
+use super::short;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::error::Error;
 use crate::hub::answers::{refusal_text, AnswerRequest};

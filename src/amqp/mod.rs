@@ -37,6 +37,11 @@ pub use listen::{CORRELATION_LABEL, REASON_HEADER, REPLY_TO_LABEL};
 pub use crate::webhook::EXCHANGE_PREFIX as ENDPOINT_PREFIX;
 pub use publish::Publisher;
 
+/// `s` as an AMQP short string (at most 255 bytes).
+fn short(s: &str) -> Result<lapin::types::ShortString, String> {
+    lapin::types::ShortString::try_new(s).map_err(|e| e.to_string())
+}
+
 /// Opens the room: the link, connecting and consuming in the background
 /// (on `hub`'s tasks) until `stop`. Publishing is the deliverer's, given
 /// the link.
@@ -46,9 +51,12 @@ pub fn open(
     stop: tokio_util::sync::CancellationToken,
 ) -> Arc<Link> {
     let link = Arc::new(Link::new(config, Arc::clone(&hub.metrics)));
+    let handler: link::Handler = Arc::new(|hub, link, delivery| {
+        Box::pin(async move { listen::handle(&hub, &link, delivery).await })
+    });
     let (run, hub2) = (Arc::clone(&link), hub.clone());
     hub.tasks().spawn(async move {
-        run.run(hub2, stop).await;
+        run.run(hub2, handler, stop).await;
     });
     link
 }

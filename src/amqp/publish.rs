@@ -19,8 +19,9 @@ use lapin::types::{AMQPValue, FieldTable};
 use lapin::BasicProperties;
 use serde_json::json;
 
-use super::link::{short, Link};
+use super::link::Link;
 use super::listen::{CORRELATION_LABEL, REPLY_TO_LABEL};
+use super::short;
 use crate::hub::approvals::{is_approval, ApprovalView};
 use crate::model::webhook::Delivery;
 use crate::model::Session;
