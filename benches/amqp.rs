@@ -66,11 +66,33 @@ fn main() {
         json!({"queue": "strands.requests", "watch": "bench.watch", "n": n, "user": "carol"}),
     );
     let all_s = started.elapsed().as_secs_f64();
-    let mut lat: Vec<f64> = out["lat_ms"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
-        .unwrap_or_default();
-    lat.sort_by(|a, b| a.total_cmp(b));
+    let sorted = |key: &str| {
+        let mut v: Vec<f64> = out[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v
+    };
+    let lat = sorted("lat_ms");
+    for (what, key) in [
+        (
+            "publish → gate.opened written (queue, intake, drive)",
+            "written_ms",
+        ),
+        (
+            "gate.opened written → on the exchange (outbox)",
+            "outbox_ms",
+        ),
+    ] {
+        let v = sorted(key);
+        println!(
+            "  {what}: p50={:.1} ms p90={:.1} ms p99={:.1} ms",
+            pct(&v, 50.0),
+            pct(&v, 90.0),
+            pct(&v, 99.0)
+        );
+    }
     // Every request created, once: the paused sessions the store counts.
     let metrics = svc.get("/metrics").body;
     let created = metrics

@@ -218,11 +218,21 @@ impl Deliverer {
             .await?;
         let due = store.webhook_due(now, LEASE, TAKE).await?;
         let attempted = due.len();
-        let mut waiting = due.into_iter();
+        let mut waiting = due.into_iter().peekable();
         let mut posts = tokio::task::JoinSet::new();
+        // HTTP posts in flight (at most CONCURRENCY); publishes to the
+        // exchange share one channel and go all at once (at most TAKE).
+        let mut http = 0;
         loop {
-            while posts.len() < CONCURRENCY {
+            while let Some(next) = waiting.peek() {
+                let to_exchange = next.endpoint.starts_with(EXCHANGE_PREFIX);
+                if !to_exchange && http >= CONCURRENCY {
+                    break;
+                }
                 let Some(d) = waiting.next() else { break };
+                if !to_exchange {
+                    http += 1;
+                }
                 let body = serde_json::to_vec(&payload(&d.event, &self.config.public_url));
                 if d.endpoint.starts_with(EXCHANGE_PREFIX) {
                     // The run's end may owe a reply: the session, read now.
@@ -269,6 +279,11 @@ impl Deliverer {
             let Some(joined) = posts.join_next().await else {
                 break;
             };
+            if let Ok((d, _)) = &joined {
+                if !d.endpoint.starts_with(EXCHANGE_PREFIX) {
+                    http -= 1;
+                }
+            }
             // A post that panicked leaves its delivery leased: it is
             // tried again when the lease ends.
             let (d, attempt) = match joined {
