@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use lapin::message::Delivery;
 use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
-use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::types::{AMQPValue, ShortString};
 use lapin::BasicProperties;
 use serde_json::{json, Map, Value};
 
@@ -252,7 +252,7 @@ async fn reply(link: &Link, to: &str, correlation: Option<ShortString>, body: &V
 /// would not be this connection's, which the broker refuses).
 async fn dead_letter(link: &Link, d: &Delivery, reason: &str) -> Result<(), String> {
     let p = &d.properties;
-    let mut headers = p.headers().clone().unwrap_or_else(FieldTable::default);
+    let mut headers = p.headers().clone().unwrap_or_default();
     headers.insert(
         short(REASON_HEADER)?,
         AMQPValue::LongString(reason.to_string().into()),
