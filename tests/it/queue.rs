@@ -2,8 +2,9 @@
 //! broker per test in a temporary directory) and the real `strands serve`,
 //! with a pika script as the application: an approval request sent with a
 //! `reply_to` is created once (a redelivery with the same key is the same
-//! request), approved through the API, and its decision comes back on the
-//! reply queue with the correlation id; an answer message from a directory
+//! request), asked in Slack (the fake) and shown in the web inbox, approved
+//! through the API, and its decision comes back on the reply queue with the
+//! correlation id; an answer message from a directory
 //! person decides a paused run, one from someone else is dead-lettered with
 //! the reason; an unknown RabbitMQ user and malformed messages are
 //! dead-lettered, a forged `user_id` is refused by the broker itself, and
@@ -20,6 +21,7 @@ use serde_json::{json, Value};
 
 use super::api::World;
 use crate::common::api::call;
+use crate::common::fake_slack::{self, FakeSlack};
 use crate::common::rabbitmq::{Broker, Client};
 use crate::common::service::{ServeConfig, Service};
 
@@ -34,8 +36,25 @@ const USERS: &[(&str, &str)] = &[
 const QUEUE: &str = "strands.requests";
 
 fn world(broker: &Broker) -> World {
+    world_with(broker, |cfg| cfg)
+}
+
+/// [`world`] with Slack too, pointed at `slack`.
+fn world_with_slack(broker: &Broker, slack: &FakeSlack) -> World {
+    world_with(broker, |cfg| {
+        cfg.with("SLACK_BOT_TOKEN", Some(fake_slack::BOT_TOKEN))
+            .with("SLACK_SIGNING_SECRET", Some(fake_slack::SIGNING_SECRET))
+            .with("SLACK_API_URL", Some(&slack.api_url))
+            .with(
+                "STRANDS_APPROVAL_CHANNEL",
+                Some(fake_slack::APPROVAL_CHANNEL),
+            )
+    })
+}
+
+fn world_with(broker: &Broker, adjust: impl FnOnce(ServeConfig) -> ServeConfig) -> World {
     let url = broker.url("strands", "strands-pw");
-    let w = World::start_with(|cfg| cfg.with("STRANDS_AMQP_URL", Some(&url)));
+    let w = World::start_with(|cfg| adjust(cfg.with("STRANDS_AMQP_URL", Some(&url))));
     for (name, amqp) in [
         ("carol", "carol"),
         ("alice", "alice-mq"),
@@ -115,11 +134,17 @@ fn an_approval_request_with_reply_to_is_created_once_and_its_decision_comes_back
     let Some(broker) = Broker::start("queue::approval", USERS) else {
         return;
     };
-    let w = world(&broker);
+    let slack = FakeSlack::start();
+    let w = world_with_slack(&broker, &slack);
     let app = broker.client("carol", "carol-pw");
     app.bind("watch", "strands.events", "#");
     app.declare("carol.replies");
-    let request = json!({"title": "Deploy v2 to prod?", "approvers": ["alice"], "key": "deploy-2"});
+    let request = json!({
+        "title": "Deploy v2 to prod?",
+        "approvers": ["alice"],
+        "key": "deploy-2",
+        "notify": ["slack:#C0DEPLOYS"],
+    });
     let mut p = props("approval", "carol");
     p["reply_to"] = json!("carol.replies");
     p["correlation_id"] = json!("c-1");
@@ -140,11 +165,23 @@ fn an_approval_request_with_reply_to_is_created_once_and_its_decision_comes_back
     let again = app.drain("carol.replies", 1, WAIT);
     assert_eq!(again[0]["body"]["approval"]["id"], id.as_str());
     assert_eq!(again[0]["body"]["approval"]["created"], false);
+    // Asked in Slack like any request.
+    let card = slack.wait_for_approval();
+    assert_eq!(card.channel, "C0DEPLOYS");
+    assert!(
+        card.text().contains("Deploy v2 to prod?"),
+        "{:#}",
+        card.call.body
+    );
     let all = approvals(&w);
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all[0]["requested_by"], "carol");
     assert_eq!(all[0]["status"], "pending");
-    // The approver sees it waiting for them, and approves through the API.
+    // The approver sees it waiting in the web inbox and over the API, and
+    // approves through the API.
+    let inbox = super::web::Visitor::sign_in(&w.svc, &w.alice).get("/");
+    assert_eq!(inbox.status, 200);
+    assert!(inbox.body.contains("Deploy v2 to prod?"), "{}", inbox.body);
     let mine = call(
         &w.svc,
         "GET",
