@@ -477,6 +477,7 @@ fn two_replicas_on_one_postgres_store_create_each_request_once() {
     connected(&a);
     connected(&b);
     let carol: Client = broker.client("carol", "carol-pw");
+    carol.bind("watch", "strands.events", "gate.opened");
     const N: usize = 40;
     for i in 0..N {
         let body = json!({"title": format!("Request {i}"), "approvers": ["alice"], "key": format!("k{i}")});
@@ -528,4 +529,13 @@ fn two_replicas_on_one_postgres_store_create_each_request_once() {
     let (ta, tb) = (taken(&a), taken(&b));
     assert_eq!(ta + tb, (2 * N) as f64, "{ta} + {tb}");
     assert!(ta > 0.0 && tb > 0.0, "{ta} / {tb}");
+    // Each gate.opened published once, by one of the two.
+    let mut events = carol.drain("watch", N, WAIT);
+    events.extend(carol.drain("watch", 0, Duration::from_secs(2)));
+    let sessions: BTreeSet<&str> = events
+        .iter()
+        .filter_map(|e| e["body"]["data"]["session"].as_str())
+        .collect();
+    assert_eq!(sessions.len(), N, "{events:#?}");
+    assert_eq!(events.len(), N, "an event published twice: {events:#?}");
 }
