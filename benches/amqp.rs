@@ -49,10 +49,16 @@ fn main() {
     sandbox
         .strands(&["people", "add", "carol", "--amqp", "carol"])
         .expect_code(0);
-    let svc = Service::launch(ServeConfig::api(&sandbox, &dir).with(
+    let mut cfg = ServeConfig::api(&sandbox, &dir).with(
         "STRANDS_AMQP_URL",
         Some(&broker.url("strands", "strands-pw")),
-    ));
+    );
+    // `BENCH_LOG=strands::webhook=debug BENCH_LOG_FILE=serve.log`: what the
+    // service logged, for a closer look.
+    if let Ok(filter) = std::env::var("BENCH_LOG") {
+        cfg = cfg.with("STRANDS_LOG", Some(&filter));
+    }
+    let svc = Service::launch(cfg);
     let until = Instant::now() + Duration::from_secs(30);
     while !svc.get("/healthz").body.contains("amqp: connected") {
         assert!(Instant::now() < until, "never connected\n{}", svc.log());
@@ -115,6 +121,9 @@ fn main() {
     );
     let listed = call(&svc, "GET", "/api/v1/approvals?limit=1", Some(&root), None);
     assert_eq!(listed.status, 200, "{}", listed.body);
+    if let Ok(path) = std::env::var("BENCH_LOG_FILE") {
+        let _ = std::fs::write(path, svc.log());
+    }
     println!(
         "requests created (paused sessions in the store): {created:?} of {n}; missing gate.opened: {}",
         out["missing"]

@@ -51,8 +51,13 @@ pub fn open(
     stop: tokio_util::sync::CancellationToken,
 ) -> Arc<Link> {
     let link = Arc::new(Link::new(config, Arc::clone(&hub.metrics)));
+    // A message waits on its acknowledgement as a click waits on its
+    // answer: its store calls go in the acknowledgement lane, ahead of
+    // the resumes and deliveries it starts.
     let handler: link::Handler = Arc::new(|hub, link, delivery| {
-        Box::pin(async move { listen::handle(&hub, &link, delivery).await })
+        Box::pin(crate::hub::acknowledging(async move {
+            listen::handle(&hub, &link, delivery).await
+        }))
     });
     let (run, hub2) = (Arc::clone(&link), hub.clone());
     hub.tasks().spawn(async move {
