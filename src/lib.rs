@@ -8,6 +8,7 @@
 //! What happened leaves the process as signed webhooks ([`webhook`]).
 //! Everything reads "now" from the one [`clock`] the process is given.
 
+pub mod amqp;
 pub mod api;
 pub mod audit;
 pub mod channel;

@@ -43,6 +43,9 @@ pub struct PersonFlags {
     /// Connect sign-in: the value of STRANDS_OIDC_NAME_CLAIM).
     #[arg(long, value_name = "NAME")]
     oidc: Option<String>,
+    /// The RabbitMQ user their queue messages carry as `user_id`.
+    #[arg(long, value_name = "USER")]
+    amqp: Option<String>,
     /// A group (`approvers: [group:NAME]`; repeat for several).
     #[arg(long = "group", value_name = "NAME")]
     groups: Vec<String>,
@@ -180,6 +183,7 @@ fn show(p: &Person, json: bool) -> Result<()> {
     outln!("tokens:  {}", many(&p.tokens))?;
     outln!("unix:    {}", one(&p.unix))?;
     outln!("oidc:    {}", one(&p.oidc))?;
+    outln!("amqp:    {}", one(&p.amqp))?;
     outln!("groups:  {}", many(&p.groups))?;
     for d in &p.delegations {
         outln!("delegates to {d} (UTC)")?;
@@ -206,6 +210,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 tokens: flags.tokens,
                 unix: flags.unix,
                 oidc: flags.oidc,
+                amqp: flags.amqp,
                 groups: flags.groups,
                 delegations: Vec::new(),
                 passkeys: Vec::new(),
@@ -294,6 +299,7 @@ pub(super) async fn people(ctx: &Ctx, cmd: PeopleCommand) -> Result<u8> {
                 email: flags.email,
                 unix: flags.unix,
                 oidc: flags.oidc,
+                amqp: flags.amqp,
                 tokens: (no_tokens || !flags.tokens.is_empty()).then_some(flags.tokens),
                 groups: (no_groups || !flags.groups.is_empty()).then_some(flags.groups),
             };

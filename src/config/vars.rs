@@ -45,6 +45,8 @@ pub enum Section {
     Webhook,
     /// The e-mail room.
     Email,
+    /// The queue room (RabbitMQ, AMQP 0-9-1).
+    Amqp,
     /// The CLI as a client of a server.
     Client,
     /// Logs.
@@ -53,7 +55,7 @@ pub enum Section {
 
 impl Section {
     /// Every section, in the order they are shown.
-    pub const ALL: [Section; 17] = [
+    pub const ALL: [Section; 18] = [
         Section::File,
         Section::Store,
         Section::Postgres,
@@ -69,6 +71,7 @@ impl Section {
         Section::Teams,
         Section::Webhook,
         Section::Email,
+        Section::Amqp,
         Section::Client,
         Section::Log,
     ];
@@ -92,6 +95,7 @@ impl Section {
             Section::Teams => "teams",
             Section::Webhook => "webhook",
             Section::Email => "email",
+            Section::Amqp => "amqp",
             Section::Client => "client",
             Section::Log => "log",
         }
@@ -781,6 +785,49 @@ pub const VARS: &[Var] = &[
         Integer,
         Some("2000"),
         "the first retry's backoff",
+    ),
+    // amqp
+    password(var(
+        "STRANDS_AMQP_URL",
+        Amqp,
+        Text,
+        None,
+        "the broker, `amqp://user:pass@host:5672/vhost` or `amqps://…` (TLS, the platform's roots); its password is never shown. Unset: no queue room",
+    )),
+    var(
+        "STRANDS_AMQP_EXCHANGE",
+        Amqp,
+        Text,
+        Some("`strands.events`"),
+        "the durable topic exchange every event is published to, routing key = the event's type",
+    ),
+    var(
+        "STRANDS_AMQP_QUEUE",
+        Amqp,
+        Text,
+        Some("`strands.requests`"),
+        "the durable queue approval requests and answers are taken from",
+    ),
+    var(
+        "STRANDS_AMQP_DEAD_LETTER",
+        Amqp,
+        Text,
+        Some("`strands.dead`"),
+        "the dead-letter exchange (and the queue bound to it) refused messages go to, with the reason in `x-strands-reason`",
+    ),
+    var(
+        "STRANDS_AMQP_PREFETCH",
+        Amqp,
+        Integer,
+        Some("32"),
+        "messages taken from the queue at once, unacknowledged, per replica",
+    ),
+    var(
+        "STRANDS_AMQP_GIVE_UP",
+        Amqp,
+        Duration,
+        Some("`24h`"),
+        "how long an event is retried while the broker is down before it is listed by `strands webhooks failed`",
     ),
     // client
     var(

@@ -1,5 +1,5 @@
 //! One way in: every door — Slack, Teams, the web inbox, the API, a mail's
-//! one-tap link, the CLI — turns what it heard into one [`DoorAnswer`] and
+//! one-tap link, a queue message, the CLI — turns what it heard into one [`DoorAnswer`] and
 //! hands it to [`Hub::take`]. The hub types the variables the answer
 //! carries, authorizes who is asking (the gate's approvers, groups,
 //! admins, self-approval, delegation: `crate::gate`, through the engine's
@@ -34,6 +34,8 @@ pub enum Door {
     Email,
     Slack,
     Teams,
+    /// A message on the queue room's queue (RabbitMQ, `crate::amqp`).
+    Amqp,
     /// `strands resume` on the store (not through a server).
     Cli,
 }
@@ -47,6 +49,7 @@ impl Door {
             Door::Email => "email",
             Door::Slack => "slack",
             Door::Teams => "teams",
+            Door::Amqp => "amqp",
             Door::Cli => "cli",
         }
     }

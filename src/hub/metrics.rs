@@ -50,6 +50,10 @@ pub struct Metrics {
     /// Mail attempts by outcome (the e-mail room's sender).
     mail: Family<Labels, Counter>,
     mail_failed: Gauge,
+    /// The queue room: 1 while connected to the broker.
+    amqp_connected: Gauge,
+    /// Queue messages by outcome (taken, refused, retried).
+    amqp_messages: Family<Labels, Counter>,
     /// Syncs to stable storage the store made, read at scrape time.
     store_syncs: Arc<StoreSyncs>,
     /// Runs by `state` (`driving`, `queued`), set at scrape time.
@@ -89,6 +93,18 @@ impl Metrics {
         let teams_refusals = Family::<Labels, Counter>::default();
         let mail = Family::<Labels, Counter>::default();
         let mail_failed = Gauge::default();
+        let amqp_connected = Gauge::default();
+        let amqp_messages = Family::<Labels, Counter>::default();
+        registry.register(
+            "amqp_connected",
+            "1 while the queue room is connected to the broker, 0 while it reconnects",
+            amqp_connected.clone(),
+        );
+        registry.register(
+            "amqp_messages",
+            "Queue room messages by outcome (taken, refused: dead-lettered, retried: back to the queue)",
+            amqp_messages.clone(),
+        );
         let runs = Family::<Labels, Gauge>::default();
         let drive_slots = Gauge::default();
         registry.register(
@@ -194,6 +210,8 @@ impl Metrics {
         Metrics {
             mail,
             mail_failed,
+            amqp_connected,
+            amqp_messages,
             registry,
             webhooks,
             webhooks_failed,
@@ -332,6 +350,18 @@ impl Metrics {
     /// A mail attempt came to `outcome`.
     pub fn mail(&self, outcome: &str) {
         self.mail
+            .get_or_create(&vec![("outcome".into(), outcome.into())])
+            .inc();
+    }
+
+    /// Whether the queue room is connected now.
+    pub fn set_amqp_connected(&self, up: bool) {
+        self.amqp_connected.set(i64::from(up));
+    }
+
+    /// A queue message came to `outcome`.
+    pub fn amqp_message(&self, outcome: &str) {
+        self.amqp_messages
             .get_or_create(&vec![("outcome".into(), outcome.into())])
             .inc();
     }

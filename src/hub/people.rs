@@ -38,6 +38,8 @@ pub struct PersonPatch {
     pub unix: Option<String>,
     #[serde(default)]
     pub oidc: Option<String>,
+    #[serde(default)]
+    pub amqp: Option<String>,
     pub groups: Option<Vec<String>>,
 }
 
@@ -54,6 +56,7 @@ impl PersonPatch {
         set(&mut person.email, &self.email);
         set(&mut person.unix, &self.unix);
         set(&mut person.oidc, &self.oidc);
+        set(&mut person.amqp, &self.amqp);
         if let Some(t) = &self.tokens {
             person.tokens = t.clone();
         }

@@ -48,6 +48,10 @@ pub struct Person {
     /// in their ID token (an email, a username, an object id, the subject).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oidc: Option<String>,
+    /// The RabbitMQ user their messages to the queue room carry as
+    /// `user_id` (the broker checks it is the connection's user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amqp: Option<String>,
     /// Groups, as specs name them (`approvers: [group:finance]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
@@ -98,6 +102,11 @@ impl From<PersonError> for crate::error::Error {
 }
 
 pub use super::identity::{GROUP_PREFIX, TEAMS_PREFIX};
+
+/// How a RabbitMQ user is written as a channel identity (`amqp:carol`):
+/// the queue room's answers are by it, and [`Directory::person_of`] finds
+/// the person whose `amqp` it is.
+pub const AMQP_PREFIX: &str = "amqp:";
 use super::Approver;
 
 fn is_aad(id: &str) -> bool {
@@ -172,6 +181,7 @@ impl Person {
         trim(&mut self.email);
         trim(&mut self.unix);
         trim(&mut self.oidc);
+        trim(&mut self.amqp);
         if let Some(t) = &mut self.teams {
             *t = match Approver::parse(t) {
                 Approver::TeamsUser(aad) => aad,
@@ -226,6 +236,15 @@ impl Person {
                 "`{o}` is not an identity provider name (no spaces, at most 256)"
             )));
         }
+        if let Some(a) = self
+            .amqp
+            .as_deref()
+            .filter(|a| a.len() > 255 || a.chars().any(|c| c.is_control() || c.is_whitespace()))
+        {
+            return Err(bad(format!(
+                "`{a}` is not a RabbitMQ user name (no spaces, at most 255 bytes)"
+            )));
+        }
         if let Some(u) = self.unix.as_deref().filter(|u| !is_unix_user(u)) {
             return Err(bad(format!("`{u}` is not a Unix user name")));
         }
@@ -259,6 +278,11 @@ impl Person {
             self.oidc
                 .iter()
                 .map(|o| (o.clone(), "identity provider name")),
+        );
+        out.extend(
+            self.amqp
+                .iter()
+                .map(|a| (format!("{AMQP_PREFIX}{a}"), "AMQP user")),
         );
         out.into_iter().map(|(k, w)| (key(&k), w)).collect()
     }
@@ -391,6 +415,7 @@ mod tests {
             tokens: vec!["alice-ci".into()],
             unix: Some("asmith".into()),
             oidc: Some("00u1alice".into()),
+            amqp: Some("alice-mq".into()),
             groups: vec!["finance".into()],
             delegations: Vec::new(),
             passkeys: Vec::new(),
@@ -409,9 +434,13 @@ mod tests {
             "alice-ci",
             "asmith",
             "00u1alice",
+            "amqp:alice-mq",
         ] {
             assert_eq!(d.canonical(who), "alice", "{who}");
         }
+        // A RabbitMQ user is found as `amqp:<user>` only: a bare name is
+        // not taken for it.
+        assert_eq!(d.canonical("alice-mq"), "alice-mq");
         assert_eq!(d.canonical("U0STRANGER"), "U0STRANGER");
         assert!(d.same("U04ALICE", "alice@corp.example"));
         assert!(!d.same("U04ALICE", "bob"));

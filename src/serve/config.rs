@@ -17,6 +17,7 @@
 //! | `TEAMS_APP_ID`, `TEAMS_APP_PASSWORD`, ... | Teams (`crate::teams::settings`) |
 //! | `STRANDS_WEBHOOK_URL`, `STRANDS_WEBHOOK_SECRET`, ... | webhooks (`crate::webhook::config`) |
 //! | `STRANDS_SMTP_URL`, `STRANDS_EMAIL_FROM`, ... | the e-mail room (`crate::email::config`) |
+//! | `STRANDS_AMQP_URL`, `STRANDS_AMQP_QUEUE`, ... | the queue room (`crate::amqp`) |
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -46,6 +47,8 @@ pub struct Config {
     pub webhooks: Option<crate::webhook::Config>,
     /// The e-mail room, when `STRANDS_SMTP_URL` and `STRANDS_EMAIL_FROM` are set.
     pub email: Option<crate::email::Settings>,
+    /// The queue room, when `STRANDS_AMQP_URL` is set.
+    pub amqp: Option<crate::amqp::Config>,
     /// What the engine, the tools and the timers are configured with.
     pub settings: Arc<crate::config::Settings>,
 }
@@ -133,6 +136,7 @@ impl Config {
         let webhooks = crate::webhook::Config::from_lookup(&get, &public_url)?;
         let email =
             crate::email::Settings::from_lookup(&get).map_err(|e| Error::Usage(e.to_string()))?;
+        let amqp = crate::amqp::Config::from_lookup(&get, &public_url)?;
         let web = crate::web::Config {
             public_url: public_url.clone(),
             templates: set("STRANDS_WEB_TEMPLATES").map(PathBuf::from),
@@ -143,6 +147,7 @@ impl Config {
             web,
             webhooks,
             email,
+            amqp,
             bind,
             store,
             workflows: o
@@ -200,6 +205,7 @@ mod tests {
             ),
             ("STRANDS_SMTP_URL", "smtp://u:p@mail.example:587"),
             ("STRANDS_EMAIL_FROM", "Strands <approvals@corp.example>"),
+            ("STRANDS_AMQP_URL", "amqps://u:p@mq.example/prod"),
             ("STRANDS_OIDC_ISSUER", "https://idp.example"),
             ("STRANDS_OIDC_CLIENT_ID", "strands"),
             ("STRANDS_OIDC_CLIENT_SECRET", "s"),

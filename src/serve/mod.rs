@@ -91,6 +91,18 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
     // serving fire first, before any answer is taken; then the timer loop.
     hub.start_timers().await?;
     hub.recover().await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    // The queue room: its link connects and consumes in the background;
+    // its exchange is one more endpoint of the outbox.
+    let amqp = config.amqp.clone().map(|c| {
+        eprintln!(
+            "strands serve: the queue room is on ({}, exchange {}, queue {})",
+            c.shown(),
+            c.exchange,
+            c.queue
+        );
+        crate::amqp::open(&hub, c, stop.clone())
+    });
     // The identity provider's discovery: a bad issuer stops the service
     // here, naming STRANDS_OIDC_ISSUER.
     let oidc = match config.web.oidc.clone() {
@@ -117,7 +129,7 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
             &limit,
         ))
         .merge(crate::web::router(web))
-        .merge(service_routes(hub.clone()))
+        .merge(service_routes(hub.clone(), amqp.clone()))
         // A request's store calls go ahead of background work.
         .layer(axum::middleware::from_fn(
             |req: axum::extract::Request, next: axum::middleware::Next| {
@@ -130,11 +142,19 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
     let addr = listener
         .local_addr()
         .map_err(|e| Error::io("cannot read the listening address", e))?;
-    let stop = tokio_util::sync::CancellationToken::new();
-    if let Some(webhooks) = config.webhooks.clone() {
+    if config.webhooks.is_some() || amqp.is_some() {
+        let webhooks = config
+            .webhooks
+            .clone()
+            .unwrap_or_else(|| crate::webhook::Config::without_endpoints(&config.public_url));
         let stats = Arc::new(crate::webhook::Stats::default());
         hub.metrics.watch_webhooks(Arc::clone(&stats));
-        let deliverer = crate::webhook::Deliverer::new(webhooks, stats)?;
+        let mut deliverer = crate::webhook::Deliverer::new(webhooks, stats)?;
+        if let Some(link) = &amqp {
+            deliverer = deliverer.with_exchange(Arc::new(crate::amqp::Publisher {
+                link: Arc::clone(link),
+            }));
+        }
         let (hub, stop) = (hub.clone(), stop.clone());
         hub.clone().tasks().spawn(async move {
             deliverer.run(&hub.store, stop.cancelled()).await;
@@ -200,23 +220,31 @@ pub async fn run(config: Config, clock: crate::clock::SharedClock) -> Result<()>
 }
 
 /// `/healthz` and `/metrics`: the service's, whichever rooms are open.
-fn service_routes(hub: Hub) -> Router {
+fn service_routes(hub: Hub, amqp: Option<Arc<crate::amqp::Link>>) -> Router {
+    let metrics = Router::new()
+        .route("/metrics", get(metrics_route))
+        .with_state(hub.clone());
     Router::new()
         .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics_route))
-        .with_state(hub)
+        .with_state((hub, amqp))
+        .merge(metrics)
 }
 
-/// `ok`, or 503 naming the database when it does not answer.
-async fn healthz(State(hub): State<Hub>) -> Response {
+/// `ok`, or 503 naming the database when it does not answer; with the
+/// queue room, a second line saying where its link to the broker is (a
+/// broker away is not the service down: events wait in the outbox).
+async fn healthz(State((hub, amqp)): State<(Hub, Option<Arc<crate::amqp::Link>>)>) -> Response {
+    let link = amqp
+        .map(|l| format!("\n{}", l.describe()))
+        .unwrap_or_default();
     match hub.store.ping().await {
         Ok(()) if hub.store.is_shared() => {
-            format!("ok (database {} answers)", hub.store.location()).into_response()
+            format!("ok (database {} answers){link}", hub.store.location()).into_response()
         }
-        Ok(()) => "ok".into_response(),
+        Ok(()) => format!("ok{link}").into_response(),
         Err(e) => (
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            format!("database unreachable: {e}"),
+            format!("database unreachable: {e}{link}"),
         )
             .into_response(),
     }

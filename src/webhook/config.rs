@@ -48,6 +48,17 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
+    /// No webhook endpoint: an outbox for the queue room's exchange only
+    /// (`Deliverer::with_exchange`), links starting with `public_url`.
+    pub fn without_endpoints(public_url: &str) -> Config {
+        Config {
+            endpoints: Vec::new(),
+            secret: SecretString::from(String::new()),
+            give_up: DEFAULT_GIVE_UP,
+            public_url: public_url.trim_end_matches('/').to_string(),
+        }
+    }
+
     /// The settings from `get` (the environment, or a map in tests);
     /// `None` when `STRANDS_WEBHOOK_URL` names no endpoint.
     /// `default_public_url` is used when `STRANDS_PUBLIC_URL` is unset.

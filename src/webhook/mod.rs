@@ -18,6 +18,12 @@
 //! status (redirects are not followed) gives up at once. Given-up
 //! deliveries are kept (`strands webhooks failed`).
 //!
+//! The same outbox carries events to the queue room's exchange: an
+//! endpoint `amqp:<exchange>` is handed to the [`Exchange`] the service
+//! gave (`crate::amqp`), which publishes and waits for the broker's
+//! confirm; cursor, lease, backoff and the given-up list are the ones
+//! above (its give-up time is the exchange's own).
+//!
 //! What this module does not do: decide which events exist (the engine
 //! writes them, `crate::model::event`), serve the API the links point to,
 //! or start itself — `strands serve` runs [`Deliverer::run`].
@@ -31,6 +37,7 @@ pub use config::{parse_span, Config, DEFAULT_GIVE_UP};
 pub use payload::{page_link, payload};
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,7 +47,32 @@ use secrecy::ExposeSecret;
 
 use crate::error::{Error, Result};
 use crate::model::webhook::{Delivery, Settle};
+use crate::model::Session;
 use crate::store::Store;
+
+/// How the outbox names an exchange of the queue room: `amqp:<exchange>`
+/// (webhook endpoints are http(s) URLs, so the two never meet).
+pub const EXCHANGE_PREFIX: &str = "amqp:";
+
+/// Where deliveries to an `amqp:` endpoint go: the queue room's exchange,
+/// handed in by the service (the room is a door, above this module).
+pub trait Exchange: Send + Sync + 'static {
+    /// Its outbox endpoint, `amqp:<exchange>`.
+    fn endpoint(&self) -> String;
+    /// How long an event is retried before it is given up.
+    fn give_up(&self) -> Duration;
+    /// The longest wait between two attempts (a broker coming back should
+    /// get what waited at once, not minutes later).
+    fn max_backoff(&self) -> Duration;
+    /// Publishes `d` with its payload `body`; `ended`: the session, when
+    /// the event ended its run. `Ok` once the broker confirmed it.
+    fn publish<'a>(
+        &'a self,
+        d: &'a Delivery,
+        body: Vec<u8>,
+        ended: Option<Session>,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'a>>;
+}
 
 /// The time limit of one POST.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -113,7 +145,9 @@ pub struct Deliverer {
     config: Config,
     stats: Arc<Stats>,
     http: reqwest::Client,
-    signer: Arc<standardwebhooks::Webhook>,
+    /// `None` without webhook endpoints (only the exchange).
+    signer: Option<Arc<standardwebhooks::Webhook>>,
+    exchange: Option<Arc<dyn Exchange>>,
     base_delay: Duration,
     poll: Duration,
 }
@@ -121,8 +155,15 @@ pub struct Deliverer {
 impl Deliverer {
     /// A deliverer for `config`, counting into `stats`.
     pub fn new(config: Config, stats: Arc<Stats>) -> Result<Deliverer> {
-        let signer = standardwebhooks::Webhook::new(config.secret.expose_secret())
-            .map_err(|_| Error::Usage("STRANDS_WEBHOOK_SECRET is not valid base64".into()))?;
+        let signer = if config.endpoints.is_empty() {
+            None
+        } else {
+            Some(Arc::new(
+                standardwebhooks::Webhook::new(config.secret.expose_secret()).map_err(|_| {
+                    Error::Usage("STRANDS_WEBHOOK_SECRET is not valid base64".into())
+                })?,
+            ))
+        };
         let http = crate::http::builder()
             .timeout(REQUEST_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
@@ -138,10 +179,21 @@ impl Deliverer {
             config,
             stats,
             http,
-            signer: Arc::new(signer),
+            signer,
+            exchange: None,
             base_delay: BASE_DELAY,
             poll: POLL,
         })
+    }
+
+    /// With the queue room's exchange as one more endpoint.
+    pub fn with_exchange(mut self, exchange: Arc<dyn Exchange>) -> Deliverer {
+        let endpoint = exchange.endpoint();
+        if !self.config.endpoints.contains(&endpoint) {
+            self.config.endpoints.push(endpoint);
+        }
+        self.exchange = Some(exchange);
+        self
     }
 
     /// The first retry's backoff (tests make it short).
@@ -166,18 +218,58 @@ impl Deliverer {
             .await?;
         let due = store.webhook_due(now, LEASE, TAKE).await?;
         let attempted = due.len();
-        let mut waiting = due.into_iter();
+        let mut waiting = due.into_iter().peekable();
         let mut posts = tokio::task::JoinSet::new();
+        // HTTP posts in flight (at most CONCURRENCY); publishes to the
+        // exchange share one channel and go all at once (at most TAKE).
+        let mut http = 0;
         loop {
-            while posts.len() < CONCURRENCY {
+            while let Some(next) = waiting.peek() {
+                let to_exchange = next.endpoint.starts_with(EXCHANGE_PREFIX);
+                if !to_exchange && http >= CONCURRENCY {
+                    break;
+                }
                 let Some(d) = waiting.next() else { break };
+                if !to_exchange {
+                    http += 1;
+                }
                 let body = serde_json::to_vec(&payload(&d.event, &self.config.public_url));
-                let (http, signer) = (self.http.clone(), Arc::clone(&self.signer));
+                if d.endpoint.starts_with(EXCHANGE_PREFIX) {
+                    // The run's end may owe a reply: the session, read now.
+                    let ended = if d.event.what.is_final() {
+                        store.load(&d.event.session).await.ok().flatten()
+                    } else {
+                        None
+                    };
+                    let exchange = self.exchange.clone();
+                    posts.spawn(async move {
+                        let attempt = match (body, exchange) {
+                            (Ok(body), Some(x)) => match x.publish(&d, body, ended).await {
+                                Ok(()) => Attempt::Delivered,
+                                Err(error) => Attempt::Transient { error, after: None },
+                            },
+                            (_, None) => Attempt::Transient {
+                                error: "the queue room is off (STRANDS_AMQP_URL unset)".into(),
+                                after: None,
+                            },
+                            (Err(e), _) => Attempt::Permanent {
+                                error: format!("could not encode the payload: {e}"),
+                            },
+                        };
+                        (d, attempt)
+                    });
+                    continue;
+                }
+                let (http, signer) = (self.http.clone(), self.signer.clone());
                 let signed_at = store.now().timestamp();
                 posts.spawn(async move {
-                    let attempt = match body {
-                        Ok(body) => post(&http, &signer, &d, body, signed_at).await,
-                        Err(e) => Attempt::Permanent {
+                    let attempt = match (body, signer) {
+                        (Ok(body), Some(signer)) => post(&http, &signer, &d, body, signed_at).await,
+                        (_, None) => Attempt::Transient {
+                            error: "webhooks are off (STRANDS_WEBHOOK_URL unset)".into(),
+                            after: None,
+                        },
+                        (Err(e), _) => Attempt::Permanent {
                             error: format!("could not encode the payload: {e}"),
                         },
                     };
@@ -187,6 +279,11 @@ impl Deliverer {
             let Some(joined) = posts.join_next().await else {
                 break;
             };
+            if let Ok((d, _)) = &joined {
+                if !d.endpoint.starts_with(EXCHANGE_PREFIX) {
+                    http -= 1;
+                }
+            }
             // A post that panicked leaves its delivery leased: it is
             // tried again when the lease ends.
             let (d, attempt) = match joined {
@@ -260,14 +357,18 @@ impl Deliverer {
             Attempt::Permanent { error } => return Settle::GaveUp { error },
             Attempt::Transient { error, after } => (error, after),
         };
+        let give_up_after = match &self.exchange {
+            Some(x) if d.endpoint.starts_with(EXCHANGE_PREFIX) => x.give_up(),
+            _ => self.config.give_up,
+        };
         let give_up =
-            chrono::TimeDelta::from_std(self.config.give_up).unwrap_or(chrono::TimeDelta::MAX / 2);
+            chrono::TimeDelta::from_std(give_up_after).unwrap_or(chrono::TimeDelta::MAX / 2);
         let deadline = d.first_attempt_at.unwrap_or(now) + give_up;
         if now >= deadline {
             return Settle::GaveUp {
                 error: format!(
                     "{error} (still failing {} after the first attempt)",
-                    span(self.config.give_up)
+                    span(give_up_after)
                 ),
             };
         }
@@ -276,6 +377,10 @@ impl Deliverer {
         let wait = match after {
             Some(asked) => asked.max(self.base_delay),
             None => backoff(self.base_delay, d.attempts),
+        };
+        let wait = match &self.exchange {
+            Some(x) if d.endpoint.starts_with(EXCHANGE_PREFIX) => wait.min(x.max_backoff()),
+            _ => wait,
         };
         let at = chrono::TimeDelta::from_std(wait)
             .ok()

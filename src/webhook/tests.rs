@@ -761,3 +761,101 @@ async fn a_backlog_goes_out_over_several_rounds_each_event_once() {
     assert_eq!(ids.len(), n, "each event once");
     assert_eq!(counters(&stats), [n as u64, 0, 0]);
 }
+
+/// An exchange that is "down" for its first `down` attempts, then takes
+/// everything; what it took, by message id.
+struct FakeExchange {
+    down: usize,
+    attempts: Mutex<usize>,
+    took: Mutex<Vec<(String, String, bool)>>,
+}
+
+impl Exchange for FakeExchange {
+    fn endpoint(&self) -> String {
+        format!("{EXCHANGE_PREFIX}strands.events")
+    }
+
+    fn give_up(&self) -> Duration {
+        Duration::from_secs(60)
+    }
+
+    fn max_backoff(&self) -> Duration {
+        Duration::from_millis(40)
+    }
+
+    fn publish<'a>(
+        &'a self,
+        d: &'a Delivery,
+        body: Vec<u8>,
+        ended: Option<Session>,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            let n = {
+                let mut a = self.attempts.lock().expect("attempts");
+                *a += 1;
+                *a
+            };
+            if n <= self.down {
+                return Err("not connected to the broker".into());
+            }
+            let v: Value = serde_json::from_slice(&body).expect("the payload");
+            self.took.lock().expect("took").push((
+                d.msg_id.clone(),
+                v["type"].as_str().unwrap_or_default().to_string(),
+                ended.is_some(),
+            ));
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_exchange_is_an_endpoint_of_the_outbox_retried_until_the_broker_takes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_in(&dir);
+    let x = Arc::new(FakeExchange {
+        down: 3,
+        attempts: Mutex::new(0),
+        took: Mutex::new(Vec::new()),
+    });
+    // No webhook endpoint: the outbox carries the exchange only.
+    let stats = Arc::new(Stats::default());
+    let d = Deliverer::new(
+        Config::without_endpoints("https://strands.example"),
+        Arc::clone(&stats),
+    )
+    .expect("a deliverer")
+    .with_base_delay(Duration::from_millis(10))
+    .with_exchange(Arc::clone(&x) as Arc<dyn Exchange>);
+    d.run_once(&store).await.expect("start the cursor");
+    report(&store, vec![opened(), failed("boom")]).await;
+    let start = Instant::now();
+    while x.took.lock().expect("took").len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(10), "never taken");
+        d.run_once(&store).await.expect("a round");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Settled once each: nothing more is due or failed.
+    for _ in 0..5 {
+        d.run_once(&store).await.expect("a round");
+    }
+    let took = x.took.lock().expect("took").clone();
+    assert_eq!(took.len(), 2, "{took:?}");
+    let types: Vec<&str> = took.iter().map(|t| t.1.as_str()).collect();
+    assert!(
+        types.contains(&"gate.opened") && types.contains(&"run.failed"),
+        "{types:?}"
+    );
+    // The run's end comes with its session (a reply may be owed).
+    assert!(took.iter().any(|t| t.1 == "run.failed" && t.2), "{took:?}");
+    assert!(took.iter().all(|t| t.0.starts_with("msg_")));
+    assert_ne!(took[0].0, took[1].0);
+    assert_eq!(counters(&stats)[0], 2);
+    assert!(
+        counters(&stats)[1] >= 2,
+        "retried while down: {:?}",
+        counters(&stats)
+    );
+    assert!(store.webhook_next_due().await.expect("due").is_none());
+    assert!(store.webhook_failed(10).await.expect("failed").is_empty());
+}

@@ -975,6 +975,7 @@ pub mod figures;
 pub mod oidc_provider;
 pub mod otlp;
 pub mod playground;
+pub mod rabbitmq;
 pub mod service;
 pub mod slack_story;
 pub mod syscall_kill;

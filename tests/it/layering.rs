@@ -14,7 +14,8 @@
 //! `webhook` (events posted from the store's outbox) → `hub` (the
 //! service's core: drives, timers, starts, answers, and what the doors
 //! share) → the doors: `api` (HTTP for code), `web` (the browser inbox),
-//! `slack` (a room off the channel hall), `teams`, `email` →
+//! `slack` (a room off the channel hall), `teams`, `email`, `amqp` (the
+//! queue room) →
 //! `serve` (composes the service) → `cli`.
 //!
 //! Doors sit side by side, not on each other: a door uses the hub and what
@@ -60,11 +61,11 @@ use std::path::Path;
 const LAYERS: &[&str] = &[
     "error", "clock", "audit", "template", "retry", "http", "model", "traces", "provider", "spec",
     "config", "gate", "tools", "channel", "store", "engine", "webhook", "hub", "api", "web",
-    "slack", "teams", "email", "mcp", "serve", "cli",
+    "slack", "teams", "email", "amqp", "mcp", "serve", "cli",
 ];
 
 /// The ways in from outside, each off the hub; none may use another.
-const DOORS: &[&str] = &["slack", "teams", "web", "api", "email", "mcp"];
+const DOORS: &[&str] = &["slack", "teams", "web", "api", "email", "amqp", "mcp"];
 
 /// What only the hub reaches: a door hands its answer to the hub (one
 /// way in, `hub::door`) and reads through it, never calling the engine or

@@ -62,6 +62,7 @@ mod policies_rooms;
 mod policy_backtest;
 mod props;
 mod providers;
+mod queue;
 mod report;
 mod session_formats;
 mod slack_approvers;

@@ -456,6 +456,7 @@ async fn with_people(w: &World) {
         tokens: vec![format!("{name}-api")],
         unix: unix.map(str::to_string),
         oidc: None,
+        amqp: None,
         groups: groups.iter().map(|g| g.to_string()).collect(),
         delegations: Vec::new(),
         passkeys: Vec::new(),

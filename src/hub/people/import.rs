@@ -38,8 +38,8 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Row>> {
     }
 }
 
-const COLUMNS: [&str; 8] = [
-    "name", "slack", "teams", "email", "tokens", "unix", "oidc", "groups",
+const COLUMNS: [&str; 9] = [
+    "name", "slack", "teams", "email", "tokens", "unix", "oidc", "amqp", "groups",
 ];
 
 fn parse_csv(source: &str, text: &str) -> Result<Vec<Row>> {
@@ -90,6 +90,7 @@ fn parse_csv(source: &str, text: &str) -> Result<Vec<Row>> {
                 "email" => p.email = one(),
                 "unix" => p.unix = one(),
                 "oidc" => p.oidc = one(),
+                "amqp" => p.amqp = one(),
                 "tokens" => p.tokens = many(),
                 _ => p.groups = many(),
             }
