@@ -84,7 +84,11 @@ fn decision(i: u64, now: chrono::DateTime<chrono::Utc>) -> [AuditEvent; 2] {
         a.who = Some(format!("approver-{}", i % 50));
         a.person = a.who.clone();
         a.via = Some(DOORS[(i % 5) as usize].into());
-        let action = if i % 4 == 0 { "reject" } else { "approve" };
+        let action = if i.is_multiple_of(4) {
+            "reject"
+        } else {
+            "approve"
+        };
         a.decision = Some(serde_json::json!({ "action": action }));
         a.response_ms = Some(waited_ms);
         a
