@@ -60,6 +60,8 @@ pub struct Link {
     state: Mutex<State>,
     live: tokio::sync::Mutex<Option<Live>>,
     metrics: Arc<crate::hub::metrics::Metrics>,
+    /// Where "now" comes from (the state's `since`).
+    clock: crate::clock::SharedClock,
 }
 
 struct Live {
@@ -69,12 +71,17 @@ struct Live {
 }
 
 impl Link {
-    pub fn new(config: Config, metrics: Arc<crate::hub::metrics::Metrics>) -> Link {
+    pub fn new(
+        config: Config,
+        metrics: Arc<crate::hub::metrics::Metrics>,
+        clock: crate::clock::SharedClock,
+    ) -> Link {
         Link {
             config,
             state: Mutex::new(State::Connecting),
             live: tokio::sync::Mutex::new(None),
             metrics,
+            clock,
         }
     }
 
@@ -219,7 +226,7 @@ impl Link {
         tracing::warn!(broker = %self.config.shown(), "amqp: {error}; reconnecting");
         self.set_state(State::Down {
             error,
-            since: Utc::now(),
+            since: self.clock.now(),
         });
     }
 
@@ -252,7 +259,9 @@ impl Link {
         });
         // Confirm mode now, so the first publish does not pay for it.
         self.channel().await?;
-        self.set_state(State::Connected { since: Utc::now() });
+        self.set_state(State::Connected {
+            since: self.clock.now(),
+        });
         tracing::info!(broker = %self.config.shown(), queue = %self.config.queue, "amqp: connected");
         let mut handling = tokio::task::JoinSet::new();
         let link = Arc::clone(self);

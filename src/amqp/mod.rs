@@ -50,7 +50,11 @@ pub fn open(
     config: Config,
     stop: tokio_util::sync::CancellationToken,
 ) -> Arc<Link> {
-    let link = Arc::new(Link::new(config, Arc::clone(&hub.metrics)));
+    let link = Arc::new(Link::new(
+        config,
+        Arc::clone(&hub.metrics),
+        Arc::clone(&hub.clock),
+    ));
     // A message waits on its acknowledgement as a click waits on its
     // answer: its store calls go in the acknowledgement lane, ahead of
     // the resumes and deliveries it starts.
