@@ -6,6 +6,7 @@
 //! and full outputs are never copied in: an outcome records its size and
 //! digest, a request the digest of exactly what the human was shown.
 
+pub mod decided;
 pub mod export;
 pub mod redact;
 pub mod report;

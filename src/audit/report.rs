@@ -3,13 +3,15 @@
 //! approver, rule or door. The audit is the one source: every answer's
 //! entry carries who, through which door, under which rule, the decision
 //! and `response_ms` (from the request to the answer); a gate's timeout is
-//! its own entry. Nothing here reads the store.
+//! its own entry, read as [`Decided`] records. Nothing here reads the
+//! store.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AuditEntry, AuditKind};
+use super::decided::Decided;
+use super::AuditEntry;
 
 /// What the rows are grouped by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,25 +81,18 @@ fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
 }
 
 impl Row {
-    fn add(&mut self, entry: &AuditEntry) {
-        let e = &entry.event;
+    fn add(&mut self, d: &Decided) {
         self.decisions += 1;
-        if e.kind == Some(AuditKind::Timeout) {
+        if d.timeout {
             self.timeouts += 1;
             return;
         }
-        // `{"action": "approve", …}`; entries of early releases hold the
-        // bare word.
-        let action = e
-            .decision
-            .as_ref()
-            .and_then(|d| d.get("action").unwrap_or(d).as_str());
-        match action {
+        match d.action.as_deref() {
             Some("approve") => self.approved += 1,
             Some("reject") => self.rejected += 1,
             _ => self.other += 1,
         }
-        if let Some(ms) = e.response_ms {
+        if let Some(ms) = d.ms {
             self.times.push(ms);
         }
     }
@@ -111,56 +106,80 @@ impl Row {
     }
 }
 
-/// The group of a decision's entry.
-fn key(entry: &AuditEntry, by: By) -> String {
-    let e = &entry.event;
+/// The group of a decision.
+fn key(d: &Decided, by: By) -> String {
     match by {
-        By::Workflow => e.workflow.clone(),
+        By::Workflow => d.workflow.clone(),
         By::Gate => {
-            let gate = e.gate.as_deref().unwrap_or("?");
+            let gate = d.gate.as_deref().unwrap_or("?");
             let id = gate.split_once('#').map_or(gate, |(id, _)| id);
-            format!("{}/{id}", e.workflow)
+            format!("{}/{id}", d.workflow)
         }
-        By::Approver if e.kind == Some(AuditKind::Timeout) => "(timeout)".into(),
-        By::Approver => e
+        By::Approver if d.timeout => "(timeout)".into(),
+        By::Approver => d
             .person
             .clone()
-            .or_else(|| e.who.clone())
+            .or_else(|| d.who.clone())
             .unwrap_or_else(|| "?".into()),
-        By::Rule => e.rule.clone().unwrap_or_else(|| "(no rule)".into()),
-        By::Door => e.via.clone().unwrap_or_else(|| "?".into()),
+        By::Rule => d.rule.clone().unwrap_or_else(|| "(no rule)".into()),
+        By::Door => d.via.clone().unwrap_or_else(|| "?".into()),
+    }
+}
+
+/// A report being counted, one decision at a time (a store's decisions
+/// are read page by page, never all held at once).
+pub struct Tally {
+    by: By,
+    rows: BTreeMap<String, Row>,
+    total: Row,
+}
+
+impl Tally {
+    pub fn new(by: By) -> Tally {
+        Tally {
+            by,
+            rows: BTreeMap::new(),
+            total: Row {
+                key: "total".into(),
+                ..Row::default()
+            },
+        }
+    }
+
+    pub fn add(&mut self, d: &Decided) {
+        let k = key(d, self.by);
+        match self.rows.get_mut(&k) {
+            Some(row) => row.add(d),
+            None => {
+                let mut row = Row {
+                    key: k.clone(),
+                    ..Row::default()
+                };
+                row.add(d);
+                self.rows.insert(k, row);
+            }
+        }
+        self.total.add(d);
+    }
+
+    /// Rows in key order, and the total.
+    pub fn finish(self) -> Report {
+        Report {
+            by: self.by,
+            rows: self.rows.into_values().map(Row::finish).collect(),
+            total: self.total.finish(),
+        }
     }
 }
 
 /// The report of `entries` (answers and timeouts count; everything else
 /// is skipped), grouped `by`, rows in key order.
 pub fn report<'a>(entries: impl IntoIterator<Item = &'a AuditEntry>, by: By) -> Report {
-    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
-    let mut total = Row {
-        key: "total".into(),
-        ..Row::default()
-    };
-    for entry in entries {
-        if !matches!(
-            entry.event.kind,
-            Some(AuditKind::Answer | AuditKind::Timeout)
-        ) {
-            continue;
-        }
-        let k = key(entry, by);
-        rows.entry(k.clone())
-            .or_insert_with(|| Row {
-                key: k,
-                ..Row::default()
-            })
-            .add(entry);
-        total.add(entry);
+    let mut tally = Tally::new(by);
+    for d in entries.into_iter().filter_map(Decided::of) {
+        tally.add(&d);
     }
-    Report {
-        by,
-        rows: rows.into_values().map(Row::finish).collect(),
-        total: total.finish(),
-    }
+    tally.finish()
 }
 
 fn ms(v: Option<u64>) -> String {
@@ -262,7 +281,7 @@ pub fn table(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::AuditEvent;
+    use crate::audit::{AuditEvent, AuditKind};
 
     fn answer(wf: &str, gate: &str, who: &str, via: &str, action: &str, ms: u64) -> AuditEntry {
         let mut e = AuditEvent::new(AuditKind::Answer, "s", wf, crate::clock::test_epoch());

@@ -82,9 +82,8 @@ pub(super) async fn report(ctx: &Ctx, args: ReportArgs) -> Result<u8> {
         Some(remote) => super::remote::insights(remote, &stamp, &args.by).await?,
         None => {
             let store = ctx.open().await?;
-            let entries = audit_since(ctx, Some(&store), from).await?;
             let open = insights::everyone_open(&store, ctx.now()).await?;
-            insights::assemble(&entries, from, by, open, Scope::Everyone)
+            insights::assemble(&store, from, by, open, Scope::Everyone).await?
         }
     };
     if args.json {

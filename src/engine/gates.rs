@@ -24,6 +24,7 @@ impl Engine<'_> {
         (prompt, context): (String, String),
     ) -> crate::model::OpenGate {
         crate::model::OpenGate {
+            reminded_at: None,
             id: id.into(),
             instance: session.next_instance(id),
             order: 0,

@@ -6,7 +6,7 @@
 //!
 //! A gate is **overdue** when its deadline has passed while it is still
 //! open (a timeout kept to business hours, a fallback that could not run
-//! yet) or it has been escalated. Nothing here reads the store or the
+//! yet), its approvers have been reminded, or it has been escalated. Nothing here reads the store or the
 //! clock: the caller gives the gates and `now`.
 
 use chrono::{DateTime, Utc};
@@ -26,8 +26,17 @@ pub const BUCKETS: [(&str, &str, i64); 4] = [
 pub struct Waited {
     pub opened_at: DateTime<Utc>,
     pub timeout_at: Option<DateTime<Utc>>,
+    /// Its approvers were reminded (`OpenGate::reminded_at`).
+    pub reminded: bool,
     /// An escalation was recorded for it.
     pub escalated: bool,
+}
+
+impl Waited {
+    /// Past its deadline, reminded or escalated.
+    pub fn overdue(&self, now: DateTime<Utc>) -> bool {
+        self.reminded || self.escalated || self.timeout_at.is_some_and(|t| t <= now)
+    }
 }
 
 /// Open gates in one age bucket.
@@ -79,7 +88,7 @@ pub fn ages(gates: impl IntoIterator<Item = Waited>, now: DateTime<Utc>) -> Ages
             .position(|(_, _, upper)| secs < *upper)
             .unwrap_or(BUCKETS.len() - 1);
         out.buckets[i].count += 1;
-        if g.escalated || g.timeout_at.is_some_and(|t| t <= now) {
+        if g.overdue(now) {
             out.overdue += 1;
         }
         out.oldest_secs = Some(out.oldest_secs.map_or(secs, |o: i64| o.max(secs)));
@@ -96,6 +105,7 @@ mod tests {
         Waited {
             opened_at: now - ago,
             timeout_at: None,
+            reminded: false,
             escalated: false,
         }
     }
@@ -133,7 +143,7 @@ mod tests {
     }
 
     #[test]
-    fn overdue_is_past_the_deadline_or_escalated() {
+    fn overdue_is_past_the_deadline_reminded_or_escalated() {
         let now = crate::clock::test_epoch();
         let mut late = open(now, TimeDelta::hours(3));
         late.timeout_at = Some(now - TimeDelta::minutes(1));
@@ -143,8 +153,10 @@ mod tests {
         later.timeout_at = Some(now + TimeDelta::minutes(1));
         let mut escalated = open(now, TimeDelta::hours(3));
         escalated.escalated = true;
-        let a = ages([late, due_now, later, escalated], now);
-        assert_eq!((a.open, a.overdue), (4, 3));
+        let mut reminded = open(now, TimeDelta::hours(3));
+        reminded.reminded = true;
+        let a = ages([late, due_now, later, escalated, reminded], now);
+        assert_eq!((a.open, a.overdue), (5, 4));
     }
 
     #[test]

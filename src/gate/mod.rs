@@ -394,6 +394,7 @@ pub fn open(
     now: DateTime<Utc>,
 ) -> OpenGate {
     OpenGate {
+        reminded_at: None,
         id: spec.id.clone(),
         instance,
         // Set when the engine adds it to the session.

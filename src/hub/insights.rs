@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Hub;
-use crate::audit::report::{self, By, Row};
-use crate::audit::AuditEntry;
+use crate::audit::decided::Decided;
+use crate::audit::report::{By, Row, Tally};
 use crate::error::Result;
 use crate::gate::ages::{self, Ages, Waited};
 use crate::model::token::Role;
@@ -60,32 +60,55 @@ impl Insights {
     }
 }
 
-/// A person's own entries: those they made, under any channel identity.
-fn own<'a>(entries: &'a [AuditEntry], person: &'a str) -> impl Iterator<Item = &'a AuditEntry> {
-    entries.iter().filter(move |e| {
-        e.event.person.as_deref() == Some(person) || e.event.who.as_deref() == Some(person)
-    })
-}
-
 fn stamp(since: DateTime<Utc>) -> String {
     since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The figures of `entries` (the audit since `since`) and `open`.
-pub fn assemble(
-    entries: &[AuditEntry],
+/// A report being counted from decisions: all of them, or a person's own
+/// (those they made, under any channel identity).
+struct Counter {
+    tally: Tally,
+    person: Option<String>,
+}
+
+impl Counter {
+    fn new(by: By, scope: &Scope) -> Counter {
+        Counter {
+            tally: Tally::new(by),
+            person: match scope {
+                Scope::Everyone => None,
+                Scope::Person(p) => Some(p.clone()),
+            },
+        }
+    }
+
+    fn add(&mut self, d: &Decided) {
+        if self.person.as_deref().is_none_or(|p| d.made_by(p)) {
+            self.tally.add(d);
+        }
+    }
+}
+
+/// The figures of the decisions made since `since` (read from the store's
+/// decisions, a page at a time) and of `open`.
+pub async fn assemble(
+    store: &Store,
     since: DateTime<Utc>,
     by: By,
     open: Ages,
     scope: Scope,
-) -> Insights {
-    let (r, person) = match scope {
-        Scope::Everyone => (report::report(entries, by), None),
-        Scope::Person(p) => (report::report(own(entries, &p), by), Some(p)),
-    };
+) -> Result<Insights> {
+    let mut counter = Counter::new(by, &scope);
+    store.decisions(since, |d| counter.add(&d)).await?;
+    Ok(figures(counter, since, open))
+}
+
+fn figures(counter: Counter, since: DateTime<Utc>, open: Ages) -> Insights {
+    let r = counter.tally.finish();
+    let person = counter.person;
     Insights {
         since: stamp(since),
-        by,
+        by: r.by,
         rows: r.rows,
         total: r.total,
         open,
@@ -97,6 +120,21 @@ pub fn assemble(
         .into(),
         person,
     }
+}
+
+/// `w` with whether it was escalated, looked up only when that could
+/// change it (not yet overdue otherwise): one read fewer per late gate.
+async fn escalated(
+    store: &Store,
+    session: &str,
+    handle: &str,
+    mut w: Waited,
+    now: DateTime<Utc>,
+) -> Result<Waited> {
+    if !w.overdue(now) {
+        w.escalated = store.escalation(session, handle).await?.is_some();
+    }
+    Ok(w)
 }
 
 /// Every paused run's open gates by age, read a page of the store's index
@@ -117,11 +155,13 @@ pub async fn everyone_open(store: &Store, now: DateTime<Utc>) -> Result<Ages> {
                 continue;
             }
             for g in s.open_gates() {
-                gates.push(Waited {
+                let w = Waited {
                     opened_at: g.opened_at,
                     timeout_at: g.timeout_at,
-                    escalated: store.escalation(&s.id, &g.handle()).await?.is_some(),
-                });
+                    reminded: g.reminded_at.is_some(),
+                    escalated: false,
+                };
+                gates.push(escalated(store, &s.id, &g.handle(), w, now).await?);
             }
         }
         if !full {
@@ -140,35 +180,33 @@ pub async fn for_caller(
     by: By,
 ) -> Result<Insights> {
     let now = hub.clock.now();
-    let entries = hub.store.audit_export(Some(since), None).await?;
     if caller.role >= Role::Operator {
         let open = everyone_open(&hub.store, now).await?;
-        return Ok(assemble(&entries, since, by, open, Scope::Everyone));
+        return assemble(&hub.store, since, by, open, Scope::Everyone).await;
     }
     let waiting = super::inbox::waiting_for(hub, &caller.name, &caller.idp_groups, None).await?;
     let mut gates = Vec::with_capacity(waiting.len());
     for w in &waiting {
-        gates.push(Waited {
+        let g = Waited {
             opened_at: w.gate.opened_at,
             timeout_at: w.gate.timeout_at,
-            escalated: hub
-                .store
-                .escalation(&w.session, &w.gate.handle)
-                .await?
-                .is_some(),
-        });
+            reminded: w.gate.reminded_at.is_some(),
+            escalated: false,
+        };
+        gates.push(escalated(&hub.store, &w.session, &w.gate.handle, g, now).await?);
     }
     let person = hub
         .people()
         .person_of(&caller.name)
         .map_or_else(|| caller.name.clone(), |p| p.name.clone());
-    Ok(assemble(
-        &entries,
+    assemble(
+        &hub.store,
         since,
         by,
         ages::ages(gates, now),
         Scope::Person(person),
-    ))
+    )
+    .await
 }
 
 /// The open gates for `/metrics`, when few enough runs are paused to read
@@ -183,7 +221,7 @@ pub async fn for_metrics(hub: &Hub, paused: u64) -> Result<Option<Ages>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{AuditEvent, AuditKind};
+    use crate::audit::{AuditEntry, AuditEvent, AuditKind};
 
     fn answer(who: &str, person: Option<&str>, ms: u64) -> AuditEntry {
         let mut e = AuditEvent::new(
@@ -213,16 +251,17 @@ mod tests {
             answer("bob", Some("bob"), 9_000),
         ];
         let since = crate::clock::test_epoch();
-        let mine = assemble(
-            &entries,
-            since,
-            By::Gate,
-            Ages::default(),
-            Scope::Person("alice".into()),
-        );
+        let count = |scope: Scope| {
+            let mut c = Counter::new(By::Gate, &scope);
+            for d in entries.iter().filter_map(Decided::of) {
+                c.add(&d);
+            }
+            figures(c, since, Ages::default())
+        };
+        let mine = count(Scope::Person("alice".into()));
         assert_eq!(mine.total.decisions, 2);
         assert_eq!(mine.total.p90_ms, Some(3_000));
-        let all = assemble(&entries, since, By::Gate, Ages::default(), Scope::Everyone);
+        let all = count(Scope::Everyone);
         assert_eq!(all.total.decisions, 3);
         let json = serde_json::to_value(&mine).unwrap_or_default();
         assert_eq!(json["scope"], "person");

@@ -498,11 +498,13 @@ mod tests {
                 crate::gate::ages::Waited {
                     opened_at: now - chrono::TimeDelta::minutes(5),
                     timeout_at: None,
+                    reminded: false,
                     escalated: false,
                 },
                 crate::gate::ages::Waited {
                     opened_at: now - chrono::TimeDelta::days(8),
                     timeout_at: Some(now - chrono::TimeDelta::days(1)),
+                    reminded: false,
                     escalated: false,
                 },
             ],

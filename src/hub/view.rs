@@ -97,6 +97,10 @@ pub struct GateView {
     pub default: Option<String>,
     pub opened_at: DateTime<Utc>,
     pub timeout_at: Option<DateTime<Utc>>,
+    /// When its approvers were first reminded: from then on it counts as
+    /// overdue (`gate::ages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminded_at: Option<DateTime<Utc>>,
     /// What the timeout does: `approve`, `reject`, `answer `x``, ...
     #[serde(default)]
     pub timeout_effect: Option<String>,
@@ -212,6 +216,7 @@ impl GateView {
             default: g.default.clone(),
             opened_at: g.opened_at,
             timeout_at: g.timeout_at,
+            reminded_at: g.reminded_at,
             timeout_effect: g.timeout_at.map(|_| timeout_effect(g)),
             hours: g.hours.clone(),
             calls: s

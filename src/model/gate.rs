@@ -389,6 +389,10 @@ pub struct OpenGate {
     /// ([`super::step_up`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_up: Option<super::step_up::StepUp>,
+    /// When its approvers were first reminded (`engine::timers`): from then
+    /// on the gate counts as overdue (`gate::ages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminded_at: Option<DateTime<Utc>>,
 }
 
 /// Which approval rule applied to a gate instance, and why.
@@ -501,6 +505,7 @@ impl OpenGate {
     #[cfg(test)]
     pub fn for_tests(id: &str) -> OpenGate {
         OpenGate {
+            reminded_at: None,
             id: id.into(),
             instance: 1,
             order: 1,

@@ -172,6 +172,16 @@ pub trait Backend: Send + Sync {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(u64, Vec<u8>)>>> + Send;
     fn audit_head(&self) -> impl Future<Output = Result<Option<crate::audit::Head>>> + Send;
+    /// Up to `limit` of the audit's decisions ([`crate::audit::decided`])
+    /// made at or after `since`, numbered above `after`, in order, as
+    /// stored. The index is derived from the chain: it is first brought
+    /// up to the audit's head, by whoever reads it.
+    fn decided(
+        &self,
+        since: DateTime<Utc>,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, Vec<u8>)>>> + Send;
 
     /// Arms one gate asking's timers, once (false: already armed).
     fn arm_timers(
@@ -655,6 +665,7 @@ forward! {
     fn append_audit(&self, events: &[crate::audit::AuditEvent]) -> Result<()>;
     fn audit_page(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>>;
     fn audit_head(&self) -> Result<Option<crate::audit::Head>>;
+    fn decided(&self, since: DateTime<Utc>, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>>;
     fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool>;
     fn next_timer(&self) -> Result<Option<Timer>>;
     fn timers(&self) -> Result<Vec<Timer>>;
@@ -846,6 +857,31 @@ impl Store {
             out.extend(page);
             if !full {
                 return Ok(out);
+            }
+        }
+    }
+
+    /// The audit's decisions made at or after `since`, in order, handed
+    /// to `each` a page at a time (a million fit in no page).
+    pub async fn decisions(
+        &self,
+        since: DateTime<Utc>,
+        mut each: impl FnMut(crate::audit::decided::Decided),
+    ) -> Result<()> {
+        const PAGE: usize = 8192;
+        let mut after = 0;
+        loop {
+            let page = self.decided(since, after, PAGE).await?;
+            let full = page.len() == PAGE;
+            for (seq, bytes) in page {
+                after = seq;
+                each(
+                    crate::audit::decided::Decided::decode(seq, &bytes)
+                        .map_err(crate::error::Error::Store)?,
+                );
+            }
+            if !full {
+                return Ok(());
             }
         }
     }

@@ -410,6 +410,7 @@ pub(crate) mod tests {
     fn gate(kind: GateKind, context: &str) -> OpenGate {
         let now = crate::clock::test_epoch();
         OpenGate {
+            reminded_at: None,
             id: "review".into(),
             instance: 1,
             order: 1,

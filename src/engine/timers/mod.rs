@@ -431,6 +431,15 @@ impl<N: Notifier> Timers<'_, N> {
             return self.store.remove_timer(t).await;
         };
         let timing = self.timing(&session, &gate)?;
+        if gate.reminded_at.is_none() {
+            // From the first reminder on, the gate counts as overdue.
+            let now = self.clock.now();
+            self.store
+                .update_open_gate(&session.id, &t.gate, &move |g| {
+                    g.reminded_at.get_or_insert(now);
+                })
+                .await?;
+        }
         if t.n == 0 {
             // The last reminder before the timeout (`remind_before`): once.
             self.notifier.remind(&session, &gate, 0, 0).await;

@@ -230,9 +230,21 @@ async fn reminders_come_every_interval_up_to_the_maximum_and_never_after_the_tim
             "        timeout_minutes: 10\n        reminder_interval: 3\n        max_reminders: 5",
         )
         .await;
-    for _ in 0..9 {
+    let reminded = |s: &Session| s.open_gate("review#1").and_then(|g| g.reminded_at);
+    let opened = w.session(&s.id).await;
+    let opened_at = opened.open_gate("review#1").expect("open").opened_at;
+    for minute in 1..=9 {
         advance(60).await;
         w.timers().fire_due().await.expect("fire");
+        // Overdue (`gate::ages`) from the first reminder on, at its time.
+        let now = reminded(&w.session(&s.id).await);
+        if minute < 3 {
+            assert_eq!(now, None, "minute {minute}");
+        } else {
+            let at = now.expect("reminded");
+            assert!(at >= opened_at + chrono::TimeDelta::minutes(3), "{at}");
+            assert!(at < opened_at + chrono::TimeDelta::minutes(4), "{at}");
+        }
     }
     let reminders: Vec<Call> = w
         .notifier
@@ -447,6 +459,7 @@ async fn the_bot_wide_default_timeout_applies_to_gates_without_one() {
 fn gate(timeout: Option<i64>) -> OpenGate {
     let now = crate::clock::test_epoch();
     OpenGate {
+        reminded_at: None,
         id: "review".into(),
         instance: 2,
         order: 2,

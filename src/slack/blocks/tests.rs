@@ -11,6 +11,7 @@ use slack_morphism::prelude::{SlackBlock, SlackView};
 
 fn adversarial_gate(kind: GateKind) -> OpenGate {
     OpenGate {
+        reminded_at: None,
         id: nasty(500),
         instance: 7,
         order: 7,

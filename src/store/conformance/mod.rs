@@ -19,9 +19,13 @@ use crate::model::{
 };
 
 mod apart;
+mod audit;
 mod indexes;
+mod records;
 use apart::*;
+use audit::*;
 use indexes::*;
+use records::*;
 
 fn run_failed(message: &str) -> EventKind {
     EventKind::RunFailed {
@@ -309,203 +313,6 @@ async fn timers_arm_once_and_fire_once(store: Arc<Store>) {
     assert_eq!(left[0].n, 2);
     let next = store.next_timer().await.expect("next").expect("one");
     assert_eq!(next.n, 2, "the earliest");
-}
-
-async fn the_audit_chain_never_forks(store: Arc<Store>) {
-    let tasks: Vec<_> = (0..20)
-        .map(|i| {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move {
-                let ev = AuditEvent::new(AuditKind::Access, &format!("s{i}"), "wf", store.now());
-                store.append_audit(&[ev.clone(), ev]).await
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.expect("task").expect("append");
-    }
-    let mut s = paused_session("a1");
-    s.audit = vec![AuditEvent::new(AuditKind::Access, "a1", "wf", store.now())];
-    store.create(&mut s).await.expect("create with audit");
-    let entries = store.audit_entries().await.expect("entries");
-    assert_eq!(entries.len(), 41);
-    let head = store.audit_head().await.expect("head");
-    assert_eq!(head.as_ref().map(|h| h.seq), Some(41));
-    match crate::audit::verify(entries.into_iter(), head) {
-        Verdict::Intact { entries } => assert_eq!(entries, 41),
-        broken => panic!("{broken:?}"),
-    }
-    assert_eq!(
-        store
-            .audit_export(None, Some("a1"))
-            .await
-            .expect("export")
-            .len(),
-        1
-    );
-}
-
-async fn events_have_one_gap_free_sequence(store: Arc<Store>) {
-    let tasks: Vec<_> = (0..12)
-        .map(|i| {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move {
-                let mut s = paused_session(&format!("e{i}"));
-                s.events = vec![step_done(), run_failed("x")];
-                store.create(&mut s).await
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.expect("task").expect("create");
-    }
-    assert_eq!(store.last_event().await.expect("last"), 24);
-    let all = store.events_after(0, 100).await.expect("events");
-    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=24).collect::<Vec<_>>());
-    let page = store.events_after(20, 2).await.expect("page");
-    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [21, 22]);
-    let mine = store.session_events_after("e3", 0, 10).await.expect("mine");
-    assert_eq!(mine.len(), 2);
-    assert!(mine.iter().all(|e| e.session == "e3") && mine[0].seq < mine[1].seq);
-    let after = store
-        .session_events_after("e3", mine[0].seq, 10)
-        .await
-        .expect("after");
-    assert_eq!(after.len(), 1);
-}
-
-async fn a_token_name_is_in_use_once(store: Arc<Store>) {
-    use crate::model::token::{NewToken, Role};
-    let now = store.now();
-    let ev = || AuditEvent::new(AuditKind::Access, "", "", store.now());
-    let a = NewToken::generate("ci", Role::Operator, now, None);
-    assert!(store.create_token(&a.record, &ev()).await.expect("create"));
-    let b = NewToken::generate("ci", Role::Admin, now, None);
-    assert!(!store.create_token(&b.record, &ev()).await.expect("create"));
-    assert_eq!(store.token(&b.record.id).await.expect("read"), None);
-    assert_eq!(
-        store.token(&a.record.id).await.expect("read"),
-        Some(a.record.clone())
-    );
-    let revoked = store
-        .revoke_token("ci", now, &ev())
-        .await
-        .expect("revoke")
-        .expect("was in use");
-    assert_eq!(revoked.revoked_at, Some(now));
-    assert_eq!(
-        store.revoke_token("ci", now, &ev()).await.expect("revoke"),
-        None
-    );
-    assert!(store.create_token(&b.record, &ev()).await.expect("create"));
-    assert_eq!(store.tokens().await.expect("list").len(), 2);
-    assert_eq!(
-        store.audit_head().await.expect("head").map(|h| h.seq),
-        Some(3)
-    );
-}
-
-async fn a_grant_is_made_once_and_revoked_once(store: Arc<Store>) {
-    use crate::model::grant::{Grant, Limit, Origin, Revocation, State};
-    let now = store.now();
-    let ev = || AuditEvent::new(AuditKind::Grant, "s1", "wf", store.now());
-    let origin = |call: &str| Origin {
-        session: "s1".into(),
-        gate: "tools#1".into(),
-        call: call.into(),
-    };
-    let limit = Limit::parse(Some("1h"), &["url^=https://api.example.com/".into()]).unwrap();
-    let a = Grant::new(&limit, "http_request", "wf", "alice", now, origin("c1"));
-    assert!(store.put_grant(&a, &ev()).await.expect("put"));
-    assert!(
-        !store.put_grant(&a, &ev()).await.expect("put"),
-        "the same answer makes one grant"
-    );
-    let run = Limit::parse(Some("run"), &[]).unwrap();
-    let b = Grant::new(&run, "file_write", "wf", "bob", now, origin("c2"));
-    assert!(store.put_grant(&b, &ev()).await.expect("put"));
-    assert_eq!(store.grants().await.expect("list").len(), 2);
-    let by_carol = Revocation {
-        at: now,
-        by: "carol".into(),
-    };
-    let revoked = store
-        .revoke_grant(&a.id, &by_carol, &ev())
-        .await
-        .expect("revoke")
-        .expect("known");
-    assert_eq!(revoked.revoked, Some(by_carol.clone()));
-    assert_eq!(revoked.state(now), State::Revoked);
-    let later = Revocation {
-        at: now,
-        by: "dave".into(),
-    };
-    let again = store
-        .revoke_grant(&a.id, &later, &ev())
-        .await
-        .expect("revoke")
-        .expect("known");
-    assert_eq!(again.revoked, Some(by_carol), "the first revocation stays");
-    assert_eq!(
-        store
-            .revoke_grant("gr_none", &later, &ev())
-            .await
-            .expect("revoke"),
-        None
-    );
-    let listed = store.grants().await.expect("list");
-    assert_eq!(
-        listed
-            .iter()
-            .find(|g| g.id == a.id)
-            .unwrap()
-            .revoked
-            .as_ref()
-            .unwrap()
-            .by,
-        "carol"
-    );
-    assert_eq!(listed.iter().find(|g| g.id == b.id), Some(&b));
-    // Two made, one revoked: three entries, nothing for the repeats.
-    assert_eq!(
-        store.audit_head().await.expect("head").map(|h| h.seq),
-        Some(3)
-    );
-}
-
-async fn sign_ins_and_keys(store: Arc<Store>) {
-    use crate::model::login::{LoginScope, NewLogin};
-    use crate::model::token::Role;
-    let now = store.now();
-    let l = NewLogin::generate(
-        "ann",
-        Role::Approver,
-        LoginScope::Token {
-            token_id: "t1".into(),
-        },
-        now,
-        now + TimeDelta::hours(1),
-    )
-    .login;
-    store.put_login(&l).await.expect("put");
-    assert_eq!(store.login(&l.id).await.expect("read"), Some(l.clone()));
-    assert!(store.end_login(&l.id).await.expect("end"));
-    assert!(!store.end_login(&l.id).await.expect("end"));
-    assert_eq!(store.login(&l.id).await.expect("read"), None);
-    let tasks: Vec<_> = (0..10)
-        .map(|_| {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move { store.key("links").await })
-        })
-        .collect();
-    let mut keys = Vec::new();
-    for t in tasks {
-        keys.push(t.await.expect("task").expect("key"));
-    }
-    assert_eq!(keys[0].len(), 32);
-    assert!(keys.iter().all(|k| *k == keys[0]), "one key for everyone");
-    assert_ne!(store.key("other").await.expect("key"), keys[0]);
 }
 
 const HOOK: &str = "http://127.0.0.1:9/hook";
@@ -1025,6 +832,7 @@ conformance! {
     an_answer_queued_for_a_busy_run_waits_once,
     timers_arm_once_and_fire_once,
     the_audit_chain_never_forks,
+    decisions_are_read_by_time_from_the_chain,
     events_have_one_gap_free_sequence,
     a_token_name_is_in_use_once,
     a_grant_is_made_once_and_revoked_once,

@@ -91,6 +91,14 @@ impl crate::store::Backend for PgStore {
     async fn audit_page(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         PgStore::audit_page(self, after, limit).await
     }
+    async fn decided(
+        &self,
+        since: DateTime<Utc>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>> {
+        PgStore::decided(self, since, after, limit).await
+    }
     async fn audit_head(&self) -> Result<Option<crate::audit::Head>> {
         PgStore::audit_head(self).await
     }

@@ -12,7 +12,7 @@ use crate::store::Timer;
 
 /// Every table holding data (not the schema's own), cleared by `--force`
 /// (`session_counts` is recounted instead).
-const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins, teams_conversations, people, mail_outbox, grants";
+const TABLES: &str = "meta, sessions, session_outputs, unposted, leases, messages, notifications, chat_events, audit, events, timers, timer_marks, escalations, queued_answers, gate_approvers, tokens, webhook_cursors, webhook_pending, webhook_failed, web_logins, teams_conversations, people, mail_outbox, grants, decided";
 
 impl PgStore {
     /// Whether the database is empty, holds this dump already, or other data.
@@ -120,6 +120,10 @@ impl PgStore {
         )
         .await
         .map_err(e)?;
+        // The decisions index is built again from this audit when read.
+        tx.execute("UPDATE heads SET seq = 0 WHERE name = 'decided'", &[])
+            .await
+            .map_err(e)?;
         for body in &dump.timers {
             let t: Timer = decode("timer", body)?;
             let kind: i16 = match t.kind {

@@ -28,6 +28,7 @@ mod awaiting;
 mod backend;
 mod chain;
 mod counts;
+mod decided;
 mod grants;
 mod import;
 mod leases;

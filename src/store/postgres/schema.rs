@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 
 /// The schema this build writes.
-pub const VERSION: i32 = 10;
+pub const VERSION: i32 = 11;
 
 /// Migrations, by version (index + 1).
 const MIGRATIONS: &[&str] = &[
@@ -266,6 +266,14 @@ CREATE TABLE grants (
     id text PRIMARY KEY,
     body bytea NOT NULL
 );
+"#,
+    // 11: the audit's decisions, projected for reports (`audit::decided`,
+    // `decided.rs`): built from the chain by whoever reads them, up to the
+    // entry `heads`' `decided` row names.
+    r#"
+CREATE TABLE decided (seq bigint PRIMARY KEY, at timestamptz NOT NULL, body bytea NOT NULL);
+CREATE INDEX decided_by_time ON decided (at);
+INSERT INTO heads VALUES ('decided', 0, '');
 "#,
 ];
 

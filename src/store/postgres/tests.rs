@@ -84,7 +84,8 @@ async fn a_database_of_schema_2_gets_the_workflow_and_approver_indexes_once() {
              ALTER TABLE sessions DROP COLUMN workflow;
              DROP TABLE session_outputs, session_counts, unposted;
              ALTER TABLE notifications DROP COLUMN posted;
-             DROP TABLE teams_conversations, people, mail_outbox, grants;
+             DROP TABLE teams_conversations, people, mail_outbox, grants, decided;
+             DELETE FROM heads WHERE name = 'decided';
              DELETE FROM strands_schema WHERE version >= 3;
              DELETE FROM meta WHERE key = 'index/gate_approvers';",
         )
@@ -154,7 +155,8 @@ async fn schema_4_counts_and_indexes_what_an_existing_database_holds() {
         let client = store.client().await.expect("client");
         client
             .batch_execute(
-                "DROP TABLE session_outputs, session_counts, unposted, teams_conversations, people, mail_outbox, grants;
+                "DROP TABLE session_outputs, session_counts, unposted, teams_conversations, people, mail_outbox, grants, decided;
+                 DELETE FROM heads WHERE name = 'decided';
                  ALTER TABLE notifications DROP COLUMN posted;
                  DELETE FROM strands_schema WHERE version >= 4;",
             )

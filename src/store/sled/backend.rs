@@ -182,6 +182,14 @@ impl crate::store::Backend for SledStore {
     async fn audit_head(&self) -> Result<Option<crate::audit::Head>> {
         off_worker(|| SledStore::audit_head(self)).await
     }
+    async fn decided(
+        &self,
+        since: DateTime<Utc>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>> {
+        off_worker(|| SledStore::decided(self, since, after, limit)).await
+    }
     async fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
         off_worker(|| SledStore::arm_timers(self, session, gate, timers)).await
     }

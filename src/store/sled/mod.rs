@@ -61,6 +61,10 @@ pub mod trees {
     pub const AUDIT: &str = "audit";
     /// `head` → `audit::Head`: the last entry, so a removed tail shows.
     pub const AUDIT_HEAD: &str = "audit_head";
+    /// seq (u64 big-endian) → the decision's time (nanoseconds since the
+    /// epoch, i64 big-endian) ++ `audit::decided::Decided` as JSON; and
+    /// `~built` → the last audit entry looked at (`decided.rs`).
+    pub const DECIDED: &str = "decided";
     /// due (ms since the epoch, u64 big-endian) ++ session id ++ 0 ++ gate
     /// handle ++ 0 ++ kind ++ reminder number (u32 big-endian) → `Timer` as
     /// JSON: the earliest due timer is the first key.
@@ -932,6 +936,7 @@ mod audit;
 mod awaiting;
 mod backend;
 pub mod backup;
+mod decided;
 mod events;
 mod export;
 mod grants;
