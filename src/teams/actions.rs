@@ -24,6 +24,9 @@
 //! how and by whom, without buttons; other copies of it are updated by PUT.
 //! An edit that is not JSON, or that the intake refuses, is answered with
 //! the card and the reason on it; nothing changed.
+//!
+//! The inbox card's `bulk_approve` and `bulk_reject` go to
+//! [`super::inbox::bulk`] (the hub's batch); the answer is that card again.
 
 use serde_json::{json, Map, Value};
 
@@ -55,6 +58,12 @@ pub async fn invoke(room: &TeamsRoom, activity: &Value) -> Value {
         .and_then(|a| a.get("data"))
         .cloned()
         .unwrap_or(Value::Null);
+    if super::inbox::is_bulk(verb) {
+        return match bulk(hub, activity, verb, &data).await {
+            Ok(card) => json!({ "statusCode": 200, "type": CARD_RESPONSE, "value": card }),
+            Err(why) => json!({ "statusCode": 200, "type": MESSAGE_RESPONSE, "value": why }),
+        };
+    }
     match decide(hub, activity, verb, &data).await {
         Ok(shown) => {
             if let Some((session, handle)) = &shown.changed {
@@ -82,13 +91,39 @@ pub fn submit(room: TeamsRoom, activity: Value) {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let outcome = decide(hub, &activity, &verb, &data).await;
         let (Some(service_url), Some(conversation)) = (
             str_at(&activity, "/serviceUrl"),
             str_at(&activity, "/conversation/id"),
         ) else {
             return;
         };
+        if super::inbox::is_bulk(&verb) {
+            let shown = bulk(hub, &activity, &verb, &data).await;
+            let sent = match (shown, str_at(&activity, "/replyToId")) {
+                (Ok(c), Some(card_id)) => {
+                    connector
+                        .update(service_url, conversation, card_id, &card::activity(c))
+                        .await
+                }
+                (Ok(c), None) => connector
+                    .send(service_url, conversation, &card::activity(c))
+                    .await
+                    .map(|_| ()),
+                (Err(why), _) => connector
+                    .send(
+                        service_url,
+                        conversation,
+                        &json!({ "type": "message", "text": why }),
+                    )
+                    .await
+                    .map(|_| ()),
+            };
+            if let Err(e) = sent {
+                tracing::warn!(conversation, "could not update a Teams inbox card: {e}");
+            }
+            return;
+        }
+        let outcome = decide(hub, &activity, &verb, &data).await;
         // A refusal shown on the card is said in the conversation instead:
         // a PUT would show it to everyone.
         let outcome = match outcome {
@@ -126,6 +161,23 @@ pub fn submit(room: TeamsRoom, activity: Value) {
             tracing::warn!(conversation, "could not update a Teams approval card: {e}");
         }
     });
+}
+
+/// A bulk button of the inbox card ([`super::inbox`]): the card to show,
+/// or why not — audited here when refused before the intake.
+async fn bulk(
+    hub: &Hub,
+    activity: &Value,
+    verb: &str,
+    data: &Value,
+) -> std::result::Result<Value, String> {
+    let shown = super::inbox::bulk(hub, activity, verb, data).await;
+    if let Err(why) = &shown {
+        let conversation = str_at(activity, "/conversation/id").unwrap_or_default();
+        let who = str_at(activity, "/from/aadObjectId").map(person);
+        audit_refused(hub, conversation, "", "", who.as_deref(), why).await;
+    }
+    shown
 }
 
 /// Updates, in the background, every card asking for gate `handle` of

@@ -14,13 +14,15 @@
 //! trust has a Trust action (verb `trust`).
 //!
 //! A tool-call gate gets the tool-call card instead ([`tools`];
-//! [`for_gate`] picks).
+//! [`for_gate`] picks). A person's inbox across runs, with bulk approve
+//! and reject, is its own card ([`inbox`]).
 //!
 //! Posted as an activity with the attachment alone (no `text` beside it:
 //! Teams would show both). Every card the Teams tests see is checked by
 //! Microsoft's Adaptive Cards parser (`tests/teams-cards`).
 
 pub mod form;
+pub mod inbox;
 pub mod tools;
 
 use chrono::SecondsFormat;

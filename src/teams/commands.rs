@@ -28,6 +28,7 @@ pub const HELP: &str = "Commands (mention me first in a channel):\n\n\
 - `status ID` show a run\n\
 - `list` runs paused in this conversation\n\
 - `cancel ID` reject a paused run\n\
+- `inbox` (or `pending`, in a 1:1 chat) what waits for you across runs, to approve or reject several at once\n\
 - `delegate PERSON [from YYYY-MM-DD] until YYYY-MM-DD [reason TEXT]` someone answers for you while you are away (UTC days)\n\
 - `undelegate [PERSON]`, `delegations`\n\
 - `help` this text";

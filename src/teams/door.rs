@@ -31,7 +31,8 @@
 //! restart, is acknowledged and does nothing), acknowledged with `{}` at
 //! once, carried out in the background, and
 //! answered in the conversation through the server's one [`Connector`]
-//! (a reply in the message's thread in a channel, a message elsewhere).
+//! (a reply in the message's thread in a channel, a message elsewhere);
+//! `inbox` is answered with the person's inbox card ([`super::inbox`]).
 //!
 //! A card action ([`super::actions`]) — an `invoke` named
 //! `adaptiveCard/action`, or an `Action.Submit` message carrying `value` —
@@ -317,7 +318,8 @@ fn command(door: &Door, activity: Value) {
         conversation.to_string(),
         service_url.to_string(),
     );
-    let in_channel = str_at(&activity, "/conversation/conversationType") == Some("channel");
+    let kind = conversation_kind(&activity);
+    let in_channel = kind == ConversationKind::Channel;
     let reply_to = str_at(&activity, "/id").map(str::to_string);
     let tasks = door.0.hub.tasks().clone();
     let door = door.clone();
@@ -327,8 +329,13 @@ fn command(door: &Door, activity: Value) {
             person: &person,
             conversation: &conversation,
         };
-        let said = commands::handle(&d.hub, &asked, &text).await;
-        let reply = json!({ "type": "message", "textFormat": "markdown", "text": said });
+        let reply = if super::inbox::asked(&text) {
+            let personal = kind == ConversationKind::Personal;
+            super::inbox::reply(&d.hub, &person, personal).await
+        } else {
+            let said = commands::handle(&d.hub, &asked, &text).await;
+            json!({ "type": "message", "textFormat": "markdown", "text": said })
+        };
         let sent = match (&reply_to, in_channel) {
             (Some(id), true) => d
                 .connector
@@ -436,10 +443,10 @@ fn removes_the_bot(activity: &Value) -> bool {
     names_the_bot(activity, "membersRemoved")
 }
 
-/// The conversation reference an activity carries, seen at `now`; `None`
-/// when it lacks the conversation id, the service URL or the bot's id.
-fn reference(activity: &Value, now: DateTime<Utc>) -> Option<TeamsConversation> {
-    let kind = match str_at(activity, "/conversation/conversationType") {
+/// The kind of conversation an activity comes from: its
+/// `conversationType`, else a group chat when `isGroup`, else personal.
+fn conversation_kind(activity: &Value) -> ConversationKind {
+    match str_at(activity, "/conversation/conversationType") {
         Some("channel") => ConversationKind::Channel,
         Some("groupChat") => ConversationKind::GroupChat,
         Some("personal") => ConversationKind::Personal,
@@ -447,7 +454,13 @@ fn reference(activity: &Value, now: DateTime<Utc>) -> Option<TeamsConversation> 
             ConversationKind::GroupChat
         }
         _ => ConversationKind::Personal,
-    };
+    }
+}
+
+/// The conversation reference an activity carries, seen at `now`; `None`
+/// when it lacks the conversation id, the service URL or the bot's id.
+fn reference(activity: &Value, now: DateTime<Utc>) -> Option<TeamsConversation> {
+    let kind = conversation_kind(activity);
     Some(TeamsConversation {
         id: str_at(activity, "/conversation/id")?.to_string(),
         service_url: str_at(activity, "/serviceUrl")?.to_string(),

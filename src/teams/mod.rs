@@ -29,6 +29,8 @@
 //! - [`names`]: who decided, by the name Teams gave (display only).
 //! - [`actions`]: a card's action (invoke or submit) as an answer, through
 //!   the hub.
+//! - [`inbox`]: `inbox` in a 1:1 chat: what waits for the person across
+//!   runs, approved or rejected several at once through the hub's batch.
 
 pub mod actions;
 pub mod auth;
@@ -38,6 +40,7 @@ pub mod connector;
 pub mod dms;
 pub mod door;
 pub mod hall;
+pub mod inbox;
 pub mod names;
 pub mod pace;
 pub mod package;

@@ -84,6 +84,7 @@ mod strands_cli_examples;
 mod teams_card_schema;
 mod teams_cards;
 mod teams_delivery;
+mod teams_inbox;
 mod teams_package;
 mod teams_playground;
 mod teams_protocol;

@@ -444,3 +444,49 @@ fn playground_tool_call_card_approve_one_reject_one_with_a_reason() {
     assert!(last.contains("not on a Friday"), "{last}");
     w.pg.assert_cards_valid();
 }
+
+#[test]
+fn playground_inbox_lists_what_waits_and_approves_the_selection() {
+    let Some(w) = world() else { return };
+    let alex = w.pg.user(0);
+    let chat = w.pg.personal_chat();
+    w.pg.say(&chat, &alex, "run deploy service=api", false);
+    let id = w.run_id(1);
+    w.status(&id, "paused");
+    w.pg.card(1);
+
+    // `inbox` in his personal chat: the inbox card, the gate selectable.
+    w.pg.say(&chat, &alex, "inbox", false);
+    let posted = w.pg.card(2);
+    let card_id = posted["message"]["messageId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the inbox card has an id: {posted:#}"))
+        .to_string();
+    let card = card_content(&posted["message"]);
+    let mut v = verbs(&card);
+    v.sort();
+    assert_eq!(v, ["bulk_approve", "bulk_reject"], "{card:#}");
+    let pick = format!("pick:{id}:review#1");
+    assert!(card.to_string().contains(&pick), "{card:#}");
+    let before = w.llm.count();
+
+    let r = w.pg.execute(
+        &chat,
+        &card_id,
+        &alex,
+        "bulk_approve",
+        &json!({ pick: "true" }),
+    );
+    assert_eq!(r.status, 200, "{} {}\n{}", r.status, r.body, w.svc.log());
+    let shown = r.json();
+    assert_eq!(
+        shown["type"], "application/vnd.microsoft.card.adaptive",
+        "{shown}"
+    );
+    let text = shown["value"].to_string();
+    assert!(text.contains("Of 1 selected: 1 recorded"), "{text}");
+    assert!(text.contains("Nothing waits for you."), "{text}");
+    w.status(&id, "completed");
+    assert_eq!(w.llm.count(), before + 1, "the deployer ran once");
+    w.pg.assert_cards_valid();
+}
