@@ -15,40 +15,43 @@ use serde::{Deserialize, Serialize};
 
 use super::{AuditEntry, AuditKind};
 
-/// One decision: an answer, or a gate's timeout.
+/// One decision: an answer, or a gate's timeout. Kept small (short field
+/// names; its time is the index's key, not in the record): a report reads
+/// a million of them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decided {
     /// The entry's place in the chain.
     #[serde(skip)]
     pub seq: u64,
-    pub at: DateTime<Utc>,
     /// A gate decided by its timeout, not by a person.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(rename = "t", default, skip_serializing_if = "std::ops::Not::not")]
     pub timeout: bool,
+    #[serde(rename = "w")]
     pub workflow: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "g", default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
     pub who: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "v", default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
     /// `approve`, `reject`, `edit`, … (the answer's action).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
     /// Milliseconds from the request to the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "ms", default, skip_serializing_if = "Option::is_none")]
     pub ms: Option<u64>,
 }
 
 impl Decided {
-    /// The decision `entry` records: `None` for every other kind of entry,
-    /// and for entries without a time (no period can hold them).
-    pub fn of(entry: &AuditEntry) -> Option<Decided> {
+    /// The decision `entry` records, and when: `None` for every other kind
+    /// of entry, and for entries without a time (no period can hold them).
+    pub fn of(entry: &AuditEntry) -> Option<(DateTime<Utc>, Decided)> {
         let e = &entry.event;
+        let at = e.at?;
         let timeout = match e.kind? {
             AuditKind::Answer => false,
             AuditKind::Timeout => true,
@@ -61,9 +64,8 @@ impl Decided {
             .as_ref()
             .and_then(|d| d.get("action").unwrap_or(d).as_str())
             .map(str::to_string);
-        Some(Decided {
+        let d = Decided {
             seq: entry.seq,
-            at: e.at?,
             timeout,
             workflow: e.workflow.clone(),
             gate: e.gate.clone(),
@@ -73,7 +75,8 @@ impl Decided {
             rule: e.rule.clone(),
             action,
             ms: e.response_ms,
-        })
+        };
+        Some((at, d))
     }
 
     /// Whether `person` made this decision, under any channel identity.
@@ -103,7 +106,7 @@ pub fn project(seq: u64, bytes: &[u8]) -> Result<Option<(DateTime<Utc>, Vec<u8>)
     let entry: AuditEntry = serde_json::from_slice(bytes).map_err(|e| {
         format!("audit entry #{seq} is unreadable ({e}); run `strands audit verify`")
     })?;
-    Ok(Decided::of(&entry).map(|d| (d.at, d.encode())))
+    Ok(Decided::of(&entry).map(|(at, d)| (at, d.encode())))
 }
 
 #[cfg(test)]
@@ -132,7 +135,8 @@ mod tests {
     #[test]
     fn answers_and_timeouts_are_projected_and_read_back() {
         let a = entry(AuditKind::Answer);
-        let d = Decided::of(&a).expect("an answer is a decision");
+        let (at, d) = Decided::of(&a).expect("an answer is a decision");
+        assert_eq!(at, crate::clock::test_epoch());
         assert_eq!(d.action.as_deref(), Some("approve"));
         assert!(!d.timeout && d.made_by("alice") && d.made_by("U1") && !d.made_by("bob"));
         let bytes = serde_json::to_vec(&a).expect("entry");
@@ -141,13 +145,13 @@ mod tests {
         assert_eq!(Decided::decode(7, &stored), Ok(d));
         assert!(!String::from_utf8_lossy(&stored).contains("preview"));
 
-        let t = Decided::of(&entry(AuditKind::Timeout)).expect("a timeout is a decision");
+        let (_, t) = Decided::of(&entry(AuditKind::Timeout)).expect("a timeout is a decision");
         assert!(t.timeout);
         assert_eq!(Decided::of(&entry(AuditKind::Request)), None);
         let mut old = entry(AuditKind::Answer);
         old.event.decision = Some(serde_json::json!("reject"));
         assert_eq!(
-            Decided::of(&old).and_then(|d| d.action),
+            Decided::of(&old).and_then(|(_, d)| d.action),
             Some("reject".into())
         );
         let mut untimed = entry(AuditKind::Answer);

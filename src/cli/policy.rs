@@ -125,6 +125,8 @@ struct Explained {
     require_reason: bool,
     deadline: Option<String>,
     deadline_at: Option<DateTime<Utc>>,
+    /// `trust: never`: no trust answer or grant lets a call through.
+    trust_never: bool,
 }
 
 fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
@@ -303,6 +305,7 @@ fn print(title: &str, at: DateTime<Utc>, out: &[Explained], json: bool) -> Resul
                     "require_reason": e.require_reason,
                     "deadline": e.deadline_at,
                     "deadline_text": e.deadline,
+                    "trust": if e.trust_never { "never" } else { "allowed" },
                 })
             })
             .collect();
@@ -335,6 +338,9 @@ fn print(title: &str, at: DateTime<Utc>, out: &[Explained], json: bool) -> Resul
             "  deadline: {}",
             e.deadline.as_deref().unwrap_or("none (it waits)")
         )?;
+        if e.trust_never {
+            outln!("  trust: never (no trust answer or grant lets a call through; each is asked)")?;
+        }
     }
     Ok(exit::OK)
 }
@@ -388,6 +394,7 @@ fn explained(
         require_reason,
         deadline,
         deadline_at,
+        trust_never: choice.rule.trust_never,
     }
 }
 

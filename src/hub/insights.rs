@@ -253,7 +253,7 @@ mod tests {
         let since = crate::clock::test_epoch();
         let count = |scope: Scope| {
             let mut c = Counter::new(By::Gate, &scope);
-            for d in entries.iter().filter_map(Decided::of) {
+            for (_, d) in entries.iter().filter_map(Decided::of) {
                 c.add(&d);
             }
             figures(c, since, Ages::default())

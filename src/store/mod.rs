@@ -174,8 +174,8 @@ pub trait Backend: Send + Sync {
     fn audit_head(&self) -> impl Future<Output = Result<Option<crate::audit::Head>>> + Send;
     /// Up to `limit` of the audit's decisions ([`crate::audit::decided`])
     /// made at or after `since`, numbered above `after`, in order, as
-    /// stored. The index is derived from the chain: it is first brought
-    /// up to the audit's head, by whoever reads it.
+    /// stored. The index is derived from the chain: a read from the start
+    /// (`after` 0) first brings it up to the audit's head.
     fn decided(
         &self,
         since: DateTime<Utc>,

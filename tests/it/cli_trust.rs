@@ -310,6 +310,38 @@ fn a_rule_with_trust_never_refuses_a_grant_and_no_grant_applies_to_it() {
       trust: never
     - approvers: [tester]"#;
     let s = Setup::new(security);
+    // `policy explain` says so for the call it covers, and not for another.
+    let explain = |path: &str| {
+        let args = format!(r#"{{"path": "{path}", "content": "x"}}"#);
+        let out = s.sandbox.strands(&[
+            "policy",
+            "explain",
+            &s.spec,
+            "--tool",
+            "file_write",
+            "--args",
+            &args,
+        ]);
+        out.expect_code(0);
+        let json = s.sandbox.strands(&[
+            "policy",
+            "explain",
+            &s.spec,
+            "--tool",
+            "file_write",
+            "--args",
+            &args,
+            "--json",
+        ]);
+        json.expect_code(0);
+        (out.stdout, json.json()["explained"][0]["trust"].clone())
+    };
+    let (text, trust) = explain("secret.txt");
+    assert!(text.contains("trust: never"), "{text}");
+    assert_eq!(trust, "never", "{text}");
+    let (text, trust) = explain("notes/a.md");
+    assert!(!text.contains("trust: never"), "{text}");
+    assert_eq!(trust, "allowed", "{text}");
     let id = session_id(&s.run(19));
     // A grant for every file_write (no match), for an hour.
     let out = s

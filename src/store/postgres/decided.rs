@@ -63,7 +63,9 @@ impl PgStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>> {
-        self.catch_up_decided().await?;
+        if after == 0 {
+            self.catch_up_decided().await?;
+        }
         let client = self.client().await?;
         let rows = client
             .query_c(

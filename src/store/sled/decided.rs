@@ -68,7 +68,9 @@ impl SledStore {
         limit: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>> {
         let tree = self.tree(trees::DECIDED)?;
-        self.catch_up_decided(&tree)?;
+        if after == 0 {
+            self.catch_up_decided(&tree)?;
+        }
         let since = nanos(since);
         let mut out = Vec::new();
         if limit == 0 {
