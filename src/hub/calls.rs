@@ -26,10 +26,12 @@ pub enum Outcome {
         by: String,
         at: DateTime<Utc>,
     },
-    /// A human trusted the tool for the rest of the run on this call.
+    /// A human trusted the tool on this call: for the rest of the run, or
+    /// within the limits `rule` words (`model::grant::Limit::rule`).
     Trusted {
         by: String,
         at: DateTime<Utc>,
+        rule: Option<String>,
     },
     /// Approved by the trust a human gave on another call.
     ByTrust {
@@ -71,7 +73,11 @@ pub fn outcome(session: &Session, handle: &str, pc: &PendingCall) -> Option<Outc
         let by = a.by.clone();
         return Some(match &a.decision {
             Decision::Edit { .. } => Outcome::Edited { by, at: a.at },
-            Decision::Trust { .. } => Outcome::Trusted { by, at: a.at },
+            Decision::Trust { limit } => Outcome::Trusted {
+                by,
+                at: a.at,
+                rule: limit.as_ref().map(|l| l.rule(&pc.call.name)),
+            },
             Decision::Reject { reason } => Outcome::Rejected {
                 by,
                 at: Some(a.at),

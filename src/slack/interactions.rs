@@ -47,6 +47,9 @@ pub const RESPOND: &str = "strands_respond";
 pub const EDIT: &str = "strands_edit";
 /// Tool calls: approve, and trust the tool for the rest of the run.
 pub const TRUST: &str = "strands_trust";
+/// Tool calls: approve, and allow the tool's calls for an hour (a grant,
+/// `model::grant`; the message says the rule saved).
+pub const TRUST_HOUR: &str = "strands_trust_hour";
 /// Tool calls: approve every call still waiting (value: the gate's
 /// handle), one answer each (`crate::hub::batch`'s rule: a gate needing a
 /// passkey is left out).
@@ -167,6 +170,7 @@ async fn block_actions(app: &App, ev: SlackInteractionBlockActionsEvent) -> Resp
         }
         APPROVE => words::decision("approve", None, None, None),
         TRUST => words::decision("trust", None, None, None),
+        TRUST_HOUR => words::trust_for("1h"),
         // A tool call's rejection is recorded at once (the button has a
         // confirm dialog); the model reads "denied by <@U…>".
         REJECT if call.is_some() || !needs_reason => words::decision("reject", None, None, None),

@@ -90,6 +90,14 @@ pub fn decision(
     request.decision().map_err(|p| p.message)
 }
 
+/// A trust answer within limits: approve, and allow the tool's calls for
+/// `span` (`1h`, `run`), read by the same parser.
+pub fn trust_for(span: &str) -> Result<Decision, String> {
+    let mut request = AnswerRequest::of("trust");
+    request.span = Some(span.into());
+    request.decision().map_err(|p| p.message)
+}
+
 /// A button's value: a gate handle (`review#1`), or `handle|call id` on a
 /// tool-approval message. A handle is `id#instance`, so the value splits at
 /// the first `|` that follows `#digits`; gate ids with a `|` of their own

@@ -372,6 +372,10 @@ async fn decide(
         args,
         vars: Map::new(),
         values,
+        // "Trust for 1 h": the card's data says for how long.
+        span: str_at(data, "/for")
+            .filter(|_| verb == "trust")
+            .map(str::to_string),
         ..AnswerRequest::default()
     };
     let decision = match request.decision() {

@@ -299,6 +299,51 @@ fn trust_is_offered_only_with_enable_trust_and_approves_the_tool_for_the_run() {
 }
 
 #[test]
+fn trust_for_an_hour_saves_a_grant_and_the_message_says_its_rule() {
+    let ToolRun {
+        llm,
+        slack,
+        target,
+        sandbox,
+        mut bot,
+        id,
+        msg,
+    } = ops_paused(true);
+    let hour = msg.call_button("strands_trust_hour", WEB);
+    assert_eq!(hour.value, format!("tools#1|{WEB}"));
+
+    let click = bot.click_call(&msg, "strands_trust_hour", WEB, APPROVER);
+    click
+        .reply
+        .expect_prompt_ok("the trust-for-an-hour click", &bot);
+    // The rule as saved, not "for the rest of this run".
+    let closed = tool_update(&slack, &msg, "trusted by <@U04APPROVER>");
+    let text = closed.body.to_string();
+    assert!(text.contains(", for 1h"), "{text}");
+    assert!(!text.contains("rest of this run"), "{text}");
+    wait_llm(&llm, &slack, 2);
+    assert_eq!(target.count("POST", "/rollout/web"), 1);
+    assert_eq!(
+        target.count("POST", "/rollout/api"),
+        1,
+        "the grant let it run"
+    );
+
+    bot.stop();
+    let show = sandbox.show(&id);
+    assert_eq!(show["status"], "completed", "{show:#}");
+    let decision = &answered(&show)[0]["decision"];
+    assert_eq!(decision["action"], "trust", "{decision:#}");
+    assert!(decision.to_string().contains("3600"), "{decision:#}");
+    let out = sandbox.strands(&["trust", "list", "--json"]);
+    out.expect_code(0);
+    let grants = out.json();
+    let grants = grants["grants"].as_array().expect("a list");
+    assert_eq!(grants.len(), 1, "{grants:#?}");
+    assert_eq!(grants[0]["granted_by"], "U04APPROVER", "{grants:#?}");
+}
+
+#[test]
 fn edit_arguments_through_the_modal_runs_the_edited_call_and_refuses_bad_edits() {
     let ToolRun {
         llm,

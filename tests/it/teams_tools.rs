@@ -440,7 +440,10 @@ fn teams_a_tool_call_card_edits_and_rejects_calls_one_by_one() {
 fn teams_approve_runs_a_call_once_and_trust_is_offered_where_allowed() {
     let w = paused(true);
     let card = &w.card["attachments"][0]["content"];
-    assert_eq!(verbs_for(card, WEB), ["approve", "reject", "edit", "trust"]);
+    assert_eq!(
+        verbs_for(card, WEB),
+        ["approve", "reject", "edit", "trust", "trust"]
+    );
 
     let ok = click(&w, ANN, &w.card_id, "approve", WEB, json!({}));
     assert!(
@@ -479,6 +482,34 @@ fn teams_approve_runs_a_call_once_and_trust_is_offered_where_allowed() {
     assert_eq!(answers.len(), 2, "{s:#}");
     assert!(answers.iter().all(|a| a["via"] == "teams"), "{s:#}");
     assert_eq!(answers[1]["decision"]["action"], "trust", "{s:#}");
+}
+
+#[test]
+fn teams_trust_for_an_hour_saves_a_grant_and_the_card_says_its_rule() {
+    let w = paused(true);
+    let card = &w.card["attachments"][0]["content"];
+    // The second trust action of a call is "Trust for 1 h": its data says so.
+    let hour = executes(card)
+        .into_iter()
+        .find(|(v, d)| v == "trust" && d["call"] == WEB && d["for"] == "1h")
+        .map(|(_, d)| d)
+        .unwrap_or_else(|| panic!("no trust for 1 h in {card:#}"));
+    assert!(card.to_string().contains("Trust for 1 h"), "{card:#}");
+    let ok = click(&w, ANN, &w.card_id, "trust", WEB, hour);
+    let text = ok["value"].to_string();
+    assert!(text.contains(&format!("Trusted by teams:{ANN}")), "{ok}");
+    assert!(text.contains(", for 1h"), "the rule as saved: {ok}");
+    assert!(!text.contains("rest of the run"), "{ok}");
+    let s = wait_status(&w, "completed");
+    assert_eq!(w.target.count("POST", "/rollout/web"), 1);
+    assert_eq!(
+        w.target.count("POST", "/rollout/api"),
+        1,
+        "the grant let it run"
+    );
+    let answers = answered(&s);
+    assert_eq!(answers[0]["decision"]["action"], "trust", "{s:#}");
+    assert!(answers[0]["decision"].to_string().contains("3600"), "{s:#}");
 }
 
 #[test]

@@ -458,7 +458,7 @@ fn call_outcome(session: &Session, handle: &str, pc: &PendingCall) -> Option<Cal
     Some(match calls::outcome(session, handle, pc)? {
         Outcome::Approved { by, at: t } => view("approve", Some(by), t.and_then(at), None),
         Outcome::Edited { by, at: t } => view("edit", Some(by), at(t), None),
-        Outcome::Trusted { by, at: t } => view("trust", Some(by), at(t), None),
+        Outcome::Trusted { by, at: t, rule } => view("trust", Some(by), at(t), rule),
         Outcome::ByTrust { by } => view("trusted", Some(by), None, None),
         Outcome::Rejected { by, at: t, reason } => view("reject", Some(by), t.and_then(at), reason),
         Outcome::Policy => view("policy", None, None, None),
@@ -638,7 +638,8 @@ mod tests {
                         "strands_reject",
                         "strands_reject_reason",
                         "strands_edit",
-                        "strands_trust"
+                        "strands_trust",
+                        "strands_trust_hour"
                     ]
                 );
             } else {

@@ -272,6 +272,10 @@ fn call_block(
                     "trust",
                     &data,
                 ));
+                // Within limits: a grant for an hour (`model::grant`).
+                let mut hour = data.clone();
+                hour["for"] = json!("1h");
+                actions.push(execute("Trust for 1 h", "trust", &hour));
             }
             if !editable {
                 items.push(json!({
@@ -340,11 +344,14 @@ fn outcome_line(o: &Outcome, tool: &str, redactor: &Redactor) -> Value {
             format!("Approved with edited arguments by {by}{}", at(&Some(*t))),
             true,
         ),
-        Outcome::Trusted { by, at: t } => (
-            format!(
-                "Trusted by {by}{}: {tool} runs without asking for the rest of the run",
-                at(&Some(*t))
-            ),
+        Outcome::Trusted { by, at: t, rule } => (
+            match rule {
+                Some(rule) => format!("Trusted by {by}{}: {rule}", at(&Some(*t))),
+                None => format!(
+                    "Trusted by {by}{}: {tool} runs without asking for the rest of the run",
+                    at(&Some(*t))
+                ),
+            },
             true,
         ),
         Outcome::ByTrust { by } => (format!("Approved: {by} trusted {tool} for this run"), true),
@@ -469,6 +476,7 @@ mod tests {
                 "approve",
                 "reject",
                 "edit",
+                "trust",
                 "trust",
                 "approve",
                 "reject"
