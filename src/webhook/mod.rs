@@ -38,7 +38,7 @@ pub use payload::{page_link, payload};
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,25 +97,29 @@ const BATCH: usize = 256;
 const TAKE: usize = CONCURRENCY * 3;
 const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < LEASE.as_secs());
 
-/// Counters for `/metrics`.
+/// Counters for `/metrics`: HTTP webhooks and publishes to the queue
+/// room's exchange apart (an exchange is not a webhook).
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// HTTP webhook deliveries.
+    http: Outcomes,
+    /// Publishes to the exchange (`amqp:<exchange>`).
+    exchange: Outcomes,
+    /// Whether the deliverer has webhook endpoints / an exchange (a
+    /// family of counters is shown only for what is configured).
+    http_on: AtomicBool,
+    exchange_on: AtomicBool,
+}
+
+/// Attempts by how they settled.
+#[derive(Debug, Default)]
+struct Outcomes {
     delivered: AtomicU64,
     retried: AtomicU64,
     gave_up: AtomicU64,
 }
 
-impl Stats {
-    /// `(outcome, count)`: `delivered` (2xx), `retried` (failed attempts
-    /// scheduled again), `gave_up` (moved to the failed deliveries).
-    pub fn counters(&self) -> [(&'static str, u64); 3] {
-        [
-            ("delivered", self.delivered.load(Ordering::Relaxed)),
-            ("retried", self.retried.load(Ordering::Relaxed)),
-            ("gave_up", self.gave_up.load(Ordering::Relaxed)),
-        ]
-    }
-
+impl Outcomes {
     fn count(&self, outcome: &Settle) {
         let counter = match outcome {
             Settle::Delivered => &self.delivered,
@@ -123,6 +127,44 @@ impl Stats {
             Settle::GaveUp { .. } => &self.gave_up,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Stats {
+    /// HTTP webhook attempts, `(outcome, count)`: `delivered` (2xx),
+    /// `retried` (failed attempts scheduled again), `gave_up` (moved to
+    /// the failed deliveries); `None` without webhook endpoints.
+    pub fn counters(&self) -> Option<[(&'static str, u64); 3]> {
+        let h = &self.http;
+        self.http_on.load(Ordering::Relaxed).then(|| {
+            [
+                ("delivered", h.delivered.load(Ordering::Relaxed)),
+                ("retried", h.retried.load(Ordering::Relaxed)),
+                ("gave_up", h.gave_up.load(Ordering::Relaxed)),
+            ]
+        })
+    }
+
+    /// Publishes to the exchange, `(outcome, count)`: `published`
+    /// (confirmed by the broker), `retried`, `gave_up`; `None` without the
+    /// queue room.
+    pub fn published(&self) -> Option<[(&'static str, u64); 3]> {
+        let x = &self.exchange;
+        self.exchange_on.load(Ordering::Relaxed).then(|| {
+            [
+                ("published", x.delivered.load(Ordering::Relaxed)),
+                ("retried", x.retried.load(Ordering::Relaxed)),
+                ("gave_up", x.gave_up.load(Ordering::Relaxed)),
+            ]
+        })
+    }
+
+    fn count(&self, d: &Delivery, outcome: &Settle) {
+        if d.endpoint.starts_with(EXCHANGE_PREFIX) {
+            self.exchange.count(outcome);
+        } else {
+            self.http.count(outcome);
+        }
     }
 }
 
@@ -175,6 +217,9 @@ impl Deliverer {
                     crate::error::transport(e)
                 ))
             })?;
+        stats
+            .http_on
+            .store(!config.endpoints.is_empty(), Ordering::Relaxed);
         Ok(Deliverer {
             config,
             stats,
@@ -193,6 +238,7 @@ impl Deliverer {
             self.config.endpoints.push(endpoint);
         }
         self.exchange = Some(exchange);
+        self.stats.exchange_on.store(true, Ordering::Relaxed);
         self
     }
 
@@ -296,7 +342,7 @@ impl Deliverer {
             let outcome = self.judge(&d, attempt, store.now());
             self.report(&d, &outcome);
             store.webhook_settle(&d, outcome.clone()).await?;
-            self.stats.count(&outcome);
+            self.stats.count(&d, &outcome);
         }
         Ok(attempted)
     }

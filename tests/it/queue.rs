@@ -231,6 +231,17 @@ fn an_approval_request_with_reply_to_is_created_once_and_its_decision_comes_back
         .filter_map(|e| e["message_id"].as_str())
         .collect();
     assert_eq!(ids.len(), events.len(), "a message id twice: {events:#?}");
+    // Counted as publishes to the exchange; there are no HTTP webhooks,
+    // so no webhook deliveries.
+    let metrics = w.svc.get("/metrics").body;
+    let published = metrics
+        .lines()
+        .find(|l| l.starts_with("strands_amqp_published_total{outcome=\"published\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(published >= events.len() as f64, "{metrics}");
+    assert!(!metrics.contains("strands_webhook_deliveries"), "{metrics}");
 }
 
 #[test]
