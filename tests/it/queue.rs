@@ -26,7 +26,7 @@ use crate::common::rabbitmq::{Broker, Client};
 use crate::common::service::{ServeConfig, Service};
 
 const WAIT: Duration = Duration::from_secs(30);
-const USERS: &[(&str, &str)] = &[
+pub(super) const USERS: &[(&str, &str)] = &[
     ("strands", "strands-pw"),
     ("carol", "carol-pw"),
     ("alice-mq", "alice-pw"),
@@ -75,7 +75,7 @@ fn world_with(broker: &Broker, adjust: impl FnOnce(ServeConfig) -> ServeConfig) 
 
 /// Waits until `/healthz` says the link is up.
 #[track_caller]
-fn connected(svc: &Service) {
+pub(super) fn connected(svc: &Service) {
     let until = Instant::now() + WAIT;
     loop {
         let h = svc.get("/healthz");
@@ -101,7 +101,7 @@ fn approvals(w: &World) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn props(kind: &str, user: &str) -> Value {
+pub(super) fn props(kind: &str, user: &str) -> Value {
     json!({"type": kind, "user_id": user, "message_id": uuid::Uuid::new_v4().to_string()})
 }
 
