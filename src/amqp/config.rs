@@ -18,6 +18,9 @@ pub const DEFAULT_QUEUE: &str = "strands.requests";
 pub const DEFAULT_DEAD_LETTER: &str = "strands.dead";
 /// Unacknowledged messages per replica when `STRANDS_AMQP_PREFETCH` is unset.
 pub const DEFAULT_PREFETCH: u16 = 32;
+/// Deliveries of a message whose handling keeps failing before it is
+/// dead-lettered, when `STRANDS_AMQP_MAX_DELIVERIES` is unset.
+pub const DEFAULT_MAX_DELIVERIES: u32 = 5;
 
 #[derive(Clone)]
 pub struct Config {
@@ -28,6 +31,9 @@ pub struct Config {
     pub queue: String,
     pub dead_letter: String,
     pub prefetch: u16,
+    /// A message whose handling failed (transiently) on this many
+    /// deliveries is dead-lettered with the last error.
+    pub max_deliveries: u32,
     /// An event not published this long after its first attempt is given up.
     pub give_up: Duration,
     /// Where the API is reached, without a trailing slash: payload links
@@ -43,6 +49,7 @@ impl std::fmt::Debug for Config {
             .field("queue", &self.queue)
             .field("dead_letter", &self.dead_letter)
             .field("prefetch", &self.prefetch)
+            .field("max_deliveries", &self.max_deliveries)
             .field("give_up", &self.give_up)
             .finish()
     }
@@ -88,6 +95,14 @@ impl Config {
                 ))
             })?,
         };
+        let max_deliveries = match set("STRANDS_AMQP_MAX_DELIVERIES") {
+            None => DEFAULT_MAX_DELIVERIES,
+            Some(v) => v.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                Error::Usage(format!(
+                    "STRANDS_AMQP_MAX_DELIVERIES: `{v}` is not a whole number from 1 up"
+                ))
+            })?,
+        };
         let give_up = match set("STRANDS_AMQP_GIVE_UP") {
             None => crate::webhook::DEFAULT_GIVE_UP,
             Some(v) => crate::webhook::parse_span(&v).ok_or_else(|| {
@@ -102,6 +117,7 @@ impl Config {
             queue: name("STRANDS_AMQP_QUEUE", DEFAULT_QUEUE)?,
             dead_letter: name("STRANDS_AMQP_DEAD_LETTER", DEFAULT_DEAD_LETTER)?,
             prefetch,
+            max_deliveries,
             give_up,
             public_url: public_url.trim_end_matches('/').to_string(),
         }))
@@ -110,6 +126,17 @@ impl Config {
     /// The broker's URL without its password.
     pub fn shown(&self) -> String {
         shown(self.url.expose_secret())
+    }
+
+    /// The RabbitMQ user strands connects as (the URL's, `guest` without
+    /// one): the only user whose messages may name another sender
+    /// (`x-strands-user-id`, on the copies of a message tried again).
+    pub fn user(&self) -> String {
+        self.url
+            .expose_secret()
+            .parse::<lapin::uri::AMQPUri>()
+            .map(|u| u.authority.userinfo.username)
+            .unwrap_or_else(|_| "guest".into())
     }
 
     /// The outbox's name for the exchange: `amqp:<exchange>`, the key of its
@@ -170,8 +197,10 @@ mod tests {
         assert_eq!(c.queue, DEFAULT_QUEUE);
         assert_eq!(c.dead_letter, DEFAULT_DEAD_LETTER);
         assert_eq!(c.prefetch, DEFAULT_PREFETCH);
+        assert_eq!(c.max_deliveries, DEFAULT_MAX_DELIVERIES);
         assert_eq!(c.endpoint(), "amqp:strands.events");
         assert_eq!(c.shown(), "amqps://strands:********@mq.corp:5671/prod");
+        assert_eq!(c.user(), "strands");
         assert!(!format!("{c:?}").contains("s3cret"));
     }
 
@@ -185,6 +214,8 @@ mod tests {
         assert!(err(&[("STRANDS_AMQP_URL", "http://mq")]).contains("STRANDS_AMQP_URL"));
         let url = ("STRANDS_AMQP_URL", "amqp://mq");
         assert!(err(&[url, ("STRANDS_AMQP_PREFETCH", "0")]).contains("STRANDS_AMQP_PREFETCH"));
+        assert!(err(&[url, ("STRANDS_AMQP_MAX_DELIVERIES", "0")])
+            .contains("STRANDS_AMQP_MAX_DELIVERIES"));
         assert!(err(&[url, ("STRANDS_AMQP_QUEUE", "a b")]).contains("STRANDS_AMQP_QUEUE"));
         assert!(err(&[url, ("STRANDS_AMQP_GIVE_UP", "soon")]).contains("STRANDS_AMQP_GIVE_UP"));
     }

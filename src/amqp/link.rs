@@ -76,6 +76,8 @@ impl Link {
         metrics: Arc<crate::hub::metrics::Metrics>,
         clock: crate::clock::SharedClock,
     ) -> Link {
+        // The room's metrics appear now: 0 until connected.
+        metrics.set_amqp_connected(false);
         Link {
             config,
             state: Mutex::new(State::Connecting),

@@ -16,14 +16,21 @@
 //! intake) is published to the dead-letter exchange with the reason in
 //! the `x-strands-reason` header, then acknowledged: nothing changed. A
 //! store that does not answer sends it back to the queue, to be tried
-//! again. Redeliveries decide nothing twice: a request's `key` (else its
+//! again: a copy goes to the back of the queue (under the publisher's
+//! confirm, before the original is acknowledged) counting its failed
+//! attempts in `x-strands-attempts` — the queue is a classic one, which
+//! counts nothing — and the sender in `x-strands-user-id`, the copy's
+//! `user_id` being strands' own. The attempt that makes
+//! `STRANDS_AMQP_MAX_DELIVERIES` is dead-lettered instead, with the last
+//! error, so a message that can never be written does not come back for
+//! ever. Redeliveries decide nothing twice: a request's `key` (else its
 //! `message_id`) names it, and an answer is recorded once by the intake.
 
 use std::time::Duration;
 
 use lapin::message::Delivery;
 use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
-use lapin::types::{AMQPValue, ShortString};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::BasicProperties;
 use serde_json::{json, Map, Value};
 
@@ -39,6 +46,11 @@ use crate::model::person::AMQP_PREFIX;
 
 /// The header a dead-lettered message carries its reason in.
 pub const REASON_HEADER: &str = "x-strands-reason";
+/// The header a message tried again counts its failed attempts in.
+pub const ATTEMPTS_HEADER: &str = "x-strands-attempts";
+/// The header a dead-lettered message, or a copy tried again, names its
+/// sender in.
+pub const SENDER_HEADER: &str = "x-strands-user-id";
 /// The label an approval request made from a message keeps its `reply_to` in.
 pub const REPLY_TO_LABEL: &str = "amqp.reply_to";
 /// The label it keeps the message's `correlation_id` in.
@@ -56,7 +68,8 @@ enum Outcome {
 
 /// Takes `d` and settles it with the broker.
 pub(super) async fn handle(hub: &Hub, link: &Link, d: Delivery) {
-    let outcome = judge(hub, &d).await;
+    let from = sender(link, &d);
+    let outcome = judge(hub, &d, from.as_deref()).await;
     let reply_to = d
         .properties
         .reply_to()
@@ -77,57 +90,181 @@ pub(super) async fn handle(hub: &Hub, link: &Link, d: Delivery) {
         }
         Outcome::Refused(reason) => {
             hub.metrics.amqp_message("refused");
-            tracing::info!(
-                user = d
-                    .properties
-                    .user_id()
-                    .as_ref()
-                    .map(|u| u.as_str())
-                    .unwrap_or("-"),
-                "amqp: refused a message: {reason}"
-            );
+            let user = from.as_deref().unwrap_or("-");
+            tracing::info!(user, "amqp: refused a message: {reason}");
             let mut ev = AuditEvent::new(AuditKind::Refusal, "", "", hub.clock.now());
             ev.via = Some("amqp".into());
             ev.detail = Some(format!("refused a queue message: {reason}"));
             hub.audit_refusal(ev).await;
-            if let Some(to) = &reply_to {
-                reply(
+            give_up(
+                link,
+                &d,
+                from.as_deref(),
+                reply_to.as_deref(),
+                correlation,
+                &reason,
+            )
+            .await;
+        }
+        Outcome::Retry(error) => {
+            let n = attempts(&d).saturating_add(1);
+            let max = link.config.max_deliveries;
+            let user = from.as_deref().unwrap_or("-");
+            if n >= max {
+                // A poison message: it would come back for ever.
+                hub.metrics.amqp_message("gave_up");
+                let reason = format!(
+                    "failed {n} times (STRANDS_AMQP_MAX_DELIVERIES is {max}); the last error: {error}"
+                );
+                tracing::warn!(user, "amqp: dead-lettered a message: {reason}");
+                give_up(
                     link,
-                    to,
+                    &d,
+                    from.as_deref(),
+                    reply_to.as_deref(),
                     correlation,
-                    &json!({"ok": false, "error": reason}),
+                    &reason,
                 )
                 .await;
+                return;
             }
-            let settled = match dead_letter(link, &d, &reason).await {
+            hub.metrics.amqp_message("retried");
+            tracing::warn!(
+                user,
+                "amqp: a message goes back to the queue (attempt {n} of at most {max}): {error}"
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let again = match &from {
+                Some(from) => try_again(link, &d, from, n).await,
+                None => Err("no sender".into()),
+            };
+            let settled = match again {
                 Ok(()) => d.acker.ack(BasicAckOptions::default()).await,
                 Err(e) => {
-                    // The queue's own dead-lettering, without the reason.
-                    tracing::warn!("amqp: could not publish to the dead-letter exchange: {e}");
-                    d.acker.reject(BasicRejectOptions { requeue: false }).await
+                    // Back as it is: it is tried again, uncounted.
+                    tracing::warn!("amqp: could not queue the message again: {e}");
+                    d.acker
+                        .nack(BasicNackOptions {
+                            requeue: true,
+                            multiple: false,
+                        })
+                        .await
                 }
             };
             if let Err(e) = settled {
-                tracing::warn!("amqp: could not settle a refused message: {e}");
+                tracing::warn!("amqp: could not settle a message tried again (it comes back): {e}");
             }
-        }
-        Outcome::Retry(error) => {
-            hub.metrics.amqp_message("retried");
-            tracing::warn!("amqp: a message goes back to the queue: {error}");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let _ = d
-                .acker
-                .nack(BasicNackOptions {
-                    requeue: true,
-                    multiple: false,
-                })
-                .await;
         }
     }
 }
 
-async fn judge(hub: &Hub, d: &Delivery) -> Outcome {
-    let Some(user) = d.properties.user_id().as_ref().map(|u| u.as_str()) else {
+/// Who sent `d`: its `user_id` (which the broker checked), or, on a copy
+/// strands queued again (its `user_id` strands' own user), the sender it
+/// names in `x-strands-user-id`.
+fn sender(link: &Link, d: &Delivery) -> Option<String> {
+    let user = d.properties.user_id().as_ref()?.as_str();
+    if user == link.config.user() {
+        if let Some(AMQPValue::LongString(s)) = header(d, SENDER_HEADER) {
+            return Some(s.to_string());
+        }
+    }
+    Some(user.to_string())
+}
+
+fn header<'a>(d: &'a Delivery, name: &str) -> Option<&'a AMQPValue> {
+    d.properties
+        .headers()
+        .as_ref()
+        .and_then(|h| h.inner().get(name))
+}
+
+/// The failed attempts `d` has behind it (`x-strands-attempts`, 0 on a
+/// message as its sender published it).
+fn attempts(d: &Delivery) -> u32 {
+    let n = match header(d, ATTEMPTS_HEADER) {
+        Some(AMQPValue::ShortShortInt(n)) => i64::from(*n),
+        Some(AMQPValue::ShortShortUInt(n)) => i64::from(*n),
+        Some(AMQPValue::ShortInt(n)) => i64::from(*n),
+        Some(AMQPValue::ShortUInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongUInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongLongInt(n)) => *n,
+        _ => 0,
+    };
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
+/// `d` again, to the back of the requests' queue, with `failed` attempts
+/// counted and its sender `from` named; `Ok` once the broker confirmed it.
+async fn try_again(link: &Link, d: &Delivery, from: &str, failed: u32) -> Result<(), String> {
+    let mut headers = d.properties.headers().clone().unwrap_or_default();
+    headers.insert(short(ATTEMPTS_HEADER)?, AMQPValue::LongUInt(failed));
+    headers.insert(
+        short(SENDER_HEADER)?,
+        AMQPValue::LongString(from.to_string().into()),
+    );
+    let props = carried(&d.properties, headers).with_user_id(short(&link.config.user())?);
+    link.publish("", &link.config.queue, &d.data, props).await
+}
+
+/// What a copy of a message keeps of `p`, with `headers`: persistent.
+fn carried(p: &BasicProperties, headers: FieldTable) -> BasicProperties {
+    let mut props = BasicProperties::default()
+        .with_headers(headers)
+        .with_delivery_mode(2);
+    if let Some(v) = p.content_type() {
+        props = props.with_content_type(v.clone());
+    }
+    if let Some(v) = p.message_id() {
+        props = props.with_message_id(v.clone());
+    }
+    if let Some(v) = p.correlation_id() {
+        props = props.with_correlation_id(v.clone());
+    }
+    if let Some(v) = p.reply_to() {
+        props = props.with_reply_to(v.clone());
+    }
+    if let Some(v) = p.kind() {
+        props = props.with_type(v.clone());
+    }
+    props
+}
+
+/// Settles `d` as not taken: `reason` to its `reply_to`, the message to
+/// the dead-letter exchange with `reason`, then acknowledged (nothing
+/// changed). When the dead-letter exchange cannot be reached, the
+/// queue's own dead-lettering takes it, without the reason.
+async fn give_up(
+    link: &Link,
+    d: &Delivery,
+    from: Option<&str>,
+    reply_to: Option<&str>,
+    correlation: Option<ShortString>,
+    reason: &str,
+) {
+    if let Some(to) = reply_to {
+        reply(
+            link,
+            to,
+            correlation,
+            &json!({"ok": false, "error": reason}),
+        )
+        .await;
+    }
+    let settled = match dead_letter(link, d, from, reason).await {
+        Ok(()) => d.acker.ack(BasicAckOptions::default()).await,
+        Err(e) => {
+            tracing::warn!("amqp: could not publish to the dead-letter exchange: {e}");
+            d.acker.reject(BasicRejectOptions { requeue: false }).await
+        }
+    };
+    if let Err(e) = settled {
+        tracing::warn!("amqp: could not settle a refused message: {e}");
+    }
+}
+
+async fn judge(hub: &Hub, d: &Delivery, user: Option<&str>) -> Outcome {
+    let Some(user) = user else {
         return Outcome::Refused(
             "no `user_id` property: the sender's RabbitMQ user names who asks".into(),
         );
@@ -248,39 +385,26 @@ async fn reply(link: &Link, to: &str, correlation: Option<ShortString>, body: &V
 }
 
 /// `d` again, to the dead-letter exchange, with `reason` in its headers
-/// (and the sender's user in `x-strands-user-id`: the original `user_id`
+/// (and the sender `from` in `x-strands-user-id`: the original `user_id`
 /// would not be this connection's, which the broker refuses).
-async fn dead_letter(link: &Link, d: &Delivery, reason: &str) -> Result<(), String> {
-    let p = &d.properties;
-    let mut headers = p.headers().clone().unwrap_or_default();
+async fn dead_letter(
+    link: &Link,
+    d: &Delivery,
+    from: Option<&str>,
+    reason: &str,
+) -> Result<(), String> {
+    let mut headers = d.properties.headers().clone().unwrap_or_default();
     headers.insert(
         short(REASON_HEADER)?,
         AMQPValue::LongString(reason.to_string().into()),
     );
-    if let Some(u) = p.user_id() {
+    if let Some(u) = from {
         headers.insert(
-            short("x-strands-user-id")?,
-            AMQPValue::LongString(u.as_str().to_string().into()),
+            short(SENDER_HEADER)?,
+            AMQPValue::LongString(u.to_string().into()),
         );
     }
-    let mut props = BasicProperties::default()
-        .with_headers(headers)
-        .with_delivery_mode(2);
-    if let Some(v) = p.content_type() {
-        props = props.with_content_type(v.clone());
-    }
-    if let Some(v) = p.message_id() {
-        props = props.with_message_id(v.clone());
-    }
-    if let Some(v) = p.correlation_id() {
-        props = props.with_correlation_id(v.clone());
-    }
-    if let Some(v) = p.reply_to() {
-        props = props.with_reply_to(v.clone());
-    }
-    if let Some(v) = p.kind() {
-        props = props.with_type(v.clone());
-    }
+    let props = carried(&d.properties, headers);
     let routing_key = if d.routing_key.as_str().is_empty() {
         link.config.queue.clone()
     } else {

@@ -823,6 +823,13 @@ pub const VARS: &[Var] = &[
         "messages taken from the queue at once, unacknowledged, per replica",
     ),
     var(
+        "STRANDS_AMQP_MAX_DELIVERIES",
+        Amqp,
+        Integer,
+        Some("5"),
+        "failed attempts at a message (the store did not answer) before it is dead-lettered with the last error, not tried again",
+    ),
+    var(
         "STRANDS_AMQP_GIVE_UP",
         Amqp,
         Duration,

@@ -50,10 +50,9 @@ pub struct Metrics {
     /// Mail attempts by outcome (the e-mail room's sender).
     mail: Family<Labels, Counter>,
     mail_failed: Gauge,
-    /// The queue room: 1 while connected to the broker.
-    amqp_connected: Gauge,
-    /// Queue messages by outcome (taken, refused, retried).
-    amqp_messages: Family<Labels, Counter>,
+    /// The queue room's connection and messages, shown only when it is
+    /// configured.
+    amqp: Arc<AmqpMetrics>,
     /// Syncs to stable storage the store made, read at scrape time.
     store_syncs: Arc<StoreSyncs>,
     /// Runs by `state` (`driving`, `queued`), set at scrape time.
@@ -93,18 +92,8 @@ impl Metrics {
         let teams_refusals = Family::<Labels, Counter>::default();
         let mail = Family::<Labels, Counter>::default();
         let mail_failed = Gauge::default();
-        let amqp_connected = Gauge::default();
-        let amqp_messages = Family::<Labels, Counter>::default();
-        registry.register(
-            "amqp_connected",
-            "1 while the queue room is connected to the broker, 0 while it reconnects",
-            amqp_connected.clone(),
-        );
-        registry.register(
-            "amqp_messages",
-            "Queue room messages by outcome (taken, refused: dead-lettered, retried: back to the queue)",
-            amqp_messages.clone(),
-        );
+        let amqp = Arc::new(AmqpMetrics::default());
+        registry.register_collector(Box::new(Arc::clone(&amqp)));
         let runs = Family::<Labels, Gauge>::default();
         let drive_slots = Gauge::default();
         registry.register(
@@ -210,8 +199,7 @@ impl Metrics {
         Metrics {
             mail,
             mail_failed,
-            amqp_connected,
-            amqp_messages,
+            amqp,
             registry,
             webhooks,
             webhooks_failed,
@@ -354,14 +342,19 @@ impl Metrics {
             .inc();
     }
 
-    /// Whether the queue room is connected now.
+    /// Whether the queue room is connected now (the room's metrics are
+    /// shown from the first call on).
     pub fn set_amqp_connected(&self, up: bool) {
-        self.amqp_connected.set(i64::from(up));
+        self.amqp.connected.set(i64::from(up));
+        self.amqp
+            .on
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A queue message came to `outcome`.
     pub fn amqp_message(&self, outcome: &str) {
-        self.amqp_messages
+        self.amqp
+            .messages
             .get_or_create(&vec![("outcome".into(), outcome.into())])
             .inc();
     }
@@ -402,8 +395,10 @@ impl Metrics {
     }
 }
 
-/// `strands_webhook_deliveries_total{outcome}`, read from the
-/// deliverer's counters at scrape time.
+/// `strands_webhook_deliveries_total{outcome}` (HTTP webhooks, when
+/// there are endpoints) and `strands_amqp_published_total{outcome}` (the
+/// queue room's exchange, when it is on), read from the deliverer's
+/// counters at scrape time.
 #[derive(Debug, Default)]
 struct WebhookCounters(OnceLock<Arc<crate::webhook::Stats>>);
 
@@ -412,17 +407,57 @@ impl Collector for WebhookCounters {
         let Some(stats) = self.0.get() else {
             return Ok(());
         };
-        let mut family = encoder.encode_descriptor(
-            "webhook_deliveries",
-            "Webhook delivery attempts by outcome (delivered, retried, gave_up)",
-            None,
-            MetricType::Counter,
-        )?;
-        for (outcome, n) in stats.counters() {
-            let labels = [("outcome", outcome)];
-            ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+        let families = [
+            (
+                "webhook_deliveries",
+                "HTTP webhook delivery attempts by outcome (delivered, retried, gave_up)",
+                stats.counters(),
+            ),
+            (
+                "amqp_published",
+                "Events published to the queue room's exchange, attempts by outcome (published: confirmed by the broker, retried, gave_up)",
+                stats.published(),
+            ),
+        ];
+        for (name, help, counters) in families {
+            let Some(counters) = counters else { continue };
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (outcome, n) in counters {
+                let labels = [("outcome", outcome)];
+                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+            }
         }
         Ok(())
+    }
+}
+
+/// `strands_amqp_connected` and `strands_amqp_messages_total{outcome}`:
+/// absent until the queue room is opened (a service without a broker
+/// has no connection to report as down).
+#[derive(Debug, Default)]
+struct AmqpMetrics {
+    on: std::sync::atomic::AtomicBool,
+    connected: Gauge,
+    messages: Family<Labels, Counter>,
+}
+
+impl Collector for AmqpMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if !self.on.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.connected.encode(encoder.encode_descriptor(
+            "amqp_connected",
+            "1 while the queue room is connected to the broker, 0 while it reconnects",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        self.messages.encode(encoder.encode_descriptor(
+            "amqp_messages",
+            "Queue room messages by outcome (taken, refused: dead-lettered, retried: back to the queue, gave_up: dead-lettered after STRANDS_AMQP_MAX_DELIVERIES)",
+            None,
+            MetricType::Counter,
+        )?)
     }
 }
 
@@ -519,6 +554,28 @@ mod tests {
         );
         assert!(text.contains("strands_gates_open{age=\"1d\"} 0"), "{text}");
         assert!(text.contains("strands_gates_overdue 1"), "{text}");
+    }
+
+    #[test]
+    fn the_queue_room_is_absent_until_it_is_configured() {
+        let m = Metrics::new();
+        let text = m.render(&[]);
+        assert!(!text.contains("strands_amqp"), "{text}");
+        // The room opened (Link::new says it is not connected yet).
+        m.set_amqp_connected(false);
+        assert!(
+            text_has(&m, "strands_amqp_connected 0"),
+            "{}",
+            m.render(&[])
+        );
+        m.set_amqp_connected(true);
+        m.amqp_message("taken");
+        let text = m.render(&[]);
+        assert!(text.contains("strands_amqp_connected 1"), "{text}");
+        assert!(
+            text.contains("strands_amqp_messages_total{outcome=\"taken\"} 1"),
+            "{text}"
+        );
     }
 
     #[test]

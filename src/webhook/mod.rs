@@ -38,11 +38,12 @@ pub use payload::{page_link, payload};
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
 use secrecy::ExposeSecret;
 
 use crate::error::{Error, Result};
@@ -97,25 +98,29 @@ const BATCH: usize = 256;
 const TAKE: usize = CONCURRENCY * 3;
 const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < LEASE.as_secs());
 
-/// Counters for `/metrics`.
+/// Counters for `/metrics`: HTTP webhooks and publishes to the queue
+/// room's exchange apart (an exchange is not a webhook).
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// HTTP webhook deliveries.
+    http: Outcomes,
+    /// Publishes to the exchange (`amqp:<exchange>`).
+    exchange: Outcomes,
+    /// Whether the deliverer has webhook endpoints / an exchange (a
+    /// family of counters is shown only for what is configured).
+    http_on: AtomicBool,
+    exchange_on: AtomicBool,
+}
+
+/// Attempts by how they settled.
+#[derive(Debug, Default)]
+struct Outcomes {
     delivered: AtomicU64,
     retried: AtomicU64,
     gave_up: AtomicU64,
 }
 
-impl Stats {
-    /// `(outcome, count)`: `delivered` (2xx), `retried` (failed attempts
-    /// scheduled again), `gave_up` (moved to the failed deliveries).
-    pub fn counters(&self) -> [(&'static str, u64); 3] {
-        [
-            ("delivered", self.delivered.load(Ordering::Relaxed)),
-            ("retried", self.retried.load(Ordering::Relaxed)),
-            ("gave_up", self.gave_up.load(Ordering::Relaxed)),
-        ]
-    }
-
+impl Outcomes {
     fn count(&self, outcome: &Settle) {
         let counter = match outcome {
             Settle::Delivered => &self.delivered,
@@ -123,6 +128,44 @@ impl Stats {
             Settle::GaveUp { .. } => &self.gave_up,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Stats {
+    /// HTTP webhook attempts, `(outcome, count)`: `delivered` (2xx),
+    /// `retried` (failed attempts scheduled again), `gave_up` (moved to
+    /// the failed deliveries); `None` without webhook endpoints.
+    pub fn counters(&self) -> Option<[(&'static str, u64); 3]> {
+        let h = &self.http;
+        self.http_on.load(Ordering::Relaxed).then(|| {
+            [
+                ("delivered", h.delivered.load(Ordering::Relaxed)),
+                ("retried", h.retried.load(Ordering::Relaxed)),
+                ("gave_up", h.gave_up.load(Ordering::Relaxed)),
+            ]
+        })
+    }
+
+    /// Publishes to the exchange, `(outcome, count)`: `published`
+    /// (confirmed by the broker), `retried`, `gave_up`; `None` without the
+    /// queue room.
+    pub fn published(&self) -> Option<[(&'static str, u64); 3]> {
+        let x = &self.exchange;
+        self.exchange_on.load(Ordering::Relaxed).then(|| {
+            [
+                ("published", x.delivered.load(Ordering::Relaxed)),
+                ("retried", x.retried.load(Ordering::Relaxed)),
+                ("gave_up", x.gave_up.load(Ordering::Relaxed)),
+            ]
+        })
+    }
+
+    fn count(&self, d: &Delivery, outcome: &Settle) {
+        if d.endpoint.starts_with(EXCHANGE_PREFIX) {
+            self.exchange.count(outcome);
+        } else {
+            self.http.count(outcome);
+        }
     }
 }
 
@@ -175,6 +218,9 @@ impl Deliverer {
                     crate::error::transport(e)
                 ))
             })?;
+        stats
+            .http_on
+            .store(!config.endpoints.is_empty(), Ordering::Relaxed);
         Ok(Deliverer {
             config,
             stats,
@@ -193,6 +239,7 @@ impl Deliverer {
             self.config.endpoints.push(endpoint);
         }
         self.exchange = Some(exchange);
+        self.stats.exchange_on.store(true, Ordering::Relaxed);
         self
     }
 
@@ -220,6 +267,7 @@ impl Deliverer {
         let attempted = due.len();
         let mut waiting = due.into_iter().peekable();
         let mut posts = tokio::task::JoinSet::new();
+        let mut settles = futures_util::stream::FuturesUnordered::new();
         // HTTP posts in flight (at most CONCURRENCY); publishes to the
         // exchange share one channel and go all at once (at most TAKE).
         let mut http = 0;
@@ -276,8 +324,18 @@ impl Deliverer {
                     (d, attempt)
                 });
             }
-            let Some(joined) = posts.join_next().await else {
-                break;
+            // Settled as they finish, each its own store write, and at
+            // once rather than one after the other: the writes of a round
+            // share the store's syncs (group commit) instead of paying
+            // one each in turn.
+            let joined = tokio::select! {
+                Some(joined) = posts.join_next(), if !posts.is_empty() => joined,
+                Some((d, outcome, settled)) = settles.next(), if !settles.is_empty() => {
+                    let () = settled?;
+                    self.stats.count(&d, &outcome);
+                    continue;
+                }
+                else => break,
             };
             if let Ok((d, _)) = &joined {
                 if !d.endpoint.starts_with(EXCHANGE_PREFIX) {
@@ -295,8 +353,10 @@ impl Deliverer {
             };
             let outcome = self.judge(&d, attempt, store.now());
             self.report(&d, &outcome);
-            store.webhook_settle(&d, outcome.clone()).await?;
-            self.stats.count(&outcome);
+            settles.push(async move {
+                let settled = store.webhook_settle(&d, outcome.clone()).await;
+                (d, outcome, settled)
+            });
         }
         Ok(attempted)
     }

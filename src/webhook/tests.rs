@@ -139,7 +139,11 @@ fn deliverer(config: Config) -> (Deliverer, Arc<Stats>) {
 }
 
 fn counters(stats: &Stats) -> [u64; 3] {
-    stats.counters().map(|(_, n)| n)
+    stats.counters().map_or([0; 3], |c| c.map(|(_, n)| n))
+}
+
+fn published(stats: &Stats) -> [u64; 3] {
+    stats.published().map_or([0; 3], |c| c.map(|(_, n)| n))
 }
 
 fn fixture() -> Session {
@@ -850,12 +854,55 @@ async fn the_exchange_is_an_endpoint_of_the_outbox_retried_until_the_broker_take
     assert!(took.iter().any(|t| t.1 == "run.failed" && t.2), "{took:?}");
     assert!(took.iter().all(|t| t.0.starts_with("msg_")));
     assert_ne!(took[0].0, took[1].0);
-    assert_eq!(counters(&stats)[0], 2);
+    // Counted as publishes, not as webhook deliveries (there are none).
+    assert_eq!(published(&stats)[0], 2);
     assert!(
-        counters(&stats)[1] >= 2,
+        published(&stats)[1] >= 2,
         "retried while down: {:?}",
-        counters(&stats)
+        published(&stats)
+    );
+    assert_eq!(published(&stats)[2], 0);
+    assert!(
+        stats.counters().is_none(),
+        "no webhook endpoint, no webhook counters"
     );
     assert!(store.webhook_next_due().await.expect("due").is_none());
     assert!(store.webhook_failed(10).await.expect("failed").is_empty());
+}
+
+#[tokio::test]
+async fn publishes_to_the_exchange_are_not_counted_as_webhook_deliveries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_in(&dir);
+    let r = Receiver::always(204).await;
+    let x = Arc::new(FakeExchange {
+        down: 1,
+        attempts: Mutex::new(0),
+        took: Mutex::new(Vec::new()),
+    });
+    let (d, stats) = deliverer(config(&[&r], Duration::from_secs(60)));
+    let d = d.with_exchange(Arc::clone(&x) as Arc<dyn Exchange>);
+    d.run_once(&store).await.expect("start the cursor");
+    report(&store, vec![opened()]).await;
+    let start = Instant::now();
+    while r.count() < 1 || x.took.lock().expect("took").is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "never delivered");
+        d.run_once(&store).await.expect("a round");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // One POST delivered; one publish refused (the broker down), then one
+    // confirmed: each in its own family.
+    assert_eq!(counters(&stats), [1, 0, 0]);
+    assert_eq!(published(&stats), [1, 1, 0]);
+    let m = crate::hub::metrics::Metrics::new();
+    m.watch_webhooks(Arc::clone(&stats));
+    let text = m.render(&[]);
+    for line in [
+        "strands_webhook_deliveries_total{outcome=\"delivered\"} 1",
+        "strands_webhook_deliveries_total{outcome=\"retried\"} 0",
+        "strands_amqp_published_total{outcome=\"published\"} 1",
+        "strands_amqp_published_total{outcome=\"retried\"} 1",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
 }

@@ -30,6 +30,8 @@ const PYTHON: &str = "/usr/bin/python3";
 pub struct Broker {
     dir: tempfile::TempDir,
     pub port: u16,
+    /// The TLS listener's port ([`Broker::start_tls`]).
+    pub tls_port: Option<u16>,
     dist_port: u16,
     epmd_port: u16,
     node: String,
@@ -64,6 +66,28 @@ impl Broker {
     /// `/`; `None` (after printing `SKIPPED: <test>`) when RabbitMQ is not
     /// installed, unless required.
     pub fn start(test: &str, users: &[(&str, &str)]) -> Option<Broker> {
+        Broker::start_with(test, users, false)
+    }
+
+    /// [`Broker::start`] with a TLS listener too, on loopback, its
+    /// certificate (for `127.0.0.1` and `localhost`) signed by a CA made
+    /// now with the `openssl` command ([`Broker::ca`]).
+    pub fn start_tls(test: &str, users: &[(&str, &str)]) -> Option<Broker> {
+        Broker::start_with(test, users, true)
+    }
+
+    /// The test CA's certificate (PEM) of a [`Broker::start_tls`] broker.
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// `amqps://user:password@127.0.0.1:TLS_PORT/%2f`
+    pub fn tls_url(&self, user: &str, password: &str) -> String {
+        let port = self.tls_port.expect("a broker started with start_tls");
+        format!("amqps://{user}:{password}@127.0.0.1:{port}/%2f")
+    }
+
+    fn start_with(test: &str, users: &[(&str, &str)], tls: bool) -> Option<Broker> {
         let installed = Path::new(SERVER).exists()
             && Command::new(PYTHON)
                 .args(["-c", "import pika"])
@@ -94,18 +118,28 @@ impl Broker {
             })).collect::<Vec<_>>(),
         });
         std::fs::write(t.join("defs.json"), defs.to_string()).expect("write defs.json");
-        std::fs::write(
-            t.join("rabbitmq.conf"),
-            format!(
-                "loopback_users = none\nload_definitions = {}\n",
-                t.join("defs.json").display()
-            ),
-        )
-        .expect("write rabbitmq.conf");
+        let mut conf = format!(
+            "loopback_users = none\nload_definitions = {}\n",
+            t.join("defs.json").display()
+        );
+        let tls_port = tls.then(|| {
+            make_certificates(t);
+            let port = free_port();
+            let p = |x: &str| t.join(x).display().to_string();
+            conf.push_str(&format!(
+                "listeners.ssl.1 = 127.0.0.1:{port}\nssl_options.cacertfile = {}\nssl_options.certfile = {}\nssl_options.keyfile = {}\nssl_options.verify = verify_none\nssl_options.fail_if_no_peer_cert = false\n",
+                p("ca.pem"),
+                p("server.pem"),
+                p("server.key")
+            ));
+            port
+        });
+        std::fs::write(t.join("rabbitmq.conf"), conf).expect("write rabbitmq.conf");
         std::fs::write(t.join("enabled_plugins"), "[].").expect("write enabled_plugins");
         let n = NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut broker = Broker {
             port: free_port(),
+            tls_port,
             dist_port: free_port(),
             epmd_port: free_port(),
             node: format!("strands{}x{n}@localhost", std::process::id()),
@@ -224,6 +258,70 @@ impl Broker {
             url: self.url(user, password),
         }
     }
+}
+
+/// A CA (`ca.pem`) and the broker's certificate it signed
+/// (`server.pem`, `server.key`; for 127.0.0.1 and localhost) in `dir`,
+/// made with the `openssl` command.
+fn make_certificates(dir: &Path) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl (apt-get install openssl)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=strands test CA"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    run(&ca);
+    let mut csr = vec!["req", "-subj", "/CN=localhost"];
+    csr.extend(ec);
+    csr.extend(["-keyout", "server.key", "-out", "server.csr"]);
+    run(&csr);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName = IP:127.0.0.1, DNS:localhost\nbasicConstraints = CA:FALSE\nkeyUsage = digitalSignature\nextendedKeyUsage = serverAuth\n",
+    )
+    .expect("write server.ext");
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.pem",
+    ]);
 }
 
 static NODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

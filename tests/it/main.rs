@@ -63,6 +63,7 @@ mod policy_backtest;
 mod props;
 mod providers;
 mod queue;
+mod queue_tls;
 mod report;
 mod session_formats;
 mod slack_approvers;

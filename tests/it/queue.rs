@@ -26,7 +26,7 @@ use crate::common::rabbitmq::{Broker, Client};
 use crate::common::service::{ServeConfig, Service};
 
 const WAIT: Duration = Duration::from_secs(30);
-const USERS: &[(&str, &str)] = &[
+pub(super) const USERS: &[(&str, &str)] = &[
     ("strands", "strands-pw"),
     ("carol", "carol-pw"),
     ("alice-mq", "alice-pw"),
@@ -75,7 +75,7 @@ fn world_with(broker: &Broker, adjust: impl FnOnce(ServeConfig) -> ServeConfig) 
 
 /// Waits until `/healthz` says the link is up.
 #[track_caller]
-fn connected(svc: &Service) {
+pub(super) fn connected(svc: &Service) {
     let until = Instant::now() + WAIT;
     loop {
         let h = svc.get("/healthz");
@@ -101,7 +101,7 @@ fn approvals(w: &World) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn props(kind: &str, user: &str) -> Value {
+pub(super) fn props(kind: &str, user: &str) -> Value {
     json!({"type": kind, "user_id": user, "message_id": uuid::Uuid::new_v4().to_string()})
 }
 
@@ -231,6 +231,17 @@ fn an_approval_request_with_reply_to_is_created_once_and_its_decision_comes_back
         .filter_map(|e| e["message_id"].as_str())
         .collect();
     assert_eq!(ids.len(), events.len(), "a message id twice: {events:#?}");
+    // Counted as publishes to the exchange; there are no HTTP webhooks,
+    // so no webhook deliveries.
+    let metrics = w.svc.get("/metrics").body;
+    let published = metrics
+        .lines()
+        .find(|l| l.starts_with("strands_amqp_published_total{outcome=\"published\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(published >= events.len() as f64, "{metrics}");
+    assert!(!metrics.contains("strands_webhook_deliveries"), "{metrics}");
 }
 
 #[test]
@@ -538,4 +549,114 @@ fn two_replicas_on_one_postgres_store_create_each_request_once() {
         .collect();
     assert_eq!(sessions.len(), N, "{events:#?}");
     assert_eq!(events.len(), N, "an event published twice: {events:#?}");
+}
+
+/// Runs `sql` on the PostgreSQL database at `url`.
+fn psql(url: &str, sql: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("the test database");
+        let task = tokio::spawn(conn);
+        client.batch_execute(sql).await.expect(sql);
+        drop(client);
+        let _ = task.await;
+    });
+}
+
+#[test]
+fn a_message_whose_write_keeps_failing_is_dead_lettered_after_max_deliveries() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let Some(db) = rt.block_on(strands::store::postgres::testdb::database("queue_poison")) else {
+        println!("SKIPPED: queue::poison: no PostgreSQL test server");
+        return;
+    };
+    let Some(broker) = Broker::start("queue::poison", USERS) else {
+        return;
+    };
+    let mut sandbox = crate::common::Sandbox::new();
+    sandbox.store = std::path::PathBuf::from(&db);
+    let llm = crate::common::FakeLlm::start();
+    let dir = crate::common::service::write_workflows(&sandbox, &llm, &[]);
+    let root = crate::common::api::make_token(&sandbox, "root", "admin");
+    let svc = Service::launch(
+        ServeConfig::api(&sandbox, &dir)
+            .with(
+                "STRANDS_AMQP_URL",
+                Some(&broker.url("strands", "strands-pw")),
+            )
+            .with("STRANDS_AMQP_MAX_DELIVERIES", Some("3")),
+    );
+    let r = call(
+        &svc,
+        "POST",
+        "/api/v1/people",
+        Some(&root),
+        Some(&json!({"name": "carol", "amqp": "carol"})),
+    );
+    assert!(r.status == 201 || r.status == 200, "{}", r.body);
+    connected(&svc);
+    // The database refuses new sessions, as a full disk would: every
+    // attempt at the request fails, and it would come back for ever.
+    psql(
+        &db,
+        "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$;
+         CREATE TRIGGER full_disk BEFORE INSERT ON sessions FOR EACH ROW EXECUTE FUNCTION full_disk();",
+    );
+    let carol = broker.client("carol", "carol-pw");
+    carol.declare("carol.replies");
+    let mut p = props("approval", "carol");
+    p["reply_to"] = json!("carol.replies");
+    p["correlation_id"] = json!("p-1");
+    carol.send(
+        QUEUE,
+        json!({"title": "Pay invoice 7?", "approvers": ["alice"], "key": "invoice-7"}),
+        p,
+    );
+    let admin = broker.client("strands", "strands-pw");
+    let dead = admin.drain("strands.dead", 1, WAIT);
+    assert_eq!(dead.len(), 1, "{dead:#?}\n{}", svc.log());
+    let reason = dead[0]["headers"]["x-strands-reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.contains("failed 3 times") && reason.contains("No space left on device"),
+        "{reason}"
+    );
+    // Still carol's, though the copies tried again were strands' to publish.
+    assert_eq!(dead[0]["headers"]["x-strands-user-id"], "carol");
+    assert_eq!(dead[0]["headers"]["x-strands-attempts"], 2);
+    assert_eq!(dead[0]["body"]["key"], "invoice-7");
+    let replies = carol.drain("carol.replies", 1, WAIT);
+    assert_eq!(replies.len(), 1, "{replies:#?}");
+    assert_eq!(replies[0]["correlation_id"], "p-1");
+    assert_eq!(replies[0]["body"]["ok"], false);
+    assert_eq!(replies[0]["body"]["error"], reason);
+    let metrics = svc.get("/metrics").body;
+    for line in [
+        "strands_amqp_messages_total{outcome=\"retried\"} 2",
+        "strands_amqp_messages_total{outcome=\"gave_up\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line}\n{metrics}");
+    }
+    // The disk has room again: the message is not in the queue any more
+    // and nothing was created.
+    psql(&db, "DROP TRIGGER full_disk ON sessions;");
+    std::thread::sleep(Duration::from_secs(2));
+    let r = call(&svc, "GET", "/api/v1/approvals", Some(&root), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["approvals"], json!([]), "{}", r.body);
+    assert_eq!(admin.drain(QUEUE, 0, Duration::from_secs(1)).len(), 0);
+    assert!(
+        !svc.log().contains("strands-pw"),
+        "the broker's password in the log"
+    );
 }
