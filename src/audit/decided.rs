@@ -99,10 +99,13 @@ impl Decided {
     }
 }
 
+/// A decision as a store indexes it: its time and its bytes.
+pub type Indexed = (DateTime<Utc>, Vec<u8>);
+
 /// For a store building its index: the stored audit entry `bytes` (number
 /// `seq`) as its decision's time and bytes, or `None` when it is no
 /// decision. An unreadable entry is an error naming it.
-pub fn project(seq: u64, bytes: &[u8]) -> Result<Option<(DateTime<Utc>, Vec<u8>)>, String> {
+pub fn project(seq: u64, bytes: &[u8]) -> Result<Option<Indexed>, String> {
     let entry: AuditEntry = serde_json::from_slice(bytes).map_err(|e| {
         format!("audit entry #{seq} is unreadable ({e}); run `strands audit verify`")
     })?;
