@@ -862,27 +862,32 @@ impl Store {
     }
 
     /// The audit's decisions made at or after `since`, in order, handed
-    /// to `each` a page at a time (a million fit in no page).
+    /// to `each` a page at a time (a million fit in no page). The next
+    /// page is read while this one is decoded.
     pub async fn decisions(
         &self,
         since: DateTime<Utc>,
         mut each: impl FnMut(crate::audit::decided::Decided),
     ) -> Result<()> {
+        use crate::audit::decided::Decided;
         const PAGE: usize = 8192;
-        let mut after = 0;
+        let mut page = self.decided(since, 0, PAGE).await?;
         loop {
-            let page = self.decided(since, after, PAGE).await?;
             let full = page.len() == PAGE;
-            for (seq, bytes) in page {
-                after = seq;
-                each(
-                    crate::audit::decided::Decided::decode(seq, &bytes)
-                        .map_err(crate::error::Error::Store)?,
-                );
-            }
+            let after = page.last().map_or(0, |(seq, _)| *seq);
+            let mut decode = || -> Result<()> {
+                for (seq, bytes) in std::mem::take(&mut page) {
+                    each(Decided::decode(seq, &bytes).map_err(crate::error::Error::Store)?);
+                }
+                Ok(())
+            };
             if !full {
-                return Ok(());
+                return decode();
             }
+            let (next, decoded) =
+                tokio::join!(self.decided(since, after, PAGE), async { decode() });
+            decoded?;
+            page = next?;
         }
     }
 

@@ -894,15 +894,6 @@ async fn publishes_to_the_exchange_are_not_counted_as_webhook_deliveries() {
     // confirmed: each in its own family.
     assert_eq!(counters(&stats), [1, 0, 0]);
     assert_eq!(published(&stats), [1, 1, 0]);
-    let m = crate::hub::metrics::Metrics::new();
-    m.watch_webhooks(Arc::clone(&stats));
-    let text = m.render(&[]);
-    for line in [
-        "strands_webhook_deliveries_total{outcome=\"delivered\"} 1",
-        "strands_webhook_deliveries_total{outcome=\"retried\"} 0",
-        "strands_amqp_published_total{outcome=\"published\"} 1",
-        "strands_amqp_published_total{outcome=\"retried\"} 1",
-    ] {
-        assert!(text.contains(line), "{line}\n{text}");
-    }
+    // How `/metrics` names the two families is `hub::metrics`'s (the
+    // queue tests read them from a real server).
 }
