@@ -79,6 +79,24 @@ pub async fn invoke(room: &TeamsRoom, activity: &Value) -> Value {
     }
 }
 
+/// Says `text` in the conversation (a refusal a card update would show
+/// to everyone).
+async fn say(
+    connector: &super::connector::Connector,
+    service_url: &str,
+    conversation: &str,
+    text: &str,
+) -> std::result::Result<(), super::connector::ConnectorError> {
+    connector
+        .send(
+            service_url,
+            conversation,
+            &json!({ "type": "message", "text": text }),
+        )
+        .await
+        .map(|_| ())
+}
+
 /// A verified `Action.Submit`: answered in the background; the card is
 /// updated in place, or a refusal is said in the conversation.
 pub fn submit(room: TeamsRoom, activity: Value) {
@@ -109,14 +127,7 @@ pub fn submit(room: TeamsRoom, activity: Value) {
                     .send(service_url, conversation, &card::activity(c))
                     .await
                     .map(|_| ()),
-                (Err(why), _) => connector
-                    .send(
-                        service_url,
-                        conversation,
-                        &json!({ "type": "message", "text": why }),
-                    )
-                    .await
-                    .map(|_| ()),
+                (Err(why), _) => say(connector, service_url, conversation, &why).await,
             };
             if let Err(e) = sent {
                 tracing::warn!(conversation, "could not update a Teams inbox card: {e}");
@@ -148,14 +159,7 @@ pub fn submit(room: TeamsRoom, activity: Value) {
                     .await
             }
             (Ok(_), None) => Ok(()),
-            (Err(why), _) => connector
-                .send(
-                    service_url,
-                    conversation,
-                    &json!({ "type": "message", "text": why }),
-                )
-                .await
-                .map(|_| ()),
+            (Err(why), _) => say(connector, service_url, conversation, &why).await,
         };
         if let Err(e) = sent {
             tracing::warn!(conversation, "could not update a Teams approval card: {e}");
