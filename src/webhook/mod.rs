@@ -121,6 +121,15 @@ struct Outcomes {
 }
 
 impl Outcomes {
+    /// `(outcome, count)`, the successes named `delivered`.
+    fn read(&self, delivered: &'static str) -> [(&'static str, u64); 3] {
+        [
+            (delivered, self.delivered.load(Ordering::Relaxed)),
+            ("retried", self.retried.load(Ordering::Relaxed)),
+            ("gave_up", self.gave_up.load(Ordering::Relaxed)),
+        ]
+    }
+
     fn count(&self, outcome: &Settle) {
         let counter = match outcome {
             Settle::Delivered => &self.delivered,
@@ -136,28 +145,14 @@ impl Stats {
     /// `retried` (failed attempts scheduled again), `gave_up` (moved to
     /// the failed deliveries); `None` without webhook endpoints.
     pub fn counters(&self) -> Option<[(&'static str, u64); 3]> {
-        let h = &self.http;
-        self.http_on.load(Ordering::Relaxed).then(|| {
-            [
-                ("delivered", h.delivered.load(Ordering::Relaxed)),
-                ("retried", h.retried.load(Ordering::Relaxed)),
-                ("gave_up", h.gave_up.load(Ordering::Relaxed)),
-            ]
-        })
+        (self.http_on.load(Ordering::Relaxed)).then(|| self.http.read("delivered"))
     }
 
     /// Publishes to the exchange, `(outcome, count)`: `published`
     /// (confirmed by the broker), `retried`, `gave_up`; `None` without the
     /// queue room.
     pub fn published(&self) -> Option<[(&'static str, u64); 3]> {
-        let x = &self.exchange;
-        self.exchange_on.load(Ordering::Relaxed).then(|| {
-            [
-                ("published", x.delivered.load(Ordering::Relaxed)),
-                ("retried", x.retried.load(Ordering::Relaxed)),
-                ("gave_up", x.gave_up.load(Ordering::Relaxed)),
-            ]
-        })
+        (self.exchange_on.load(Ordering::Relaxed)).then(|| self.exchange.read("published"))
     }
 
     fn count(&self, d: &Delivery, outcome: &Settle) {
