@@ -28,6 +28,10 @@
 //! The cost is a thread hand-over per call (microseconds, against a flush's
 //! milliseconds).
 //!
+//! A call that writes syncs after its slot is freed ([`SledStore::call`],
+//! [`super::commit`]): a slot is held for the write, not for the disk, and
+//! one sync covers the writes of every caller queued meanwhile.
+//!
 //! At most one background sled call per core runs at once (a FIFO
 //! semaphore, waited on asynchronously), and as many again for requests
 //! someone waits on, in a lane of their own ([`crate::store::lane`]): unbounded, every queued resume's transaction ran
@@ -98,6 +102,31 @@ pub(crate) async fn off_worker<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+impl SledStore {
+    /// [`off_worker`] for a call that may write: what it writes is synced
+    /// after its slot is freed, so that the next writers' commits join
+    /// that sync ([`super::commit`]); `Ok` only once it is synced.
+    async fn call<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                let lane = match crate::store::lane::Lane::current() {
+                    crate::store::lane::Lane::Ack => ack_slots(),
+                    crate::store::lane::Lane::Background => slots(),
+                };
+                let slot = lane.acquire().await.ok();
+                let (out, owed) = tokio::task::block_in_place(|| super::commit::deferring(f));
+                drop(slot);
+                let Some(owed) = owed else { return out };
+                // Owed even when the call failed after a write.
+                let synced = tokio::task::block_in_place(|| self.settle(owed));
+                let value = out?;
+                synced.map(|()| value)
+            }
+            _ => f(),
+        }
+    }
+}
+
 /// The sled backend: each operation is the synchronous one in this module's
 /// parent, run through [`off_worker`].
 impl crate::store::Backend for SledStore {
@@ -105,41 +134,43 @@ impl crate::store::Backend for SledStore {
         self.path.display().to_string()
     }
     async fn create(&self, session: &mut Session) -> Result<()> {
-        off_worker(|| SledStore::create(self, session)).await
+        self.call(|| SledStore::create(self, session)).await
     }
     async fn checkpoint(&self, session: &mut Session) -> Result<()> {
-        off_worker(|| SledStore::checkpoint(self, session)).await
+        self.call(|| SledStore::checkpoint(self, session)).await
     }
     async fn checkpoint_with(
         &self,
         session: &mut Session,
         durability: crate::store::Durability,
     ) -> Result<()> {
-        off_worker(|| SledStore::checkpoint_with(self, session, durability)).await
+        self.call(|| SledStore::checkpoint_with(self, session, durability))
+            .await
     }
     async fn syncs(&self) -> Result<Option<u64>> {
         Ok(Some(self.syncs.load(std::sync::atomic::Ordering::Relaxed)))
     }
     async fn load(&self, id: &str) -> Result<Option<Session>> {
-        off_worker(|| SledStore::load(self, id)).await
+        self.call(|| SledStore::load(self, id)).await
     }
     async fn resolve(&self, id_or_prefix: &str) -> Result<String> {
-        off_worker(|| SledStore::resolve(self, id_or_prefix)).await
+        self.call(|| SledStore::resolve(self, id_or_prefix)).await
     }
     async fn list(&self, status: Option<Status>) -> Result<Vec<Summary>> {
-        off_worker(|| SledStore::list(self, status)).await
+        self.call(|| SledStore::list(self, status)).await
     }
     async fn sessions_with_status(&self, status: Status) -> Result<Vec<Session>> {
-        off_worker(|| SledStore::sessions_with_status(self, status)).await
+        self.call(|| SledStore::sessions_with_status(self, status))
+            .await
     }
     async fn count(&self) -> Result<usize> {
         Ok(off_worker(|| SledStore::count(self)).await)
     }
     async fn delete(&self, id: &str) -> Result<()> {
-        off_worker(|| SledStore::delete(self, id)).await
+        self.call(|| SledStore::delete(self, id)).await
     }
     async fn cleanup(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
-        off_worker(|| SledStore::cleanup(self, cutoff)).await
+        self.call(|| SledStore::cleanup(self, cutoff)).await
     }
     async fn record_answer(
         &self,
@@ -147,7 +178,8 @@ impl crate::store::Backend for SledStore {
         gate: Option<&str>,
         answer: &crate::model::Answer,
     ) -> Result<std::result::Result<Session, Refusal>> {
-        off_worker(|| SledStore::record_answer(self, id, gate, answer)).await
+        self.call(|| SledStore::record_answer(self, id, gate, answer))
+            .await
     }
     async fn update_open_gate(
         &self,
@@ -155,32 +187,37 @@ impl crate::store::Backend for SledStore {
         gate: &str,
         change: &(dyn Fn(&mut crate::model::OpenGate) + Send + Sync),
     ) -> Result<Option<Session>> {
-        off_worker(|| SledStore::update_open_gate(self, id, gate, change)).await
+        self.call(|| SledStore::update_open_gate(self, id, gate, change))
+            .await
     }
     async fn record_notification(
         &self,
         session: &str,
         n: &crate::model::Notification,
     ) -> Result<()> {
-        off_worker(|| SledStore::record_notification(self, session, n)).await
+        self.call(|| SledStore::record_notification(self, session, n))
+            .await
     }
     async fn notifications(&self, session: &str) -> Result<Vec<crate::model::Notification>> {
-        off_worker(|| SledStore::notifications(self, session)).await
+        self.call(|| SledStore::notifications(self, session)).await
     }
     async fn message_target(&self, channel: &str, ts: &str) -> Result<Option<MessageTarget>> {
-        off_worker(|| SledStore::message_target(self, channel, ts)).await
+        self.call(|| SledStore::message_target(self, channel, ts))
+            .await
     }
     async fn first_sighting(&self, event_id: &str) -> Result<bool> {
-        off_worker(|| SledStore::first_sighting(self, event_id)).await
+        self.call(|| SledStore::first_sighting(self, event_id))
+            .await
     }
     async fn append_audit(&self, events: &[crate::audit::AuditEvent]) -> Result<()> {
-        off_worker(|| SledStore::append_audit(self, events)).await
+        self.call(|| SledStore::append_audit(self, events)).await
     }
     async fn audit_page(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>> {
-        off_worker(|| SledStore::audit_page(self, after, limit)).await
+        self.call(|| SledStore::audit_page(self, after, limit))
+            .await
     }
     async fn audit_head(&self) -> Result<Option<crate::audit::Head>> {
-        off_worker(|| SledStore::audit_head(self)).await
+        self.call(|| SledStore::audit_head(self)).await
     }
     async fn decided(
         &self,
@@ -188,19 +225,22 @@ impl crate::store::Backend for SledStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>> {
-        off_worker(|| SledStore::decided(self, since, after, limit)).await
+        self.call(|| SledStore::decided(self, since, after, limit))
+            .await
     }
     async fn arm_timers(&self, session: &str, gate: &str, timers: &[Timer]) -> Result<bool> {
-        off_worker(|| SledStore::arm_timers(self, session, gate, timers)).await
+        self.call(|| SledStore::arm_timers(self, session, gate, timers))
+            .await
     }
     async fn next_timer(&self) -> Result<Option<Timer>> {
-        off_worker(|| SledStore::next_timer(self)).await
+        self.call(|| SledStore::next_timer(self)).await
     }
     async fn timers(&self) -> Result<Vec<Timer>> {
-        off_worker(|| SledStore::timers(self)).await
+        self.call(|| SledStore::timers(self)).await
     }
     async fn replace_timer(&self, done: &Timer, next: &[Timer]) -> Result<()> {
-        off_worker(|| SledStore::replace_timer(self, done, next)).await
+        self.call(|| SledStore::replace_timer(self, done, next))
+            .await
     }
     async fn record_timeout(
         &self,
@@ -208,7 +248,8 @@ impl crate::store::Backend for SledStore {
         answer: &crate::model::Answer,
         fired: &Fired,
     ) -> Result<std::result::Result<Session, Refusal>> {
-        off_worker(|| SledStore::record_timeout(self, timer, answer, fired)).await
+        self.call(|| SledStore::record_timeout(self, timer, answer, fired))
+            .await
     }
     async fn record_escalation(
         &self,
@@ -217,10 +258,12 @@ impl crate::store::Backend for SledStore {
         done: &Timer,
         next: &[Timer],
     ) -> Result<()> {
-        off_worker(|| SledStore::record_escalation(self, session, esc, done, next)).await
+        self.call(|| SledStore::record_escalation(self, session, esc, done, next))
+            .await
     }
     async fn escalation(&self, session: &str, gate: &str) -> Result<Option<Escalation>> {
-        off_worker(|| SledStore::escalation(self, session, gate)).await
+        self.call(|| SledStore::escalation(self, session, gate))
+            .await
     }
     async fn queue_answer(
         &self,
@@ -228,16 +271,18 @@ impl crate::store::Backend for SledStore {
         handle: &str,
         answer: &crate::model::Answer,
     ) -> Result<std::result::Result<(), Refusal>> {
-        off_worker(|| SledStore::queue_answer(self, id, handle, answer)).await
+        self.call(|| SledStore::queue_answer(self, id, handle, answer))
+            .await
     }
     async fn queued_answers(&self, id: &str) -> Result<Vec<(String, crate::model::Answer)>> {
-        off_worker(|| SledStore::queued_answers(self, id)).await
+        self.call(|| SledStore::queued_answers(self, id)).await
     }
     async fn drop_queued(&self, id: &str, handle: &str) -> Result<()> {
-        off_worker(|| SledStore::drop_queued(self, id, handle)).await
+        self.call(|| SledStore::drop_queued(self, id, handle)).await
     }
     async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<crate::model::Event>> {
-        off_worker(|| SledStore::events_after(self, after, limit)).await
+        self.call(|| SledStore::events_after(self, after, limit))
+            .await
     }
     async fn session_events_after(
         &self,
@@ -245,10 +290,11 @@ impl crate::store::Backend for SledStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<crate::model::Event>> {
-        off_worker(|| SledStore::session_events_after(self, session, after, limit)).await
+        self.call(|| SledStore::session_events_after(self, session, after, limit))
+            .await
     }
     async fn last_event(&self) -> Result<u64> {
-        off_worker(|| SledStore::last_event(self)).await
+        self.call(|| SledStore::last_event(self)).await
     }
     fn subscribe_events(&self) -> tokio::sync::watch::Receiver<u64> {
         SledStore::subscribe_events(self)
@@ -258,13 +304,14 @@ impl crate::store::Backend for SledStore {
         record: &crate::model::token::TokenRecord,
         audit: &crate::audit::AuditEvent,
     ) -> Result<bool> {
-        off_worker(|| SledStore::create_token(self, record, audit)).await
+        self.call(|| SledStore::create_token(self, record, audit))
+            .await
     }
     async fn token(&self, id: &str) -> Result<Option<crate::model::token::TokenRecord>> {
-        off_worker(|| SledStore::token(self, id)).await
+        self.call(|| SledStore::token(self, id)).await
     }
     async fn tokens(&self) -> Result<Vec<crate::model::token::TokenRecord>> {
-        off_worker(|| SledStore::tokens(self)).await
+        self.call(|| SledStore::tokens(self)).await
     }
     async fn revoke_token(
         &self,
@@ -272,17 +319,18 @@ impl crate::store::Backend for SledStore {
         at: DateTime<Utc>,
         audit: &crate::audit::AuditEvent,
     ) -> Result<Option<crate::model::token::TokenRecord>> {
-        off_worker(|| SledStore::revoke_token(self, name, at, audit)).await
+        self.call(|| SledStore::revoke_token(self, name, at, audit))
+            .await
     }
     async fn put_grant(
         &self,
         grant: &crate::model::grant::Grant,
         audit: &crate::audit::AuditEvent,
     ) -> Result<bool> {
-        off_worker(|| SledStore::put_grant(self, grant, audit)).await
+        self.call(|| SledStore::put_grant(self, grant, audit)).await
     }
     async fn grants(&self) -> Result<Vec<crate::model::grant::Grant>> {
-        off_worker(|| SledStore::grants(self)).await
+        self.call(|| SledStore::grants(self)).await
     }
     async fn revoke_grant(
         &self,
@@ -290,7 +338,8 @@ impl crate::store::Backend for SledStore {
         revocation: &crate::model::grant::Revocation,
         audit: &crate::audit::AuditEvent,
     ) -> Result<Option<crate::model::grant::Grant>> {
-        off_worker(|| SledStore::revoke_grant(self, id, revocation, audit)).await
+        self.call(|| SledStore::revoke_grant(self, id, revocation, audit))
+            .await
     }
     async fn webhook_pull(
         &self,
@@ -298,7 +347,8 @@ impl crate::store::Backend for SledStore {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<usize> {
-        off_worker(|| SledStore::webhook_pull(self, endpoints, now, limit)).await
+        self.call(|| SledStore::webhook_pull(self, endpoints, now, limit))
+            .await
     }
     async fn webhook_due(
         &self,
@@ -306,30 +356,33 @@ impl crate::store::Backend for SledStore {
         lease: std::time::Duration,
         limit: usize,
     ) -> Result<Vec<crate::model::webhook::Delivery>> {
-        off_worker(|| SledStore::webhook_due(self, now, lease, limit)).await
+        self.call(|| SledStore::webhook_due(self, now, lease, limit))
+            .await
     }
     async fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>> {
-        off_worker(|| SledStore::webhook_next_due(self)).await
+        self.call(|| SledStore::webhook_next_due(self)).await
     }
     async fn webhook_settle(
         &self,
         taken: &crate::model::webhook::Delivery,
         outcome: crate::model::webhook::Settle,
     ) -> Result<()> {
-        off_worker(|| SledStore::webhook_settle(self, taken, outcome)).await
+        self.call(|| SledStore::webhook_settle(self, taken, outcome))
+            .await
     }
     async fn webhook_requeue(
         &self,
         msg_ids: Option<&[String]>,
         now: DateTime<Utc>,
     ) -> Result<usize> {
-        off_worker(|| SledStore::webhook_requeue(self, msg_ids, now)).await
+        self.call(|| SledStore::webhook_requeue(self, msg_ids, now))
+            .await
     }
     async fn webhook_failed(&self, limit: usize) -> Result<Vec<crate::model::webhook::Delivery>> {
-        off_worker(|| SledStore::webhook_failed(self, limit)).await
+        self.call(|| SledStore::webhook_failed(self, limit)).await
     }
     async fn mail_queue(&self, mail: &crate::model::mail::Mail) -> Result<bool> {
-        off_worker(|| SledStore::mail_queue(self, mail)).await
+        self.call(|| SledStore::mail_queue(self, mail)).await
     }
     async fn mail_due(
         &self,
@@ -337,55 +390,60 @@ impl crate::store::Backend for SledStore {
         lease: std::time::Duration,
         limit: usize,
     ) -> Result<Vec<crate::model::mail::Mail>> {
-        off_worker(|| SledStore::mail_due(self, now, lease, limit)).await
+        self.call(|| SledStore::mail_due(self, now, lease, limit))
+            .await
     }
     async fn mail_settle(
         &self,
         taken: &crate::model::mail::Mail,
         outcome: crate::model::mail::Settle,
     ) -> Result<()> {
-        off_worker(|| SledStore::mail_settle(self, taken, outcome)).await
+        self.call(|| SledStore::mail_settle(self, taken, outcome))
+            .await
     }
     async fn mail_failed(&self, limit: usize) -> Result<Vec<crate::model::mail::Mail>> {
-        off_worker(|| SledStore::mail_failed(self, limit)).await
+        self.call(|| SledStore::mail_failed(self, limit)).await
     }
     async fn put_login(&self, login: &crate::model::login::Login) -> Result<()> {
-        off_worker(|| SledStore::put_login(self, login)).await
+        self.call(|| SledStore::put_login(self, login)).await
     }
     async fn login(&self, id: &str) -> Result<Option<crate::model::login::Login>> {
-        off_worker(|| SledStore::login(self, id)).await
+        self.call(|| SledStore::login(self, id)).await
     }
     async fn end_login(&self, id: &str) -> Result<bool> {
-        off_worker(|| SledStore::end_login(self, id)).await
+        self.call(|| SledStore::end_login(self, id)).await
     }
     async fn key(&self, name: &str) -> Result<Vec<u8>> {
-        off_worker(|| SledStore::key(self, name)).await
+        self.call(|| SledStore::key(self, name)).await
     }
     async fn put_teams_conversation(
         &self,
         conversation: &crate::model::teams::TeamsConversation,
     ) -> Result<()> {
-        off_worker(|| SledStore::put_teams_conversation(self, conversation)).await
+        self.call(|| SledStore::put_teams_conversation(self, conversation))
+            .await
     }
     async fn teams_conversations(&self) -> Result<Vec<crate::model::teams::TeamsConversation>> {
-        off_worker(|| SledStore::teams_conversations(self)).await
+        self.call(|| SledStore::teams_conversations(self)).await
     }
     async fn people(&self) -> Result<Vec<crate::model::person::Person>> {
-        off_worker(|| SledStore::people(self)).await
+        self.call(|| SledStore::people(self)).await
     }
     async fn update_people(
         &self,
         change: &crate::store::PeopleChange,
         audit: &crate::audit::AuditEvent,
     ) -> Result<Vec<crate::model::person::Person>> {
-        off_worker(|| SledStore::update_people(self, change, audit)).await
+        self.call(|| SledStore::update_people(self, change, audit))
+            .await
     }
     async fn unleased_running(
         &self,
         after: Option<(DateTime<Utc>, String)>,
         limit: usize,
     ) -> Result<Vec<(DateTime<Utc>, String)>> {
-        off_worker(|| SledStore::running_oldest_first(self, after, limit)).await
+        self.call(|| SledStore::running_oldest_first(self, after, limit))
+            .await
     }
     async fn list_page(
         &self,
@@ -393,13 +451,14 @@ impl crate::store::Backend for SledStore {
         after: Option<(DateTime<Utc>, String)>,
         limit: usize,
     ) -> Result<Vec<Summary>> {
-        off_worker(|| SledStore::list_page(self, status, after, limit)).await
+        self.call(|| SledStore::list_page(self, status, after, limit))
+            .await
     }
     async fn status_counts(&self) -> Result<Vec<(Status, u64)>> {
-        off_worker(|| SledStore::status_counts(self)).await
+        self.call(|| SledStore::status_counts(self)).await
     }
     async fn unposted(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
-        off_worker(|| SledStore::unposted(self, after, limit)).await
+        self.call(|| SledStore::unposted(self, after, limit)).await
     }
     async fn workflow_page(
         &self,
@@ -408,13 +467,14 @@ impl crate::store::Backend for SledStore {
         after: Option<(DateTime<Utc>, String)>,
         limit: usize,
     ) -> Result<Vec<Summary>> {
-        off_worker(|| SledStore::workflow_page(self, workflow, status, after, limit)).await
+        self.call(|| SledStore::workflow_page(self, workflow, status, after, limit))
+            .await
     }
     async fn awaiting(&self, approvers: &[String]) -> Result<Vec<String>> {
-        off_worker(|| SledStore::awaiting(self, approvers)).await
+        self.call(|| SledStore::awaiting(self, approvers)).await
     }
     async fn awaiting_groups(&self) -> Result<Vec<String>> {
-        off_worker(|| SledStore::awaiting_groups(self)).await
+        self.call(|| SledStore::awaiting_groups(self)).await
     }
 }
 

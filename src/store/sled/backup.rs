@@ -169,6 +169,9 @@ impl SledStore {
     /// makes sure no other call on the store runs meanwhile.
     pub fn copy_to(&self, dest: &Path) -> Result<Copied> {
         check_dest(dest)?;
+        // No sync (one owed by a call whose slot is already free) may
+        // write the log while it is copied.
+        let _no_sync = self.sync_lock()?;
         self.db.flush()?;
         self.log.sync_data().map_err(io(format!(
             "cannot sync the session store at {}",

@@ -140,7 +140,12 @@ impl SledStore {
     }
 
     /// Tells subscribers about events of writes now synced.
+    /// Inside a deferring call they wait for the sync it owes
+    /// ([`super::commit`]).
     pub(super) fn announce(&self, last: Option<u64>) {
+        if self.defer_announce(last) {
+            return;
+        }
         if let Some(seq) = last {
             self.event_tx.send_if_modified(|cur| {
                 if seq > *cur {

@@ -196,52 +196,6 @@ pub struct SledStore {
 }
 
 impl SledStore {
-    /// Makes everything written so far durable, once per durable state
-    /// change. sled's flush writes its log buffers and asks for each with
-    /// `sync_file_range` — the data reaches the device, but neither past
-    /// a volatile disk cache nor with the file's new size (sled appends
-    /// segments), so a power loss could still take the last seconds of
-    /// answers. `fdatasync` on the log file then gets both onto stable
-    /// storage (ext4 commits the size and sends a cache flush).
-    /// Events of writes made before without a sync are announced now.
-    ///
-    /// Group commit: on this machine's disk one `fdatasync` costs ~4 ms
-    /// whatever it carries, so callers queue and a sync covers every write
-    /// committed before it began — a caller whose write an earlier sync
-    /// already covered returns without one.
-    pub(super) fn sync(&self) -> Result<()> {
-        use std::sync::atomic::Ordering::SeqCst;
-        // Taken after the caller's write committed.
-        let ticket = self.sync_tickets.fetch_add(1, SeqCst) + 1;
-        let mut synced = self
-            .synced
-            .lock()
-            .map_err(|_| Error::Store("the store's sync lock was poisoned".into()))?;
-        if *synced >= ticket {
-            return Ok(());
-        }
-        let upto = self.sync_tickets.load(SeqCst);
-        // Unsynced writes' events committed before this flush: synced by it.
-        let held = self.held_events.swap(0, SeqCst);
-        let done = self.db.flush().map_err(Error::from).and_then(|_| {
-            self.log.sync_data().map_err(|e| {
-                Error::io(
-                    format!("cannot sync the session store at {}", self.path.display()),
-                    e,
-                )
-            })
-        });
-        if let Err(e) = done {
-            self.held_events.fetch_max(held, SeqCst);
-            return Err(e);
-        }
-        *synced = upto;
-        drop(synced);
-        self.syncs.fetch_add(1, SeqCst);
-        self.announce(Some(held).filter(|h| *h > 0));
-        Ok(())
-    }
-
     /// Takes "now" from `clock` from here on (the process's).
     pub fn set_clock(&mut self, clock: crate::clock::SharedClock) {
         self.clock = clock;
@@ -936,6 +890,7 @@ mod audit;
 mod awaiting;
 mod backend;
 pub mod backup;
+mod commit;
 mod decided;
 mod events;
 mod export;

@@ -456,6 +456,53 @@ fn writers_waiting_on_a_sync_share_the_next_one() {
     assert_eq!(store.syncs.load(SeqCst) - before, 2);
 }
 
+/// Through the seam (`strands serve`'s runtime), a write's slot is freed
+/// before its sync: twenty writers queued behind one slow sync all commit
+/// meanwhile, and the next sync covers every one of them — with the sync
+/// inside the slot, only one writer per slot could.
+#[test]
+fn writers_through_the_seam_commit_while_a_sync_runs_and_share_the_next() {
+    use crate::store::Backend;
+    use std::sync::atomic::Ordering::SeqCst;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(SledStore::open(dir.path()).expect("open"));
+    let before = store.syncs.load(SeqCst);
+    let busy = store.synced.lock().expect("lock");
+    let tickets = store.sync_tickets.load(SeqCst);
+    let writers: Vec<_> = (0..20)
+        .map(|i| {
+            let s = Arc::clone(&store);
+            rt.spawn(async move {
+                let mut session = paused_session(&format!("w{i}"));
+                Backend::create(&*s, &mut session).await
+            })
+        })
+        .collect();
+    // Every writer committed and waits on the sync: none holds a slot.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while store.sync_tickets.load(SeqCst) < tickets + 20 {
+        assert!(
+            std::time::Instant::now() < until,
+            "only {} of 20 writers reached the sync",
+            store.sync_tickets.load(SeqCst) - tickets
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(busy);
+    for w in writers {
+        rt.block_on(w).expect("writer").expect("create");
+    }
+    assert_eq!(store.syncs.load(SeqCst) - before, 1, "one sync for all");
+    for i in 0..20 {
+        assert!(store.load(&format!("w{i}")).expect("load").is_some());
+    }
+}
+
 /// `store verify` on sled: a summary gone, a record gone, a record that
 /// does not decode — each is named; a sound store has none.
 #[test]
