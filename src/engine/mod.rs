@@ -304,6 +304,8 @@ impl<'a> Engine<'a> {
             rev: 0,
         };
         self.store.create(&mut session).await?;
+        // Its first drive finds the spec parsed.
+        self.specs.put(spec);
         tracing::info!(session = %session.id, workflow = %session.workflow, "session created");
         Ok(session)
     }
