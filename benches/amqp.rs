@@ -101,6 +101,19 @@ fn main() {
     }
     // Every request created, once: the paused sessions the store counts.
     let metrics = svc.get("/metrics").body;
+    // How well the store's writes shared their syncs (sled; the count
+    // includes the start-up's few).
+    let syncs = metrics
+        .lines()
+        .find(|l| l.starts_with("strands_store_syncs_total"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok());
+    if let Some(syncs) = syncs {
+        println!(
+            "store syncs: {syncs} for {n} requests ({:.2} per request)",
+            syncs / n as f64
+        );
+    }
     let created = metrics
         .lines()
         .find(|l| l.starts_with("strands_sessions{status=\"paused\"}"))
