@@ -84,6 +84,14 @@ pub(crate) async fn quiesced<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// The slots of the lane this task's calls run in.
+fn lane() -> &'static tokio::sync::Semaphore {
+    match crate::store::lane::Lane::current() {
+        crate::store::lane::Lane::Ack => ack_slots(),
+        crate::store::lane::Lane::Background => slots(),
+    }
+}
+
 /// Runs `f` (synchronous sled work) where it cannot stall the runtime's
 /// other tasks: see the module doc.
 pub(crate) async fn off_worker<T>(f: impl FnOnce() -> T) -> T {
@@ -91,11 +99,7 @@ pub(crate) async fn off_worker<T>(f: impl FnOnce() -> T) -> T {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             // Waiting for a slot is asynchronous: the worker goes on with
             // other tasks meanwhile. The semaphores are never closed.
-            let lane = match crate::store::lane::Lane::current() {
-                crate::store::lane::Lane::Ack => ack_slots(),
-                crate::store::lane::Lane::Background => slots(),
-            };
-            let _slot = lane.acquire().await.ok();
+            let _slot = lane().acquire().await.ok();
             tokio::task::block_in_place(f)
         }
         _ => f(),
@@ -109,11 +113,7 @@ impl SledStore {
     async fn call<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                let lane = match crate::store::lane::Lane::current() {
-                    crate::store::lane::Lane::Ack => ack_slots(),
-                    crate::store::lane::Lane::Background => slots(),
-                };
-                let slot = lane.acquire().await.ok();
+                let slot = lane().acquire().await.ok();
                 let (out, owed) = tokio::task::block_in_place(|| super::commit::deferring(f));
                 drop(slot);
                 let Some(owed) = owed else { return out };
