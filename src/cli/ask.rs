@@ -301,8 +301,16 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
         if existing.is_none() {
             let directory = store.directory().await?;
             let policies = &ctx.settings.service.policies;
-            let p = approvals::prepare(req, &ctx.who, &ctx.settings.limits, &directory, policies)
-                .map_err(|e| Error::Usage(e.to_string()))?;
+            let specs = crate::engine::specs::SpecCache::new(ctx.settings.limits.clone());
+            let p = approvals::prepare(
+                req,
+                &ctx.who,
+                &ctx.settings.limits,
+                &specs,
+                &directory,
+                policies,
+            )
+            .map_err(|e| Error::Usage(e.to_string()))?;
             let mut engine = ctx.engine(&store);
             // One trace from the request's creation on (`crate::traces`).
             use tracing::Instrument as _;

@@ -74,6 +74,21 @@ impl SpecCache {
         Ok(parsed)
     }
 
+    /// The spec of `text` (read from `path`, for its errors): the one
+    /// parsed before, or parsed and validated now and kept. Requests built
+    /// from one shape (approval requests) parse their spec once.
+    pub fn parsed(&self, text: &str, path: &Path) -> Result<Arc<Spec>> {
+        let hash = spec::sha256_hex(text);
+        if let Some(s) = self.lock().get(&hash) {
+            return Ok(s);
+        }
+        let parsed = Arc::new(spec::parse(text, path, &self.limits)?);
+        // Keyed by what a session's snapshot is looked up by (the same
+        // hash, unless the text named files to inline).
+        self.lock().put(parsed.hash.clone(), Arc::clone(&parsed));
+        Ok(parsed)
+    }
+
     /// Keeps `spec`, just parsed and validated, for the runs of its text.
     pub fn put(&self, spec: &Spec) {
         let mut specs = self.lock();
@@ -96,6 +111,23 @@ mod tests {
             "version: 0\nname: s{n}\nruntime:\n  provider: openai\n  model_id: m\nagents:\n  a:\n    prompt: p\npattern:\n  type: chain\n  config:\n    steps:\n      - agent: a\n        input: hi\n"
         );
         spec::parse(&yaml, Path::new("t.yaml"), &spec::Limits::default()).expect("valid")
+    }
+
+    #[test]
+    fn a_text_parsed_once_is_shared_and_a_bad_one_is_refused() {
+        let cache = SpecCache::default();
+        let text = spec(1).text;
+        let a = cache.parsed(&text, Path::new("t.yaml")).expect("valid");
+        let b = cache.parsed(&text, Path::new("t.yaml")).expect("valid");
+        assert!(Arc::ptr_eq(&a, &b), "parsed once");
+        let other = cache
+            .parsed(&spec(2).text, Path::new("t.yaml"))
+            .expect("valid");
+        assert!(!Arc::ptr_eq(&a, &other));
+        let err = cache
+            .parsed("version: 0\nname: [", Path::new("bad.yaml"))
+            .expect_err("refused");
+        assert!(err.to_string().contains("bad.yaml"), "{err}");
     }
 
     #[test]

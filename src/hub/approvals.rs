@@ -555,14 +555,16 @@ pub fn spec_text(
         "name": WORKFLOW,
         "description": "An approval request (strands ask, POST /api/v1/approvals).",
         "runtime": {"provider": "echo", "model_id": "none"},
+        // What the request says is the session's ([`request_values`]); the
+        // spec declares it empty, so requests of one shape share one spec.
         "inputs": {"values": {
-            "title": title,
-            "body": shown_body(req),
-            "labels": serde_json::to_string(&req.labels).unwrap_or_default(),
-            "action": req.action.as_ref().map(|a| json!(a).to_string()).unwrap_or_default(),
-            "action_digest": req.action.as_ref().map(Action::digest).unwrap_or_default(),
+            "title": "",
+            "body": "",
+            "labels": "",
+            "action": "",
+            "action_digest": "",
             "form": given,
-            "details": req.details,
+            "details": {},
         }},
         "agents": {"requester": {"prompt": "Never run: an approval request has no agents."}},
     });
@@ -584,6 +586,35 @@ pub fn spec_text(
         },
     };
     serde_json::to_string_pretty(&spec).map_err(|e| invalid("request", e.to_string()))
+}
+
+/// What `req` says, as the variables its session starts with: its title,
+/// body (with the details and action shown), labels, action and digest,
+/// and details. Kept out of the spec's text, so that every request of one
+/// shape (approvers, quorum, timeouts, form, policy) has the same spec,
+/// parsed once and stored once.
+pub fn request_values(req: &ApprovalRequest) -> Map<String, Value> {
+    let mut v = Map::new();
+    v.insert("title".into(), json!(req.title.trim()));
+    v.insert("body".into(), json!(shown_body(req)));
+    v.insert(
+        "labels".into(),
+        json!(serde_json::to_string(&req.labels).unwrap_or_default()),
+    );
+    v.insert(
+        "action".into(),
+        json!(req
+            .action
+            .as_ref()
+            .map(|a| json!(a).to_string())
+            .unwrap_or_default()),
+    );
+    v.insert(
+        "action_digest".into(),
+        json!(req.action.as_ref().map(Action::digest).unwrap_or_default()),
+    );
+    v.insert("details".into(), json!(req.details));
+    v
 }
 
 /// The synthetic spec, written in order (`serde_json::Value` sorts keys,
@@ -697,7 +728,7 @@ pub enum Created {
 /// A checked request, ready to be created: its session id, spec and start.
 pub struct Prepared {
     pub id: String,
-    pub spec: crate::spec::Spec,
+    pub spec: std::sync::Arc<crate::spec::Spec>,
     pub start: Start,
 }
 
@@ -716,17 +747,20 @@ pub fn prepare(
     req: &ApprovalRequest,
     requester: &str,
     limits: &crate::spec::Limits,
+    specs: &crate::engine::specs::SpecCache,
     directory: &crate::model::person::Directory,
     policies: &BTreeMap<String, Policy>,
 ) -> std::result::Result<Prepared, Invalid> {
     let id = id_of(req, requester)?;
     let has_group = |g: &str| directory.people().iter().any(|p| p.in_group(g));
     let text = spec_text(req, limits.max_timeout_secs, has_group, policies)?;
-    let spec = crate::spec::parse(&text, Path::new(SPEC_PATH), limits)
+    let spec = specs
+        .parsed(&text, Path::new(SPEC_PATH))
         .map_err(|e| invalid("request", e.to_string()))?;
-    let variables = spec
+    let mut variables = spec
         .resolve_variables(&[])
         .map_err(|e| invalid("request", e.to_string()))?;
+    variables.extend(request_values(req));
     let start = Start {
         variables,
         started_by: requester.to_string(),
@@ -762,7 +796,14 @@ impl Hub {
         }
         let directory = self.store.directory().await?;
         let policies = &self.settings.service.policies;
-        let p = match prepare(req, requester, &self.settings.limits, &directory, policies) {
+        let p = match prepare(
+            req,
+            requester,
+            &self.settings.limits,
+            &self.specs,
+            &directory,
+            policies,
+        ) {
             Ok(p) => p,
             Err(e) => return Ok(Err(e)),
         };

@@ -78,6 +78,7 @@ fn escalation_and_teams_go_where_a_gate_would_send_them() {
         &r,
         "ci",
         &limits,
+        &crate::engine::specs::SpecCache::new(limits.clone()),
         &crate::model::person::Directory::default(),
         &BTreeMap::new(),
     )
@@ -242,4 +243,50 @@ fn a_form_and_trust_reach_the_gate_or_are_refused_naming_the_field() {
     let text = spec_of(&trusting).expect("spec");
     let spec = crate::spec::parse(&text, Path::new(SPEC_PATH), &limits).expect("valid");
     assert!(spec.gates()[0].allow_trust);
+}
+
+#[test]
+fn requests_of_one_shape_share_one_spec_and_keep_their_own_values() {
+    let limits = crate::spec::Limits::default();
+    let specs = crate::engine::specs::SpecCache::new(limits.clone());
+    let directory = crate::model::person::Directory::default();
+    let first = ApprovalRequest {
+        body: "Ship it to prod.".into(),
+        details: [("amount".to_string(), "120".to_string())].into(),
+        labels: [("team".to_string(), "pay".to_string())].into(),
+        ..req()
+    };
+    let second = ApprovalRequest {
+        title: "Refund order 42?".into(),
+        body: "A customer asked.".into(),
+        details: [("amount".to_string(), "9000".to_string())].into(),
+        ..req()
+    };
+    let prepared = |r: &ApprovalRequest| {
+        prepare(r, "bot", &limits, &specs, &directory, &BTreeMap::new()).expect("valid")
+    };
+    let (a, b) = (prepared(&first), prepared(&second));
+    assert!(
+        std::sync::Arc::ptr_eq(&a.spec, &b.spec),
+        "one spec, parsed once"
+    );
+    assert!(
+        !a.spec.text.contains("Deploy v1.2?"),
+        "no request's text in it"
+    );
+    let var = |p: &Prepared, k: &str| p.start.variables.get(k).cloned();
+    assert_eq!(var(&a, "title"), Some(json!("Deploy v1.2?")));
+    assert_eq!(var(&b, "title"), Some(json!("Refund order 42?")));
+    assert_eq!(var(&b, "details"), Some(json!({"amount": "9000"})));
+    assert!(var(&a, "body")
+        .and_then(|v| v.as_str().map(|s| s.contains("**amount**: 120")))
+        .unwrap_or(false));
+    assert_eq!(var(&a, "labels"), Some(json!("{\"team\":\"pay\"}")));
+    // Another shape (a quorum) is another spec.
+    let two = ApprovalRequest {
+        approvers: vec!["alice".into(), "bob".into()],
+        quorum: Some(2),
+        ..req()
+    };
+    assert!(!std::sync::Arc::ptr_eq(&a.spec, &prepared(&two).spec));
 }
