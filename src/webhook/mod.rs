@@ -97,6 +97,14 @@ const BATCH: usize = 256;
 /// next round at once.
 const TAKE: usize = CONCURRENCY * 3;
 const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < LEASE.as_secs());
+/// Deliveries taken per round when the only endpoint is the queue room's
+/// exchange: its publishes go out all at once on one channel, each
+/// waiting at most the link's confirm timeout (10 s, well within the
+/// lease), so
+/// a burst is not cut into rounds of [`TAKE`], each paying the store's
+/// writes and the broker's confirm in turn.
+const EXCHANGE_TAKE: usize = BATCH;
+const _: () = assert!(EXCHANGE_TAKE >= TAKE);
 
 /// Counters for `/metrics`: HTTP webhooks and publishes to the queue
 /// room's exchange apart (an exchange is not a webhook).
@@ -258,7 +266,7 @@ impl Deliverer {
         store
             .webhook_pull(&self.config.endpoints, now, BATCH)
             .await?;
-        let due = store.webhook_due(now, LEASE, TAKE).await?;
+        let due = store.webhook_due(now, LEASE, self.take()).await?;
         let attempted = due.len();
         let mut waiting = due.into_iter().peekable();
         let mut posts = tokio::task::JoinSet::new();
@@ -354,6 +362,22 @@ impl Deliverer {
             });
         }
         Ok(attempted)
+    }
+
+    /// How many due deliveries a round takes: [`TAKE`] while any endpoint
+    /// is an HTTP one (posted [`CONCURRENCY`] at once), [`EXCHANGE_TAKE`]
+    /// when the exchange is the only one.
+    fn take(&self) -> usize {
+        let http = self
+            .config
+            .endpoints
+            .iter()
+            .any(|e| !e.starts_with(EXCHANGE_PREFIX));
+        if http {
+            TAKE
+        } else {
+            EXCHANGE_TAKE
+        }
     }
 
     /// Runs rounds until `stop` completes: at once when this process

@@ -871,6 +871,60 @@ async fn the_exchange_is_an_endpoint_of_the_outbox_retried_until_the_broker_take
 }
 
 #[tokio::test]
+async fn with_the_exchange_alone_a_round_takes_a_burst_and_with_http_too_it_takes_few() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_in(&dir);
+    let exchange = || {
+        Arc::new(FakeExchange {
+            down: 0,
+            attempts: Mutex::new(0),
+            took: Mutex::new(Vec::new()),
+        })
+    };
+    let x = exchange();
+    let alone = Deliverer::new(
+        Config::without_endpoints("https://strands.example"),
+        Arc::new(Stats::default()),
+    )
+    .expect("a deliverer")
+    .with_exchange(Arc::clone(&x) as Arc<dyn Exchange>);
+    alone.run_once(&store).await.expect("start the cursor");
+    let n = TAKE * 4;
+    report(&store, (0..n).map(|i| failed(&i.to_string())).collect()).await;
+    assert_eq!(
+        alone.run_once(&store).await.expect("a round"),
+        n,
+        "one round"
+    );
+    let mut ids: Vec<String> = x
+        .took
+        .lock()
+        .expect("took")
+        .iter()
+        .map(|t| t.0.clone())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "each event once");
+    assert_eq!(
+        alone.run_once(&store).await.expect("a round"),
+        0,
+        "all settled"
+    );
+
+    // With an HTTP endpoint besides, a round stays within what is posted
+    // in its lease.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_in(&dir);
+    let r = Receiver::always(204).await;
+    let (both, _) = deliverer(config(&[&r], Duration::from_secs(60)));
+    let both = both.with_exchange(exchange() as Arc<dyn Exchange>);
+    both.run_once(&store).await.expect("start the cursor");
+    report(&store, (0..n).map(|i| failed(&i.to_string())).collect()).await;
+    assert_eq!(both.run_once(&store).await.expect("a round"), TAKE);
+}
+
+#[tokio::test]
 async fn publishes_to_the_exchange_are_not_counted_as_webhook_deliveries() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = store_in(&dir);
