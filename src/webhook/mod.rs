@@ -100,9 +100,8 @@ const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < 
 /// Deliveries taken per round when the only endpoint is the queue room's
 /// exchange: its publishes go out all at once on one channel, each
 /// waiting at most the link's confirm timeout (10 s, well within the
-/// lease), so
-/// a burst is not cut into rounds of [`TAKE`], each paying the store's
-/// writes and the broker's confirm in turn.
+/// lease), so a burst is not cut into rounds of [`TAKE`], each paying the
+/// store's writes and the broker's confirm in turn.
 const EXCHANGE_TAKE: usize = BATCH;
 const _: () = assert!(EXCHANGE_TAKE >= TAKE);
 
