@@ -10,6 +10,10 @@
 //! once. Target: p99 ≤ 200 ms.
 //!
 //! Run with `cargo bench --bench amqp` (or `cargo test --release --bench amqp`).
+//! `BENCH_DUMP=FILE` has the client write one line per request: its
+//! number, when it was published (s from the first), and its latencies to
+//! `gate.opened` written and on the exchange (ms) — where a backlog
+//! starts shows there.
 //! Skipped (printed) without RabbitMQ. The client, the broker and the
 //! server share the machine's cores, so the figures are an upper bound.
 

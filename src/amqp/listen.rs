@@ -280,7 +280,7 @@ async fn judge(hub: &Hub, d: &Delivery, user: Option<&str>) -> Outcome {
     };
     let name = person.name.clone();
     match d.properties.kind().as_ref().map(|k| k.as_str()) {
-        Some("approval") => approval(hub, d, &name).await,
+        Some("approval") => approval(hub, d, &name, &directory).await,
         Some("answer") => answer(hub, d, &name).await,
         Some(other) => Outcome::Refused(format!(
             "the `type` property is `{other}`: it must be `approval` or `answer`"
@@ -289,7 +289,12 @@ async fn judge(hub: &Hub, d: &Delivery, user: Option<&str>) -> Outcome {
     }
 }
 
-async fn approval(hub: &Hub, d: &Delivery, requester: &str) -> Outcome {
+async fn approval(
+    hub: &Hub,
+    d: &Delivery,
+    requester: &str,
+    directory: &crate::model::person::Directory,
+) -> Outcome {
     let mut req: ApprovalRequest = match serde_json::from_slice(&d.data) {
         Ok(r) => r,
         Err(e) => return Outcome::Refused(format!("not an approval request: {e}")),
@@ -310,7 +315,10 @@ async fn approval(hub: &Hub, d: &Delivery, requester: &str) -> Outcome {
         req.labels
             .insert(CORRELATION_LABEL.into(), corr.as_str().to_string());
     }
-    match hub.request_approval(&req, requester).await {
+    match hub
+        .request_approval_in(&req, requester, Some(directory))
+        .await
+    {
         Ok(Ok(created)) => {
             let (s, new) = match created {
                 Created::New(s) => (s, true),

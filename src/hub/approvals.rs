@@ -787,6 +787,18 @@ impl Hub {
         req: &ApprovalRequest,
         requester: &str,
     ) -> Result<std::result::Result<Created, Invalid>> {
+        self.request_approval_in(req, requester, None).await
+    }
+
+    /// [`Hub::request_approval`] with the people `directory` the caller
+    /// has just read from the store (a door that read it to name the
+    /// requester need not read it twice); `None`: read here.
+    pub async fn request_approval_in(
+        &self,
+        req: &ApprovalRequest,
+        requester: &str,
+        directory: Option<&crate::model::person::Directory>,
+    ) -> Result<std::result::Result<Created, Invalid>> {
         if req.key.is_some() {
             if let Ok(id) = id_of(req, requester) {
                 if let Some(s) = self.store.load(&id).await? {
@@ -794,14 +806,21 @@ impl Hub {
                 }
             }
         }
-        let directory = self.store.directory().await?;
+        let read;
+        let directory = match directory {
+            Some(d) => d,
+            None => {
+                read = self.store.directory().await?;
+                &read
+            }
+        };
         let policies = &self.settings.service.policies;
         let p = match prepare(
             req,
             requester,
             &self.settings.limits,
             &self.specs,
-            &directory,
+            directory,
             policies,
         ) {
             Ok(p) => p,
