@@ -301,17 +301,16 @@ async fn ask_local(ctx: &Ctx, req: &ApprovalRequest, no_wait: bool) -> Result<Ap
         if existing.is_none() {
             let directory = store.directory().await?;
             let policies = &ctx.settings.service.policies;
-            let specs = crate::engine::specs::SpecCache::new(ctx.settings.limits.clone());
+            let mut engine = ctx.engine(&store);
             let p = approvals::prepare(
                 req,
                 &ctx.who,
                 &ctx.settings.limits,
-                &specs,
+                engine.specs(),
                 &directory,
                 policies,
             )
             .map_err(|e| Error::Usage(e.to_string()))?;
-            let mut engine = ctx.engine(&store);
             // One trace from the request's creation on (`crate::traces`).
             use tracing::Instrument as _;
             let span = crate::traces::run_span(&p.spec.name, p.spec.pattern.name(), None);

@@ -153,6 +153,12 @@ impl<'a> Engine<'a> {
         self
     }
 
+    /// The specs this engine has parsed (a caller building a spec from
+    /// text parses it here, once: [`specs::SpecCache::parsed`]).
+    pub fn specs(&self) -> &specs::SpecCache {
+        &self.specs
+    }
+
     /// Gates opened by this engine take their times from `clock`.
     pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
         self.clock = clock;

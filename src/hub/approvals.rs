@@ -2,12 +2,14 @@
 //! a strands workflow (a deploy pipeline, a Python agent, a cron job).
 //!
 //! A request becomes an ordinary session whose spec is a one-gate workflow
-//! built here (a `manual_gate` carrying the request's title, body,
-//! approvers, quorum, timeout and fallback) and run through the normal spec
-//! validator, so every rule that applies to a gate in a spec — approvers,
-//! timeouts, notify — applies once, and the engine, its intake, the timers,
-//! every room, the audit and the webhooks see a paused run like any other.
-//! Nothing in the rooms knows about approval requests.
+//! built here (a `manual_gate` carrying the request's approvers, quorum,
+//! timeout and fallback) and run through the normal spec validator, so
+//! every rule that applies to a gate in a spec — approvers, timeouts,
+//! notify — applies once, and the engine, its intake, the timers, every
+//! room, the audit and the webhooks see a paused run like any other.
+//! Nothing in the rooms knows about approval requests. What the request
+//! says (title, body, labels, action, details) is its session's variables,
+//! not the spec's text, so requests of one shape share one spec.
 //!
 //! Idempotency needs no new store method: the session id is derived from
 //! (requester, key), and the store refuses to create a session whose id
