@@ -255,6 +255,80 @@ impl<'a> Engine<'a> {
     /// [`Engine::create`] under a given id: the store refuses it when a
     /// session of that id exists (an approval request's idempotency key).
     pub async fn create_as(&self, spec: &Spec, start: Start, id: String) -> Result<Session> {
+        let mut session = self.new_session(spec, start, id)?;
+        self.store.create(&mut session).await?;
+        // Its first drive finds the spec parsed.
+        self.specs.put(spec);
+        tracing::info!(session = %session.id, workflow = %session.workflow, "session created");
+        Ok(session)
+    }
+
+    /// [`Engine::create_as`] of a run that asks before anything runs (an
+    /// approval request): when its first move is to open gates, they are
+    /// opened in memory and the session is created `paused` in one
+    /// durable write — the one that queues their `gate.opened` events —
+    /// instead of a write `running` and another when its drive pauses.
+    /// Anything else (a condition to judge, a trigger, a step to run, a
+    /// gate that cannot be opened) is left to the drive, as `create_as`
+    /// leaves it. Whether it was created paused.
+    pub async fn create_asking(
+        &mut self,
+        spec: &Spec,
+        start: Start,
+        id: String,
+    ) -> Result<(Session, bool)> {
+        let fresh = self.new_session(spec, start, id)?;
+        let mut session = fresh.clone();
+        let paused = match self.open_first_gates(spec, &mut session) {
+            Ok(opened) => opened,
+            Err(e) => {
+                tracing::debug!(session = %fresh.id, "its gates open in its drive: {e}");
+                false
+            }
+        };
+        if !paused {
+            session = fresh;
+        }
+        session.stamp_audit();
+        let armed = !session.arm.is_empty();
+        self.store.create(&mut session).await?;
+        self.specs.put(spec);
+        if let (true, Some(w)) = (armed, &self.wake) {
+            w.notify_one();
+        }
+        tracing::info!(session = %session.id, workflow = %session.workflow, paused, "session created");
+        Ok((session, paused))
+    }
+
+    /// Opens the gates a new session's first move opens, when that is all
+    /// it does: no trigger or choice to judge first, and no gate with a
+    /// condition (a skipped gate moves the run on). Whether it opened them.
+    fn open_first_gates(&mut self, spec: &Spec, session: &mut Session) -> Result<bool> {
+        if !spec.hitl.triggers.is_empty() || pattern::pending_choice(spec, &session.state).is_some()
+        {
+            return Ok(false);
+        }
+        let Next::Gates(gates) = pattern::next(spec, &session.state)? else {
+            return Ok(false);
+        };
+        if gates.is_empty() || gates.iter().any(|g| g.gate.condition.is_some()) {
+            return Ok(false);
+        }
+        for GateWork { position, gate } in gates {
+            let Some(opened) = self.open_gate(spec, session, position, gate)? else {
+                return Ok(false);
+            };
+            let timing = gate::policy::gate_timers(spec, gate, opened.rule.as_ref());
+            self.add_gate(session, opened, Some(&timing));
+        }
+        session.status = Status::Paused;
+        Ok(true)
+    }
+
+    /// A new session of `spec`, `running` before its first step, not yet
+    /// stored; refused when the spec cannot run here or an artifact is in
+    /// the way.
+    fn new_session(&self, spec: &Spec, start: Start, id: String) -> Result<Session> {
         Self::preflight(spec, &self.settings)?;
         if !(start.overwrite_artifacts || self.overwrite_artifacts) {
             artifacts::precheck(
@@ -265,7 +339,7 @@ impl<'a> Engine<'a> {
             )?;
         }
         let now = self.clock.now();
-        let mut session = Session {
+        let session = Session {
             id,
             workflow: spec.name.clone(),
             spec_path: spec.path.display().to_string(),
@@ -309,10 +383,6 @@ impl<'a> Engine<'a> {
             trace: crate::traces::current(),
             rev: 0,
         };
-        self.store.create(&mut session).await?;
-        // Its first drive finds the spec parsed.
-        self.specs.put(spec);
-        tracing::info!(session = %session.id, workflow = %session.workflow, "session created");
         Ok(session)
     }
 
@@ -652,6 +722,80 @@ mod tests {
         let mut channel = Detached;
         let fut = engine.resume("nope", &mut channel);
         assert_send(&fut);
+    }
+
+    /// A run whose first move is to ask is created paused, its gate open
+    /// and its `gate.opened` queued, in its first write; its drive then
+    /// only asks, writing nothing. A gate with a condition is left to the
+    /// drive: created running.
+    #[tokio::test]
+    async fn a_run_that_asks_first_is_created_paused_in_one_write() {
+        use crate::engine::testkit::World;
+        let w = World::new();
+        let asks_first = "version: 0
+name: t
+runtime:
+  provider: openai
+agents:
+  a:
+    prompt: hi
+pattern:
+  type: chain
+  config:
+    steps:
+      - type: manual_gate
+        id: review
+        prompt: ok?
+$COND
+      - agent: a
+";
+        let start = || Start {
+            variables: Default::default(),
+            started_by: "starter".into(),
+            out_dir: w.dir.path().join("out"),
+            origin: None,
+            overwrite_artifacts: false,
+        };
+        let parse = |yaml: &str| {
+            crate::spec::parse(yaml, std::path::Path::new("t.yaml"), &Default::default())
+                .expect("spec")
+        };
+        let spec = parse(&asks_first.replace("$COND", ""));
+        let (made, paused) = w
+            .engine()
+            .create_asking(&spec, start(), "first".into())
+            .await
+            .expect("create");
+        assert!(paused);
+        let stored = w.session("first").await;
+        assert_eq!(stored.status, Status::Paused);
+        assert_eq!(stored.rev, 1, "one write");
+        assert_eq!(made.rev, 1);
+        assert!(
+            stored.gates.values().any(|g| g.id == "review"),
+            "{stored:?}"
+        );
+        let events = w.store.events_after(0, 10).await.expect("events");
+        let names: Vec<&str> = events.iter().map(|e| e.what.name()).collect();
+        assert_eq!(names, ["gate.opened"], "{events:?}");
+        assert_eq!(w.store.audit_entries().await.expect("audit").len(), 1);
+        let again = w
+            .engine()
+            .resume("first", &mut Detached)
+            .await
+            .expect("resume");
+        assert_eq!((again.status, again.rev), (Status::Paused, 1));
+
+        let spec = parse(&asks_first.replace("$COND", "        condition: \"{{ 1 == 1 }}\"\n"));
+        let (made, paused) = w
+            .engine()
+            .create_asking(&spec, start(), "cond".into())
+            .await
+            .expect("create");
+        assert!(!paused);
+        assert_eq!((made.status, made.rev), (Status::Running, 1));
+        assert!(made.gates.is_empty());
+        assert_eq!(w.store.events_after(0, 10).await.expect("events").len(), 1);
     }
 
     /// What the outside world hears, in one gap-free sequence: written with

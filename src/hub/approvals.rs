@@ -829,8 +829,8 @@ impl Hub {
             Err(e) => return Ok(Err(e)),
         };
         let id = p.id.clone();
-        let session = match self.engine().create_as(&p.spec, p.start, p.id).await {
-            Ok(s) => s,
+        let (session, paused) = match self.engine().create_asking(&p.spec, p.start, p.id).await {
+            Ok(made) => made,
             // Another request with the same key won the race: it is the one.
             Err(e) if req.key.is_some() => match self.store.load(&id).await? {
                 Some(s) => return Ok(Ok(Created::Existing(s))),
@@ -838,7 +838,12 @@ impl Hub {
             },
             Err(e) => return Err(e),
         };
-        self.drive_new(session.id.clone());
+        // Created paused, all its drive would do is ask in the rooms: with
+        // none (the API, the web inbox and the queue read the store) there
+        // is nothing to drive.
+        if !paused || !self.hall().rooms().is_empty() {
+            self.drive_new(session.id.clone());
+        }
         Ok(Ok(Created::New(session)))
     }
 

@@ -317,13 +317,12 @@ pub trait Backend: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
     /// When the earliest pending delivery is due.
     fn webhook_next_due(&self) -> impl Future<Output = Result<Option<DateTime<Utc>>>> + Send;
-    /// What became of an attempt on a delivery `webhook_due` returned:
-    /// delivered (deleted), retry (re-scheduled), gave up (moved to the
-    /// failed ones).
+    /// What became of attempts on deliveries `webhook_due` returned, in
+    /// one write: delivered (deleted), retry (re-scheduled), gave up
+    /// (moved to the failed ones).
     fn webhook_settle(
         &self,
-        taken: &Delivery,
-        outcome: Settle,
+        settled: &[(Delivery, Settle)],
     ) -> impl Future<Output = Result<()>> + Send;
     /// Up to `limit` deliveries given up on, latest first.
     fn webhook_failed(&self, limit: usize) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
@@ -691,7 +690,7 @@ forward! {
     fn webhook_pull(&self, endpoints: &[String], now: DateTime<Utc>, limit: usize) -> Result<usize>;
     fn webhook_due(&self, now: DateTime<Utc>, lease: std::time::Duration, limit: usize) -> Result<Vec<Delivery>>;
     fn webhook_next_due(&self) -> Result<Option<DateTime<Utc>>>;
-    fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()>;
+    fn webhook_settle(&self, settled: &[(Delivery, Settle)]) -> Result<()>;
     fn webhook_failed(&self, limit: usize) -> Result<Vec<Delivery>>;
     fn webhook_requeue(&self, msg_ids: Option<&[String]>, now: DateTime<Utc>) -> Result<usize>;
     fn mail_queue(&self, mail: &crate::model::mail::Mail) -> Result<bool>;

@@ -103,6 +103,9 @@ const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < 
 /// lease), so a burst is not cut into rounds of [`TAKE`], each paying the
 /// store's writes and the broker's confirm in turn.
 const EXCHANGE_TAKE: usize = BATCH;
+/// How often a round with posts out looks for events written since it
+/// began: each look that finds some is two store writes (queue, take).
+const REFILL: Duration = Duration::from_millis(10);
 const _: () = assert!(EXCHANGE_TAKE >= TAKE);
 
 /// Counters for `/metrics`: HTTP webhooks and publishes to the queue
@@ -259,27 +262,39 @@ impl Deliverer {
 
     /// One round: queues the events written since the last one, posts
     /// every delivery due (at most [`CONCURRENCY`] at once) and settles
-    /// each. Returns how many were attempted.
+    /// each. While its posts are out, events written meanwhile are queued
+    /// and taken too, every [`REFILL`] at most, up to [`Self::take`] in
+    /// hand: a burst flows on instead of waiting for the slowest post of
+    /// the round. Returns how many were attempted.
     pub async fn run_once(&self, store: &Store) -> Result<usize> {
+        // Told of what is written from here on (the pull below takes
+        // what came before).
+        let mut written = store.subscribe_events();
+        let take = self.take();
         let now = store.now();
         store
             .webhook_pull(&self.config.endpoints, now, BATCH)
             .await?;
-        let due = store.webhook_due(now, LEASE, self.take()).await?;
-        let attempted = due.len();
-        let mut waiting = due.into_iter().peekable();
+        let due = store.webhook_due(now, LEASE, take).await?;
+        let mut attempted = due.len();
+        let mut waiting: std::collections::VecDeque<Delivery> = due.into();
+        let mut refill = tokio::time::interval(REFILL);
+        refill.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut posts = tokio::task::JoinSet::new();
-        let mut settles = futures_util::stream::FuturesUnordered::new();
+        // What attempts came to, settled in one store write at a time: the
+        // outcomes that finish while a write is under way go in the next.
+        let mut ready: Vec<(Delivery, Settle)> = Vec::new();
+        let mut settling = futures_util::stream::FuturesUnordered::new();
         // HTTP posts in flight (at most CONCURRENCY); publishes to the
         // exchange share one channel and go all at once (at most TAKE).
         let mut http = 0;
         loop {
-            while let Some(next) = waiting.peek() {
+            while let Some(next) = waiting.front() {
                 let to_exchange = next.endpoint.starts_with(EXCHANGE_PREFIX);
                 if !to_exchange && http >= CONCURRENCY {
                     break;
                 }
-                let Some(d) = waiting.next() else { break };
+                let Some(d) = waiting.pop_front() else { break };
                 if !to_exchange {
                     http += 1;
                 }
@@ -326,15 +341,34 @@ impl Deliverer {
                     (d, attempt)
                 });
             }
-            // Settled as they finish, each its own store write, and at
-            // once rather than one after the other: the writes of a round
-            // share the store's syncs (group commit) instead of paying
-            // one each in turn.
+            if settling.is_empty() && !ready.is_empty() {
+                let batch = std::mem::take(&mut ready);
+                settling.push(async move {
+                    let settled = store.webhook_settle(&batch).await;
+                    (batch, settled)
+                });
+            }
             let joined = tokio::select! {
                 Some(joined) = posts.join_next(), if !posts.is_empty() => joined,
-                Some((d, outcome, settled)) = settles.next(), if !settles.is_empty() => {
+                Some((batch, settled)) = settling.next(), if !settling.is_empty() => {
                     let () = settled?;
-                    self.stats.count(&d, &outcome);
+                    for (d, outcome) in &batch {
+                        self.stats.count(d, outcome);
+                    }
+                    continue;
+                }
+                _ = refill.tick(), if !posts.is_empty() && posts.len() + waiting.len() < take => {
+                    if written.has_changed().unwrap_or(false) {
+                        written.borrow_and_update();
+                        let now = store.now();
+                        store
+                            .webhook_pull(&self.config.endpoints, now, BATCH)
+                            .await?;
+                        let room = take - posts.len() - waiting.len();
+                        let more = store.webhook_due(now, LEASE, room).await?;
+                        attempted += more.len();
+                        waiting.extend(more);
+                    }
                     continue;
                 }
                 else => break,
@@ -355,10 +389,7 @@ impl Deliverer {
             };
             let outcome = self.judge(&d, attempt, store.now());
             self.report(&d, &outcome);
-            settles.push(async move {
-                let settled = store.webhook_settle(&d, outcome.clone()).await;
-                (d, outcome, settled)
-            });
+            ready.push((d, outcome));
         }
         Ok(attempted)
     }

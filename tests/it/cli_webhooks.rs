@@ -36,12 +36,12 @@ fn seed_failed(sandbox: &Sandbox) -> (String, String) {
         panic!("one delivery: {taken:?}");
     };
     store
-        .webhook_settle(
-            d,
+        .webhook_settle(&[(
+            d.clone(),
             Settle::GaveUp {
                 error: "HTTP 410 Gone".into(),
             },
-        )
+        )])
         .expect("give up");
     (session.id.clone(), d.msg_id.clone())
 }

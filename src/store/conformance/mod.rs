@@ -350,29 +350,29 @@ async fn the_webhook_outbox_queues_and_settles_once(store: Arc<Store>) {
         .is_empty());
     taken.sort_by_key(Delivery::seq);
     store
-        .webhook_settle(&taken[0], Settle::Delivered)
+        .webhook_settle(&[(taken[0].clone(), Settle::Delivered)])
         .await
         .expect("delivered");
+    // A retry and a give-up settled in one write.
     let later = now + TimeDelta::seconds(5);
     store
-        .webhook_settle(
-            &taken[1],
-            Settle::Retry {
-                at: later,
-                error: "HTTP 503".into(),
-            },
-        )
+        .webhook_settle(&[
+            (
+                taken[1].clone(),
+                Settle::Retry {
+                    at: later,
+                    error: "HTTP 503".into(),
+                },
+            ),
+            (
+                taken[2].clone(),
+                Settle::GaveUp {
+                    error: "HTTP 400".into(),
+                },
+            ),
+        ])
         .await
-        .expect("retry");
-    store
-        .webhook_settle(
-            &taken[2],
-            Settle::GaveUp {
-                error: "HTTP 400".into(),
-            },
-        )
-        .await
-        .expect("gave up");
+        .expect("retry and gave up");
     let again = store.webhook_due(later, LEASE, 10).await.expect("due");
     assert_eq!(again.iter().map(Delivery::seq).collect::<Vec<_>>(), [4]);
     assert_eq!(again[0].attempts, 2);
@@ -389,7 +389,7 @@ async fn give_up_all(store: &Store, now: DateTime<Utc>) -> Vec<String> {
         ids.push(d.msg_id.clone());
         let error = "HTTP 410".to_string();
         store
-            .webhook_settle(&d, Settle::GaveUp { error })
+            .webhook_settle(&[(d, Settle::GaveUp { error })])
             .await
             .expect("gave up");
     }
@@ -429,7 +429,7 @@ async fn given_up_deliveries_are_queued_again_once(store: Arc<Store>) {
     );
     for d in &again {
         store
-            .webhook_settle(d, Settle::Delivered)
+            .webhook_settle(&[(d.clone(), Settle::Delivered)])
             .await
             .expect("delivered");
     }

@@ -225,10 +225,12 @@ impl crate::store::Backend for PgStore {
     }
     async fn webhook_settle(
         &self,
-        taken: &crate::model::webhook::Delivery,
-        outcome: crate::model::webhook::Settle,
+        settled: &[(
+            crate::model::webhook::Delivery,
+            crate::model::webhook::Settle,
+        )],
     ) -> Result<()> {
-        PgStore::webhook_settle(self, taken, outcome).await
+        PgStore::webhook_settle(self, settled).await
     }
     async fn webhook_requeue(
         &self,

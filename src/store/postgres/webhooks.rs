@@ -168,50 +168,59 @@ impl PgStore {
             .and_then(DateTime::from_timestamp_millis))
     }
 
-    pub async fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()> {
-        let seq = taken.seq() as i64;
-        let endpoint = &taken.endpoint;
+    pub async fn webhook_settle(&self, settled: &[(Delivery, Settle)]) -> Result<()> {
+        if settled.is_empty() {
+            return Ok(());
+        }
+        // Rows locked in one order, so replicas settling at once never
+        // wait on each other in a circle.
+        let mut order: Vec<&(Delivery, Settle)> = settled.iter().collect();
+        order.sort_by(|a, b| (&a.0.endpoint, a.0.seq()).cmp(&(&b.0.endpoint, b.0.seq())));
         let mut client = self.client().await?;
         let e = |e| self.err("webhooks", e);
         let tx = client.transaction().await.map_err(e)?;
-        let Some(row) = tx
-            .query_opt_c(
-                "SELECT body FROM webhook_pending WHERE endpoint = $1 AND seq = $2 FOR UPDATE",
-                &[endpoint, &seq],
-            )
-            .await
-            .map_err(e)?
-        else {
-            return Ok(()); // settled already
-        };
-        let mut cur: Delivery = decode("webhook delivery", row.get::<_, &[u8]>(0))?;
         const REMOVE: &str = "DELETE FROM webhook_pending WHERE endpoint = $1 AND seq = $2";
-        match &outcome {
-            Settle::Delivered => {
-                tx.execute(REMOVE, &[endpoint, &seq]).await.map_err(e)?;
-            }
-            _ if cur.attempts != taken.attempts => {}
-            Settle::Retry { at, error } => {
-                cur.next_at = *at;
-                cur.last_error = Some(error.clone());
-                tx.execute_c(
-                    "UPDATE webhook_pending SET next_ms = $3, body = $4 WHERE endpoint = $1 AND seq = $2",
-                    &[endpoint, &seq, &millis(*at), &encode("webhook delivery", &cur)?],
+        for (taken, outcome) in order {
+            let seq = taken.seq() as i64;
+            let endpoint = &taken.endpoint;
+            let Some(row) = tx
+                .query_opt_c(
+                    "SELECT body FROM webhook_pending WHERE endpoint = $1 AND seq = $2 FOR UPDATE",
+                    &[endpoint, &seq],
                 )
                 .await
-                .map_err(e)?;
-            }
-            Settle::GaveUp { error } => {
-                tx.execute(REMOVE, &[endpoint, &seq]).await.map_err(e)?;
-                cur.last_error = Some(error.clone());
-                let at = cur.last_attempt_at.unwrap_or(cur.next_at);
-                tx.execute_c(
-                    "INSERT INTO webhook_failed (failed_ms, endpoint, seq, body) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT DO NOTHING",
-                    &[&millis(at), endpoint, &seq, &encode("webhook delivery", &cur)?],
-                )
-                .await
-                .map_err(e)?;
+                .map_err(e)?
+            else {
+                continue; // settled already
+            };
+            let mut cur: Delivery = decode("webhook delivery", row.get::<_, &[u8]>(0))?;
+            match outcome {
+                Settle::Delivered => {
+                    tx.execute(REMOVE, &[endpoint, &seq]).await.map_err(e)?;
+                }
+                _ if cur.attempts != taken.attempts => {}
+                Settle::Retry { at, error } => {
+                    cur.next_at = *at;
+                    cur.last_error = Some(error.clone());
+                    tx.execute_c(
+                        "UPDATE webhook_pending SET next_ms = $3, body = $4 WHERE endpoint = $1 AND seq = $2",
+                        &[endpoint, &seq, &millis(*at), &encode("webhook delivery", &cur)?],
+                    )
+                    .await
+                    .map_err(e)?;
+                }
+                Settle::GaveUp { error } => {
+                    tx.execute(REMOVE, &[endpoint, &seq]).await.map_err(e)?;
+                    cur.last_error = Some(error.clone());
+                    let at = cur.last_attempt_at.unwrap_or(cur.next_at);
+                    tx.execute_c(
+                        "INSERT INTO webhook_failed (failed_ms, endpoint, seq, body) VALUES ($1, $2, $3, $4)
+                         ON CONFLICT DO NOTHING",
+                        &[&millis(at), endpoint, &seq, &encode("webhook delivery", &cur)?],
+                    )
+                    .await
+                    .map_err(e)?;
+                }
             }
         }
         tx.commit().await.map_err(e)

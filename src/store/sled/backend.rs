@@ -364,11 +364,12 @@ impl crate::store::Backend for SledStore {
     }
     async fn webhook_settle(
         &self,
-        taken: &crate::model::webhook::Delivery,
-        outcome: crate::model::webhook::Settle,
+        settled: &[(
+            crate::model::webhook::Delivery,
+            crate::model::webhook::Settle,
+        )],
     ) -> Result<()> {
-        self.call(|| SledStore::webhook_settle(self, taken, outcome))
-            .await
+        self.call(|| SledStore::webhook_settle(self, settled)).await
     }
     async fn webhook_requeue(
         &self,

@@ -292,7 +292,7 @@ fn pending_deliveries_survive_a_restart_with_the_same_ids() {
     assert_eq!(again.len(), 1, "the one in flight waits for its lease");
     assert_eq!(again[0].seq(), 2);
     store
-        .webhook_settle(&again[0], Settle::Delivered)
+        .webhook_settle(&[(again[0].clone(), Settle::Delivered)])
         .expect("delivered");
     let after_lease = now + chrono::TimeDelta::seconds(61);
     let retried = store.webhook_due(after_lease, LEASE, 10).expect("due");
@@ -357,22 +357,19 @@ fn settling_deletes_reschedules_or_gives_up() {
         panic!("three deliveries: {taken:?}");
     };
     store
-        .webhook_settle(a, Settle::Delivered)
+        .webhook_settle(&[(a.clone(), Settle::Delivered)])
         .expect("delivered");
     let later = now + chrono::TimeDelta::seconds(5);
     let retry = Settle::Retry {
         at: later,
         error: "HTTP 503".into(),
     };
-    store.webhook_settle(b, retry).expect("retry");
+    let gave_up = Settle::GaveUp {
+        error: "HTTP 400".into(),
+    };
     store
-        .webhook_settle(
-            c,
-            Settle::GaveUp {
-                error: "HTTP 400".into(),
-            },
-        )
-        .expect("gave up");
+        .webhook_settle(&[(b.clone(), retry), (c.clone(), gave_up)])
+        .expect("retry and gave up");
 
     assert!(store
         .webhook_due(later - chrono::TimeDelta::seconds(1), LEASE, 10)
@@ -385,12 +382,12 @@ fn settling_deletes_reschedules_or_gives_up() {
 
     // A settle from the attempt that was replaced changes nothing.
     store
-        .webhook_settle(
-            b,
+        .webhook_settle(&[(
+            b.clone(),
             Settle::GaveUp {
                 error: "stale".into(),
             },
-        )
+        )])
         .expect("stale");
     assert!(store
         .webhook_failed(10)
@@ -405,7 +402,7 @@ fn settling_deletes_reschedules_or_gives_up() {
     assert_eq!(failed[0].attempts, 1);
 
     store
-        .webhook_settle(&again[0], Settle::Delivered)
+        .webhook_settle(&[(again[0].clone(), Settle::Delivered)])
         .expect("delivered");
     assert_eq!(
         store.webhook_next_due().expect("next"),

@@ -223,40 +223,48 @@ impl SledStore {
         Ok(None)
     }
 
-    /// Records what became of an attempt on `taken` (as
-    /// [`SledStore::webhook_due`] returned it): delivered deletes it, retry
-    /// re-schedules it, gave-up moves it to the failed ones. A retry or a
-    /// give-up from an attempt that a later one has replaced (its lease
-    /// ran out) changes nothing: the later attempt decides.
-    pub fn webhook_settle(&self, taken: &Delivery, outcome: Settle) -> Result<()> {
+    /// Records, in one write, what became of attempts on deliveries (as
+    /// [`SledStore::webhook_due`] returned them): delivered deletes one,
+    /// retry re-schedules it, gave-up moves it to the failed ones. A retry
+    /// or a give-up from an attempt that a later one has replaced (its
+    /// lease ran out) changes nothing: the later attempt decides.
+    pub fn webhook_settle(&self, settled: &[(Delivery, Settle)]) -> Result<()> {
+        if settled.is_empty() {
+            return Ok(());
+        }
         let pending = self.tree(trees::WEBHOOK_PENDING)?;
         let due = self.tree(trees::WEBHOOK_DUE)?;
         let failed = self.tree(trees::WEBHOOK_FAILED)?;
-        let id = ident(&taken.endpoint, taken.seq());
+        let ids: Vec<Vec<u8>> = settled
+            .iter()
+            .map(|(taken, _)| ident(&taken.endpoint, taken.seq()))
+            .collect();
         let res = (&pending, &due, &failed).transaction(|(p, d, f)| {
-            let Some(row) = p.get(&id)? else {
-                return Ok(()); // settled already
-            };
-            let mut cur = decode_delivery(&row).or_else(abort)?;
-            match &outcome {
-                Settle::Delivered => {
-                    p.remove(id.as_slice())?;
-                    d.remove(timed(cur.next_at, &id))?;
-                }
-                _ if cur.attempts != taken.attempts => {}
-                Settle::Retry { at, error } => {
-                    d.remove(timed(cur.next_at, &id))?;
-                    cur.next_at = *at;
-                    cur.last_error = Some(error.clone());
-                    d.insert(timed(cur.next_at, &id), &[] as &[u8])?;
-                    p.insert(id.as_slice(), encode_delivery(&cur).or_else(abort)?)?;
-                }
-                Settle::GaveUp { error } => {
-                    p.remove(id.as_slice())?;
-                    d.remove(timed(cur.next_at, &id))?;
-                    cur.last_error = Some(error.clone());
-                    let at = cur.last_attempt_at.unwrap_or(cur.next_at);
-                    f.insert(timed(at, &id), encode_delivery(&cur).or_else(abort)?)?;
+            for ((taken, outcome), id) in settled.iter().zip(&ids) {
+                let Some(row) = p.get(id)? else {
+                    continue; // settled already
+                };
+                let mut cur = decode_delivery(&row).or_else(abort)?;
+                match outcome {
+                    Settle::Delivered => {
+                        p.remove(id.as_slice())?;
+                        d.remove(timed(cur.next_at, id))?;
+                    }
+                    _ if cur.attempts != taken.attempts => {}
+                    Settle::Retry { at, error } => {
+                        d.remove(timed(cur.next_at, id))?;
+                        cur.next_at = *at;
+                        cur.last_error = Some(error.clone());
+                        d.insert(timed(cur.next_at, id), &[] as &[u8])?;
+                        p.insert(id.as_slice(), encode_delivery(&cur).or_else(abort)?)?;
+                    }
+                    Settle::GaveUp { error } => {
+                        p.remove(id.as_slice())?;
+                        d.remove(timed(cur.next_at, id))?;
+                        cur.last_error = Some(error.clone());
+                        let at = cur.last_attempt_at.unwrap_or(cur.next_at);
+                        f.insert(timed(at, id), encode_delivery(&cur).or_else(abort)?)?;
+                    }
                 }
             }
             Ok(())
