@@ -87,6 +87,13 @@ impl Exchange for FakeExchange {
     }
 }
 
+/// A deliverer whose only endpoint is exchange `x`, counting in `stats`.
+fn exchange_alone(x: &Arc<FakeExchange>, stats: Arc<Stats>) -> Deliverer {
+    Deliverer::new(Config::without_endpoints("https://strands.example"), stats)
+        .expect("a deliverer")
+        .with_exchange(Arc::clone(x) as Arc<dyn Exchange>)
+}
+
 /// A round waiting on a slow publish does not hold up what is written
 /// meanwhile: it is queued, taken and published in that same round.
 #[tokio::test]
@@ -95,12 +102,7 @@ async fn events_written_while_a_round_waits_on_a_slow_publish_go_out_in_that_rou
     let store = store_in(&dir);
     let x = Arc::new(FakeExchange::holding_first());
     let hold = x.hold.as_ref().expect("holding");
-    let d = Deliverer::new(
-        Config::without_endpoints("https://strands.example"),
-        Arc::new(Stats::default()),
-    )
-    .expect("a deliverer")
-    .with_exchange(Arc::clone(&x) as Arc<dyn Exchange>);
+    let d = exchange_alone(&x, Arc::new(Stats::default()));
     d.run_once(&store).await.expect("start the cursor");
     report(&store, vec![opened()]).await;
     let later = async {
@@ -134,13 +136,7 @@ async fn the_exchange_is_an_endpoint_of_the_outbox_retried_until_the_broker_take
     let x = Arc::new(FakeExchange::new(3));
     // No webhook endpoint: the outbox carries the exchange only.
     let stats = Arc::new(Stats::default());
-    let d = Deliverer::new(
-        Config::without_endpoints("https://strands.example"),
-        Arc::clone(&stats),
-    )
-    .expect("a deliverer")
-    .with_base_delay(Duration::from_millis(10))
-    .with_exchange(Arc::clone(&x) as Arc<dyn Exchange>);
+    let d = exchange_alone(&x, Arc::clone(&stats)).with_base_delay(Duration::from_millis(10));
     d.run_once(&store).await.expect("start the cursor");
     report(&store, vec![opened(), failed("boom")]).await;
     let start = Instant::now();
@@ -186,12 +182,7 @@ async fn with_the_exchange_alone_a_round_takes_a_burst_and_with_http_too_it_take
     let store = store_in(&dir);
     let exchange = || Arc::new(FakeExchange::new(0));
     let x = exchange();
-    let alone = Deliverer::new(
-        Config::without_endpoints("https://strands.example"),
-        Arc::new(Stats::default()),
-    )
-    .expect("a deliverer")
-    .with_exchange(Arc::clone(&x) as Arc<dyn Exchange>);
+    let alone = exchange_alone(&x, Arc::new(Stats::default()));
     alone.run_once(&store).await.expect("start the cursor");
     let n = TAKE * 4;
     report(&store, (0..n).map(|i| failed(&i.to_string())).collect()).await;
