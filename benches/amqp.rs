@@ -3,17 +3,18 @@
 //! `tests/common/rabbitmq.rs`) and the real `strands serve`: `BENCH_N`
 //! (default 1,000) approval requests published to the requests' queue at
 //! once by a pika client (`tests/fixtures/amqp/client.py bench`, publisher
-//! confirms), while a second connection consumes a queue bound to
-//! `gate.opened` on the events' exchange. Measured per request: the time
+//! confirms), while a second connection, in a process of its own,
+//! consumes a queue bound to `gate.opened` on the events' exchange. Measured per request: the time
 //! from its publish to its `gate.opened` arriving (queue → intake → store
 //! → outbox → exchange → consumer); and that every request was created,
 //! once. Target: p99 ≤ 200 ms.
 //!
 //! Run with `cargo bench --bench amqp` (or `cargo test --release --bench amqp`).
 //! `BENCH_DUMP=FILE` has the client write one line per request: its
-//! number, when it was published (s from the first), and its latencies to
-//! `gate.opened` written and on the exchange (ms) — where a backlog
-//! starts shows there.
+//! number, when it was published (s from the first), the wait for its own
+//! confirm, and its latencies to `gate.opened` written and on the
+//! exchange (ms) — where a backlog starts, and whether the broker kept
+//! everyone waiting then, shows there.
 //! Skipped (printed) without RabbitMQ. The client, the broker and the
 //! server share the machine's cores, so the figures are an upper bound.
 
@@ -94,6 +95,7 @@ fn main() {
             "gate.opened written → on the exchange (outbox)",
             "outbox_ms",
         ),
+        ("the client's own publish → its confirm", "confirm_ms"),
     ] {
         let v = sorted(key);
         println!(

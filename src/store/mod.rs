@@ -299,7 +299,8 @@ pub trait Backend: Send + Sync {
     /// event after its cursor that webhooks carry, moving the cursor in the
     /// same transaction; an endpoint seen for the first time starts at the
     /// last event (no history). At most `limit` per endpoint per call;
-    /// returns how many were queued.
+    /// returns how many were queued. May be durable only with the
+    /// process's next durable write (sled): lost, it is redone the same.
     fn webhook_pull(
         &self,
         endpoints: &[String],
@@ -309,6 +310,9 @@ pub trait Backend: Send + Sync {
     /// Up to `limit` pending deliveries due by `now`, each taken for an
     /// attempt as it is read: attempt counted, due again at `now + lease`
     /// (a crashed attempt is retried then; nobody else takes it before).
+    /// May be durable only with the process's next durable write, where
+    /// one process holds the store (sled): a crash before it makes what
+    /// was taken due again at once.
     fn webhook_due(
         &self,
         now: DateTime<Utc>,

@@ -82,7 +82,8 @@ pub const BASE_DELAY: Duration = Duration::from_secs(1);
 /// No computed backoff is longer.
 pub const MAX_DELAY: Duration = Duration::from_secs(600);
 /// How long a delivery taken for an attempt is not taken again; an attempt
-/// that died with its process is retried after it. Well over
+/// that died with its process is retried after it at the latest (at once
+/// on sled, if the process died before its next sync). Well over
 /// [`REQUEST_TIMEOUT`].
 pub const LEASE: Duration = Duration::from_secs(60);
 /// Deliveries posted at once.
@@ -104,7 +105,8 @@ const _: () = assert!((TAKE / CONCURRENCY) as u64 * REQUEST_TIMEOUT.as_secs() < 
 /// store's writes and the broker's confirm in turn.
 const EXCHANGE_TAKE: usize = BATCH;
 /// How often a round with posts out looks for events written since it
-/// began: each look that finds some is two store writes (queue, take).
+/// began: each look that finds some is two store writes (queue, take;
+/// on sled, durable with the next sync rather than each its own).
 const REFILL: Duration = Duration::from_millis(10);
 const _: () = assert!(EXCHANGE_TAKE >= TAKE);
 
@@ -341,6 +343,14 @@ impl Deliverer {
                     (d, attempt)
                 });
             }
+            if settling.is_empty() {
+                // Every attempt that ended meanwhile goes in this write: a
+                // store call holds this task while it runs (the sled
+                // backend's `block_in_place`), so several may have.
+                while let Some(joined) = posts.try_join_next() {
+                    ready.extend(self.finished(joined, &mut http, store.now()));
+                }
+            }
             if settling.is_empty() && !ready.is_empty() {
                 let batch = std::mem::take(&mut ready);
                 settling.push(async move {
@@ -373,25 +383,35 @@ impl Deliverer {
                 }
                 else => break,
             };
-            if let Ok((d, _)) = &joined {
-                if !d.endpoint.starts_with(EXCHANGE_PREFIX) {
-                    http -= 1;
-                }
-            }
-            // A post that panicked leaves its delivery leased: it is
-            // tried again when the lease ends.
-            let (d, attempt) = match joined {
-                Ok(done) => done,
-                Err(e) => {
-                    tracing::error!("webhook: a delivery task failed: {e}");
-                    continue;
-                }
-            };
-            let outcome = self.judge(&d, attempt, store.now());
-            self.report(&d, &outcome);
-            ready.push((d, outcome));
+            ready.extend(self.finished(joined, &mut http, store.now()));
         }
         Ok(attempted)
+    }
+
+    /// What an ended attempt comes to, to be settled; one fewer HTTP post
+    /// in flight if it was one. A post that panicked leaves its delivery
+    /// leased (`None`): it is tried again when the lease ends.
+    fn finished(
+        &self,
+        joined: std::result::Result<(Delivery, Attempt), tokio::task::JoinError>,
+        http: &mut usize,
+        now: DateTime<Utc>,
+    ) -> Option<(Delivery, Settle)> {
+        let (d, attempt) = match joined {
+            Ok(done) => done,
+            Err(e) => {
+                // Which post it was is lost with it: the count of HTTP
+                // posts in flight stays one high until the round ends.
+                tracing::error!("webhook: a delivery task failed: {e}");
+                return None;
+            }
+        };
+        if !d.endpoint.starts_with(EXCHANGE_PREFIX) {
+            *http -= 1;
+        }
+        let outcome = self.judge(&d, attempt, now);
+        self.report(&d, &outcome);
+        Some((d, outcome))
     }
 
     /// How many due deliveries a round takes: [`TAKE`] while any endpoint

@@ -130,6 +130,13 @@ impl SledStore {
         self.event_tx.subscribe()
     }
 
+    /// The number of the last event on stable storage as far as this
+    /// process knows: announced since it opened the store, or there then.
+    /// Events after it may belong to writes whose sync is still under way.
+    pub(super) fn durable_event(&self) -> u64 {
+        (*self.event_tx.borrow()).max(self.events_at_open)
+    }
+
     /// Keeps back the events of a write not synced yet: subscribers hear
     /// of them with the next synced write.
     pub(super) fn hold(&self, last: Option<u64>) {

@@ -191,6 +191,9 @@ pub struct SledStore {
     syncs: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The number of the last event this process wrote (subscribers wait on it).
     event_tx: tokio::sync::watch::Sender<u64>,
+    /// The number of the last event when the store was opened: with
+    /// `event_tx`'s, the events known to be on stable storage.
+    events_at_open: u64,
     /// Texts written apart since open (`outputs`).
     outputs_written: std::sync::atomic::AtomicU64,
 }
@@ -267,7 +270,7 @@ impl SledStore {
                 e,
             )
         })?;
-        let store = SledStore {
+        let mut store = SledStore {
             log: std::sync::Arc::new(log),
             held_events: Default::default(),
             syncs: Default::default(),
@@ -285,10 +288,12 @@ impl SledStore {
             path: path.to_path_buf(),
             clock: crate::clock::system(),
             event_tx: tokio::sync::watch::channel(0).0,
+            events_at_open: 0,
             outputs_written: Default::default(),
         };
         // Bringing an older (or new) store up to date: rebuilt from what
         // the store holds if lost, so one sync at the end is enough.
+        store.events_at_open = store.last_event()?;
         let mut built = store.migrate()?;
         built |= store.build_order()?;
         built |= store.build_unposted()?;

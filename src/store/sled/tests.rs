@@ -246,6 +246,46 @@ fn a_new_endpoint_starts_at_the_last_event_and_then_misses_nothing() {
     );
 }
 
+/// Only events on stable storage go out: those of a write whose sync is
+/// still owed (one made `WithNext`) are queued once a sync covers them.
+#[test]
+fn a_pull_queues_no_event_of_a_write_not_synced_yet() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SledStore::open(dir.path()).expect("open");
+    let hooks = [HOOK.to_string()];
+    let now = crate::clock::test_epoch();
+    store.webhook_pull(&hooks, now, 10).expect("start");
+    let mut s = paused_session("held");
+    store.create(&mut s).expect("create");
+    s.events = vec![run_failed("held back")];
+    store
+        .checkpoint_with(&mut s, crate::store::Durability::WithNext)
+        .expect("write");
+    assert_eq!(
+        store.webhook_pull(&hooks, now, 10).expect("pull"),
+        0,
+        "its write is not on stable storage yet"
+    );
+    reports(&store, "next", vec![run_failed("synced")]);
+    assert_eq!(
+        store.webhook_pull(&hooks, now, 10).expect("pull"),
+        2,
+        "the next write's sync covers both"
+    );
+    // What a store holds when it is opened is queued at once.
+    let more = {
+        let mut t = paused_session("later");
+        store.create(&mut t).expect("create");
+        t.events = vec![run_failed("before a restart")];
+        store
+            .checkpoint_with(&mut t, crate::store::Durability::WithNext)
+            .expect("write");
+        drop(store);
+        SledStore::open(dir.path()).expect("reopen")
+    };
+    assert_eq!(more.webhook_pull(&hooks, now, 10).expect("pull"), 1);
+}
+
 #[test]
 fn pulls_are_bounded_and_catch_up_over_several_calls() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -6,10 +6,22 @@
 //! Each change is one transaction: a cursor moves together with the
 //! deliveries it queued (an event is queued once per endpoint, never
 //! skipped, even across a crash); a delivery taken for an attempt is
-//! re-scheduled to the end of its lease as it is taken (an attempt that
-//! dies with its process is tried again when the lease ends, and nothing
-//! else takes it meanwhile); a settled delivery leaves the pending trees in
-//! the write that records its outcome.
+//! re-scheduled to the end of its lease as it is taken (nothing else takes
+//! it meanwhile); a settled delivery leaves the pending trees in the write
+//! that records its outcome.
+//!
+//! Only events on stable storage are queued (announced, or there when the
+//! store was opened): a delivery never tells of a write that a crash could
+//! still take back. Queueing and taking are not synced on their own: they
+//! are durable with the process's next synced write, at the latest the
+//! settle of what they took (sled writes its log in order, so a sync
+//! covers every write before it). A crash before that loses only the
+//! redo: the cursor's events are queued again under the same keys, and a
+//! delivery taken is due again at once rather than when its lease ends —
+//! sent a second time with the same message id, which consumers drop. One
+//! process holds a sled store, so no other replica can have taken it
+//! meanwhile. Synced, each look a burst's deliverer takes at the store
+//! would wait on two syncs, and its publishes and settles behind them.
 
 use sled::Transactional;
 use std::time::Duration;
@@ -96,7 +108,11 @@ impl SledStore {
         let cursors = self.tree(trees::WEBHOOK_CURSORS)?;
         let pending = self.tree(trees::WEBHOOK_PENDING)?;
         let due = self.tree(trees::WEBHOOK_DUE)?;
-        let (mut queued, mut changed) = (0, false);
+        // Only events known to be on stable storage: what goes out must
+        // not be lost with a write still waiting on its sync (its events
+        // are announced with it, and pulled then).
+        let durable = self.durable_event();
+        let (mut queued, mut started) = (0, false);
         for endpoint in endpoints {
             let key = endpoint.as_bytes();
             let mut for_this = 0;
@@ -107,10 +123,11 @@ impl SledStore {
                         let last = match head.get(EVENT_HEAD)? {
                             Some(b) => be_u64(&b, "event head").or_else(abort)?,
                             None => 0,
-                        };
+                        }
+                        .min(durable);
                         let Some(cur) = c.get(key)? else {
                             c.insert(key, &last.to_be_bytes())?;
-                            return Ok((0, true, true));
+                            return Ok((0, true, true)); // started
                         };
                         let start = be_u64(&cur, "webhook cursor").or_else(abort)?;
                         let mut seq = start;
@@ -136,11 +153,11 @@ impl SledStore {
                         if seq != start {
                             c.insert(key, &seq.to_be_bytes())?;
                         }
-                        Ok((made, seq >= last, seq != start))
+                        Ok((made, seq >= last, false))
                     },
                 );
-                let (made, caught_up, moved) = res.map_err(|e| txn_error("webhooks", e))?;
-                changed |= moved;
+                let (made, caught_up, fresh) = res.map_err(|e| txn_error("webhooks", e))?;
+                started |= fresh;
                 for_this += made;
                 if caught_up || for_this >= batch {
                     break;
@@ -148,7 +165,10 @@ impl SledStore {
             }
             queued += for_this;
         }
-        if changed {
+        // Durable with the next synced write (the module doc says why) —
+        // but for an endpoint's first cursor: redone later, it would start
+        // at a later event and skip the ones between.
+        if started {
             self.sync()?;
         }
         Ok(queued)
@@ -204,9 +224,7 @@ impl SledStore {
                 out.push(taken);
             }
         }
-        if !out.is_empty() {
-            self.sync()?;
-        }
+        // Durable with the next synced write, at the latest their settle.
         Ok(out)
     }
 

@@ -186,11 +186,17 @@ async fn with_the_exchange_alone_a_round_takes_a_burst_and_with_http_too_it_take
     alone.run_once(&store).await.expect("start the cursor");
     let n = TAKE * 4;
     report(&store, (0..n).map(|i| failed(&i.to_string())).collect()).await;
+    let syncs = || async { store.syncs().await.expect("syncs").expect("sled counts") };
+    let before = syncs().await;
     assert_eq!(
         alone.run_once(&store).await.expect("a round"),
         n,
         "one round"
     );
+    // The outcomes that ended while a store call held the round are
+    // settled together, not one write each (taking is not synced apart).
+    let written = syncs().await - before;
+    assert!(written <= 2, "{written} syncs for a burst of {n}");
     let mut ids: Vec<String> = x
         .took
         .lock()
