@@ -730,7 +730,7 @@ mod tests {
     /// drive: created running.
     #[tokio::test]
     async fn a_run_that_asks_first_is_created_paused_in_one_write() {
-        use crate::engine::testkit::World;
+        use crate::engine::testkit::{parse, World};
         let w = World::new();
         let asks_first = "version: 0
 name: t
@@ -749,21 +749,10 @@ pattern:
 $COND
       - agent: a
 ";
-        let start = || Start {
-            variables: Default::default(),
-            started_by: "starter".into(),
-            out_dir: w.dir.path().join("out"),
-            origin: None,
-            overwrite_artifacts: false,
-        };
-        let parse = |yaml: &str| {
-            crate::spec::parse(yaml, std::path::Path::new("t.yaml"), &Default::default())
-                .expect("spec")
-        };
         let spec = parse(&asks_first.replace("$COND", ""));
         let (made, paused) = w
             .engine()
-            .create_asking(&spec, start(), "first".into())
+            .create_asking(&spec, w.start(), "first".into())
             .await
             .expect("create");
         assert!(paused);
@@ -789,7 +778,7 @@ $COND
         let spec = parse(&asks_first.replace("$COND", "        condition: \"{{ 1 == 1 }}\"\n"));
         let (made, paused) = w
             .engine()
-            .create_asking(&spec, start(), "cond".into())
+            .create_asking(&spec, w.start(), "cond".into())
             .await
             .expect("create");
         assert!(!paused);

@@ -79,26 +79,34 @@ impl World {
 
     /// [`World::paused`] on an engine set up by the test.
     pub async fn paused_with(&self, mut engine: Engine<'_>, yaml: &str) -> Session {
-        let spec = crate::spec::parse(yaml, std::path::Path::new("t.yaml"), &Default::default())
-            .expect("spec");
-        let start = Start {
-            variables: Default::default(),
-            started_by: "starter".into(),
-            out_dir: self.dir.path().join("out"),
-            origin: None,
-            overwrite_artifacts: false,
-        };
         let s = engine
-            .start(&spec, start, &mut Detached)
+            .start(&parse(yaml), self.start(), &mut Detached)
             .await
             .expect("start");
         assert_eq!(s.status, Status::Paused, "{s:?}");
         s
     }
 
+    /// How a test starts a run: by `starter`, writing under the world's
+    /// directory.
+    pub fn start(&self) -> Start {
+        Start {
+            variables: Default::default(),
+            started_by: "starter".into(),
+            out_dir: self.dir.path().join("out"),
+            origin: None,
+            overwrite_artifacts: false,
+        }
+    }
+
     pub async fn session(&self, id: &str) -> Session {
         self.store.get(id).await.expect("session")
     }
+}
+
+/// `yaml` parsed as the spec `t.yaml`.
+pub fn parse(yaml: &str) -> crate::spec::Spec {
+    crate::spec::parse(yaml, std::path::Path::new("t.yaml"), &Default::default()).expect("spec")
 }
 
 /// An answer given now through a test channel.

@@ -350,13 +350,13 @@ impl Deliverer {
                 while let Some(joined) = posts.try_join_next() {
                     ready.extend(self.finished(joined, &mut http, store.now()));
                 }
-            }
-            if settling.is_empty() && !ready.is_empty() {
-                let batch = std::mem::take(&mut ready);
-                settling.push(async move {
-                    let settled = store.webhook_settle(&batch).await;
-                    (batch, settled)
-                });
+                if !ready.is_empty() {
+                    let batch = std::mem::take(&mut ready);
+                    settling.push(async move {
+                        let settled = store.webhook_settle(&batch).await;
+                        (batch, settled)
+                    });
+                }
             }
             let joined = tokio::select! {
                 Some(joined) = posts.join_next(), if !posts.is_empty() => joined,
