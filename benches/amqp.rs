@@ -7,7 +7,8 @@
 //! consumes a queue bound to `gate.opened` on the events' exchange. Measured per request: the time
 //! from its publish to its `gate.opened` arriving (queue → intake → store
 //! → outbox → exchange → consumer); and that every request was created,
-//! once. Target: p99 ≤ 200 ms.
+//! once. Target: p99 ≤ 200 ms. Also printed: the CPU time the service
+//! used in the burst (from `/proc`), per request.
 //!
 //! Run with `cargo bench --bench amqp` (or `cargo test --release --bench amqp`).
 //! `BENCH_DUMP=FILE` has the client write one line per request: its
@@ -34,6 +35,18 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     }
     let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// The CPU time (user + system, s) process `pid` has used so far: fields
+/// 14 and 15 of `/proc/PID/stat`, in clock ticks (100 per second on
+/// Linux); `None` elsewhere.
+fn cpu_s(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name (field 2) is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 fn main() {
@@ -71,12 +84,14 @@ fn main() {
     }
     let app = broker.client("carol", "carol-pw");
     app.bind("bench.watch", "strands.events", "gate.opened");
+    let cpu_before = cpu_s(svc.pid());
     let started = Instant::now();
     let out = app.run(
         "bench",
         json!({"queue": "strands.requests", "watch": "bench.watch", "n": n, "user": "carol"}),
     );
     let all_s = started.elapsed().as_secs_f64();
+    let cpu_burst = cpu_s(svc.pid()).zip(cpu_before).map(|(a, b)| a - b);
     let sorted = |key: &str| {
         let mut v: Vec<f64> = out[key]
             .as_array()
@@ -125,6 +140,12 @@ fn main() {
         .find(|l| l.starts_with("strands_sessions{status=\"paused\"}"))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse::<f64>().ok());
+    if let Some(cpu) = cpu_burst {
+        println!(
+            "strands' CPU time in the burst: {cpu:.2} s ({:.2} ms per request)",
+            cpu * 1000.0 / n as f64
+        );
+    }
     println!(
         "amqp burst: {n} requests published in {:.2} s (confirmed); gate.opened for {} of them, all within {:.2} s",
         out["publish_s"].as_f64().unwrap_or(f64::NAN),
