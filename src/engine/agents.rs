@@ -468,7 +468,7 @@ impl Engine<'_> {
                 now: self.clock.now(),
                 trust_never: &never,
             };
-            let calls = toolbox.classify(&snapshot, &resp.tool_calls, &self.templates, &standing);
+            let calls = toolbox.classify(&snapshot, &resp.tool_calls, self.templates, &standing);
             if let Some(turn) = session.agent_turn.as_mut() {
                 turn.calls = calls;
             }
@@ -532,7 +532,7 @@ impl Engine<'_> {
             .waiting()
             .filter_map(|c| {
                 let ctx = context::for_rules(spec, session, Some(&opened.position), Some(&c.call));
-                gate::policy::choose(rules, &self.templates, &ctx, base)
+                gate::policy::choose(rules, self.templates, &ctx, base)
             })
             .collect();
         if let Some(choice) = gate::policy::strictest_of(choices) {
@@ -567,7 +567,7 @@ impl Engine<'_> {
             return false;
         }
         let ctx = context::for_rules(spec, session, at, Some(call));
-        match gate::policy::choose(rules, &self.templates, &ctx, 1) {
+        match gate::policy::choose(rules, self.templates, &ctx, 1) {
             Some(choice) => choice.rule.trust_never || choice.failed.is_some(),
             None => false,
         }

@@ -197,7 +197,7 @@ impl Engine<'_> {
         }
         let ctx = super::context::for_rules(spec, session, Some(&opened.position), Some(call));
         let base = opened.approvals_required;
-        if let Some(choice) = crate::gate::policy::choose(rules, &self.templates, &ctx, base) {
+        if let Some(choice) = crate::gate::policy::choose(rules, self.templates, &ctx, base) {
             let rule = crate::gate::policy::ApprovalRule {
                 quorum: None,
                 require_reason: None,

@@ -144,7 +144,7 @@ impl Engine<'_> {
         if !rules.is_empty() {
             let ctx = context::for_rules(spec, session, Some(&opened.position), None);
             let base = opened.approvals_required;
-            if let Some(choice) = gate::policy::choose(rules, &self.templates, &ctx, base) {
+            if let Some(choice) = gate::policy::choose(rules, self.templates, &ctx, base) {
                 // A rule's business timeout counts on the gate's calendar,
                 // or the service's default one when the gate names none.
                 if opened.hours.is_none() && choice.rule.timeout.is_some_and(|t| t.business) {

@@ -71,7 +71,7 @@ pub struct Engine<'a> {
     clock: crate::clock::SharedClock,
     /// Wakes this process's timer loop when a gate's timers are armed.
     wake: Option<Arc<tokio::sync::Notify>>,
-    templates: Templates,
+    templates: &'static Templates,
     /// Built providers by kind, `runtime.host` and `runtime.region`.
     providers: BTreeMap<(ProviderKind, Option<String>, Option<String>), Provider>,
     /// Answers every agent instead of the spec's provider (tests, benches).
@@ -91,6 +91,13 @@ pub struct Engine<'a> {
     unsynced: std::sync::atomic::AtomicBool,
 }
 
+/// The settings of an engine not given any: one copy for the process
+/// (the service makes an engine per request, then gives it its own).
+fn default_settings() -> Arc<crate::config::Settings> {
+    static DEFAULT: std::sync::OnceLock<Arc<crate::config::Settings>> = std::sync::OnceLock::new();
+    Arc::clone(DEFAULT.get_or_init(|| Arc::new(crate::config::Settings::default())))
+}
+
 impl<'a> Engine<'a> {
     /// An engine on `store` with default settings (nothing is read from
     /// the environment here; see [`Engine::with_settings`]) and a clock
@@ -99,11 +106,11 @@ impl<'a> Engine<'a> {
         Engine {
             store,
             specs: Arc::new(specs::SpecCache::default()),
-            settings: Arc::new(crate::config::Settings::default()),
+            settings: default_settings(),
             prepare_deadline: None,
             clock: Arc::new(crate::clock::TokioClock::default()),
             wake: None,
-            templates: Templates::new(),
+            templates: Templates::shared(),
             unsynced: Default::default(),
             providers: BTreeMap::new(),
             model: None,
@@ -332,7 +339,7 @@ impl<'a> Engine<'a> {
         Self::preflight(spec, &self.settings)?;
         if !(start.overwrite_artifacts || self.overwrite_artifacts) {
             artifacts::precheck(
-                &self.templates,
+                self.templates,
                 &spec.artifacts,
                 &start.variables,
                 &start.out_dir,
@@ -605,7 +612,7 @@ impl<'a> Engine<'a> {
                 let ctx = context::for_artifacts(spec, session, self.clock.now());
                 let out_dir = PathBuf::from(&session.out_dir);
                 session.artifacts = artifacts::write(
-                    &self.templates,
+                    self.templates,
                     &spec.artifacts,
                     &ctx,
                     &out_dir,

@@ -173,8 +173,7 @@ impl Engine<'_> {
         // empty list would let anyone answer.
         let ctx = context::for_rules(spec, session, Some(&opened.position), None);
         let base = opened.approvals_required;
-        if let Some(choice) =
-            gate::policy::choose(&spec.approval.rules, &self.templates, &ctx, base)
+        if let Some(choice) = gate::policy::choose(&spec.approval.rules, self.templates, &ctx, base)
         {
             gate::policy::apply(&mut opened, &choice);
         }

@@ -31,6 +31,14 @@ impl Default for Templates {
 }
 
 impl Templates {
+    /// The process's one environment: it is never changed once built, and
+    /// building one registers every filter and test anew (an engine is
+    /// made per request).
+    pub fn shared() -> &'static Templates {
+        static SHARED: std::sync::OnceLock<Templates> = std::sync::OnceLock::new();
+        SHARED.get_or_init(Templates::new)
+    }
+
     pub fn new() -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -200,6 +208,24 @@ fn detail(e: &minijinja::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_environment_is_built_once_with_the_same_sandbox() {
+        let (a, b) = (Templates::shared(), Templates::shared());
+        assert!(std::ptr::eq(a, b), "one environment for the process");
+        let ctx = minijinja::context! { name => "Ada" };
+        assert_eq!(
+            a.render("x", "{{ name.lower() | truncate(2) }}", &ctx)
+                .unwrap(),
+            Templates::new()
+                .render("x", "{{ name.lower() | truncate(2) }}", &ctx)
+                .unwrap()
+        );
+        assert!(
+            a.render("x", "{{ missing }}", &ctx).is_err(),
+            "strict undefined"
+        );
+    }
 
     #[test]
     fn undefined_variables_are_errors() {

@@ -77,7 +77,7 @@ pub fn parse(text: &str, path: &Path, limits: &Limits) -> Result<Spec> {
         text: text.to_string(),
         diags: Vec::new(),
         warnings: Vec::new(),
-        templates: Templates::new(),
+        templates: Templates::shared(),
         limits: limits.clone(),
         uses: Vec::new(),
         tools_cfg: None,
@@ -179,7 +179,7 @@ struct Validator {
     text: String,
     diags: Vec<Diagnostic>,
     warnings: Vec<String>,
-    templates: Templates,
+    templates: &'static Templates,
     limits: Limits,
     /// What each template reads, for `reach`.
     uses: Vec<reach::Use>,

@@ -58,7 +58,7 @@ impl Validator {
                 ApproverEntry::Rule(map) => {
                     match crate::spec::rules::rule(
                         map,
-                        &self.templates,
+                        self.templates,
                         self.limits.max_timeout_secs,
                     ) {
                         Ok(r) => rules.push(r),
