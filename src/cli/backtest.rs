@@ -71,7 +71,7 @@ pub(super) async fn backtest(ctx: &Ctx, a: &BacktestArgs) -> Result<u8> {
             history(ctx, &Sessions::Store(&store), &entries).await?
         }
     };
-    let b = backtest::backtest(&candidates, &recorded, skipped, &Templates::new());
+    let b = backtest::backtest(&candidates, &recorded, skipped, Templates::shared());
     let file = a.service_file.display().to_string();
     if a.json {
         let mut v = serde_json::to_value(&b).map_err(|e| Error::Internal(e.to_string()))?;

@@ -147,7 +147,7 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
     }
     vars.extend(spec.input_values.clone());
     vars.extend(spec.type_overrides(&a.vars)?);
-    let templates = Templates::new();
+    let templates = Templates::shared();
     let mut out = Vec::new();
     for g in spec.gates() {
         if a.gate.as_deref().is_some_and(|id| id != g.id) {
@@ -163,7 +163,7 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
             .unwrap_or(1)
             .max(1);
         let ctx = context(&vars, None);
-        let Some(choice) = policy::choose(rules, &templates, &ctx, base) else {
+        let Some(choice) = policy::choose(rules, templates, &ctx, base) else {
             continue;
         };
         let timeout = choice.rule.timeout.or_else(|| {
@@ -188,7 +188,7 @@ fn explain(ctx: &Ctx, a: &ExplainArgs) -> Result<u8> {
         let args = a.args.clone().unwrap_or_else(|| json!({}));
         let tool = a.tool.as_deref().map(|n| (n, &args));
         let ctx = context(&vars, tool);
-        if let Some(choice) = policy::choose(tool_rules, &templates, &ctx, 1) {
+        if let Some(choice) = policy::choose(tool_rules, templates, &ctx, 1) {
             // One approver decides each call, without a timeout or a
             // required reason (as `Engine::tool_rule`).
             let rule = ApprovalRule {
@@ -274,7 +274,7 @@ fn explain_policy(ctx: &Ctx, a: &ExplainArgs, name: &str, at: DateTime<Utc>) -> 
     policy::add_rule_vars(&mut root, &vars, None);
     let ctx = minijinja::Value::from_serialize(root);
     let mut out = Vec::new();
-    if let Some(choice) = policy::choose(&rules, &Templates::new(), &ctx, 1) {
+    if let Some(choice) = policy::choose(&rules, Templates::shared(), &ctx, 1) {
         out.push(explained(
             format!("policy `{name}`"),
             &rules,

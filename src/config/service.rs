@@ -95,7 +95,7 @@ impl AgentHosts {
         policies: &BTreeMap<String, Policy>,
         max_secs: u64,
     ) -> std::result::Result<(), String> {
-        let t = crate::template::Templates::new();
+        let t = crate::template::Templates::shared();
         for (i, c) in self.pass.iter().enumerate() {
             t.check_condition(c)
                 .map_err(|e| format!("agent_hosts: pass {}: {}", i + 1, e.message))?;
@@ -136,7 +136,7 @@ impl Policy {
         &self,
         max_secs: u64,
     ) -> std::result::Result<Vec<crate::spec::rules::ApprovalRule>, String> {
-        crate::spec::rules::list(&self.rules, &crate::template::Templates::new(), max_secs)
+        crate::spec::rules::list(&self.rules, crate::template::Templates::shared(), max_secs)
     }
 }
 

@@ -180,7 +180,7 @@ impl Hub {
             .collect();
         crate::gate::policy::add_rule_vars(&mut root, &details, Some((&call.tool, &call.input)));
         let ctx = minijinja::Value::from_serialize(&root);
-        let templates = Templates::new();
+        let templates = Templates::shared();
         for condition in &hosts.pass {
             // A condition that fails to evaluate does not pass the call.
             if templates

@@ -152,6 +152,20 @@ mod tests {
         }
     }
 
+    /// Asserts that sled on its own refuses the store at `dir`, and for
+    /// what is in it, not because a handle still holds its lock; then
+    /// waits for the failed open to let go of the lock.
+    fn refused(dir: &std::path::Path, opened: &str) {
+        match sled::Config::new().path(dir).open() {
+            Ok(_) => panic!("{opened}"),
+            Err(e) => assert!(
+                !e.to_string().contains("could not acquire lock"),
+                "refused for the lock, not for what is in the store: {e}"
+            ),
+        }
+        released(dir);
+    }
+
     #[test]
     fn an_unfinished_snapshot_is_removed_and_the_store_opens_with_its_data() {
         let dir = store_with_data();
@@ -162,15 +176,7 @@ mod tests {
         )
         .expect("write");
         // sled 0.34.7 on its own refuses the store: the fault this guards.
-        let refused = sled::Config::new().path(dir.path()).open();
-        match refused {
-            Ok(_) => panic!("sled 0.34.7 reads the unfinished snapshot"),
-            Err(e) => assert!(
-                !e.to_string().contains("could not acquire lock"),
-                "refused for the lock, not the snapshot: {e}"
-            ),
-        }
-        released(dir.path());
+        refused(dir.path(), "sled 0.34.7 reads the unfinished snapshot");
         let cleared = clear_after_crash(dir.path()).expect("clear");
         assert_eq!(cleared.snapshots.len(), 1, "{cleared:?}");
         assert!(!files(dir.path()).iter().any(|f| f.ends_with(".generating")));
@@ -189,14 +195,7 @@ mod tests {
         let whole = std::fs::read(&conf).expect("conf");
         // Killed between sled's two writes: the text without its CRC.
         std::fs::write(&conf, &whole[..whole.len() - 4]).expect("tear conf");
-        match sled::Config::new().path(dir.path()).open() {
-            Ok(_) => panic!("sled opened a torn conf"),
-            Err(e) => assert!(
-                !e.to_string().contains("could not acquire lock"),
-                "refused for the lock, not the torn conf: {e}"
-            ),
-        }
-        released(dir.path());
+        refused(dir.path(), "sled opened a torn conf");
         let cleared = clear_after_crash(dir.path()).expect("clear");
         assert!(cleared.conf);
         let db = sled::Config::new()
